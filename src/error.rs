@@ -1,0 +1,99 @@
+//! The contract's error object: a stable `code`, a human `message` and the offending `field` path.
+//! Every refusal the library makes is one of these; the CLI and the HTTP layer only render it.
+
+use serde::Serialize;
+use std::fmt;
+
+/// What went wrong, as a stable machine-readable code.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ErrorCode {
+    /// The body is not JSON, or a field has the wrong JSON type.
+    MalformedRequest,
+    /// `policy` names no policy of the contract.
+    UnknownPolicy,
+    /// A throughput or colocation names a worker type the cluster does not have.
+    UnknownWorkerType,
+    /// Two jobs share an id.
+    DuplicateJobId,
+    /// A number is NaN, infinite, negative or otherwise out of its range.
+    InvalidNumber,
+    /// A scale factor is 0 or larger than every worker type's GPU count.
+    InvalidScaleFactor,
+    /// A job has no positive throughput on any worker type the cluster has.
+    JobCannotRun,
+    /// A colocation names unknown jobs, a job twice, or jobs of unequal scale factors.
+    InvalidColocation,
+    /// A field the chosen policy needs is absent.
+    MissingField,
+    /// The request asks for something this version does not do.
+    Unsupported,
+    /// The problem has no feasible allocation (for example SLOs that cannot all be met).
+    Infeasible,
+    /// The LP solver failed or ran out of its time budget.
+    SolverFailed,
+}
+
+impl ErrorCode {
+    /// The HTTP status the contract gives this code.
+    pub fn http_status(self) -> u16 {
+        match self {
+            ErrorCode::Infeasible | ErrorCode::Unsupported => 422,
+            ErrorCode::SolverFailed => 500,
+            _ => 400,
+        }
+    }
+}
+
+/// The contract's error object, `{"error": {"code", "message", "field"}}` on the wire.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct ArbiterError {
+    pub code: ErrorCode,
+    pub message: String,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub field: Option<String>,
+    /// Jobs an infeasibility is about (for example the jobs whose SLOs cannot all be met).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub jobs: Vec<String>,
+}
+
+impl ArbiterError {
+    pub fn new(code: ErrorCode, message: impl Into<String>) -> Self {
+        ArbiterError {
+            code,
+            message: message.into(),
+            field: None,
+            jobs: Vec::new(),
+        }
+    }
+
+    pub fn at(code: ErrorCode, field: impl Into<String>, message: impl Into<String>) -> Self {
+        ArbiterError {
+            field: Some(field.into()),
+            ..ArbiterError::new(code, message)
+        }
+    }
+
+    pub fn with_jobs(mut self, jobs: Vec<String>) -> Self {
+        self.jobs = jobs;
+        self
+    }
+
+    /// The wire form: `{"error": {...}}`.
+    pub fn to_json(&self) -> serde_json::Value {
+        serde_json::json!({ "error": self })
+    }
+}
+
+impl fmt::Display for ArbiterError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match &self.field {
+            Some(field) => write!(f, "{}: {}", field, self.message),
+            None => f.write_str(&self.message),
+        }
+    }
+}
+
+impl std::error::Error for ArbiterError {}
+
+pub type Result<T> = std::result::Result<T, ArbiterError>;

@@ -1,0 +1,48 @@
+//! Arbiter: heterogeneity-aware allocation of a shared GPU cluster among training jobs.
+//!
+//! Data flows one way: a [`Request`] (the wire contract) is validated once into a [`Problem`]
+//! (dense indices, a throughput matrix), a policy turns it into an allocation through the
+//! [`lp`] layer, and a [`Response`] renders it back with the request's ids.
+//!
+//! ```no_run
+//! let text = std::fs::read_to_string("request.json").unwrap();
+//! match arbiter::solve_json(&text, arbiter::lp::Backend::default()) {
+//!     Ok(response) => println!("{}", serde_json::to_string(&response).unwrap()),
+//!     Err(error) => eprintln!("{}", error.to_json()),
+//! }
+//! ```
+
+pub mod demo;
+pub mod error;
+pub mod formulation;
+pub mod lp;
+pub mod max_min_ratio;
+pub mod policies;
+pub mod problem;
+pub mod request;
+pub mod response;
+
+pub use error::{ArbiterError, ErrorCode};
+pub use policies::{Outcome, PolicyKind};
+pub use problem::Problem;
+pub use request::Request;
+pub use response::Response;
+
+use std::time::Instant;
+
+/// Solves a validated problem with its policy.
+pub fn solve(problem: &Problem, backend: lp::Backend) -> error::Result<Response> {
+    let start = Instant::now();
+    let outcome = policies::solve(problem, backend)?;
+    Ok(Response::new(
+        problem,
+        &outcome,
+        backend.name(),
+        start.elapsed().as_secs_f64(),
+    ))
+}
+
+/// Parses, validates and solves a request given as JSON text.
+pub fn solve_json(text: &str, backend: lp::Backend) -> error::Result<Response> {
+    solve(&Problem::from_json(text)?, backend)
+}

@@ -1,0 +1,145 @@
+//! HiGHS through its C API: the model is passed once, later rows are added in place, and each
+//! `solve` re-runs from the current basis (dual simplex hot start after added rows).
+
+use super::{LinearProgram, Row, Sense, Session, Solution, SolveError};
+use highs_sys::*;
+use std::ffi::{c_void, CString};
+
+pub struct HighsSession {
+    ptr: *mut c_void,
+    num_cols: usize,
+}
+
+// The HiGHS instance is owned by this session alone and never shared between threads at once.
+unsafe impl Send for HighsSession {}
+
+fn clamp_inf(v: f64) -> f64 {
+    // HiGHS treats any |v| ≥ 1e20 as infinite.
+    v.clamp(-1e30, 1e30)
+}
+
+impl HighsSession {
+    pub fn new(lp: LinearProgram) -> HighsSession {
+        // SAFETY: Highs_create returns a fresh instance that this session owns until Drop.
+        let ptr = unsafe { Highs_create() };
+        let session = HighsSession {
+            ptr,
+            num_cols: lp.num_cols(),
+        };
+        session.set_bool("output_flag", false);
+        session.set_int("threads", 1);
+        let col_lower: Vec<f64> = lp.col_lower.iter().map(|&v| clamp_inf(v)).collect();
+        let col_upper: Vec<f64> = lp.col_upper.iter().map(|&v| clamp_inf(v)).collect();
+        let (mut starts, mut index, mut value) = (Vec::new(), Vec::new(), Vec::new());
+        let (mut row_lower, mut row_upper) = (Vec::new(), Vec::new());
+        for row in &lp.rows {
+            starts.push(index.len() as HighsInt);
+            for &(c, v) in &row.coefs {
+                index.push(c as HighsInt);
+                value.push(v);
+            }
+            row_lower.push(clamp_inf(row.lower));
+            row_upper.push(clamp_inf(row.upper));
+        }
+        let sense = match lp.sense {
+            Sense::Minimize => OBJECTIVE_SENSE_MINIMIZE,
+            Sense::Maximize => OBJECTIVE_SENSE_MAXIMIZE,
+        };
+        // SAFETY: every array has the length HiGHS is told (num_col, num_row or num_nz).
+        unsafe {
+            Highs_passLp(
+                ptr,
+                lp.num_cols() as HighsInt,
+                lp.rows.len() as HighsInt,
+                index.len() as HighsInt,
+                MATRIX_FORMAT_ROW_WISE,
+                sense,
+                0.0,
+                lp.cost.as_ptr(),
+                col_lower.as_ptr(),
+                col_upper.as_ptr(),
+                row_lower.as_ptr(),
+                row_upper.as_ptr(),
+                starts.as_ptr(),
+                index.as_ptr(),
+                value.as_ptr(),
+            );
+        }
+        session
+    }
+
+    fn set_bool(&self, name: &str, value: bool) {
+        let name = CString::new(name).expect("option names have no NUL");
+        // SAFETY: ptr is a live instance; name is a valid C string for the call.
+        unsafe { Highs_setBoolOptionValue(self.ptr, name.as_ptr(), value as HighsInt) };
+    }
+
+    fn set_int(&self, name: &str, value: i32) {
+        let name = CString::new(name).expect("option names have no NUL");
+        // SAFETY: as above.
+        unsafe { Highs_setIntOptionValue(self.ptr, name.as_ptr(), value as HighsInt) };
+    }
+}
+
+impl Session for HighsSession {
+    fn add_rows(&mut self, rows: &[Row]) {
+        for row in rows {
+            let index: Vec<HighsInt> = row.coefs.iter().map(|&(c, _)| c as HighsInt).collect();
+            let value: Vec<f64> = row.coefs.iter().map(|&(_, v)| v).collect();
+            // SAFETY: index and value both hold num_new_nz entries.
+            unsafe {
+                Highs_addRow(
+                    self.ptr,
+                    clamp_inf(row.lower),
+                    clamp_inf(row.upper),
+                    index.len() as HighsInt,
+                    index.as_ptr(),
+                    value.as_ptr(),
+                );
+            }
+        }
+    }
+
+    fn set_coef(&mut self, row: usize, col: usize, value: f64) {
+        // SAFETY: ptr is live; HiGHS checks the indices and returns an error status if out of range.
+        unsafe { Highs_changeCoeff(self.ptr, row as HighsInt, col as HighsInt, value) };
+    }
+
+    fn solve(&mut self) -> Result<Solution, SolveError> {
+        // SAFETY: ptr is live for the whole call.
+        let run = unsafe { Highs_run(self.ptr) };
+        let status = unsafe { Highs_getModelStatus(self.ptr) };
+        match status {
+            MODEL_STATUS_OPTIMAL => {}
+            MODEL_STATUS_INFEASIBLE => return Err(SolveError::Infeasible),
+            MODEL_STATUS_UNBOUNDED | MODEL_STATUS_UNBOUNDED_OR_INFEASIBLE => {
+                return Err(SolveError::Unbounded)
+            }
+            other => {
+                return Err(SolveError::Failed(format!(
+                    "HiGHS model status {other} (run status {run})"
+                )))
+            }
+        }
+        let mut values = vec![0.0; self.num_cols];
+        // SAFETY: col_value has num_col entries; HiGHS skips the other (null) outputs.
+        unsafe {
+            Highs_getSolution(
+                self.ptr,
+                values.as_mut_ptr(),
+                std::ptr::null_mut(),
+                std::ptr::null_mut(),
+                std::ptr::null_mut(),
+            );
+        }
+        let objective = unsafe { Highs_getObjectiveValue(self.ptr) };
+        Ok(Solution { values, objective })
+    }
+}
+
+impl Drop for HighsSession {
+    fn drop(&mut self) {
+        // SAFETY: ptr came from Highs_create and is destroyed exactly once.
+        unsafe { Highs_destroy(self.ptr) };
+    }
+}

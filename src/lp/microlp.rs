@@ -1,0 +1,67 @@
+//! The pure-Rust backend (microlp), for builds without a C++ toolchain. It keeps the model and
+//! solves it from scratch on every `solve`: correct, slower than HiGHS on large models.
+
+use super::{LinearProgram, Row, Sense, Session, Solution, SolveError};
+use microlp::{ComparisonOp, OptimizationDirection, Problem};
+
+pub struct MicrolpSession {
+    lp: LinearProgram,
+}
+
+impl MicrolpSession {
+    pub fn new(lp: LinearProgram) -> MicrolpSession {
+        MicrolpSession { lp }
+    }
+}
+
+impl Session for MicrolpSession {
+    fn add_rows(&mut self, rows: &[Row]) {
+        self.lp.rows.extend_from_slice(rows);
+    }
+
+    fn set_coef(&mut self, row: usize, col: usize, value: f64) {
+        let coefs = &mut self.lp.rows[row].coefs;
+        match coefs.iter_mut().find(|(c, _)| *c == col) {
+            Some(entry) => entry.1 = value,
+            None => coefs.push((col, value)),
+        }
+    }
+
+    fn solve(&mut self) -> Result<Solution, SolveError> {
+        let lp = &self.lp;
+        let direction = match lp.sense {
+            Sense::Minimize => OptimizationDirection::Minimize,
+            Sense::Maximize => OptimizationDirection::Maximize,
+        };
+        let mut problem = Problem::new(direction);
+        let vars: Vec<_> = (0..lp.num_cols())
+            .map(|c| problem.add_var(lp.cost[c], (lp.col_lower[c], lp.col_upper[c])))
+            .collect();
+        for row in &lp.rows {
+            let expr: Vec<_> = row.coefs.iter().map(|&(c, v)| (vars[c], v)).collect();
+            if row.lower == row.upper {
+                problem.add_constraint(expr.as_slice(), ComparisonOp::Eq, row.lower);
+                continue;
+            }
+            if row.lower.is_finite() {
+                problem.add_constraint(expr.as_slice(), ComparisonOp::Ge, row.lower);
+            }
+            if row.upper.is_finite() {
+                problem.add_constraint(expr.as_slice(), ComparisonOp::Le, row.upper);
+            }
+        }
+        let outcome = problem.solve().map_err(|e| match e {
+            microlp::Error::Infeasible => SolveError::Infeasible,
+            microlp::Error::Unbounded => SolveError::Unbounded,
+            other => SolveError::Failed(format!("microlp: {other:?}")),
+        })?;
+        let solution = outcome
+            .into_solution()
+            .map_err(|_| SolveError::Failed("microlp stopped before finding a solution".into()))?;
+        let values = vars.iter().map(|&v| solution.var_value(v)).collect();
+        Ok(Solution {
+            values,
+            objective: solution.objective(),
+        })
+    }
+}

@@ -1,0 +1,42 @@
+//! Least attained service (max-min fairness), heterogeneity-aware or not:
+//! maximize `min_m (sf_m / weight_m) · thr_m / thr_equal_m`. See `formulations/max_min_fairness.md`.
+
+use super::{max_min_ratio, throughputs, Outcome, Policy};
+use crate::error::Result;
+use crate::lp::Backend;
+use crate::problem::Problem;
+
+pub struct MaxMinFairness;
+
+/// `(sf_m / weight_m) · nt_m` for every job: the quantity LAS raises for the worst job.
+pub fn weighted_normalized_throughputs(problem: &Problem, thr: &[f64]) -> Vec<f64> {
+    let thr_equal = problem.equal_share_throughput();
+    problem
+        .jobs
+        .iter()
+        .enumerate()
+        .map(|(m, job)| job.scale_factor as f64 / job.weight * thr[m] / thr_equal[m])
+        .collect()
+}
+
+impl Policy for MaxMinFairness {
+    fn solve(&self, problem: &Problem, backend: Backend) -> Result<Outcome> {
+        // (sf/w)·thr/thr_equal ≥ z  ⟺  thr ≥ z · w·thr_equal/sf
+        let thr_equal = problem.equal_share_throughput();
+        let demand: Vec<f64> = problem
+            .jobs
+            .iter()
+            .enumerate()
+            .map(|(m, job)| job.weight * thr_equal[m] / job.scale_factor as f64)
+            .collect();
+        let solution = max_min_ratio(problem, &demand, backend)?;
+        let achieved =
+            weighted_normalized_throughputs(problem, &throughputs(problem, &solution.allocation));
+        let objective = achieved.into_iter().fold(f64::INFINITY, f64::min);
+        Ok(Outcome {
+            allocation: solution.allocation,
+            objective: Some(objective),
+            lp_solves: solution.lp_solves,
+        })
+    }
+}

@@ -1,0 +1,47 @@
+//! Minimum cost under SLOs: `min_cost` subject to `thr_m ≥ r_m / slo_m` for every job with an SLO.
+//! Feasibility is decided first, exactly, by the max-min engine on those floors: if the best
+//! allocation meets only a fraction z < 1 of them, the jobs held at that fraction are named in a
+//! 422. See `formulations/min_cost_slo.md`.
+
+use super::{max_min_ratio, min_cost, throughputs, Outcome, Policy};
+use crate::error::{ArbiterError, ErrorCode, Result};
+use crate::lp::Backend;
+use crate::problem::Problem;
+
+pub struct MinCostSlo;
+
+/// Below this fraction of their floors the SLOs count as unmeetable (LP round-off stays above).
+const FEASIBLE: f64 = 1.0 - 1e-7;
+
+impl Policy for MinCostSlo {
+    fn solve(&self, problem: &Problem, backend: Backend) -> Result<Outcome> {
+        let floor: Vec<f64> = (0..problem.num_jobs())
+            .map(|m| match problem.jobs[m].slo_seconds {
+                Some(slo) => problem.steps_remaining(m) / slo,
+                None => 0.0,
+            })
+            .collect();
+        let check = max_min_ratio(problem, &floor, backend)?;
+        if let Some(z) = check.z.filter(|&z| z < FEASIBLE) {
+            let thr = throughputs(problem, &check.allocation);
+            let jobs: Vec<String> = (0..problem.num_jobs())
+                .filter(|&m| floor[m] > 0.0 && thr[m] <= z * floor[m] * (1.0 + 1e-6))
+                .map(|m| problem.jobs[m].id.clone())
+                .collect();
+            return Err(ArbiterError::new(
+                ErrorCode::Infeasible,
+                format!(
+                    "the SLOs of {} cannot all be met: at best each gets {:.1}% of the throughput its SLO needs",
+                    jobs.join(", "),
+                    100.0 * z
+                ),
+            )
+            .with_jobs(jobs));
+        }
+        // Floors a hair below the requirement so round-off in the LP cannot make them infeasible.
+        let floor: Vec<f64> = floor.iter().map(|f| f * FEASIBLE).collect();
+        let mut outcome = min_cost::cheapest(problem, backend, &floor)?;
+        outcome.lp_solves += check.lp_solves;
+        Ok(outcome)
+    }
+}

@@ -1,0 +1,32 @@
+//! Minimum makespan: minimize `max_m r_m / thr_m`, as one LP in `z = 1/makespan`
+//! (maximize z with `thr_m ≥ r_m·z`). See `formulations/min_makespan.md`.
+
+use super::{max_min_ratio, throughputs, Outcome, Policy};
+use crate::error::Result;
+use crate::lp::Backend;
+use crate::problem::Problem;
+
+pub struct MinMakespan;
+
+/// `max_m r_m / thr_m` over jobs with steps left (0 when none has any).
+pub fn makespan(problem: &Problem, thr: &[f64]) -> f64 {
+    (0..problem.num_jobs())
+        .filter(|&m| problem.steps_remaining(m) > 0.0)
+        .map(|m| problem.steps_remaining(m) / thr[m])
+        .fold(0.0, f64::max)
+}
+
+impl Policy for MinMakespan {
+    fn solve(&self, problem: &Problem, backend: Backend) -> Result<Outcome> {
+        let demand: Vec<f64> = (0..problem.num_jobs())
+            .map(|m| problem.steps_remaining(m))
+            .collect();
+        let solution = max_min_ratio(problem, &demand, backend)?;
+        let objective = makespan(problem, &throughputs(problem, &solution.allocation));
+        Ok(Outcome {
+            allocation: solution.allocation,
+            objective: Some(objective),
+            lp_solves: solution.lp_solves,
+        })
+    }
+}

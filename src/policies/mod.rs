@@ -1,0 +1,171 @@
+//! The policies of the contract, one file each behind the `Policy` trait. A policy reads the
+//! validated `Problem` and returns an `Outcome` (allocation, objective, solver work); it does no
+//! parsing and no rendering. Each one reads like its page in `formulations/`.
+
+mod fifo;
+mod finish_time_fairness;
+mod isolated;
+mod max_min_fairness;
+mod max_sum_throughput;
+mod min_cost;
+mod min_cost_slo;
+mod min_makespan;
+mod proportional;
+mod shortest_job_first;
+
+use crate::error::{ArbiterError, ErrorCode, Result};
+use crate::lp::{Backend, SolveError};
+use crate::max_min_ratio::{self, Instance, RatioSolution};
+use crate::problem::{Matrix, Problem};
+
+/// Every policy name of the contract.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum PolicyKind {
+    MaxMinFairness,
+    MaxMinFairnessWaterFilling,
+    Hierarchical,
+    FinishTimeFairness,
+    MinMakespan,
+    MaxSumThroughput,
+    Fifo,
+    ShortestJobFirst,
+    MinCost,
+    MinCostSlo,
+    Isolated,
+    Proportional,
+}
+
+impl PolicyKind {
+    pub const ALL: [PolicyKind; 12] = [
+        PolicyKind::MaxMinFairness,
+        PolicyKind::MaxMinFairnessWaterFilling,
+        PolicyKind::Hierarchical,
+        PolicyKind::FinishTimeFairness,
+        PolicyKind::MinMakespan,
+        PolicyKind::MaxSumThroughput,
+        PolicyKind::Fifo,
+        PolicyKind::ShortestJobFirst,
+        PolicyKind::MinCost,
+        PolicyKind::MinCostSlo,
+        PolicyKind::Isolated,
+        PolicyKind::Proportional,
+    ];
+
+    pub fn name(self) -> &'static str {
+        match self {
+            PolicyKind::MaxMinFairness => "max_min_fairness",
+            PolicyKind::MaxMinFairnessWaterFilling => "max_min_fairness_water_filling",
+            PolicyKind::Hierarchical => "hierarchical",
+            PolicyKind::FinishTimeFairness => "finish_time_fairness",
+            PolicyKind::MinMakespan => "min_makespan",
+            PolicyKind::MaxSumThroughput => "max_sum_throughput",
+            PolicyKind::Fifo => "fifo",
+            PolicyKind::ShortestJobFirst => "shortest_job_first",
+            PolicyKind::MinCost => "min_cost",
+            PolicyKind::MinCostSlo => "min_cost_slo",
+            PolicyKind::Isolated => "isolated",
+            PolicyKind::Proportional => "proportional",
+        }
+    }
+
+    pub fn from_name(name: &str) -> Option<PolicyKind> {
+        PolicyKind::ALL.into_iter().find(|p| p.name() == name)
+    }
+
+    /// Policies whose objective is defined by the jobs' remaining steps.
+    pub fn needs_steps_remaining(self) -> bool {
+        matches!(
+            self,
+            PolicyKind::FinishTimeFairness | PolicyKind::MinMakespan | PolicyKind::ShortestJobFirst
+        )
+    }
+
+    /// The implementation, or `None` for a contract policy this version does not provide yet.
+    pub fn policy(self) -> Option<&'static dyn Policy> {
+        Some(match self {
+            PolicyKind::MaxMinFairness => &max_min_fairness::MaxMinFairness,
+            PolicyKind::FinishTimeFairness => &finish_time_fairness::FinishTimeFairness,
+            PolicyKind::MinMakespan => &min_makespan::MinMakespan,
+            PolicyKind::MaxSumThroughput => &max_sum_throughput::MaxSumThroughput,
+            PolicyKind::Fifo => &fifo::Fifo,
+            PolicyKind::ShortestJobFirst => &shortest_job_first::ShortestJobFirst,
+            PolicyKind::MinCost => &min_cost::MinCost,
+            PolicyKind::MinCostSlo => &min_cost_slo::MinCostSlo,
+            PolicyKind::Isolated => &isolated::Isolated,
+            PolicyKind::Proportional => &proportional::Proportional,
+            PolicyKind::MaxMinFairnessWaterFilling | PolicyKind::Hierarchical => return None,
+        })
+    }
+}
+
+/// What a policy computes: the allocation `X`, its objective as the contract reports it, and
+/// how much solver work it took.
+#[derive(Debug, Clone)]
+pub struct Outcome {
+    pub allocation: Matrix,
+    pub objective: Option<f64>,
+    pub lp_solves: usize,
+}
+
+/// One allocation policy.
+pub trait Policy: Sync {
+    fn solve(&self, problem: &Problem, backend: Backend) -> Result<Outcome>;
+}
+
+/// Runs the problem's policy.
+pub fn solve(problem: &Problem, backend: Backend) -> Result<Outcome> {
+    if problem.num_jobs() == 0 {
+        return Ok(Outcome {
+            allocation: Matrix::zeros(0, problem.num_types()),
+            objective: None,
+            lp_solves: 0,
+        });
+    }
+    let policy = problem.policy.policy().ok_or_else(|| {
+        ArbiterError::at(
+            ErrorCode::Unsupported,
+            "policy",
+            format!(
+                "policy {} is part of the contract but not available in this version",
+                problem.policy.name()
+            ),
+        )
+    })?;
+    policy.solve(problem, backend)
+}
+
+/// The shared shape every policy's capacity constraints use.
+pub(crate) fn scale_factors(problem: &Problem) -> Vec<u32> {
+    problem.jobs.iter().map(|j| j.scale_factor).collect()
+}
+
+pub(crate) fn capacities(problem: &Problem) -> Vec<f64> {
+    problem.worker_types.iter().map(|w| w.count).collect()
+}
+
+/// `max z s.t. thr_m ≥ z·demand_m` on the problem's throughput matrix and cluster.
+pub(crate) fn max_min_ratio(
+    problem: &Problem,
+    demand: &[f64],
+    backend: Backend,
+) -> Result<RatioSolution> {
+    let sf = scale_factors(problem);
+    let cap = capacities(problem);
+    let instance = Instance {
+        throughput: &problem.throughput,
+        scale_factor: &sf,
+        capacity: &cap,
+    };
+    max_min_ratio::solve(&instance, demand, backend)
+}
+
+/// `thr_m = Σ_w T[m][w] X[m][w]` over the policy's throughput matrix.
+pub(crate) fn throughputs(problem: &Problem, allocation: &Matrix) -> Vec<f64> {
+    (0..problem.num_jobs())
+        .map(|m| crate::problem::dot(problem.throughput.row(m), allocation.row(m)))
+        .collect()
+}
+
+pub(crate) fn lp_error(e: SolveError) -> ArbiterError {
+    ArbiterError::new(ErrorCode::SolverFailed, e.to_string())
+}

@@ -1,0 +1,486 @@
+//! The validated, index-based problem every policy works on: worker types and jobs as dense
+//! indices, the throughput matrix as a dense row-major `f64` matrix, ids kept for the response.
+//! Validation happens here, once; past `Problem::from_request` every number is finite and in range.
+
+use crate::error::{ArbiterError, ErrorCode, Result};
+use crate::policies::PolicyKind;
+use crate::request::{JobSpec, Request};
+
+/// One accelerator type of the cluster.
+#[derive(Debug, Clone, PartialEq)]
+pub struct WorkerType {
+    pub name: String,
+    /// GPUs of this type.
+    pub count: f64,
+    pub gpus_per_server: u32,
+    pub cost_per_hour: Option<f64>,
+}
+
+/// One training job, with everything a policy may read besides its throughput row.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Job {
+    pub id: String,
+    pub scale_factor: u32,
+    pub weight: f64,
+    pub steps_remaining: Option<f64>,
+    pub time_elapsed: f64,
+    pub isolated_time_elapsed: f64,
+    pub slo_seconds: Option<f64>,
+    pub entity: Option<String>,
+    pub arrival: f64,
+}
+
+/// Dense `jobs × worker types` matrix, row-major.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Matrix {
+    rows: usize,
+    cols: usize,
+    data: Vec<f64>,
+}
+
+impl Matrix {
+    pub fn zeros(rows: usize, cols: usize) -> Matrix {
+        Matrix {
+            rows,
+            cols,
+            data: vec![0.0; rows * cols],
+        }
+    }
+    pub fn filled(rows: usize, cols: usize, value: f64) -> Matrix {
+        Matrix {
+            rows,
+            cols,
+            data: vec![value; rows * cols],
+        }
+    }
+    pub fn rows(&self) -> usize {
+        self.rows
+    }
+    pub fn cols(&self) -> usize {
+        self.cols
+    }
+    pub fn row(&self, r: usize) -> &[f64] {
+        &self.data[r * self.cols..(r + 1) * self.cols]
+    }
+    pub fn row_mut(&mut self, r: usize) -> &mut [f64] {
+        &mut self.data[r * self.cols..(r + 1) * self.cols]
+    }
+    pub fn get(&self, r: usize, c: usize) -> f64 {
+        self.data[r * self.cols + c]
+    }
+    pub fn set(&mut self, r: usize, c: usize, value: f64) {
+        self.data[r * self.cols + c] = value;
+    }
+}
+
+/// A pair of jobs that may share GPUs, with each one's throughput while paired (per type).
+#[derive(Debug, Clone, PartialEq)]
+pub struct Colocation {
+    pub jobs: [usize; 2],
+    /// `throughput[w] = [steps/s of jobs[0], steps/s of jobs[1]]` on type `w`.
+    pub throughput: Vec<[f64; 2]>,
+}
+
+/// A request that passed validation.
+#[derive(Debug, Clone)]
+pub struct Problem {
+    pub policy: PolicyKind,
+    pub heterogeneity_aware: bool,
+    pub space_sharing: bool,
+    pub worker_types: Vec<WorkerType>,
+    pub jobs: Vec<Job>,
+    /// Measured steps/s of each job alone on each type (0: cannot run there).
+    pub measured: Matrix,
+    /// The matrix the policy optimizes over: `measured`, or all ones when heterogeneity-agnostic.
+    pub throughput: Matrix,
+    pub colocations: Vec<Colocation>,
+}
+
+fn finite_at_least(value: f64, min: f64, field: impl Fn() -> String, what: &str) -> Result<f64> {
+    if !value.is_finite() || value < min {
+        return Err(ArbiterError::at(
+            ErrorCode::InvalidNumber,
+            field(),
+            format!("{what} must be a finite number ≥ {min}, got {value}"),
+        ));
+    }
+    Ok(value)
+}
+
+fn positive(value: f64, field: impl Fn() -> String, what: &str) -> Result<f64> {
+    if !value.is_finite() || value <= 0.0 {
+        return Err(ArbiterError::at(
+            ErrorCode::InvalidNumber,
+            field(),
+            format!("{what} must be a finite number > 0, got {value}"),
+        ));
+    }
+    Ok(value)
+}
+
+fn whole(value: f64, field: impl Fn() -> String, what: &str) -> Result<f64> {
+    finite_at_least(value, 0.0, &field, what)?;
+    if value.fract() != 0.0 || value > u32::MAX as f64 {
+        return Err(ArbiterError::at(
+            ErrorCode::InvalidNumber,
+            field(),
+            format!("{what} must be a whole number, got {value}"),
+        ));
+    }
+    Ok(value)
+}
+
+impl Problem {
+    /// Parses and validates JSON text in one step.
+    pub fn from_json(text: &str) -> Result<Problem> {
+        Problem::from_request(&Request::from_json(text)?)
+    }
+
+    /// Validates a request; every refusal names the offending field.
+    pub fn from_request(req: &Request) -> Result<Problem> {
+        let policy = PolicyKind::from_name(&req.policy).ok_or_else(|| {
+            ArbiterError::at(
+                ErrorCode::UnknownPolicy,
+                "policy",
+                format!(
+                    "unknown policy {:?}; expected one of: {}",
+                    req.policy,
+                    PolicyKind::ALL
+                        .iter()
+                        .map(|p| p.name())
+                        .collect::<Vec<_>>()
+                        .join(", ")
+                ),
+            )
+        })?;
+        let worker_types = validate_worker_types(req)?;
+        let total_gpus: f64 = worker_types.iter().map(|w| w.count).sum();
+        if total_gpus <= 0.0 {
+            return Err(ArbiterError::at(
+                ErrorCode::InvalidNumber,
+                "cluster.worker_types",
+                "the cluster has no GPUs: at least one worker type needs count ≥ 1",
+            ));
+        }
+        let type_index = |name: &str| worker_types.iter().position(|w| w.name == name);
+
+        let mut seen = std::collections::HashMap::with_capacity(req.jobs.len());
+        let mut jobs = Vec::with_capacity(req.jobs.len());
+        let mut measured = Matrix::zeros(req.jobs.len(), worker_types.len());
+        for (m, spec) in req.jobs.iter().enumerate() {
+            if let Some(first) = seen.insert(spec.id.as_str(), m) {
+                return Err(ArbiterError::at(
+                    ErrorCode::DuplicateJobId,
+                    format!("jobs[{m}].id"),
+                    format!("job id {:?} is already used by jobs[{first}]", spec.id),
+                ));
+            }
+            jobs.push(validate_job(m, spec, policy)?);
+            for (name, value) in &spec.throughput {
+                let field = || format!("jobs[{m}].throughput.{name}");
+                let w = type_index(name).ok_or_else(|| {
+                    ArbiterError::at(
+                        ErrorCode::UnknownWorkerType,
+                        field(),
+                        format!("worker type {name:?} is not in cluster.worker_types"),
+                    )
+                })?;
+                if let Some(v) = value {
+                    measured.set(m, w, finite_at_least(*v, 0.0, field, "a throughput")?);
+                }
+            }
+            let runnable = (0..worker_types.len())
+                .any(|w| measured.get(m, w) > 0.0 && worker_types[w].count > 0.0);
+            if !runnable {
+                return Err(ArbiterError::at(
+                    ErrorCode::JobCannotRun,
+                    format!("jobs[{m}].throughput"),
+                    format!(
+                        "job {:?} has no positive throughput on any worker type with GPUs",
+                        spec.id
+                    ),
+                ));
+            }
+        }
+        if policy == PolicyKind::MinCostSlo && jobs.iter().all(|j| j.slo_seconds.is_none()) {
+            return Err(ArbiterError::at(
+                ErrorCode::MissingField,
+                "jobs[0].slo_seconds",
+                "min_cost_slo needs slo_seconds on at least one job",
+            ));
+        }
+
+        let space_sharing = req.space_sharing.unwrap_or(false);
+        let colocations = validate_colocations(req, &jobs, &seen, &type_index, worker_types.len())?;
+        if space_sharing {
+            return Err(ArbiterError::at(
+                ErrorCode::Unsupported,
+                "space_sharing",
+                "space sharing is not supported yet; send space_sharing: false",
+            ));
+        }
+        let heterogeneity_aware = req.heterogeneity_aware.unwrap_or(true);
+        let throughput = if heterogeneity_aware {
+            measured.clone()
+        } else {
+            Matrix::filled(jobs.len(), worker_types.len(), 1.0)
+        };
+        Ok(Problem {
+            policy,
+            heterogeneity_aware,
+            space_sharing,
+            worker_types,
+            jobs,
+            measured,
+            throughput,
+            colocations,
+        })
+    }
+
+    pub fn num_jobs(&self) -> usize {
+        self.jobs.len()
+    }
+
+    pub fn num_types(&self) -> usize {
+        self.worker_types.len()
+    }
+
+    pub fn total_gpus(&self) -> f64 {
+        self.worker_types.iter().map(|w| w.count).sum()
+    }
+
+    /// `X_equal[w] = count_w / Σ_v count_v`: every job's equal time share of every type.
+    pub fn equal_share(&self) -> Vec<f64> {
+        let total = self.total_gpus();
+        self.worker_types.iter().map(|w| w.count / total).collect()
+    }
+
+    /// `thr_equal_m = Σ_w T[m][w] X_equal[w]`, the throughput normalized throughputs divide by.
+    pub fn equal_share_throughput(&self) -> Vec<f64> {
+        let share = self.equal_share();
+        (0..self.num_jobs())
+            .map(|m| dot(self.throughput.row(m), &share))
+            .collect()
+    }
+
+    /// `X_isolated[m][w] = (count_w / M) / sf_m`, each row scaled down to sum to at most 1.
+    pub fn isolated_allocation(&self) -> Matrix {
+        let n = self.num_jobs() as f64;
+        let mut x = Matrix::zeros(self.num_jobs(), self.num_types());
+        for (m, job) in self.jobs.iter().enumerate() {
+            let row = x.row_mut(m);
+            for (w, wt) in self.worker_types.iter().enumerate() {
+                row[w] = wt.count / n / job.scale_factor as f64;
+            }
+            let sum: f64 = row.iter().sum();
+            if sum > 1.0 {
+                row.iter_mut().for_each(|v| *v /= sum);
+            }
+        }
+        x
+    }
+
+    /// `thr_iso_m = Σ_w T[m][w] X_isolated[m][w]`.
+    pub fn isolated_throughput(&self) -> Vec<f64> {
+        let x = self.isolated_allocation();
+        (0..self.num_jobs())
+            .map(|m| dot(self.throughput.row(m), x.row(m)))
+            .collect()
+    }
+
+    /// The job's steps remaining; validation guarantees it for the policies that need it.
+    pub fn steps_remaining(&self, m: usize) -> f64 {
+        self.jobs[m].steps_remaining.unwrap_or(0.0)
+    }
+}
+
+pub fn dot(a: &[f64], b: &[f64]) -> f64 {
+    a.iter().zip(b).map(|(x, y)| x * y).sum()
+}
+
+fn validate_worker_types(req: &Request) -> Result<Vec<WorkerType>> {
+    if req.cluster.worker_types.is_empty() {
+        return Err(ArbiterError::at(
+            ErrorCode::MissingField,
+            "cluster.worker_types",
+            "the cluster needs at least one worker type",
+        ));
+    }
+    let needs_cost = matches!(req.policy.as_str(), "min_cost" | "min_cost_slo");
+    let mut types = Vec::with_capacity(req.cluster.worker_types.len());
+    for (name, spec) in &req.cluster.worker_types {
+        let field = |f: &str| format!("cluster.worker_types.{name}.{f}");
+        let count = whole(spec.count, || field("count"), "a GPU count")?;
+        let gpus_per_server = match spec.gpus_per_server {
+            Some(g) => {
+                let g = whole(g, || field("gpus_per_server"), "gpus_per_server")?;
+                positive(g, || field("gpus_per_server"), "gpus_per_server")? as u32
+            }
+            None => count.max(1.0) as u32,
+        };
+        let cost_per_hour = match spec.cost_per_hour {
+            Some(c) if needs_cost => Some(positive(c, || field("cost_per_hour"), "cost_per_hour")?),
+            Some(c) => Some(finite_at_least(
+                c,
+                0.0,
+                || field("cost_per_hour"),
+                "cost_per_hour",
+            )?),
+            None if needs_cost => {
+                return Err(ArbiterError::at(
+                    ErrorCode::MissingField,
+                    field("cost_per_hour"),
+                    format!("{} needs cost_per_hour on every worker type", req.policy),
+                ))
+            }
+            None => None,
+        };
+        types.push(WorkerType {
+            name: name.clone(),
+            count,
+            gpus_per_server,
+            cost_per_hour,
+        });
+    }
+    Ok(types)
+}
+
+fn validate_job(m: usize, spec: &JobSpec, policy: PolicyKind) -> Result<Job> {
+    let field = |f: &str| format!("jobs[{m}].{f}");
+    if spec.id.is_empty() {
+        return Err(ArbiterError::at(
+            ErrorCode::MissingField,
+            field("id"),
+            "a job id must not be empty",
+        ));
+    }
+    let scale_factor = match spec.scale_factor {
+        None => 1,
+        Some(sf) => {
+            let sf = whole(sf, || field("scale_factor"), "a scale factor")?;
+            if sf < 1.0 {
+                return Err(ArbiterError::at(
+                    ErrorCode::InvalidScaleFactor,
+                    field("scale_factor"),
+                    "a scale factor must be at least 1 (the GPUs the job occupies)",
+                ));
+            }
+            sf as u32
+        }
+    };
+    let weight = positive(spec.weight.unwrap_or(1.0), || field("weight"), "a weight")?;
+    let steps_remaining = match spec.steps_remaining {
+        Some(r) => Some(finite_at_least(
+            r,
+            0.0,
+            || field("steps_remaining"),
+            "steps_remaining",
+        )?),
+        None if policy.needs_steps_remaining()
+            || (policy == PolicyKind::MinCostSlo && spec.slo_seconds.is_some()) =>
+        {
+            return Err(ArbiterError::at(
+                ErrorCode::MissingField,
+                field("steps_remaining"),
+                format!("{} needs steps_remaining on every job", policy.name()),
+            ))
+        }
+        None => None,
+    };
+    let time_elapsed = finite_at_least(
+        spec.time_elapsed.unwrap_or(0.0),
+        0.0,
+        || field("time_elapsed"),
+        "time_elapsed",
+    )?;
+    let isolated_time_elapsed = finite_at_least(
+        spec.isolated_time_elapsed.unwrap_or(0.0),
+        0.0,
+        || field("isolated_time_elapsed"),
+        "isolated_time_elapsed",
+    )?;
+    let slo_seconds = spec
+        .slo_seconds
+        .map(|s| positive(s, || field("slo_seconds"), "slo_seconds"))
+        .transpose()?;
+    let arrival = finite_at_least(
+        spec.arrival.unwrap_or(m as f64),
+        f64::MIN,
+        || field("arrival"),
+        "arrival",
+    )?;
+    Ok(Job {
+        id: spec.id.clone(),
+        scale_factor,
+        weight,
+        steps_remaining,
+        time_elapsed,
+        isolated_time_elapsed,
+        slo_seconds,
+        entity: spec.entity.clone(),
+        arrival,
+    })
+}
+
+fn validate_colocations(
+    req: &Request,
+    jobs: &[Job],
+    index: &std::collections::HashMap<&str, usize>,
+    type_index: &dyn Fn(&str) -> Option<usize>,
+    num_types: usize,
+) -> Result<Vec<Colocation>> {
+    let mut out = Vec::new();
+    for (k, spec) in req.colocations.iter().flatten().enumerate() {
+        let field = |f: &str| format!("colocations[{k}].{f}");
+        let mut pair = [0usize; 2];
+        for (i, id) in spec.jobs.iter().enumerate() {
+            pair[i] = *index.get(id.as_str()).ok_or_else(|| {
+                ArbiterError::at(
+                    ErrorCode::InvalidColocation,
+                    field(&format!("jobs[{i}]")),
+                    format!("unknown job {id:?}"),
+                )
+            })?;
+        }
+        if pair[0] == pair[1] {
+            return Err(ArbiterError::at(
+                ErrorCode::InvalidColocation,
+                field("jobs"),
+                "a colocation needs two different jobs",
+            ));
+        }
+        if jobs[pair[0]].scale_factor != jobs[pair[1]].scale_factor {
+            return Err(ArbiterError::at(
+                ErrorCode::InvalidColocation,
+                field("jobs"),
+                format!(
+                    "jobs {:?} and {:?} have scale factors {} and {}; only equal scale factors can share GPUs",
+                    spec.jobs[0], spec.jobs[1], jobs[pair[0]].scale_factor, jobs[pair[1]].scale_factor
+                ),
+            ));
+        }
+        let mut throughput = vec![[0.0; 2]; num_types];
+        for (name, values) in &spec.throughput {
+            let w = type_index(name).ok_or_else(|| {
+                ArbiterError::at(
+                    ErrorCode::UnknownWorkerType,
+                    field(&format!("throughput.{name}")),
+                    format!("worker type {name:?} is not in cluster.worker_types"),
+                )
+            })?;
+            for (i, v) in values.iter().enumerate() {
+                throughput[w][i] = finite_at_least(
+                    *v,
+                    0.0,
+                    || field(&format!("throughput.{name}[{i}]")),
+                    "a colocated throughput",
+                )?;
+            }
+        }
+        out.push(Colocation {
+            jobs: pair,
+            throughput,
+        });
+    }
+    Ok(out)
+}

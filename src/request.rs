@@ -1,0 +1,95 @@
+//! The contract's request as it arrives on the wire (serde), before any validation.
+//! Nothing here is trusted: `problem::Problem::from_request` is the only way in.
+
+use crate::error::{ArbiterError, ErrorCode, Result};
+use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
+
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+pub struct Request {
+    pub policy: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub heterogeneity_aware: Option<bool>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub space_sharing: Option<bool>,
+    pub cluster: ClusterSpec,
+    pub jobs: Vec<JobSpec>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub colocations: Option<Vec<ColocationSpec>>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub entities: Option<BTreeMap<String, EntitySpec>>,
+}
+
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+pub struct ClusterSpec {
+    pub worker_types: BTreeMap<String, WorkerTypeSpec>,
+}
+
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+pub struct WorkerTypeSpec {
+    /// Number of GPUs of this type (a whole number ≥ 0).
+    pub count: f64,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub gpus_per_server: Option<f64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cost_per_hour: Option<f64>,
+}
+
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+pub struct JobSpec {
+    pub id: String,
+    /// Steps/s alone on `scale_factor` GPUs of each type; 0, null or absent: cannot run there.
+    #[serde(default)]
+    pub throughput: BTreeMap<String, Option<f64>>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub scale_factor: Option<f64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub weight: Option<f64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub steps_remaining: Option<f64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub time_elapsed: Option<f64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub isolated_time_elapsed: Option<f64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub slo_seconds: Option<f64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub entity: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub arrival: Option<f64>,
+}
+
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+pub struct ColocationSpec {
+    pub jobs: [String; 2],
+    /// Per worker type, each job's steps/s while the pair shares the GPUs.
+    #[serde(default)]
+    pub throughput: BTreeMap<String, [f64; 2]>,
+}
+
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+pub struct EntitySpec {
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub weight: Option<f64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub policy: Option<String>,
+}
+
+impl Request {
+    /// Parses a request from JSON text; a syntax or type error names the field it found it at.
+    pub fn from_json(text: &str) -> Result<Request> {
+        let de = &mut serde_json::Deserializer::from_str(text);
+        serde_path_to_error::deserialize(de).map_err(|e| {
+            let path = e.path().to_string();
+            let inner = e.into_inner();
+            let field = (path != ".").then_some(path);
+            ArbiterError {
+                field,
+                ..ArbiterError::new(
+                    ErrorCode::MalformedRequest,
+                    format!("malformed request: {inner}"),
+                )
+            }
+        })
+    }
+}
