@@ -8,26 +8,15 @@ use std::fmt::Write;
 
 /// The demo request (`fixtures/demo.json`), with its policy replaced by `policy`.
 pub fn request(policy: &str) -> Request {
-    let mut request =
-        Request::from_json(include_str!("../fixtures/demo.json")).expect("the demo request parses");
+    let mut request = Request::from_json(include_str!("../fixtures/demo.json")).expect("the demo request parses");
     request.policy = policy.to_string();
     request
 }
 
 /// A fixed-width table of the allocation: one row per job, one column per worker type.
 pub fn table(problem: &Problem, response: &Response) -> String {
-    let types: Vec<&str> = problem
-        .worker_types
-        .iter()
-        .map(|w| w.name.as_str())
-        .collect();
-    let id_width = problem
-        .jobs
-        .iter()
-        .map(|j| j.id.len())
-        .max()
-        .unwrap_or(3)
-        .max(3);
+    let types: Vec<&str> = problem.worker_types.iter().map(|w| w.name.as_str()).collect();
+    let id_width = problem.jobs.iter().map(|j| j.id.len()).max().unwrap_or(3).max(3);
     let mut out = String::new();
     let _ = write!(out, "{:<id_width$}  {:>3}  {:>6}", "job", "sf", "weight");
     for t in &types {
@@ -35,27 +24,14 @@ pub fn table(problem: &Problem, response: &Response) -> String {
     }
     let _ = writeln!(out, "  {:>12}", "steps/s");
     for job in &problem.jobs {
-        let _ = write!(
-            out,
-            "{:<id_width$}  {:>3}  {:>6}",
-            job.id, job.scale_factor, job.weight
-        );
+        let _ = write!(out, "{:<id_width$}  {:>3}  {:>6}", job.id, job.scale_factor, job.weight);
         for t in &types {
             let _ = write!(out, "  {:>7.3}", response.allocation[&job.id][*t]);
         }
         let _ = writeln!(out, "  {:>12.3}", response.effective_throughput[&job.id]);
     }
-    let gpus: Vec<String> = problem
-        .worker_types
-        .iter()
-        .map(|w| format!("{} {}", w.count, w.name))
-        .collect();
-    let _ = writeln!(
-        out,
-        "\npolicy {} on {} GPUs",
-        response.policy,
-        gpus.join(" + ")
-    );
+    let gpus: Vec<String> = problem.worker_types.iter().map(|w| format!("{} {}", w.count, w.name)).collect();
+    let _ = writeln!(out, "\npolicy {} on {} GPUs", response.policy, gpus.join(" + "));
     match response.objective {
         Some(objective) => {
             let _ = writeln!(out, "objective {objective:.6}");

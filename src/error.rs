@@ -18,12 +18,15 @@ pub enum ErrorCode {
     DuplicateJobId,
     /// A number is NaN, infinite, negative or otherwise out of its range.
     InvalidNumber,
-    /// A scale factor is 0 or larger than every worker type's GPU count.
+    /// A scale factor is 0 or not a whole number. (One above every type's GPU count is accepted:
+    /// the LP, as the contract and Gavel define it, gives such a job a fraction of its time.)
     InvalidScaleFactor,
     /// A job has no positive throughput on any worker type the cluster has.
     JobCannotRun,
     /// A colocation names unknown jobs, a job twice, or jobs of unequal scale factors.
     InvalidColocation,
+    /// An entity is unknown, nests in a cycle, or names an unknown intra-entity policy.
+    InvalidEntity,
     /// A field the chosen policy needs is absent.
     MissingField,
     /// The request asks for something this version does not do.
@@ -59,19 +62,11 @@ pub struct ArbiterError {
 
 impl ArbiterError {
     pub fn new(code: ErrorCode, message: impl Into<String>) -> Self {
-        ArbiterError {
-            code,
-            message: message.into(),
-            field: None,
-            jobs: Vec::new(),
-        }
+        ArbiterError { code, message: message.into(), field: None, jobs: Vec::new() }
     }
 
     pub fn at(code: ErrorCode, field: impl Into<String>, message: impl Into<String>) -> Self {
-        ArbiterError {
-            field: Some(field.into()),
-            ..ArbiterError::new(code, message)
-        }
+        ArbiterError { field: Some(field.into()), ..ArbiterError::new(code, message) }
     }
 
     pub fn with_jobs(mut self, jobs: Vec<String>) -> Self {

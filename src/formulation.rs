@@ -15,9 +15,7 @@ pub struct Groups {
 impl Groups {
     /// Every job alone.
     pub fn singletons(num_jobs: usize) -> Groups {
-        Groups {
-            members: (0..num_jobs).map(|m| vec![m]).collect(),
-        }
+        Groups { members: (0..num_jobs).map(|m| vec![m]).collect() }
     }
 
     /// Jobs with the same throughput row and scale factor together.
@@ -25,15 +23,7 @@ impl Groups {
         let mut index: HashMap<(Vec<u64>, u32), usize> = HashMap::new();
         let mut members: Vec<Vec<usize>> = Vec::new();
         for m in 0..problem.num_jobs() {
-            let key = (
-                problem
-                    .throughput
-                    .row(m)
-                    .iter()
-                    .map(|v| v.to_bits())
-                    .collect(),
-                problem.jobs[m].scale_factor,
-            );
+            let key = (problem.throughput.row(m).iter().map(|v| v.to_bits()).collect(), problem.jobs[m].scale_factor);
             let g = *index.entry(key).or_insert_with(|| {
                 members.push(Vec::new());
                 members.len() - 1
@@ -55,50 +45,34 @@ pub struct BaseLp {
 impl BaseLp {
     /// Base constraints; with `homogenizing = Some(t)` every right-hand side is multiplied by the
     /// column `t` (the Charnes–Cooper form of a linear-fractional program).
-    pub fn new(
-        problem: &Problem,
-        groups: Groups,
-        sense: Sense,
-        homogenizing: Option<usize>,
-    ) -> BaseLp {
+    pub fn new(problem: &Problem, groups: Groups, sense: Sense, homogenizing: Option<usize>) -> BaseLp {
         Self::with_lp(problem, groups, LinearProgram::new(sense), homogenizing)
     }
 
-    pub fn with_lp(
-        problem: &Problem,
-        groups: Groups,
-        mut lp: LinearProgram,
-        homogenizing: Option<usize>,
-    ) -> BaseLp {
+    pub fn with_lp(problem: &Problem, groups: Groups, mut lp: LinearProgram, homogenizing: Option<usize>) -> BaseLp {
         let num_types = problem.num_types();
         let mut cols = Vec::with_capacity(groups.members.len());
         for members in &groups.members {
             let rep = members[0];
             let n = members.len() as f64;
-            let upper = if homogenizing.is_some() {
-                f64::INFINITY
-            } else {
-                n
-            };
+            let upper = if homogenizing.is_some() { f64::INFINITY } else { n };
             let row: Vec<Option<usize>> = (0..num_types)
                 .map(|w| {
-                    let usable =
-                        problem.throughput.get(rep, w) > 0.0 && problem.worker_types[w].count > 0.0;
+                    let usable = problem.throughput.get(rep, w) > 0.0 && problem.worker_types[w].count > 0.0;
                     usable.then(|| lp.add_col(0.0, 0.0, upper))
                 })
                 .collect();
             cols.push(row);
         }
-        let bound =
-            |lp: &mut LinearProgram, mut coefs: Vec<(usize, f64)>, rhs: f64| match homogenizing {
-                Some(t) => {
-                    coefs.push((t, -rhs));
-                    lp.add_row(Row::at_most(0.0, coefs));
-                }
-                None => {
-                    lp.add_row(Row::at_most(rhs, coefs));
-                }
-            };
+        let bound = |lp: &mut LinearProgram, mut coefs: Vec<(usize, f64)>, rhs: f64| match homogenizing {
+            Some(t) => {
+                coefs.push((t, -rhs));
+                lp.add_row(Row::at_most(0.0, coefs));
+            }
+            None => {
+                lp.add_row(Row::at_most(rhs, coefs));
+            }
+        };
         for (g, members) in groups.members.iter().enumerate() {
             let coefs: Vec<(usize, f64)> = cols[g].iter().flatten().map(|&c| (c, 1.0)).collect();
             bound(&mut lp, coefs, members.len() as f64);
@@ -108,9 +82,7 @@ impl BaseLp {
                 .members
                 .iter()
                 .enumerate()
-                .filter_map(|(g, members)| {
-                    cols[g][w].map(|c| (c, problem.jobs[members[0]].scale_factor as f64))
-                })
+                .filter_map(|(g, members)| cols[g][w].map(|c| (c, problem.jobs[members[0]].scale_factor as f64)))
                 .collect();
             if !coefs.is_empty() {
                 bound(&mut lp, coefs, problem.worker_types[w].count);
@@ -121,22 +93,12 @@ impl BaseLp {
 
     /// `Σ_w coef(g, w)·X[g][w]` as row coefficients, over the columns that exist.
     pub fn terms(&self, g: usize, coef: impl Fn(usize) -> f64) -> Vec<(usize, f64)> {
-        self.cols[g]
-            .iter()
-            .enumerate()
-            .filter_map(|(w, c)| c.map(|c| (c, coef(w))))
-            .collect()
+        self.cols[g].iter().enumerate().filter_map(|(w, c)| c.map(|c| (c, coef(w)))).collect()
     }
 
     /// The per-job allocation: each group's column split evenly among its members, divided by
     /// `scale` (the homogenizing variable's value, or 1).
-    pub fn allocation(
-        &self,
-        solution: &Solution,
-        num_jobs: usize,
-        num_types: usize,
-        scale: f64,
-    ) -> Matrix {
+    pub fn allocation(&self, solution: &Solution, num_jobs: usize, num_types: usize, scale: f64) -> Matrix {
         let mut x = Matrix::zeros(num_jobs, num_types);
         for (g, members) in self.groups.members.iter().enumerate() {
             let n = members.len() as f64;

@@ -1,35 +1,113 @@
-//! The exact engine behind every "raise the worst job" policy: maximize `z` subject to
-//! `thr_m ≥ z·demand_m` for every job, on a feasible allocation. LAS, makespan, finish-time
-//! fairness and the SLO feasibility check are all this problem with different demands.
+//! The exact engine behind every "raise the worst job" policy. In its general form each job m
+//! has a required throughput that is affine in a few shared LP variables,
+//! `need_m = base_m + Σ_v coef[m][v]·var_v`, and the engine optimizes a linear objective over
+//! those variables subject to `thr_m ≥ need_m` on a feasible allocation. LAS, makespan and
+//! finish-time fairness are `need_m = z·demand_m` (maximize z); water-filling adds the frozen
+//! jobs' floors to `base`; its bottleneck test raises groups of jobs by `ε_g`.
 //!
 //! Jobs with the same throughput row and scale factor form a *class*. The LP is solved over
 //! class totals `Y[c][w]` (Σ over the class of `X[m][w]`), which is exact because a class can
-//! split `Y` among its jobs with demands `d_1 ≥ … ≥ d_n` iff for every k the k largest demands
-//! fit in the k best units of time, `Σ_{i≤k} d_i ≤ F_Y(k) = max{T·y : 0 ≤ y ≤ Y, Σy ≤ k}`.
-//! By LP duality `F_Y(k) = min_λ λk + Σ_w (T_w − λ)⁺ Y_w` over `λ ∈ {0} ∪ {T_w}`, so each
-//! condition is a handful of linear cuts on `(Y, z)`, added lazily while violated. The split
-//! itself is constructive (`split_class`): the largest remaining job takes the *latest*
-//! unit-length window of the remaining speed-sorted time that still meets its demand.
-//! See `formulations/max_min_ratio.md`.
+//! split `Y` among its jobs with required throughputs `d_1 ≥ … ≥ d_n` iff for every k the k
+//! largest fit in the k best units of time, `Σ_{i≤k} d_i ≤ F_Y(k) = max{T·y : 0 ≤ y ≤ Y, Σy ≤ k}`
+//! (for k = n this is the class-total row, given the class-time row `Σ_w Y ≤ n`). By LP duality
+//! `F_Y(k) = min_λ λk + Σ_w (T_w − λ)⁺ Y_w` over `λ ∈ {0} ∪ {T_w}`; so for any set S of k jobs,
+//! `Σ_w (T_w − λ)⁺ Y_w − Σ_{m∈S} Σ_v coef[m][v]·var_v ≥ Σ_{m∈S} base_m − λk` is a valid linear
+//! cut, added lazily for the most violated (S = the k currently largest, λ) while one is
+//! violated. There are finitely many, so the loop ends. The split itself is constructive
+//! (`split_class`): the largest remaining job takes the *latest* unit-length window of the
+//! remaining speed-sorted time that still meets its need. See `formulations/max_min_ratio.md`.
 
 use crate::error::{ArbiterError, ErrorCode, Result};
-use crate::lp::{Backend, LinearProgram, Row, Sense, SolveError};
+use crate::lp::{Backend, LinearProgram, Row, Sense, Session, SolveError};
 use crate::problem::Matrix;
+use std::collections::hash_map::DefaultHasher;
 use std::collections::{HashMap, HashSet};
+use std::hash::{Hash, Hasher};
 
 /// Relative tolerance under which a top-k condition counts as met.
 const CUT_TOLERANCE: f64 = 1e-9;
-/// Rounds of cut generation before the engine gives up (each round adds at least one new cut).
-const MAX_CUT_ROUNDS: usize = 200;
+/// A dual above this marks a binding row (duals here are O(1/jobs); round-off stays far below).
+const BINDING_DUAL: f64 = 1e-9;
+/// A group whose best relative raise is at most this is a bottleneck (LP round-off stays below).
+const RAISE_TOLERANCE: f64 = 1e-6;
 
 /// The shape of one instance: who can run where, at what speed, on how many GPUs.
+#[derive(Clone)]
 pub struct Instance<'a> {
     pub throughput: &'a Matrix,
-    pub scale_factor: &'a [u32],
-    pub capacity: &'a [f64],
+    pub scale_factor: Vec<u32>,
+    pub capacity: Vec<f64>,
 }
 
-/// The optimum: `z`, and an allocation meeting `thr_m ≥ z·demand_m` for every job.
+/// A job's required throughput: `base + Σ (var, coef)`.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Need {
+    pub base: f64,
+    pub terms: Vec<(usize, f64)>,
+}
+
+impl Need {
+    fn is_zero(&self) -> bool {
+        self.base == 0.0 && self.terms.iter().all(|&(_, c)| c == 0.0)
+    }
+    fn value(&self, vars: &[f64]) -> f64 {
+        self.base + self.terms.iter().map(|&(v, c)| c * vars[v]).sum::<f64>()
+    }
+}
+
+/// A program for the engine: shared variables (objective coefficient and bounds) and one need
+/// per job. Jobs whose need is identically zero get no time.
+#[derive(Debug, Clone)]
+pub struct Program {
+    pub sense: Sense,
+    pub cost: Vec<f64>,
+    pub lower: Vec<f64>,
+    pub upper: Vec<f64>,
+    pub needs: Vec<Need>,
+    /// Keep the model for the next program with the same variables and re-solve it from its last
+    /// basis there. Every job then takes part (one with no need may get leftover time).
+    pub keep_model: bool,
+}
+
+impl Program {
+    pub fn new(sense: Sense, needs: Vec<Need>) -> Program {
+        Program { sense, cost: Vec::new(), lower: Vec::new(), upper: Vec::new(), needs, keep_model: false }
+    }
+
+    /// What a kept model must match: the sense and the shared variables.
+    fn signature(&self) -> Vec<u64> {
+        let sense = match self.sense {
+            Sense::Maximize => 1,
+            Sense::Minimize => 0,
+        };
+        std::iter::once(sense)
+            .chain(self.cost.iter().chain(&self.lower).chain(&self.upper).map(|v| v.to_bits()))
+            .collect()
+    }
+
+    /// Adds a shared variable; returns its index for `Need::terms`.
+    pub fn add_var(&mut self, cost: f64, lower: f64, upper: f64) -> usize {
+        self.cost.push(cost);
+        self.lower.push(lower);
+        self.upper.push(upper);
+        self.cost.len() - 1
+    }
+}
+
+/// The optimum of a `Program`: its variables and an allocation meeting every need.
+#[derive(Debug, Clone)]
+pub struct Solved {
+    pub vars: Vec<f64>,
+    pub allocation: Matrix,
+    pub lp_solves: usize,
+    pub classes: usize,
+    /// Jobs that provably cannot exceed their need in any optimal solution: the members of a
+    /// class-total or cut row with a nonzero dual (that row is tight in every optimum, and its
+    /// members then all sit at their need). `None` when the backend reports no duals.
+    pub binding: Option<Vec<bool>>,
+}
+
+/// The optimum of `max z s.t. thr_m ≥ z·demand_m`.
 #[derive(Debug, Clone)]
 pub struct RatioSolution {
     /// `None` when no job has a positive demand (z is unbounded; nothing is allocated).
@@ -39,47 +117,88 @@ pub struct RatioSolution {
     pub classes: usize,
 }
 
-struct Class {
-    /// Member jobs, sorted by demand, largest first.
+/// Jobs with the same throughput row and scale factor, grouped once per instance.
+struct ClassShape {
     jobs: Vec<usize>,
-    /// Prefix sums of the sorted (normalized) demands: `prefix[k]` = sum of the k largest.
-    prefix: Vec<f64>,
     row: Vec<f64>,
     scale_factor: u32,
-    /// `(type, column)` for every type the class can use, fastest first.
+    /// The types the class can use, fastest first.
+    types: Vec<usize>,
+}
+
+/// A class as it enters one program: its members with a nonzero need and its LP columns.
+struct Class<'s> {
+    shape: &'s ClassShape,
+    jobs: Vec<usize>,
+    /// `(type, column)`, fastest first.
     cols: Vec<(usize, usize)>,
 }
 
-impl Class {
-    fn n(&self) -> usize {
-        self.jobs.len()
+/// A cut the engine found, kept to seed later programs (re-derived with their needs).
+#[derive(Clone)]
+struct PoolCut {
+    class: usize,
+    members: Vec<usize>,
+    lambda: usize,
+    /// Whether the cut was tight at the end of the last program that had it; only those seed
+    /// the next program (a stale one comes back when it is violated again).
+    tight: bool,
+}
+
+impl Class<'_> {
+    fn row(&self, w: usize) -> f64 {
+        self.shape.row[w]
     }
 
-    /// The cut for condition k at dual point λ: `Σ_w (T_w − λ)⁺ Y_w − prefix[k]·z ≥ −λk`.
-    fn cut(&self, k: usize, lambda: f64, z_col: usize) -> Row {
+    /// The cut for the set `members` at dual point `λ = lambda(li)`; members with no need in this
+    /// program count for nothing (the cut for the rest is then tighter and still valid).
+    fn cut(&self, members: &[usize], li: usize, needs: &[Need]) -> Row {
+        let lambda = self.lambda(li);
         let mut coefs: Vec<(usize, f64)> = self
             .cols
             .iter()
-            .filter(|&&(w, _)| self.row[w] > lambda)
-            .map(|&(w, col)| (col, self.row[w] - lambda))
+            .filter(|&&(w, _)| self.row(w) > lambda)
+            .map(|&(w, col)| (col, self.row(w) - lambda))
             .collect();
-        coefs.push((z_col, -self.prefix[k]));
-        Row::at_least(-lambda * k as f64, coefs)
+        let mut var_coefs: Vec<(usize, f64)> = Vec::new();
+        let (mut base, mut k) = (0.0, 0usize);
+        for &m in members {
+            if needs[m].is_zero() {
+                continue;
+            }
+            k += 1;
+            base += needs[m].base;
+            for &(v, c) in &needs[m].terms {
+                match var_coefs.iter_mut().find(|(u, _)| *u == v) {
+                    Some(entry) => entry.1 -= c,
+                    None => var_coefs.push((v, -c)),
+                }
+            }
+        }
+        var_coefs.retain(|&(_, c)| c != 0.0);
+        var_coefs.sort_by_key(|&(v, _)| v);
+        coefs.extend(var_coefs);
+        Row::at_least(base - lambda * k as f64, coefs)
     }
 
-    /// The most violated top-k condition at `(y, z)`, as `(k, λ index, relative violation)`.
-    fn most_violated(&self, y: &[f64], z: f64) -> Option<(usize, usize, f64)> {
+    /// Members sorted by current need, largest first, with those needs.
+    fn sorted(&self, needs: &[Need], vars: &[f64]) -> Vec<(usize, f64)> {
+        let mut d: Vec<(usize, f64)> = self.jobs.iter().map(|&m| (m, needs[m].value(vars).max(0.0))).collect();
+        d.sort_by(|a, b| b.1.total_cmp(&a.1).then(a.0.cmp(&b.0)));
+        d
+    }
+
+    /// The most violated top-k condition at `(y, vars)`: `(k, λ index)`, k < n.
+    fn most_violated(&self, y: &[f64], sorted: &[(usize, f64)]) -> Option<(usize, usize)> {
         let mut worst: Option<(usize, usize, f64)> = None;
-        // F_Y(k) for k = 1..n-1 by walking the speed-sorted time once; k = n is an LP row already.
-        let mut seg = 0;
-        let mut used_in_seg = 0.0;
-        let mut f = 0.0;
-        for k in 1..self.n() {
+        let (mut seg, mut used_in_seg, mut f, mut want) = (0, 0.0, 0.0, 0.0);
+        for (k, &(_, d)) in sorted.iter().enumerate().take(sorted.len().saturating_sub(1)) {
+            let k = k + 1;
+            want += d;
             let mut need = 1.0;
             while need > 0.0 && seg < self.cols.len() {
-                let avail = y[seg] - used_in_seg;
-                let take = avail.min(need).max(0.0);
-                f += take * self.row[self.cols[seg].0];
+                let take = (y[seg] - used_in_seg).min(need).max(0.0);
+                f += take * self.row(self.cols[seg].0);
                 need -= take;
                 used_in_seg += take;
                 if used_in_seg >= y[seg] {
@@ -87,13 +206,12 @@ impl Class {
                     used_in_seg = 0.0;
                 }
             }
-            let want = self.prefix[k] * z;
             let violation = (want - f) / want.max(f64::MIN_POSITIVE);
             if violation > CUT_TOLERANCE && worst.is_none_or(|(_, _, v)| violation > v) {
                 worst = Some((k, self.tight_lambda(y, k), violation));
             }
         }
-        worst
+        worst.map(|(k, l, _)| (k, l))
     }
 
     /// Index into `cols` (or `cols.len()` for λ = 0) of the λ attaining `F_Y(k)`: the speed of the
@@ -110,172 +228,348 @@ impl Class {
     }
 
     fn lambda(&self, index: usize) -> f64 {
-        self.cols.get(index).map_or(0.0, |&(w, _)| self.row[w])
+        self.cols.get(index).map_or(0.0, |&(w, _)| self.row(w))
     }
-}
-
-/// Solves `max z s.t. thr_m ≥ z·demand_m` exactly. Jobs with zero demand get nothing.
-pub fn solve(instance: &Instance, demand: &[f64], backend: Backend) -> Result<RatioSolution> {
-    let (num_jobs, num_types) = (instance.throughput.rows(), instance.throughput.cols());
-    let mut allocation = Matrix::zeros(num_jobs, num_types);
-    let scale = demand.iter().cloned().fold(0.0, f64::max);
-    if scale <= 0.0 {
-        return Ok(RatioSolution {
-            z: None,
-            allocation,
-            lp_solves: 0,
-            classes: 0,
-        });
-    }
-    // Demands normalized to at most 1, so the LP is well scaled whatever their unit.
-    let normalized: Vec<f64> = demand.iter().map(|d| d / scale).collect();
-    let mut classes = group_classes(instance, &normalized);
-
-    let mut lp = LinearProgram::new(Sense::Maximize);
-    let z_col = lp.add_col(1.0, 0.0, f64::INFINITY);
-    for class in &mut classes {
-        let n = class.n() as f64;
-        let mut types: Vec<usize> = (0..num_types)
-            .filter(|&w| class.row[w] > 0.0 && instance.capacity[w] > 0.0)
-            .collect();
-        types.sort_by(|&a, &b| class.row[b].total_cmp(&class.row[a]));
-        class.cols = types
-            .into_iter()
-            .map(|w| (w, lp.add_col(0.0, 0.0, n)))
-            .collect();
-    }
-    for w in 0..num_types {
-        let coefs: Vec<(usize, f64)> = classes
-            .iter()
-            .flat_map(|c| {
-                c.cols
-                    .iter()
-                    .filter(|&&(v, _)| v == w)
-                    .map(move |&(_, col)| (col, c.scale_factor as f64))
-            })
-            .collect();
-        if !coefs.is_empty() {
-            lp.add_row(Row::at_most(instance.capacity[w], coefs));
-        }
-    }
-    for class in &classes {
-        let n = class.n();
-        lp.add_row(Row::at_most(
-            n as f64,
-            class.cols.iter().map(|&(_, col)| (col, 1.0)).collect(),
-        ));
-        let mut total: Vec<(usize, f64)> = class
-            .cols
-            .iter()
-            .map(|&(w, col)| (col, class.row[w]))
-            .collect();
-        total.push((z_col, -class.prefix[n]));
-        lp.add_row(Row::at_least(0.0, total));
-        // The largest job alone: it cannot beat its best type for the whole time.
-        if n > 1 {
-            lp.add_row(class.cut(1, class.lambda(0), z_col));
-        }
-    }
-
-    let mut session = backend.open(lp);
-    let mut added: HashSet<(usize, usize, usize)> = HashSet::new();
-    let mut lp_solves = 0;
-    let solution = loop {
-        let solution = session.solve().map_err(solver_error)?;
-        lp_solves += 1;
-        let z = solution.values[z_col];
-        let cuts: Vec<Row> = classes
-            .iter()
-            .enumerate()
-            .filter_map(|(c, class)| {
-                let y: Vec<f64> = class
-                    .cols
-                    .iter()
-                    .map(|&(_, col)| solution.values[col].max(0.0))
-                    .collect();
-                let (k, li, _) = class.most_violated(&y, z)?;
-                added
-                    .insert((c, k, li))
-                    .then(|| class.cut(k, class.lambda(li), z_col))
-            })
-            .collect();
-        if cuts.is_empty() {
-            break solution;
-        }
-        if lp_solves >= MAX_CUT_ROUNDS {
-            return Err(ArbiterError::new(
-                ErrorCode::SolverFailed,
-                format!("cut generation did not converge in {MAX_CUT_ROUNDS} rounds"),
-            ));
-        }
-        session.add_rows(&cuts);
-    };
-
-    let z = solution.values[z_col];
-    for class in &classes {
-        let y: Vec<f64> = class
-            .cols
-            .iter()
-            .map(|&(_, col)| solution.values[col].max(0.0))
-            .collect();
-        split_class(class, &y, z, &mut allocation);
-    }
-    Ok(RatioSolution {
-        z: Some(z / scale),
-        allocation,
-        lp_solves,
-        classes: classes.len(),
-    })
 }
 
 fn solver_error(e: SolveError) -> ArbiterError {
     ArbiterError::new(ErrorCode::SolverFailed, e.to_string())
 }
 
-fn group_classes(instance: &Instance, demand: &[f64]) -> Vec<Class> {
-    let mut index: HashMap<(Vec<u64>, u32), usize> = HashMap::new();
-    let mut classes: Vec<Class> = Vec::new();
-    for (m, &d) in demand.iter().enumerate() {
-        if d <= 0.0 {
-            continue;
-        }
-        let row = instance.throughput.row(m);
-        let key = (
-            row.iter().map(|v| v.to_bits()).collect(),
-            instance.scale_factor[m],
-        );
-        let c = *index.entry(key).or_insert_with(|| {
-            classes.push(Class {
-                jobs: Vec::new(),
-                prefix: Vec::new(),
-                row: row.to_vec(),
-                scale_factor: instance.scale_factor[m],
-                cols: Vec::new(),
-            });
-            classes.len() - 1
-        });
-        classes[c].jobs.push(m);
-    }
-    for class in &mut classes {
-        class.jobs.sort_by(|&a, &b| demand[b].total_cmp(&demand[a]));
-        class.prefix = std::iter::once(0.0)
-            .chain(class.jobs.iter().scan(0.0, |acc, &m| {
-                *acc += demand[m];
-                Some(*acc)
-            }))
-            .collect();
-    }
-    classes
+/// The engine for one instance: jobs grouped into classes once, and every cut found so far kept
+/// to seed the next program, so a sequence of programs (water-filling's levels and bottleneck
+/// tests, a bisection's probes) does not rediscover them.
+pub struct Engine<'a> {
+    instance: Instance<'a>,
+    backend: Backend,
+    shapes: Vec<ClassShape>,
+    pool: Vec<PoolCut>,
+    pooled: HashMap<u64, usize>,
+    /// The model of the last program that asked to keep it.
+    kept: Option<Kept>,
 }
 
-/// Splits the class total `y` (per column of `class.cols`, fastest type first) among its jobs so
-/// that each gets at least `z·demand`: the largest remaining job takes the latest unit window of
-/// the remaining time whose throughput still covers its demand.
-fn split_class(class: &Class, y: &[f64], z: f64, allocation: &mut Matrix) {
-    let speeds: Vec<f64> = class.cols.iter().map(|&(w, _)| class.row[w]).collect();
+/// A row of the LP that carries needs: a class total (`pool: None`) or a cut from the pool.
+struct NeedRow {
+    row: usize,
+    class: usize,
+    members: Vec<usize>,
+    lambda: usize,
+    pool: Option<usize>,
+}
+
+/// A solved model kept for the next program with the same shared variables.
+struct Kept {
+    signature: Vec<u64>,
+    session: Box<dyn Session>,
+    need_rows: Vec<NeedRow>,
+    num_rows: usize,
+}
+
+impl<'a> Engine<'a> {
+    pub fn new(instance: Instance<'a>, backend: Backend) -> Engine<'a> {
+        let num_types = instance.throughput.cols();
+        let mut index: HashMap<(Vec<u64>, u32), usize> = HashMap::new();
+        let mut shapes: Vec<ClassShape> = Vec::new();
+        for m in 0..instance.throughput.rows() {
+            let row = instance.throughput.row(m);
+            let key = (row.iter().map(|v| v.to_bits()).collect(), instance.scale_factor[m]);
+            let c = *index.entry(key).or_insert_with(|| {
+                let mut types: Vec<usize> =
+                    (0..num_types).filter(|&w| row[w] > 0.0 && instance.capacity[w] > 0.0).collect();
+                types.sort_by(|&a, &b| row[b].total_cmp(&row[a]));
+                shapes.push(ClassShape {
+                    jobs: Vec::new(),
+                    row: row.to_vec(),
+                    scale_factor: instance.scale_factor[m],
+                    types,
+                });
+                shapes.len() - 1
+            });
+            shapes[c].jobs.push(m);
+        }
+        Engine { instance, backend, shapes, pool: Vec::new(), pooled: HashMap::new(), kept: None }
+    }
+
+    /// The pool index of a cut, adding it if new.
+    fn pooled_index(&mut self, class: usize, mut members: Vec<usize>, lambda: usize) -> usize {
+        members.sort_unstable();
+        let mut h = DefaultHasher::new();
+        (class, lambda, &members).hash(&mut h);
+        let pool = &mut self.pool;
+        *self.pooled.entry(h.finish()).or_insert_with(|| {
+            pool.push(PoolCut { class, members, lambda, tight: false });
+            pool.len() - 1
+        })
+    }
+
+    /// Solves a `Program` exactly.
+    pub fn solve_program(&mut self, program: &Program) -> Result<Solved> {
+        let shapes = std::mem::take(&mut self.shapes);
+        let result = self.solve_with(&shapes, program);
+        self.shapes = shapes;
+        result
+    }
+
+    fn solve_with(&mut self, shapes: &[ClassShape], program: &Program) -> Result<Solved> {
+        let (num_jobs, num_types) = (self.instance.throughput.rows(), self.instance.throughput.cols());
+        let needs = &program.needs;
+        let num_vars = program.cost.len();
+        // Classes in this program (index = shape index). A kept model has every job in its class,
+        // so its shape never changes; otherwise only the jobs with a need take part. Columns are
+        // numbered in a fixed order: the shared variables, then each class's types.
+        let mut next_col = num_vars;
+        let classes: Vec<Class> = shapes
+            .iter()
+            .map(|shape| {
+                let jobs: Vec<usize> = if program.keep_model {
+                    shape.jobs.clone()
+                } else {
+                    shape.jobs.iter().copied().filter(|&m| !needs[m].is_zero()).collect()
+                };
+                let cols = if jobs.is_empty() {
+                    Vec::new()
+                } else {
+                    shape
+                        .types
+                        .iter()
+                        .map(|&w| {
+                            next_col += 1;
+                            (w, next_col - 1)
+                        })
+                        .collect()
+                };
+                Class { shape, jobs, cols }
+            })
+            .collect();
+        let signature = program.signature();
+        let kept = self.kept.take().filter(|k| program.keep_model && k.signature == signature);
+        let (mut session, mut need_rows, mut num_rows) = match kept {
+            Some(kept) => {
+                let mut session = kept.session;
+                // Same rows, new needs: only the right-hand sides and the shared variables' coefficients move.
+                for need in &kept.need_rows {
+                    let row = classes[need.class].cut(&need.members, need.lambda, needs);
+                    session.set_row_bounds(need.row, row.lower, row.upper);
+                    for v in 0..num_vars {
+                        let coef = row.coefs.iter().find(|&&(c, _)| c == v).map_or(0.0, |&(_, x)| x);
+                        session.set_coef(need.row, v, coef);
+                    }
+                }
+                (session, kept.need_rows, kept.num_rows)
+            }
+            None => {
+                let (lp, need_rows) = self.build(&classes, program, next_col);
+                let num_rows = lp.rows.len();
+                (self.backend.open(lp), need_rows, num_rows)
+            }
+        };
+
+        let mut lp_solves = 0;
+        let solution = loop {
+            let solution = session.solve().map_err(solver_error)?;
+            lp_solves += 1;
+            let vars = &solution.values[..num_vars];
+            let mut cuts = Vec::new();
+            for (c, class) in classes.iter().enumerate().filter(|(_, c)| !c.jobs.is_empty()) {
+                let y: Vec<f64> = class.cols.iter().map(|&(_, col)| solution.values[col].max(0.0)).collect();
+                let sorted = class.sorted(needs, vars);
+                let Some((k, li)) = class.most_violated(&y, &sorted) else { continue };
+                let members: Vec<usize> = sorted[..k].iter().map(|&(m, _)| m).collect();
+                let row = class.cut(&members, li, needs);
+                let i = self.pooled_index(c, members, li);
+                // A cut already in the LP can look violated only within solver tolerance.
+                if !need_rows.iter().any(|n| n.pool == Some(i)) {
+                    let members = self.pool[i].members.clone();
+                    need_rows.push(NeedRow { row: num_rows, class: c, members, lambda: li, pool: Some(i) });
+                    num_rows += 1;
+                    cuts.push(row);
+                }
+            }
+            if cuts.is_empty() {
+                break solution;
+            }
+            session.add_rows(&cuts);
+        };
+        for need in &need_rows {
+            if let Some(i) = need.pool {
+                let row = classes[need.class].cut(&need.members, need.lambda, needs);
+                let activity: f64 = row.coefs.iter().map(|&(c, v)| v * solution.values[c]).sum();
+                self.pool[i].tight = activity - row.lower <= 1e-7 * (1.0 + row.lower.abs());
+            }
+        }
+
+        let vars = solution.values[..num_vars].to_vec();
+        let mut allocation = Matrix::zeros(num_jobs, num_types);
+        for class in classes.iter().filter(|c| !c.jobs.is_empty()) {
+            let y: Vec<f64> = class.cols.iter().map(|&(_, col)| solution.values[col].max(0.0)).collect();
+            split_class(class, &y, &class.sorted(needs, &vars), &mut allocation);
+        }
+        let used = classes.iter().filter(|c| !c.jobs.is_empty()).count();
+        let binding = (!solution.row_duals.is_empty()).then(|| {
+            let mut binding = vec![false; num_jobs];
+            for need in &need_rows {
+                if solution.row_duals[need.row].abs() > BINDING_DUAL {
+                    for &m in need.members.iter().filter(|&&m| !needs[m].is_zero()) {
+                        binding[m] = true;
+                    }
+                }
+            }
+            binding
+        });
+        if program.keep_model {
+            self.kept = Some(Kept { signature, session, need_rows, num_rows });
+        }
+        Ok(Solved { vars, allocation, lp_solves, classes: used, binding })
+    }
+
+    /// A fresh LP for `classes`: capacities, class time and class totals, and the pooled cuts
+    /// that were tight when last used. Returns it with its need-carrying rows.
+    fn build(&self, classes: &[Class], program: &Program, num_cols: usize) -> (LinearProgram, Vec<NeedRow>) {
+        let needs = &program.needs;
+        let mut lp = LinearProgram::new(program.sense);
+        for v in 0..program.cost.len() {
+            lp.add_col(program.cost[v], program.lower[v], program.upper[v]);
+        }
+        for class in classes {
+            for _ in &class.cols {
+                lp.add_col(0.0, 0.0, class.jobs.len() as f64);
+            }
+        }
+        debug_assert_eq!(lp.num_cols(), num_cols);
+        for w in 0..self.instance.throughput.cols() {
+            let coefs: Vec<(usize, f64)> = classes
+                .iter()
+                .flat_map(|c| {
+                    c.cols.iter().filter(|&&(v, _)| v == w).map(move |&(_, col)| (col, c.shape.scale_factor as f64))
+                })
+                .collect();
+            if !coefs.is_empty() {
+                lp.add_row(Row::at_most(self.instance.capacity[w], coefs));
+            }
+        }
+        let mut need_rows = Vec::new();
+        for (c, class) in classes.iter().enumerate().filter(|(_, c)| !c.jobs.is_empty()) {
+            lp.add_row(Row::at_most(class.jobs.len() as f64, class.cols.iter().map(|&(_, col)| (col, 1.0)).collect()));
+            // The class total (k = n), at λ = 0.
+            let lambda = class.cols.len();
+            let row = lp.add_row(class.cut(&class.jobs, lambda, needs));
+            need_rows.push(NeedRow { row, class: c, members: class.jobs.clone(), lambda, pool: None });
+        }
+        for (i, cut) in self.pool.iter().enumerate().filter(|(_, c)| c.tight) {
+            let class = &classes[cut.class];
+            if !class.jobs.is_empty() && cut.lambda <= class.cols.len() {
+                let row = lp.add_row(class.cut(&cut.members, cut.lambda, needs));
+                need_rows.push(NeedRow {
+                    row,
+                    class: cut.class,
+                    members: cut.members.clone(),
+                    lambda: cut.lambda,
+                    pool: Some(i),
+                });
+            }
+        }
+        (lp, need_rows)
+    }
+
+    /// Solves `max z s.t. thr_m ≥ z·demand_m` exactly. Jobs with zero demand get nothing.
+    pub fn max_ratio(&mut self, demand: &[f64]) -> Result<RatioSolution> {
+        let scale = demand.iter().cloned().fold(0.0, f64::max);
+        if scale <= 0.0 {
+            let allocation = Matrix::zeros(self.instance.throughput.rows(), self.instance.throughput.cols());
+            return Ok(RatioSolution { z: None, allocation, lp_solves: 0, classes: 0 });
+        }
+        // Demands normalized to at most 1, so the LP is well scaled whatever their unit.
+        let needs = demand.iter().map(|d| Need { base: 0.0, terms: vec![(0, d / scale)] }).collect();
+        let mut program = Program::new(Sense::Maximize, needs);
+        program.add_var(1.0, 0.0, f64::INFINITY);
+        let solved = self.solve_program(&program)?;
+        Ok(RatioSolution {
+            z: Some(solved.vars[0] / scale),
+            allocation: solved.allocation,
+            lp_solves: solved.lp_solves,
+            classes: solved.classes,
+        })
+    }
+
+    /// Which of the `candidates` are bottlenecked: no allocation gives them more than `floor`
+    /// while every job keeps `thr_m ≥ floor[m]`. Exact: jobs of one class with equal floors are
+    /// symmetric and share one raise variable `ε_g` (the average of their individual raises
+    /// raises them all); `max Σ ε_g` finds at least one raisable group while any exists, and a
+    /// zero optimum proves the rest are bottlenecks. Returns the flags and the LP solves.
+    pub fn bottlenecks(&mut self, floor: &[f64], candidates: &[bool]) -> Result<(Vec<bool>, usize)> {
+        let mut open: Vec<usize> = (0..floor.len()).filter(|&m| candidates[m] && floor[m] > 0.0).collect();
+        let mut lp_solves = 0;
+        while !open.is_empty() {
+            let mut needs: Vec<Need> = floor.iter().map(|&f| Need { base: f, terms: Vec::new() }).collect();
+            let mut program = Program::new(Sense::Maximize, Vec::new());
+            let mut group_of: HashMap<(usize, u64), usize> = HashMap::new();
+            let mut members: Vec<Vec<usize>> = Vec::new();
+            let class_of = self.class_of();
+            for &m in &open {
+                let g = *group_of.entry((class_of[m], floor[m].to_bits())).or_insert_with(|| {
+                    members.push(Vec::new());
+                    program.add_var(1.0, 0.0, 1.0)
+                });
+                members[g].push(m);
+                needs[m].terms.push((g, floor[m]));
+            }
+            program.needs = needs;
+            let solved = self.solve_program(&program)?;
+            lp_solves += solved.lp_solves;
+            let raised: Vec<usize> = (0..members.len()).filter(|&g| solved.vars[g] > RAISE_TOLERANCE).collect();
+            if raised.is_empty() {
+                break;
+            }
+            let raised: HashSet<usize> = raised.into_iter().flat_map(|g| members[g].iter().copied()).collect();
+            open.retain(|m| !raised.contains(m));
+        }
+        let mut flags = vec![false; floor.len()];
+        for m in open {
+            flags[m] = true;
+        }
+        Ok((flags, lp_solves))
+    }
+
+    /// `class_of[m]`: the class of job m (jobs in one class share row and scale factor).
+    pub fn class_of(&self) -> Vec<usize> {
+        let mut class_of = vec![0; self.instance.throughput.rows()];
+        for (c, shape) in self.shapes.iter().enumerate() {
+            for &m in &shape.jobs {
+                class_of[m] = c;
+            }
+        }
+        class_of
+    }
+}
+
+/// Solves `max z s.t. thr_m ≥ z·demand_m` once (see `Engine::max_ratio`).
+pub fn solve(instance: &Instance, demand: &[f64], backend: Backend) -> Result<RatioSolution> {
+    Engine::new(instance.clone(), backend).max_ratio(demand)
+}
+
+/// Solves one `Program` (see `Engine::solve_program`).
+pub fn solve_program(instance: &Instance, program: &Program, backend: Backend) -> Result<Solved> {
+    Engine::new(instance.clone(), backend).solve_program(program)
+}
+
+/// One bottleneck test (see `Engine::bottlenecks`).
+pub fn bottlenecks(
+    instance: &Instance,
+    floor: &[f64],
+    candidates: &[bool],
+    backend: Backend,
+) -> Result<(Vec<bool>, usize)> {
+    Engine::new(instance.clone(), backend).bottlenecks(floor, candidates)
+}
+
+/// Splits the class total `y` (per column of `class.cols`, fastest type first) among its jobs,
+/// given their needs largest first: each takes the latest unit window of the remaining time whose
+/// throughput still covers its need.
+fn split_class(class: &Class, y: &[f64], sorted: &[(usize, f64)], allocation: &mut Matrix) {
+    let speeds: Vec<f64> = class.cols.iter().map(|&(w, _)| class.row(w)).collect();
     let mut left = y.to_vec();
-    for (i, &m) in class.jobs.iter().enumerate() {
-        let need = z * (class.prefix[i + 1] - class.prefix[i]);
+    for &(m, need) in sorted {
         let a = latest_window(&speeds, &left, need);
         // Remove [a, a+1] from the remaining time line and hand it to job m.
         let mut start = 0.0;
@@ -285,8 +579,7 @@ fn split_class(class: &Class, y: &[f64], z: f64, allocation: &mut Matrix) {
             if overlap > 0.0 {
                 *amount -= overlap;
                 let w = class.cols[s].0;
-                let current = allocation.get(m, w);
-                allocation.set(m, w, current + overlap);
+                allocation.set(m, w, allocation.get(m, w) + overlap);
             }
             start = end;
         }
@@ -318,10 +611,7 @@ fn latest_window(speed: &[f64], amount: &[f64], need: f64) -> f64 {
         points.push(start);
         points.push(start - 1.0);
     }
-    let mut points: Vec<f64> = points
-        .into_iter()
-        .filter(|p| (0.0..=total).contains(p))
-        .collect();
+    let mut points: Vec<f64> = points.into_iter().filter(|p| (0.0..=total).contains(p)).collect();
     points.sort_by(f64::total_cmp);
     points.dedup();
     let mut best = 0.0;
@@ -346,12 +636,21 @@ fn latest_window(speed: &[f64], amount: &[f64], need: f64) -> f64 {
 mod tests {
     use super::*;
 
+    fn two_types(rows: &[[f64; 2]]) -> Matrix {
+        let mut t = Matrix::zeros(rows.len(), 2);
+        for (m, r) in rows.iter().enumerate() {
+            t.set(m, 0, r[0]);
+            t.set(m, 1, r[1]);
+        }
+        t
+    }
+
     #[test]
-    fn latest_window_meets_demand_as_late_as_possible() {
-        // One unit at speed 2, one at speed 1: a demand of 1.5 is met by [0.5, 1.5].
+    fn latest_window_meets_need_as_late_as_possible() {
+        // One unit at speed 2, one at speed 1: a need of 1.5 is met by [0.5, 1.5].
         let a = latest_window(&[2.0, 1.0], &[1.0, 1.0], 1.5);
         assert!((a - 0.5).abs() < 1e-12, "{a}");
-        // A demand of 1 fits in the slow unit alone.
+        // A need of 1 fits in the slow unit alone.
         assert!((latest_window(&[2.0, 1.0], &[1.0, 1.0], 1.0) - 1.0).abs() < 1e-12);
     }
 
@@ -359,17 +658,8 @@ mod tests {
     fn equal_demands_share_fast_and_slow_time() {
         // Two identical jobs, each needing 1.5 from one fast (2) and one slow (1) GPU:
         // taking the fastest time first would starve the second job.
-        let throughput = Matrix::filled(2, 2, 0.0);
-        let mut t = throughput;
-        for m in 0..2 {
-            t.set(m, 0, 2.0);
-            t.set(m, 1, 1.0);
-        }
-        let inst = Instance {
-            throughput: &t,
-            scale_factor: &[1, 1],
-            capacity: &[1.0, 1.0],
-        };
+        let t = two_types(&[[2.0, 1.0], [2.0, 1.0]]);
+        let inst = Instance { throughput: &t, scale_factor: vec![1, 1], capacity: vec![1.0, 1.0] };
         let sol = solve(&inst, &[1.0, 1.0], Backend::default()).unwrap();
         let z = sol.z.unwrap();
         assert!((z - 1.5).abs() < 1e-7, "{z}");
@@ -377,5 +667,27 @@ mod tests {
             let thr = 2.0 * sol.allocation.get(m, 0) + sol.allocation.get(m, 1);
             assert!(thr >= 1.5 - 1e-7, "job {m}: {thr}");
         }
+    }
+
+    #[test]
+    fn a_large_demand_needs_its_top_k_cut() {
+        // Same class, demands 3:1 on one fast (2) and one slow (1) GPU. Without the k = 1 cut the
+        // class total would allow z = 3/4, but the big job alone gets at most 2 → z = 2/3.
+        let t = two_types(&[[2.0, 1.0], [2.0, 1.0]]);
+        let inst = Instance { throughput: &t, scale_factor: vec![1, 1], capacity: vec![1.0, 1.0] };
+        let sol = solve(&inst, &[3.0, 1.0], Backend::default()).unwrap();
+        assert!((sol.z.unwrap() - 2.0 / 3.0).abs() < 1e-7, "{:?}", sol.z);
+        assert!(sol.lp_solves >= 2);
+    }
+
+    #[test]
+    fn bottlenecks_are_the_jobs_that_cannot_improve() {
+        // Job 0 runs only on type 0, job 1 on both; one GPU each. At floors (1, 1) job 0 holds
+        // all of type 0 and cannot improve; job 1 could take more of type 1? It already has it all:
+        // with floors (1, 0.5) job 1 can rise (to 1), job 0 cannot.
+        let t = two_types(&[[1.0, 0.0], [1.0, 1.0]]);
+        let inst = Instance { throughput: &t, scale_factor: vec![1, 1], capacity: vec![1.0, 1.0] };
+        let (flags, _) = bottlenecks(&inst, &[1.0, 0.5], &[true, true], Backend::default()).unwrap();
+        assert_eq!(flags, vec![true, false]);
     }
 }

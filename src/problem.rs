@@ -40,18 +40,10 @@ pub struct Matrix {
 
 impl Matrix {
     pub fn zeros(rows: usize, cols: usize) -> Matrix {
-        Matrix {
-            rows,
-            cols,
-            data: vec![0.0; rows * cols],
-        }
+        Matrix { rows, cols, data: vec![0.0; rows * cols] }
     }
     pub fn filled(rows: usize, cols: usize, value: f64) -> Matrix {
-        Matrix {
-            rows,
-            cols,
-            data: vec![value; rows * cols],
-        }
+        Matrix { rows, cols, data: vec![value; rows * cols] }
     }
     pub fn rows(&self) -> usize {
         self.rows
@@ -71,6 +63,24 @@ impl Matrix {
     pub fn set(&mut self, r: usize, c: usize, value: f64) {
         self.data[r * self.cols + c] = value;
     }
+}
+
+/// How an entity shares its weight among its live children (jobs and sub-entities).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Sharing {
+    /// In proportion to the children's own weights.
+    Fairness,
+    /// All of it to the earliest-arrived child that still has an unfrozen job.
+    Fifo,
+}
+
+/// A node of the entity tree (`hierarchical`).
+#[derive(Debug, Clone, PartialEq)]
+pub struct Entity {
+    pub name: String,
+    pub weight: f64,
+    pub sharing: Sharing,
+    pub parent: Option<usize>,
 }
 
 /// A pair of jobs that may share GPUs, with each one's throughput while paired (per type).
@@ -94,6 +104,10 @@ pub struct Problem {
     /// The matrix the policy optimizes over: `measured`, or all ones when heterogeneity-agnostic.
     pub throughput: Matrix,
     pub colocations: Vec<Colocation>,
+    /// The entity tree (empty unless the request has `entities`).
+    pub entities: Vec<Entity>,
+    /// `job_entity[m]`: the entity job m belongs to.
+    pub job_entity: Vec<Option<usize>>,
 }
 
 fn finite_at_least(value: f64, min: f64, field: impl Fn() -> String, what: &str) -> Result<f64> {
@@ -145,11 +159,7 @@ impl Problem {
                 format!(
                     "unknown policy {:?}; expected one of: {}",
                     req.policy,
-                    PolicyKind::ALL
-                        .iter()
-                        .map(|p| p.name())
-                        .collect::<Vec<_>>()
-                        .join(", ")
+                    PolicyKind::ALL.iter().map(|p| p.name()).collect::<Vec<_>>().join(", ")
                 ),
             )
         })?;
@@ -189,16 +199,12 @@ impl Problem {
                     measured.set(m, w, finite_at_least(*v, 0.0, field, "a throughput")?);
                 }
             }
-            let runnable = (0..worker_types.len())
-                .any(|w| measured.get(m, w) > 0.0 && worker_types[w].count > 0.0);
+            let runnable = (0..worker_types.len()).any(|w| measured.get(m, w) > 0.0 && worker_types[w].count > 0.0);
             if !runnable {
                 return Err(ArbiterError::at(
                     ErrorCode::JobCannotRun,
                     format!("jobs[{m}].throughput"),
-                    format!(
-                        "job {:?} has no positive throughput on any worker type with GPUs",
-                        spec.id
-                    ),
+                    format!("job {:?} has no positive throughput on any worker type with GPUs", spec.id),
                 ));
             }
         }
@@ -219,10 +225,14 @@ impl Problem {
                 "space sharing is not supported yet; send space_sharing: false",
             ));
         }
+        let entities = validate_entities(req)?;
+        let job_entity = validate_job_entities(req, &entities, policy)?;
         let heterogeneity_aware = req.heterogeneity_aware.unwrap_or(true);
         let throughput = if heterogeneity_aware {
             measured.clone()
         } else {
+            // The contract (and Gavel, whose reference cases grade it) takes every T as 1, also
+            // where the measured throughput is 0; effective throughputs show what that time is worth.
             Matrix::filled(jobs.len(), worker_types.len(), 1.0)
         };
         Ok(Problem {
@@ -234,6 +244,8 @@ impl Problem {
             measured,
             throughput,
             colocations,
+            entities,
+            job_entity,
         })
     }
 
@@ -258,9 +270,7 @@ impl Problem {
     /// `thr_equal_m = Σ_w T[m][w] X_equal[w]`, the throughput normalized throughputs divide by.
     pub fn equal_share_throughput(&self) -> Vec<f64> {
         let share = self.equal_share();
-        (0..self.num_jobs())
-            .map(|m| dot(self.throughput.row(m), &share))
-            .collect()
+        (0..self.num_jobs()).map(|m| dot(self.throughput.row(m), &share)).collect()
     }
 
     /// `X_isolated[m][w] = (count_w / M) / sf_m`, each row scaled down to sum to at most 1.
@@ -283,9 +293,7 @@ impl Problem {
     /// `thr_iso_m = Σ_w T[m][w] X_isolated[m][w]`.
     pub fn isolated_throughput(&self) -> Vec<f64> {
         let x = self.isolated_allocation();
-        (0..self.num_jobs())
-            .map(|m| dot(self.throughput.row(m), x.row(m)))
-            .collect()
+        (0..self.num_jobs()).map(|m| dot(self.throughput.row(m), x.row(m))).collect()
     }
 
     /// The job's steps remaining; validation guarantees it for the policies that need it.
@@ -320,12 +328,7 @@ fn validate_worker_types(req: &Request) -> Result<Vec<WorkerType>> {
         };
         let cost_per_hour = match spec.cost_per_hour {
             Some(c) if needs_cost => Some(positive(c, || field("cost_per_hour"), "cost_per_hour")?),
-            Some(c) => Some(finite_at_least(
-                c,
-                0.0,
-                || field("cost_per_hour"),
-                "cost_per_hour",
-            )?),
+            Some(c) => Some(finite_at_least(c, 0.0, || field("cost_per_hour"), "cost_per_hour")?),
             None if needs_cost => {
                 return Err(ArbiterError::at(
                     ErrorCode::MissingField,
@@ -335,12 +338,7 @@ fn validate_worker_types(req: &Request) -> Result<Vec<WorkerType>> {
             }
             None => None,
         };
-        types.push(WorkerType {
-            name: name.clone(),
-            count,
-            gpus_per_server,
-            cost_per_hour,
-        });
+        types.push(WorkerType { name: name.clone(), count, gpus_per_server, cost_per_hour });
     }
     Ok(types)
 }
@@ -348,11 +346,7 @@ fn validate_worker_types(req: &Request) -> Result<Vec<WorkerType>> {
 fn validate_job(m: usize, spec: &JobSpec, policy: PolicyKind) -> Result<Job> {
     let field = |f: &str| format!("jobs[{m}].{f}");
     if spec.id.is_empty() {
-        return Err(ArbiterError::at(
-            ErrorCode::MissingField,
-            field("id"),
-            "a job id must not be empty",
-        ));
+        return Err(ArbiterError::at(ErrorCode::MissingField, field("id"), "a job id must not be empty"));
     }
     let scale_factor = match spec.scale_factor {
         None => 1,
@@ -370,15 +364,8 @@ fn validate_job(m: usize, spec: &JobSpec, policy: PolicyKind) -> Result<Job> {
     };
     let weight = positive(spec.weight.unwrap_or(1.0), || field("weight"), "a weight")?;
     let steps_remaining = match spec.steps_remaining {
-        Some(r) => Some(finite_at_least(
-            r,
-            0.0,
-            || field("steps_remaining"),
-            "steps_remaining",
-        )?),
-        None if policy.needs_steps_remaining()
-            || (policy == PolicyKind::MinCostSlo && spec.slo_seconds.is_some()) =>
-        {
+        Some(r) => Some(finite_at_least(r, 0.0, || field("steps_remaining"), "steps_remaining")?),
+        None if policy.needs_steps_remaining() || (policy == PolicyKind::MinCostSlo && spec.slo_seconds.is_some()) => {
             return Err(ArbiterError::at(
                 ErrorCode::MissingField,
                 field("steps_remaining"),
@@ -387,28 +374,16 @@ fn validate_job(m: usize, spec: &JobSpec, policy: PolicyKind) -> Result<Job> {
         }
         None => None,
     };
-    let time_elapsed = finite_at_least(
-        spec.time_elapsed.unwrap_or(0.0),
-        0.0,
-        || field("time_elapsed"),
-        "time_elapsed",
-    )?;
+    let time_elapsed =
+        finite_at_least(spec.time_elapsed.unwrap_or(0.0), 0.0, || field("time_elapsed"), "time_elapsed")?;
     let isolated_time_elapsed = finite_at_least(
         spec.isolated_time_elapsed.unwrap_or(0.0),
         0.0,
         || field("isolated_time_elapsed"),
         "isolated_time_elapsed",
     )?;
-    let slo_seconds = spec
-        .slo_seconds
-        .map(|s| positive(s, || field("slo_seconds"), "slo_seconds"))
-        .transpose()?;
-    let arrival = finite_at_least(
-        spec.arrival.unwrap_or(m as f64),
-        f64::MIN,
-        || field("arrival"),
-        "arrival",
-    )?;
+    let slo_seconds = spec.slo_seconds.map(|s| positive(s, || field("slo_seconds"), "slo_seconds")).transpose()?;
+    let arrival = finite_at_least(spec.arrival.unwrap_or(m as f64), f64::MIN, || field("arrival"), "arrival")?;
     Ok(Job {
         id: spec.id.clone(),
         scale_factor,
@@ -420,6 +395,76 @@ fn validate_job(m: usize, spec: &JobSpec, policy: PolicyKind) -> Result<Job> {
         entity: spec.entity.clone(),
         arrival,
     })
+}
+
+fn validate_entities(req: &Request) -> Result<Vec<Entity>> {
+    let Some(specs) = &req.entities else {
+        return Ok(Vec::new());
+    };
+    let names: Vec<&String> = specs.keys().collect();
+    let mut entities = Vec::with_capacity(specs.len());
+    for (name, spec) in specs {
+        let field = |f: &str| format!("entities.{name}.{f}");
+        let weight = positive(spec.weight.unwrap_or(1.0), || field("weight"), "an entity weight")?;
+        let sharing = match spec.policy.as_deref() {
+            None | Some("fairness") => Sharing::Fairness,
+            Some("fifo") => Sharing::Fifo,
+            Some(other) => {
+                return Err(ArbiterError::at(
+                    ErrorCode::InvalidEntity,
+                    field("policy"),
+                    format!("unknown intra-entity policy {other:?}; expected \"fairness\" or \"fifo\""),
+                ))
+            }
+        };
+        let parent = match &spec.parent {
+            None => None,
+            Some(p) => Some(names.iter().position(|n| *n == p).ok_or_else(|| {
+                ArbiterError::at(ErrorCode::InvalidEntity, field("parent"), format!("unknown entity {p:?}"))
+            })?),
+        };
+        entities.push(Entity { name: name.clone(), weight, sharing, parent });
+    }
+    // Walking up from any entity must reach a root within as many steps as there are entities.
+    for (e, entity) in entities.iter().enumerate() {
+        let mut at = entity.parent;
+        for _ in 0..=entities.len() {
+            match at {
+                Some(p) if p == e => {
+                    return Err(ArbiterError::at(
+                        ErrorCode::InvalidEntity,
+                        format!("entities.{}.parent", entity.name),
+                        format!("entity {:?} is nested inside itself", entity.name),
+                    ))
+                }
+                Some(p) => at = entities[p].parent,
+                None => break,
+            }
+        }
+    }
+    Ok(entities)
+}
+
+fn validate_job_entities(req: &Request, entities: &[Entity], policy: PolicyKind) -> Result<Vec<Option<usize>>> {
+    req.jobs
+        .iter()
+        .enumerate()
+        .map(|(m, job)| match &job.entity {
+            Some(name) => entities.iter().position(|e| &e.name == name).map(Some).ok_or_else(|| {
+                ArbiterError::at(
+                    ErrorCode::InvalidEntity,
+                    format!("jobs[{m}].entity"),
+                    format!("entity {name:?} is not in entities"),
+                )
+            }),
+            None if policy == PolicyKind::Hierarchical => Err(ArbiterError::at(
+                ErrorCode::MissingField,
+                format!("jobs[{m}].entity"),
+                "hierarchical needs an entity on every job",
+            )),
+            None => Ok(None),
+        })
+        .collect()
 }
 
 fn validate_colocations(
@@ -469,18 +514,11 @@ fn validate_colocations(
                 )
             })?;
             for (i, v) in values.iter().enumerate() {
-                throughput[w][i] = finite_at_least(
-                    *v,
-                    0.0,
-                    || field(&format!("throughput.{name}[{i}]")),
-                    "a colocated throughput",
-                )?;
+                throughput[w][i] =
+                    finite_at_least(*v, 0.0, || field(&format!("throughput.{name}[{i}]")), "a colocated throughput")?;
             }
         }
-        out.push(Colocation {
-            jobs: pair,
-            throughput,
-        });
+        out.push(Colocation { jobs: pair, throughput });
     }
     Ok(out)
 }

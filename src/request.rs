@@ -67,12 +67,18 @@ pub struct ColocationSpec {
     pub throughput: BTreeMap<String, [f64; 2]>,
 }
 
+/// An entity (a team, an organisation) for `hierarchical`: its weight and how it shares that
+/// weight among its jobs and sub-entities. `parent` nests it inside another entity, to any depth;
+/// without it the entity is a root, as in the contract's flat form.
 #[derive(Debug, Clone, Default, Serialize, Deserialize)]
 pub struct EntitySpec {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub weight: Option<f64>,
+    /// `fairness` (default) or `fifo`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub policy: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub parent: Option<String>,
 }
 
 impl Request {
@@ -85,10 +91,7 @@ impl Request {
             let field = (path != ".").then_some(path);
             ArbiterError {
                 field,
-                ..ArbiterError::new(
-                    ErrorCode::MalformedRequest,
-                    format!("malformed request: {inner}"),
-                )
+                ..ArbiterError::new(ErrorCode::MalformedRequest, format!("malformed request: {inner}"))
             }
         })
     }

@@ -16,7 +16,21 @@ pub struct Response {
     pub effective_throughput: IndexMap<String, f64>,
     /// The policy's objective as the contract defines it, recomputed from the allocation.
     pub objective: Option<f64>,
+    /// Water-filling policies: per job, its normalized throughput and the level it froze at.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub levels: Option<IndexMap<String, JobLevel>>,
     pub stats: Stats,
+}
+
+/// Where water-filling left a job.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct JobLevel {
+    /// `nt_m = thr_m / thr_equal_m` of the allocation.
+    pub normalized_throughput: f64,
+    /// `(sf_m / w_m)·nt_m` when the job froze, with the weight it had at that iteration.
+    pub level: f64,
+    /// The water-filling iteration (from 0) at which the job froze.
+    pub iteration: usize,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -30,44 +44,48 @@ pub struct Stats {
     pub backend: String,
     pub solve_seconds: f64,
     pub lp_solves: usize,
+    /// Water-filling policies: how many levels were raised.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub iterations: Option<usize>,
 }
 
 impl Response {
-    pub fn new(
-        problem: &Problem,
-        outcome: &Outcome,
-        backend: &str,
-        solve_seconds: f64,
-    ) -> Response {
-        let names: Vec<&str> = problem
-            .worker_types
-            .iter()
-            .map(|w| w.name.as_str())
-            .collect();
+    pub fn new(problem: &Problem, outcome: &Outcome, backend: &str, solve_seconds: f64) -> Response {
+        let names: Vec<&str> = problem.worker_types.iter().map(|w| w.name.as_str()).collect();
         let mut allocation = IndexMap::with_capacity(problem.num_jobs());
         let mut effective_throughput = IndexMap::with_capacity(problem.num_jobs());
         for (m, job) in problem.jobs.iter().enumerate() {
             let row = outcome.allocation.row(m);
-            allocation.insert(
-                job.id.clone(),
-                names
-                    .iter()
-                    .map(|n| n.to_string())
-                    .zip(row.iter().copied())
-                    .collect(),
-            );
+            allocation.insert(job.id.clone(), names.iter().map(|n| n.to_string()).zip(row.iter().copied()).collect());
             effective_throughput.insert(job.id.clone(), dot(problem.measured.row(m), row));
         }
+        let levels = outcome.water_filling.as_ref().map(|report| {
+            problem
+                .jobs
+                .iter()
+                .enumerate()
+                .map(|(m, job)| {
+                    let level = JobLevel {
+                        normalized_throughput: report.normalized_throughput[m],
+                        level: report.level[m],
+                        iteration: report.frozen_at[m],
+                    };
+                    (job.id.clone(), level)
+                })
+                .collect()
+        });
         Response {
             policy: problem.policy.name().to_string(),
             allocation,
             colocated_allocation: Vec::new(),
             effective_throughput,
             objective: outcome.objective,
+            levels,
             stats: Stats {
                 backend: backend.to_string(),
                 solve_seconds,
                 lp_solves: outcome.lp_solves,
+                iterations: outcome.water_filling.as_ref().map(|r| r.iterations),
             },
         }
     }

@@ -8,6 +8,7 @@ use std::ffi::{c_void, CString};
 pub struct HighsSession {
     ptr: *mut c_void,
     num_cols: usize,
+    num_rows: usize,
 }
 
 // The HiGHS instance is owned by this session alone and never shared between threads at once.
@@ -22,12 +23,11 @@ impl HighsSession {
     pub fn new(lp: LinearProgram) -> HighsSession {
         // SAFETY: Highs_create returns a fresh instance that this session owns until Drop.
         let ptr = unsafe { Highs_create() };
-        let session = HighsSession {
-            ptr,
-            num_cols: lp.num_cols(),
-        };
+        let session = HighsSession { ptr, num_cols: lp.num_cols(), num_rows: lp.rows.len() };
         session.set_bool("output_flag", false);
         session.set_int("threads", 1);
+        // The models here are small and already tight; presolve costs more than it saves.
+        session.set_string("presolve", "off");
         let col_lower: Vec<f64> = lp.col_lower.iter().map(|&v| clamp_inf(v)).collect();
         let col_upper: Vec<f64> = lp.col_upper.iter().map(|&v| clamp_inf(v)).collect();
         let (mut starts, mut index, mut value) = (Vec::new(), Vec::new(), Vec::new());
@@ -74,6 +74,13 @@ impl HighsSession {
         unsafe { Highs_setBoolOptionValue(self.ptr, name.as_ptr(), value as HighsInt) };
     }
 
+    fn set_string(&self, name: &str, value: &str) {
+        let name = CString::new(name).expect("option names have no NUL");
+        let value = CString::new(value).expect("option values have no NUL");
+        // SAFETY: as above.
+        unsafe { Highs_setStringOptionValue(self.ptr, name.as_ptr(), value.as_ptr()) };
+    }
+
     fn set_int(&self, name: &str, value: i32) {
         let name = CString::new(name).expect("option names have no NUL");
         // SAFETY: as above.
@@ -83,6 +90,7 @@ impl HighsSession {
 
 impl Session for HighsSession {
     fn add_rows(&mut self, rows: &[Row]) {
+        self.num_rows += rows.len();
         for row in rows {
             let index: Vec<HighsInt> = row.coefs.iter().map(|&(c, _)| c as HighsInt).collect();
             let value: Vec<f64> = row.coefs.iter().map(|&(_, v)| v).collect();
@@ -105,6 +113,11 @@ impl Session for HighsSession {
         unsafe { Highs_changeCoeff(self.ptr, row as HighsInt, col as HighsInt, value) };
     }
 
+    fn set_row_bounds(&mut self, row: usize, lower: f64, upper: f64) {
+        // SAFETY: ptr is live; HiGHS checks the index.
+        unsafe { Highs_changeRowBounds(self.ptr, row as HighsInt, clamp_inf(lower), clamp_inf(upper)) };
+    }
+
     fn solve(&mut self) -> Result<Solution, SolveError> {
         // SAFETY: ptr is live for the whole call.
         let run = unsafe { Highs_run(self.ptr) };
@@ -112,28 +125,23 @@ impl Session for HighsSession {
         match status {
             MODEL_STATUS_OPTIMAL => {}
             MODEL_STATUS_INFEASIBLE => return Err(SolveError::Infeasible),
-            MODEL_STATUS_UNBOUNDED | MODEL_STATUS_UNBOUNDED_OR_INFEASIBLE => {
-                return Err(SolveError::Unbounded)
-            }
-            other => {
-                return Err(SolveError::Failed(format!(
-                    "HiGHS model status {other} (run status {run})"
-                )))
-            }
+            MODEL_STATUS_UNBOUNDED | MODEL_STATUS_UNBOUNDED_OR_INFEASIBLE => return Err(SolveError::Unbounded),
+            other => return Err(SolveError::Failed(format!("HiGHS model status {other} (run status {run})"))),
         }
         let mut values = vec![0.0; self.num_cols];
-        // SAFETY: col_value has num_col entries; HiGHS skips the other (null) outputs.
+        let mut row_duals = vec![0.0; self.num_rows];
+        // SAFETY: col_value has num_col entries and row_dual num_row; HiGHS skips the null outputs.
         unsafe {
             Highs_getSolution(
                 self.ptr,
                 values.as_mut_ptr(),
                 std::ptr::null_mut(),
                 std::ptr::null_mut(),
-                std::ptr::null_mut(),
+                row_duals.as_mut_ptr(),
             );
         }
         let objective = unsafe { Highs_getObjectiveValue(self.ptr) };
-        Ok(Solution { values, objective })
+        Ok(Solution { values, objective, row_duals })
     }
 }
 

@@ -27,6 +27,11 @@ impl Session for MicrolpSession {
         }
     }
 
+    fn set_row_bounds(&mut self, row: usize, lower: f64, upper: f64) {
+        self.lp.rows[row].lower = lower;
+        self.lp.rows[row].upper = upper;
+    }
+
     fn solve(&mut self) -> Result<Solution, SolveError> {
         let lp = &self.lp;
         let direction = match lp.sense {
@@ -34,9 +39,8 @@ impl Session for MicrolpSession {
             Sense::Maximize => OptimizationDirection::Maximize,
         };
         let mut problem = Problem::new(direction);
-        let vars: Vec<_> = (0..lp.num_cols())
-            .map(|c| problem.add_var(lp.cost[c], (lp.col_lower[c], lp.col_upper[c])))
-            .collect();
+        let vars: Vec<_> =
+            (0..lp.num_cols()).map(|c| problem.add_var(lp.cost[c], (lp.col_lower[c], lp.col_upper[c]))).collect();
         for row in &lp.rows {
             let expr: Vec<_> = row.coefs.iter().map(|&(c, v)| (vars[c], v)).collect();
             if row.lower == row.upper {
@@ -59,9 +63,7 @@ impl Session for MicrolpSession {
             .into_solution()
             .map_err(|_| SolveError::Failed("microlp stopped before finding a solution".into()))?;
         let values = vars.iter().map(|&v| solution.var_value(v)).collect();
-        Ok(Solution {
-            values,
-            objective: solution.objective(),
-        })
+        // microlp does not report duals.
+        Ok(Solution { values, objective: solution.objective(), row_duals: Vec::new() })
     }
 }

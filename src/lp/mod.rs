@@ -28,25 +28,13 @@ pub struct Row {
 
 impl Row {
     pub fn at_most(upper: f64, coefs: Vec<(usize, f64)>) -> Row {
-        Row {
-            lower: f64::NEG_INFINITY,
-            upper,
-            coefs,
-        }
+        Row { lower: f64::NEG_INFINITY, upper, coefs }
     }
     pub fn at_least(lower: f64, coefs: Vec<(usize, f64)>) -> Row {
-        Row {
-            lower,
-            upper: f64::INFINITY,
-            coefs,
-        }
+        Row { lower, upper: f64::INFINITY, coefs }
     }
     pub fn equal(value: f64, coefs: Vec<(usize, f64)>) -> Row {
-        Row {
-            lower: value,
-            upper: value,
-            coefs,
-        }
+        Row { lower: value, upper: value, coefs }
     }
 }
 
@@ -62,13 +50,7 @@ pub struct LinearProgram {
 
 impl LinearProgram {
     pub fn new(sense: Sense) -> LinearProgram {
-        LinearProgram {
-            sense,
-            cost: Vec::new(),
-            col_lower: Vec::new(),
-            col_upper: Vec::new(),
-            rows: Vec::new(),
-        }
+        LinearProgram { sense, cost: Vec::new(), col_lower: Vec::new(), col_upper: Vec::new(), rows: Vec::new() }
     }
 
     /// Adds a column with objective coefficient `cost` and bounds `[lower, upper]`; returns its index.
@@ -94,6 +76,9 @@ impl LinearProgram {
 pub struct Solution {
     pub values: Vec<f64>,
     pub objective: f64,
+    /// The dual value of every row, when the backend reports them (empty otherwise). A row with
+    /// a nonzero dual is binding: it is tight in every optimal solution.
+    pub row_duals: Vec<f64>,
 }
 
 #[derive(Debug, Clone, PartialEq)]
@@ -121,6 +106,8 @@ pub trait Session {
     fn add_rows(&mut self, rows: &[Row]);
     /// Replaces the coefficient of column `col` in row `row`.
     fn set_coef(&mut self, row: usize, col: usize, value: f64);
+    /// Replaces the bounds of row `row`.
+    fn set_row_bounds(&mut self, row: usize, lower: f64, upper: f64);
     fn solve(&mut self) -> Result<Solution, SolveError>;
 }
 

@@ -28,12 +28,7 @@ fn priority_weights(problem: &Problem) -> Vec<f64> {
         .into_iter()
         .enumerate()
         .map(|(m, rank)| {
-            let best = problem
-                .throughput
-                .row(m)
-                .iter()
-                .cloned()
-                .fold(0.0, f64::max);
+            let best = problem.throughput.row(m).iter().cloned().fold(0.0, f64::max);
             (n - rank) as f64 / best
         })
         .collect()
@@ -42,12 +37,7 @@ fn priority_weights(problem: &Problem) -> Vec<f64> {
 impl Policy for Fifo {
     fn solve(&self, problem: &Problem, backend: Backend) -> Result<Outcome> {
         let weights = priority_weights(problem);
-        let mut base = BaseLp::new(
-            problem,
-            Groups::singletons(problem.num_jobs()),
-            Sense::Maximize,
-            None,
-        );
+        let mut base = BaseLp::new(problem, Groups::singletons(problem.num_jobs()), Sense::Maximize, None);
         for m in 0..problem.num_jobs() {
             for (w, col) in base.cols[m].iter().enumerate() {
                 if let Some(c) = col {
@@ -57,15 +47,7 @@ impl Policy for Fifo {
         }
         let solution = backend.solve(base.lp.clone()).map_err(lp_error)?;
         let allocation = base.allocation(&solution, problem.num_jobs(), problem.num_types(), 1.0);
-        let objective = throughputs(problem, &allocation)
-            .iter()
-            .zip(&weights)
-            .map(|(t, k)| t * k)
-            .sum();
-        Ok(Outcome {
-            allocation,
-            objective: Some(objective),
-            lp_solves: 1,
-        })
+        let objective = throughputs(problem, &allocation).iter().zip(&weights).map(|(t, k)| t * k).sum();
+        Ok(Outcome { allocation, objective: Some(objective), lp_solves: 1, water_filling: None })
     }
 }

@@ -1,9 +1,9 @@
 //! Finish-time fairness (Themis): minimize `max_m ρ_m`,
 //! `ρ_m = (t_m + r_m/thr_m) / (t_iso_m + r_m/thr_iso_m)`. With every `t_m = 0` this is one LP in
-//! `z = 1/ρ`; otherwise an exact search on ρ over the same LP's feasibility, where every
-//! probe's allocation also tightens the upper bracket. See `formulations/finish_time_fairness.md`.
+//! `z = 1/ρ`; otherwise a bisection on ρ to relative width 1e-9, each probe an exact LP
+//! feasibility test whose allocation also tightens the upper bracket. See `formulations/finish_time_fairness.md`.
 
-use super::{max_min_ratio, throughputs, Outcome, Policy};
+use super::{engine, max_min_ratio, throughputs, Outcome, Policy};
 use crate::error::Result;
 use crate::lp::Backend;
 use crate::problem::Problem;
@@ -12,6 +12,8 @@ pub struct FinishTimeFairness;
 
 /// Relative width of the ρ bracket at which the search stops.
 const RHO_TOLERANCE: f64 = 1e-9;
+/// Probes of the search at most; halving from any bracket reaches the tolerance well before.
+const MAX_PROBES: usize = 200;
 
 struct Terms {
     /// `t_m`: time since arrival.
@@ -25,20 +27,10 @@ struct Terms {
 impl Terms {
     fn new(problem: &Problem) -> Terms {
         let thr_iso = problem.isolated_throughput();
-        let remaining: Vec<f64> = (0..problem.num_jobs())
-            .map(|m| problem.steps_remaining(m))
-            .collect();
-        let isolated_finish = problem
-            .jobs
-            .iter()
-            .enumerate()
-            .map(|(m, j)| j.isolated_time_elapsed + remaining[m] / thr_iso[m])
-            .collect();
-        Terms {
-            elapsed: problem.jobs.iter().map(|j| j.time_elapsed).collect(),
-            remaining,
-            isolated_finish,
-        }
+        let remaining: Vec<f64> = (0..problem.num_jobs()).map(|m| problem.steps_remaining(m)).collect();
+        let isolated_finish =
+            problem.jobs.iter().enumerate().map(|(m, j)| j.isolated_time_elapsed + remaining[m] / thr_iso[m]).collect();
+        Terms { elapsed: problem.jobs.iter().map(|j| j.time_elapsed).collect(), remaining, isolated_finish }
     }
 
     /// Jobs whose ρ depends on the allocation.
@@ -50,18 +42,12 @@ impl Terms {
         if self.isolated_finish[m] <= 0.0 {
             return 0.0;
         }
-        let run = if self.remaining[m] > 0.0 {
-            self.remaining[m] / thr
-        } else {
-            0.0
-        };
+        let run = if self.remaining[m] > 0.0 { self.remaining[m] / thr } else { 0.0 };
         (self.elapsed[m] + run) / self.isolated_finish[m]
     }
 
     fn max_rho(&self, thr: &[f64]) -> f64 {
-        (0..thr.len())
-            .map(|m| self.rho(m, thr[m]))
-            .fold(0.0, f64::max)
+        (0..thr.len()).map(|m| self.rho(m, thr[m])).fold(0.0, f64::max)
     }
 
     /// Throughput each job needs for `ρ_m ≤ rho`: `r_m / (rho·D_m − t_m)`.
@@ -82,20 +68,10 @@ impl Policy for FinishTimeFairness {
     fn solve(&self, problem: &Problem, backend: Backend) -> Result<Outcome> {
         let terms = Terms::new(problem);
         let m_all = 0..problem.num_jobs();
-        if m_all
-            .clone()
-            .filter(|&m| terms.active(m))
-            .all(|m| terms.elapsed[m] == 0.0)
-        {
+        if m_all.clone().filter(|&m| terms.active(m)).all(|m| terms.elapsed[m] == 0.0) {
             // ρ_m = r_m / (D_m thr_m) ≤ 1/z  ⟺  thr_m ≥ z · r_m / D_m
             let demand: Vec<f64> = m_all
-                .map(|m| {
-                    if terms.active(m) {
-                        terms.remaining[m] / terms.isolated_finish[m]
-                    } else {
-                        0.0
-                    }
-                })
+                .map(|m| if terms.active(m) { terms.remaining[m] / terms.isolated_finish[m] } else { 0.0 })
                 .collect();
             let solution = max_min_ratio(problem, &demand, backend)?;
             let objective = terms.max_rho(&throughputs(problem, &solution.allocation));
@@ -103,24 +79,30 @@ impl Policy for FinishTimeFairness {
                 allocation: solution.allocation,
                 objective: Some(objective),
                 lp_solves: solution.lp_solves,
+                water_filling: None,
             });
         }
 
-        // The isolated allocation is feasible, so its ρ bounds the optimum from above; below
-        // max t_m/D_m no allocation exists (the job's elapsed time alone exceeds it).
+        // Only jobs with steps left move ρ; the others' ρ_m = t_m/D_m is a constant floor.
+        let active: Vec<usize> = m_all.filter(|&m| terms.active(m)).collect();
+        let active_rho = |thr: &[f64]| active.iter().map(|&m| terms.rho(m, thr[m])).fold(0.0, f64::max);
+        // The isolated allocation is feasible, so its ρ bounds the optimum from above; at or below
+        // max t_m/D_m no allocation exists (the elapsed time alone reaches it).
         let isolated = problem.isolated_allocation();
         let mut best = isolated.clone();
-        let mut hi = terms.max_rho(&throughputs(problem, &isolated));
-        let mut lo = m_all
-            .filter(|&m| terms.active(m))
-            .map(|m| terms.elapsed[m] / terms.isolated_finish[m])
-            .fold(0.0, f64::max);
+        let mut hi = active_rho(&throughputs(problem, &isolated));
+        let mut lo = active.iter().map(|&m| terms.elapsed[m] / terms.isolated_finish[m]).fold(0.0, f64::max);
         let mut lp_solves = 0;
-        while hi - lo > RHO_TOLERANCE * hi {
+        let mut engine = engine(problem, backend);
+        for _ in 0..MAX_PROBES {
+            if hi - lo <= RHO_TOLERANCE * hi {
+                break;
+            }
             let rho = 0.5 * (lo + hi);
-            let solution = max_min_ratio(problem, &terms.demand(rho), backend)?;
+            let solution = engine.max_ratio(&terms.demand(rho))?;
             lp_solves += solution.lp_solves;
-            let achieved = terms.max_rho(&throughputs(problem, &solution.allocation));
+            // Every probe's allocation is feasible: its ρ tightens the upper bracket.
+            let achieved = active_rho(&throughputs(problem, &solution.allocation));
             if achieved < hi {
                 hi = achieved;
                 best = solution.allocation;
@@ -128,13 +110,14 @@ impl Policy for FinishTimeFairness {
             if solution.z.is_some_and(|z| z < 1.0) {
                 lo = rho;
             } else {
-                hi = hi.min(rho.max(achieved));
+                hi = hi.min(rho);
             }
         }
         Ok(Outcome {
             objective: Some(terms.max_rho(&throughputs(problem, &best))),
             allocation: best,
             lp_solves,
+            water_filling: None,
         })
     }
 }

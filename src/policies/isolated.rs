@@ -10,10 +10,6 @@ pub struct Isolated;
 
 impl Policy for Isolated {
     fn solve(&self, problem: &Problem, _backend: Backend) -> Result<Outcome> {
-        Ok(Outcome {
-            allocation: problem.isolated_allocation(),
-            objective: None,
-            lp_solves: 0,
-        })
+        Ok(Outcome { allocation: problem.isolated_allocation(), objective: None, lp_solves: 0, water_filling: None })
     }
 }

@@ -30,13 +30,13 @@ impl Policy for MaxMinFairness {
             .map(|(m, job)| job.weight * thr_equal[m] / job.scale_factor as f64)
             .collect();
         let solution = max_min_ratio(problem, &demand, backend)?;
-        let achieved =
-            weighted_normalized_throughputs(problem, &throughputs(problem, &solution.allocation));
+        let achieved = weighted_normalized_throughputs(problem, &throughputs(problem, &solution.allocation));
         let objective = achieved.into_iter().fold(f64::INFINITY, f64::min);
         Ok(Outcome {
             allocation: solution.allocation,
             objective: Some(objective),
             lp_solves: solution.lp_solves,
+            water_filling: None,
         })
     }
 }

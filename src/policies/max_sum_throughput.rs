@@ -11,12 +11,7 @@ pub struct MaxSumThroughput;
 
 impl Policy for MaxSumThroughput {
     fn solve(&self, problem: &Problem, backend: Backend) -> Result<Outcome> {
-        let mut base = BaseLp::new(
-            problem,
-            Groups::identical_jobs(problem),
-            Sense::Maximize,
-            None,
-        );
+        let mut base = BaseLp::new(problem, Groups::identical_jobs(problem), Sense::Maximize, None);
         for (g, members) in base.groups.members.iter().enumerate() {
             for (w, col) in base.cols[g].iter().enumerate() {
                 if let Some(c) = col {
@@ -27,10 +22,6 @@ impl Policy for MaxSumThroughput {
         let solution = backend.solve(base.lp.clone()).map_err(lp_error)?;
         let allocation = base.allocation(&solution, problem.num_jobs(), problem.num_types(), 1.0);
         let objective = throughputs(problem, &allocation).iter().sum();
-        Ok(Outcome {
-            allocation,
-            objective: Some(objective),
-            lp_solves: 1,
-        })
+        Ok(Outcome { allocation, objective: Some(objective), lp_solves: 1, water_filling: None })
     }
 }

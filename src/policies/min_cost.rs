@@ -20,15 +20,13 @@ impl Policy for MinCost {
     }
 }
 
-/// `Σ thr / Σ cost` of an allocation (dollars per hour of GPUs occupied).
+/// `Σ thr / Σ cost` of an allocation: steps/s per dollar-hour of the GPUs it occupies.
 pub fn throughput_per_dollar(problem: &Problem, allocation: &Matrix) -> f64 {
     let thr: f64 = throughputs(problem, allocation).iter().sum();
     let cost: f64 = (0..problem.num_jobs())
         .map(|m| {
             let sf = problem.jobs[m].scale_factor as f64;
-            (0..problem.num_types())
-                .map(|w| type_cost(problem, w) * sf * allocation.get(m, w))
-                .sum::<f64>()
+            (0..problem.num_types()).map(|w| type_cost(problem, w) * sf * allocation.get(m, w)).sum::<f64>()
         })
         .sum();
     if cost > 0.0 {
@@ -51,9 +49,8 @@ pub(super) fn cheapest(problem: &Problem, backend: Backend, floor: &[f64]) -> Re
             Groups::singletons(problem.num_jobs())
         }
     };
-    let throughput_terms = |base: &BaseLp, g: usize| {
-        base.terms(g, |w| problem.throughput.get(base.groups.members[g][0], w))
-    };
+    let throughput_terms =
+        |base: &BaseLp, g: usize| base.terms(g, |w| problem.throughput.get(base.groups.members[g][0], w));
     let cost_terms = |base: &BaseLp, g: usize, scale: f64| {
         let sf = problem.jobs[base.groups.members[g][0]].scale_factor as f64;
         base.terms(g, |w| scale * type_cost(problem, w) * sf)
@@ -71,9 +68,7 @@ pub(super) fn cheapest(problem: &Problem, backend: Backend, floor: &[f64]) -> Re
     let t = lp.add_col(0.0, 0.0, f64::INFINITY);
     let mut base = BaseLp::with_lp(problem, groups(), lp, Some(t));
     set_throughput_objective(&mut base);
-    let denominator: Vec<(usize, f64)> = (0..base.cols.len())
-        .flat_map(|g| cost_terms(&base, g, 1.0))
-        .collect();
+    let denominator: Vec<(usize, f64)> = (0..base.cols.len()).flat_map(|g| cost_terms(&base, g, 1.0)).collect();
     base.lp.add_row(Row::equal(1.0, denominator));
     for (g, members) in base.groups.members.clone().iter().enumerate() {
         if floor[members[0]] > 0.0 {
@@ -91,25 +86,17 @@ pub(super) fn cheapest(problem: &Problem, backend: Backend, floor: &[f64]) -> Re
         .flat_map(|g| {
             let thr = throughput_terms(&base, g);
             let cost = cost_terms(&base, g, ratio * (1.0 - RATIO_SLACK));
-            thr.into_iter()
-                .zip(cost)
-                .map(|((c, a), (_, b))| (c, a - b))
-                .collect::<Vec<_>>()
+            thr.into_iter().zip(cost).map(|((c, a), (_, b))| (c, a - b)).collect::<Vec<_>>()
         })
         .collect();
     base.lp.add_row(Row::at_least(0.0, keep_ratio));
     for (g, members) in base.groups.members.clone().iter().enumerate() {
         if floor[members[0]] > 0.0 {
-            base.lp
-                .add_row(Row::at_least(floor[members[0]], throughput_terms(&base, g)));
+            base.lp.add_row(Row::at_least(floor[members[0]], throughput_terms(&base, g)));
         }
     }
     let solution = backend.solve(base.lp.clone()).map_err(lp_error)?;
     let allocation = base.allocation(&solution, problem.num_jobs(), problem.num_types(), 1.0);
     let objective = throughput_per_dollar(problem, &allocation);
-    Ok(Outcome {
-        allocation,
-        objective: Some(objective),
-        lp_solves: 2,
-    })
+    Ok(Outcome { allocation, objective: Some(objective), lp_solves: 2, water_filling: None })
 }

@@ -1,9 +1,9 @@
 //! Minimum cost under SLOs: `min_cost` subject to `thr_m ≥ r_m / slo_m` for every job with an SLO.
 //! Feasibility is decided first, exactly, by the max-min engine on those floors: if the best
-//! allocation meets only a fraction z < 1 of them, the jobs held at that fraction are named in a
-//! 422. See `formulations/min_cost_slo.md`.
+//! allocation meets only a fraction z < 1 of them, the bottlenecked jobs (those that cannot get
+//! more than that fraction while the others keep it) are named in a 422. See `formulations/min_cost_slo.md`.
 
-use super::{max_min_ratio, min_cost, throughputs, Outcome, Policy};
+use super::{engine, min_cost, Outcome, Policy};
 use crate::error::{ArbiterError, ErrorCode, Result};
 use crate::lp::Backend;
 use crate::problem::Problem;
@@ -21,22 +21,28 @@ impl Policy for MinCostSlo {
                 None => 0.0,
             })
             .collect();
-        let check = max_min_ratio(problem, &floor, backend)?;
+        let mut engine = engine(problem, backend);
+        let check = engine.max_ratio(&floor)?;
         if let Some(z) = check.z.filter(|&z| z < FEASIBLE) {
-            let thr = throughputs(problem, &check.allocation);
-            let jobs: Vec<String> = (0..problem.num_jobs())
-                .filter(|&m| floor[m] > 0.0 && thr[m] <= z * floor[m] * (1.0 + 1e-6))
-                .map(|m| problem.jobs[m].id.clone())
-                .collect();
-            return Err(ArbiterError::new(
-                ErrorCode::Infeasible,
-                format!(
-                    "the SLOs of {} cannot all be met: at best each gets {:.1}% of the throughput its SLO needs",
+            // The jobs to name are the bottlenecks at level z: those that cannot get more than
+            // z·floor while every SLO job keeps z·floor. Raising any of their SLOs is necessary.
+            let level: Vec<f64> = floor.iter().map(|f| f * z).collect();
+            let candidates: Vec<bool> = floor.iter().map(|&f| f > 0.0).collect();
+            let (stuck, _) = engine.bottlenecks(&level, &candidates)?;
+            let jobs: Vec<String> =
+                (0..problem.num_jobs()).filter(|&m| stuck[m]).map(|m| problem.jobs[m].id.clone()).collect();
+            let message = match jobs.as_slice() {
+                [one] => format!(
+                    "the SLO of job {one} cannot be met: at best it gets {:.1}% of the throughput it needs",
+                    100.0 * z
+                ),
+                _ => format!(
+                    "the SLOs of jobs {} cannot all be met: at best each gets {:.1}% of the throughput its SLO needs",
                     jobs.join(", "),
                     100.0 * z
                 ),
-            )
-            .with_jobs(jobs));
+            };
+            return Err(ArbiterError::new(ErrorCode::Infeasible, message).with_jobs(jobs));
         }
         // Floors a hair below the requirement so round-off in the LP cannot make them infeasible.
         let floor: Vec<f64> = floor.iter().map(|f| f * FEASIBLE).collect();

@@ -18,15 +18,14 @@ pub fn makespan(problem: &Problem, thr: &[f64]) -> f64 {
 
 impl Policy for MinMakespan {
     fn solve(&self, problem: &Problem, backend: Backend) -> Result<Outcome> {
-        let demand: Vec<f64> = (0..problem.num_jobs())
-            .map(|m| problem.steps_remaining(m))
-            .collect();
+        let demand: Vec<f64> = (0..problem.num_jobs()).map(|m| problem.steps_remaining(m)).collect();
         let solution = max_min_ratio(problem, &demand, backend)?;
         let objective = makespan(problem, &throughputs(problem, &solution.allocation));
         Ok(Outcome {
             allocation: solution.allocation,
             objective: Some(objective),
             lp_solves: solution.lp_solves,
+            water_filling: None,
         })
     }
 }

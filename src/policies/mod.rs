@@ -4,18 +4,21 @@
 
 mod fifo;
 mod finish_time_fairness;
+mod hierarchical;
 mod isolated;
 mod max_min_fairness;
+mod max_min_fairness_water_filling;
 mod max_sum_throughput;
 mod min_cost;
 mod min_cost_slo;
 mod min_makespan;
 mod proportional;
 mod shortest_job_first;
+mod water_filling;
 
 use crate::error::{ArbiterError, ErrorCode, Result};
 use crate::lp::{Backend, SolveError};
-use crate::max_min_ratio::{self, Instance, RatioSolution};
+use crate::max_min_ratio::{Engine, Instance, RatioSolution};
 use crate::problem::{Matrix, Problem};
 
 /// Every policy name of the contract.
@@ -74,10 +77,7 @@ impl PolicyKind {
 
     /// Policies whose objective is defined by the jobs' remaining steps.
     pub fn needs_steps_remaining(self) -> bool {
-        matches!(
-            self,
-            PolicyKind::FinishTimeFairness | PolicyKind::MinMakespan | PolicyKind::ShortestJobFirst
-        )
+        matches!(self, PolicyKind::FinishTimeFairness | PolicyKind::MinMakespan | PolicyKind::ShortestJobFirst)
     }
 
     /// The implementation, or `None` for a contract policy this version does not provide yet.
@@ -93,7 +93,8 @@ impl PolicyKind {
             PolicyKind::MinCostSlo => &min_cost_slo::MinCostSlo,
             PolicyKind::Isolated => &isolated::Isolated,
             PolicyKind::Proportional => &proportional::Proportional,
-            PolicyKind::MaxMinFairnessWaterFilling | PolicyKind::Hierarchical => return None,
+            PolicyKind::MaxMinFairnessWaterFilling => &max_min_fairness_water_filling::MaxMinFairnessWaterFilling,
+            PolicyKind::Hierarchical => &hierarchical::Hierarchical,
         })
     }
 }
@@ -105,6 +106,19 @@ pub struct Outcome {
     pub allocation: Matrix,
     pub objective: Option<f64>,
     pub lp_solves: usize,
+    /// What water-filling policies add: per-job levels and when each job froze.
+    pub water_filling: Option<WaterFillingReport>,
+}
+
+/// Per job (by index): the normalized throughput `nt_m = thr_m / thr_equal_m` of the final
+/// allocation, the weighted level `(sf_m/w_m)·nt_m` it froze at (with the weight of that
+/// iteration), and the iteration (from 0) at which it froze.
+#[derive(Debug, Clone, PartialEq)]
+pub struct WaterFillingReport {
+    pub normalized_throughput: Vec<f64>,
+    pub level: Vec<f64>,
+    pub frozen_at: Vec<usize>,
+    pub iterations: usize,
 }
 
 /// One allocation policy.
@@ -119,16 +133,14 @@ pub fn solve(problem: &Problem, backend: Backend) -> Result<Outcome> {
             allocation: Matrix::zeros(0, problem.num_types()),
             objective: None,
             lp_solves: 0,
+            water_filling: None,
         });
     }
     let policy = problem.policy.policy().ok_or_else(|| {
         ArbiterError::at(
             ErrorCode::Unsupported,
             "policy",
-            format!(
-                "policy {} is part of the contract but not available in this version",
-                problem.policy.name()
-            ),
+            format!("policy {} is part of the contract but not available in this version", problem.policy.name()),
         )
     })?;
     policy.solve(problem, backend)
@@ -143,27 +155,25 @@ pub(crate) fn capacities(problem: &Problem) -> Vec<f64> {
     problem.worker_types.iter().map(|w| w.count).collect()
 }
 
-/// `max z s.t. thr_m ≥ z·demand_m` on the problem's throughput matrix and cluster.
-pub(crate) fn max_min_ratio(
-    problem: &Problem,
-    demand: &[f64],
-    backend: Backend,
-) -> Result<RatioSolution> {
-    let sf = scale_factors(problem);
-    let cap = capacities(problem);
+/// The exact max-min engine on the problem's throughput matrix and cluster; one per request, so
+/// its cuts carry over from one program to the next.
+pub(crate) fn engine(problem: &Problem, backend: Backend) -> Engine<'_> {
     let instance = Instance {
         throughput: &problem.throughput,
-        scale_factor: &sf,
-        capacity: &cap,
+        scale_factor: scale_factors(problem),
+        capacity: capacities(problem),
     };
-    max_min_ratio::solve(&instance, demand, backend)
+    Engine::new(instance, backend)
+}
+
+/// `max z s.t. thr_m ≥ z·demand_m` on the problem's throughput matrix and cluster.
+pub(crate) fn max_min_ratio(problem: &Problem, demand: &[f64], backend: Backend) -> Result<RatioSolution> {
+    engine(problem, backend).max_ratio(demand)
 }
 
 /// `thr_m = Σ_w T[m][w] X[m][w]` over the policy's throughput matrix.
 pub(crate) fn throughputs(problem: &Problem, allocation: &Matrix) -> Vec<f64> {
-    (0..problem.num_jobs())
-        .map(|m| crate::problem::dot(problem.throughput.row(m), allocation.row(m)))
-        .collect()
+    (0..problem.num_jobs()).map(|m| crate::problem::dot(problem.throughput.row(m), allocation.row(m))).collect()
 }
 
 pub(crate) fn lp_error(e: SolveError) -> ArbiterError {

@@ -14,9 +14,7 @@ pub struct ShortestJobFirst;
 fn fastest_fill(problem: &Problem, m: usize, free: &[f64]) -> Vec<f64> {
     let row = problem.throughput.row(m);
     let sf = problem.jobs[m].scale_factor as f64;
-    let mut types: Vec<usize> = (0..row.len())
-        .filter(|&w| row[w] > 0.0 && free[w] > 0.0)
-        .collect();
+    let mut types: Vec<usize> = (0..row.len()).filter(|&w| row[w] > 0.0 && free[w] > 0.0).collect();
     types.sort_by(|&a, &b| row[b].total_cmp(&row[a]));
     let mut x = vec![0.0; row.len()];
     let mut time = 1.0;
@@ -36,10 +34,7 @@ impl Policy for ShortestJobFirst {
         let mut order: Vec<(f64, usize)> = (0..problem.num_jobs())
             .filter(|&m| problem.steps_remaining(m) > 0.0)
             .map(|m| {
-                let best = crate::problem::dot(
-                    problem.throughput.row(m),
-                    &fastest_fill(problem, m, &full),
-                );
+                let best = crate::problem::dot(problem.throughput.row(m), &fastest_fill(problem, m, &full));
                 (problem.steps_remaining(m) / best, m)
             })
             .collect();
@@ -55,13 +50,7 @@ impl Policy for ShortestJobFirst {
             allocation.row_mut(m).copy_from_slice(&x);
         }
         let thr = throughputs(problem, &allocation);
-        let objective = order
-            .first()
-            .map_or(0.0, |&(_, m)| problem.steps_remaining(m) / thr[m]);
-        Ok(Outcome {
-            allocation,
-            objective: Some(objective),
-            lp_solves: 0,
-        })
+        let objective = order.first().map_or(0.0, |&(_, m)| problem.steps_remaining(m) / thr[m]);
+        Ok(Outcome { allocation, objective: Some(objective), lp_solves: 0, water_filling: None })
     }
 }
