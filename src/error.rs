@@ -27,6 +27,10 @@ pub enum ErrorCode {
     InvalidColocation,
     /// An entity is unknown, nests in a cycle, or names an unknown intra-entity policy.
     InvalidEntity,
+    /// A session event names a job the session does not have.
+    UnknownJob,
+    /// A session event names a GPU or server the cluster does not have.
+    UnknownWorker,
     /// A field the chosen policy needs is absent.
     MissingField,
     /// The request asks for something this version does not do.
@@ -42,6 +46,7 @@ impl ErrorCode {
     pub fn http_status(self) -> u16 {
         match self {
             ErrorCode::Infeasible | ErrorCode::Unsupported => 422,
+            ErrorCode::UnknownJob | ErrorCode::UnknownWorker => 404,
             ErrorCode::SolverFailed => 500,
             _ => 400,
         }

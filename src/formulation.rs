@@ -77,7 +77,7 @@ impl BaseLp {
             let coefs: Vec<(usize, f64)> = cols[g].iter().flatten().map(|&c| (c, 1.0)).collect();
             bound(&mut lp, coefs, members.len() as f64);
         }
-        for w in 0..num_types {
+        for (w, worker_type) in problem.worker_types.iter().enumerate() {
             let coefs: Vec<(usize, f64)> = groups
                 .members
                 .iter()
@@ -85,10 +85,23 @@ impl BaseLp {
                 .filter_map(|(g, members)| cols[g][w].map(|c| (c, problem.jobs[members[0]].scale_factor as f64)))
                 .collect();
             if !coefs.is_empty() {
-                bound(&mut lp, coefs, problem.worker_types[w].count);
+                bound(&mut lp, coefs, worker_type.count);
             }
         }
         BaseLp { lp, cols, groups }
+    }
+
+    /// Sets the objective coefficient of every column `X[g][w]` to `coef(m, w)`, m being the
+    /// group's first job (all members are interchangeable).
+    pub fn set_objective(&mut self, coef: impl Fn(usize, usize) -> f64) {
+        for (g, row) in self.cols.iter().enumerate() {
+            let m = self.groups.members[g][0];
+            for (w, col) in row.iter().enumerate() {
+                if let Some(c) = col {
+                    self.lp.cost[*c] = coef(m, w);
+                }
+            }
+        }
     }
 
     /// `Σ_w coef(g, w)·X[g][w]` as row coefficients, over the columns that exist.

@@ -17,6 +17,7 @@ pub mod error;
 pub mod formulation;
 pub mod lp;
 pub mod max_min_ratio;
+pub mod mechanism;
 pub mod policies;
 pub mod problem;
 pub mod request;
@@ -34,12 +35,7 @@ use std::time::Instant;
 pub fn solve(problem: &Problem, backend: lp::Backend) -> error::Result<Response> {
     let start = Instant::now();
     let outcome = policies::solve(problem, backend)?;
-    Ok(Response::new(
-        problem,
-        &outcome,
-        backend.name(),
-        start.elapsed().as_secs_f64(),
-    ))
+    Ok(Response::new(problem, &outcome, backend.name(), start.elapsed().as_secs_f64()))
 }
 
 /// Parses, validates and solves a request given as JSON text.

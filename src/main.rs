@@ -1,10 +1,10 @@
 //! The `arbiter` command line: `solve` answers one request of the contract, `demo` shows an
-//! allocation of the embedded demo cluster as a table.
+//! allocation of the embedded demo cluster as a table, `rounds` runs the round-based mechanism.
 
 use arbiter::lp::Backend;
 use arbiter::{ArbiterError, ErrorCode, PolicyKind, Problem};
 use clap::{Parser, Subcommand};
-use std::io::Read;
+use std::io::Write;
 use std::process::ExitCode;
 
 #[derive(Parser)]
@@ -43,6 +43,37 @@ enum Command {
         #[arg(long)]
         json: bool,
     },
+    /// Run the round-based mechanism on a fixed request and print every round's placements and
+    /// each job's allocation against the fraction of rounds it received, as JSON.
+    ///
+    /// The request is read and validated like `solve`'s and its policy solved once; servers hold
+    /// `gpus_per_server` GPUs of their type. Bad input exits with status 2 and the error on stderr.
+    Rounds(RoundsArgs),
+}
+
+#[derive(clap::Args)]
+struct RoundsArgs {
+    /// The request file, or `-` for standard input.
+    #[arg(long, short, value_name = "FILE|-")]
+    input: String,
+    /// Rounds to run.
+    #[arg(long)]
+    rounds: u32,
+    /// Length of a round, in seconds.
+    #[arg(long, default_value_t = 360.0)]
+    round_seconds: f64,
+    /// Grant every job exactly its allocation each round, with no placement (for comparison).
+    #[arg(long)]
+    ideal: bool,
+    /// Give GPUs the allocation leaves unused to jobs ahead of their allocation.
+    #[arg(long)]
+    work_conserving: bool,
+    /// Indent the JSON for people.
+    #[arg(long)]
+    pretty: bool,
+    /// LP backend: `highs` (default) or `microlp` when built with that feature.
+    #[arg(long, default_value_t = Backend::default().name().to_string())]
+    backend: String,
 }
 
 fn fail(error: &ArbiterError) -> ExitCode {
@@ -55,78 +86,78 @@ fn backend_named(name: &str) -> Result<Backend, ArbiterError> {
         let known: Vec<&str> = Backend::available().iter().map(|b| b.name()).collect();
         ArbiterError::new(
             ErrorCode::Unsupported,
-            format!(
-                "unknown backend {name:?}; this build has: {}",
-                known.join(", ")
-            ),
+            format!("unknown backend {name:?}; this build has: {}", known.join(", ")),
         )
     })
 }
 
 fn run_solve(input: &str, pretty: bool, backend: &str) -> ExitCode {
-    let backend = match backend_named(backend) {
-        Ok(b) => b,
-        Err(e) => return fail(&e),
-    };
-    let mut text = String::new();
-    let read = if input == "-" {
-        std::io::stdin().read_to_string(&mut text).map(|_| ())
-    } else {
-        std::fs::read_to_string(input).map(|t| text = t)
-    };
-    if let Err(e) = read {
-        return fail(&ArbiterError::new(
-            ErrorCode::MalformedRequest,
-            format!("cannot read {input}: {e}"),
-        ));
-    }
-    match arbiter::solve_json(&text, backend) {
+    let response = backend_named(backend).and_then(|backend| arbiter::solve_json(&read_input(input)?, backend));
+    match response {
         Ok(response) => {
-            let out = if pretty {
-                serde_json::to_string_pretty(&response)
-            } else {
-                serde_json::to_string(&response)
-            };
-            println!("{}", out.expect("a response always serializes"));
-            ExitCode::SUCCESS
+            let out = if pretty { serde_json::to_string_pretty(&response) } else { serde_json::to_string(&response) };
+            emit(&out.expect("a response always serializes"))
         }
         Err(e) => fail(&e),
     }
 }
 
+/// Prints one line of output; a closed pipe (`| head`) is the reader's choice, not a failure.
+fn emit(text: &str) -> ExitCode {
+    let _ = writeln!(std::io::stdout().lock(), "{text}");
+    ExitCode::SUCCESS
+}
+
 fn run_demo(policy: &str, json: bool) -> ExitCode {
     if PolicyKind::from_name(policy).is_none() {
-        return fail(&ArbiterError::at(
-            ErrorCode::UnknownPolicy,
-            "policy",
-            format!("unknown policy {policy:?}"),
-        ));
+        return fail(&ArbiterError::at(ErrorCode::UnknownPolicy, "policy", format!("unknown policy {policy:?}")));
     }
     let result = Problem::from_request(&arbiter::demo::request(policy))
         .and_then(|problem| arbiter::solve(&problem, Backend::default()).map(|r| (problem, r)));
     match result {
         Ok((_, response)) if json => {
-            println!(
-                "{}",
-                serde_json::to_string_pretty(&response).expect("a response always serializes")
-            );
-            ExitCode::SUCCESS
+            emit(&serde_json::to_string_pretty(&response).expect("a response always serializes"))
         }
         Ok((problem, response)) => {
-            print!("{}", arbiter::demo::table(&problem, &response));
+            let _ = write!(std::io::stdout().lock(), "{}", arbiter::demo::table(&problem, &response));
             ExitCode::SUCCESS
         }
         Err(e) => fail(&e),
     }
 }
 
+/// The text of a file, or of standard input for `-`.
+fn read_input(input: &str) -> Result<String, ArbiterError> {
+    let text = if input == "-" { std::io::read_to_string(std::io::stdin()) } else { std::fs::read_to_string(input) };
+    text.map_err(|e| ArbiterError::new(ErrorCode::MalformedRequest, format!("cannot read {input}: {e}")))
+}
+
+fn run_rounds(args: RoundsArgs) -> ExitCode {
+    use arbiter::mechanism::{self, Config, Mode};
+    let report = backend_named(&args.backend).and_then(|backend| {
+        let config = Config {
+            round_seconds: args.round_seconds,
+            mode: if args.ideal { Mode::Ideal } else { Mode::Rounds },
+            work_conserving: args.work_conserving,
+            backend,
+            ..Config::default()
+        };
+        config.validate()?;
+        let problem = Problem::from_json(&read_input(&args.input)?)?;
+        mechanism::report::run(&problem, args.rounds, config)
+    });
+    let report = match report {
+        Ok(r) => r,
+        Err(e) => return fail(&e),
+    };
+    let out = if args.pretty { serde_json::to_string_pretty(&report) } else { serde_json::to_string(&report) };
+    emit(&out.expect("a report always serializes"))
+}
+
 fn main() -> ExitCode {
     match Cli::parse().command {
-        Command::Solve {
-            input,
-            pretty,
-            backend,
-        } => run_solve(&input, pretty, &backend),
+        Command::Solve { input, pretty, backend } => run_solve(&input, pretty, &backend),
         Command::Demo { policy, json } => run_demo(&policy, json),
+        Command::Rounds(args) => run_rounds(args),
     }
 }

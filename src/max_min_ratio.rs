@@ -409,7 +409,9 @@ impl<'a> Engine<'a> {
         let binding = (!solution.row_duals.is_empty()).then(|| {
             let mut binding = vec![false; num_jobs];
             for need in &need_rows {
-                if solution.row_duals[need.row].abs() > BINDING_DUAL {
+                // Judge the dual of the equilibrated row, whose size does not depend on units.
+                let (_, scale) = classes[need.class].cut(&need.members, need.lambda, needs).equilibrated();
+                if (solution.row_duals[need.row] * scale).abs() > BINDING_DUAL {
                     for &m in need.members.iter().filter(|&&m| !needs[m].is_zero()) {
                         binding[m] = true;
                     }
@@ -472,20 +474,41 @@ impl<'a> Engine<'a> {
         (lp, need_rows)
     }
 
+    /// A unit for a variable that multiplies `rate[m]` in job m's need: the largest value it can
+    /// take before some job with a rate needs more than its best type alone gives
+    /// (`min_m T_max,m / rate_m`). Measured in it the variable is at most 1, whatever the units
+    /// of throughputs and demands. `None` when no job has a rate; 0 when one of them can run nowhere.
+    pub fn natural_unit(&self, rate: &[f64]) -> Option<f64> {
+        let t = self.instance.throughput;
+        (0..t.rows())
+            .filter(|&m| rate[m] > 0.0)
+            .map(|m| {
+                let best =
+                    (0..t.cols()).filter(|&w| self.instance.capacity[w] > 0.0).map(|w| t.get(m, w)).fold(0.0, f64::max);
+                best / rate[m]
+            })
+            .filter(|u| u.is_finite())
+            .reduce(f64::min)
+    }
+
     /// Solves `max z s.t. thr_m ≥ z·demand_m` exactly. Jobs with zero demand get nothing.
     pub fn max_ratio(&mut self, demand: &[f64]) -> Result<RatioSolution> {
-        let scale = demand.iter().cloned().fold(0.0, f64::max);
-        if scale <= 0.0 {
+        let Some(unit) = self.natural_unit(demand) else {
             let allocation = Matrix::zeros(self.instance.throughput.rows(), self.instance.throughput.cols());
             return Ok(RatioSolution { z: None, allocation, lp_solves: 0, classes: 0 });
+        };
+        if unit == 0.0 {
+            // Some job with a demand can run nowhere: no z > 0 is feasible.
+            let allocation = Matrix::zeros(self.instance.throughput.rows(), self.instance.throughput.cols());
+            return Ok(RatioSolution { z: Some(0.0), allocation, lp_solves: 0, classes: 0 });
         }
-        // Demands normalized to at most 1, so the LP is well scaled whatever their unit.
-        let needs = demand.iter().map(|d| Need { base: 0.0, terms: vec![(0, d / scale)] }).collect();
+        // z measured in its natural unit, so the LP is well scaled whatever the demands' units.
+        let needs = demand.iter().map(|d| Need { base: 0.0, terms: vec![(0, d * unit)] }).collect();
         let mut program = Program::new(Sense::Maximize, needs);
         program.add_var(1.0, 0.0, f64::INFINITY);
         let solved = self.solve_program(&program)?;
         Ok(RatioSolution {
-            z: Some(solved.vars[0] / scale),
+            z: Some(solved.vars[0] * unit),
             allocation: solved.allocation,
             lp_solves: solved.lp_solves,
             classes: solved.classes,

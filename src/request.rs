@@ -84,6 +84,10 @@ pub struct EntitySpec {
 impl Request {
     /// Parses a request from JSON text; a syntax or type error names the field it found it at.
     pub fn from_json(text: &str) -> Result<Request> {
+        // serde would also read a struct from a JSON array in field order; the contract is an object.
+        if !text.trim_start().starts_with('{') {
+            return Err(ArbiterError::new(ErrorCode::MalformedRequest, "malformed request: expected a JSON object"));
+        }
         let de = &mut serde_json::Deserializer::from_str(text);
         serde_path_to_error::deserialize(de).map_err(|e| {
             let path = e.path().to_string();

@@ -9,6 +9,8 @@ pub struct HighsSession {
     ptr: *mut c_void,
     num_cols: usize,
     num_rows: usize,
+    /// What each row was divided by (see `Row::equilibrated`); duals and later edits use it.
+    row_scale: Vec<f64>,
 }
 
 // The HiGHS instance is owned by this session alone and never shared between threads at once.
@@ -23,7 +25,7 @@ impl HighsSession {
     pub fn new(lp: LinearProgram) -> HighsSession {
         // SAFETY: Highs_create returns a fresh instance that this session owns until Drop.
         let ptr = unsafe { Highs_create() };
-        let session = HighsSession { ptr, num_cols: lp.num_cols(), num_rows: lp.rows.len() };
+        let mut session = HighsSession { ptr, num_cols: lp.num_cols(), num_rows: lp.rows.len(), row_scale: Vec::new() };
         session.set_bool("output_flag", false);
         session.set_int("threads", 1);
         // The models here are small and already tight; presolve costs more than it saves.
@@ -33,6 +35,8 @@ impl HighsSession {
         let (mut starts, mut index, mut value) = (Vec::new(), Vec::new(), Vec::new());
         let (mut row_lower, mut row_upper) = (Vec::new(), Vec::new());
         for row in &lp.rows {
+            let (row, scale) = row.equilibrated();
+            session.row_scale.push(scale);
             starts.push(index.len() as HighsInt);
             for &(c, v) in &row.coefs {
                 index.push(c as HighsInt);
@@ -92,6 +96,8 @@ impl Session for HighsSession {
     fn add_rows(&mut self, rows: &[Row]) {
         self.num_rows += rows.len();
         for row in rows {
+            let (row, scale) = row.equilibrated();
+            self.row_scale.push(scale);
             let index: Vec<HighsInt> = row.coefs.iter().map(|&(c, _)| c as HighsInt).collect();
             let value: Vec<f64> = row.coefs.iter().map(|&(_, v)| v).collect();
             // SAFETY: index and value both hold num_new_nz entries.
@@ -110,12 +116,13 @@ impl Session for HighsSession {
 
     fn set_coef(&mut self, row: usize, col: usize, value: f64) {
         // SAFETY: ptr is live; HiGHS checks the indices and returns an error status if out of range.
-        unsafe { Highs_changeCoeff(self.ptr, row as HighsInt, col as HighsInt, value) };
+        unsafe { Highs_changeCoeff(self.ptr, row as HighsInt, col as HighsInt, value / self.row_scale[row]) };
     }
 
     fn set_row_bounds(&mut self, row: usize, lower: f64, upper: f64) {
         // SAFETY: ptr is live; HiGHS checks the index.
-        unsafe { Highs_changeRowBounds(self.ptr, row as HighsInt, clamp_inf(lower), clamp_inf(upper)) };
+        let scale = self.row_scale[row];
+        unsafe { Highs_changeRowBounds(self.ptr, row as HighsInt, clamp_inf(lower / scale), clamp_inf(upper / scale)) };
     }
 
     fn solve(&mut self) -> Result<Solution, SolveError> {
@@ -141,6 +148,10 @@ impl Session for HighsSession {
             );
         }
         let objective = unsafe { Highs_getObjectiveValue(self.ptr) };
+        // The dual of a row divided by s is s times the original row's.
+        for (dual, scale) in row_duals.iter_mut().zip(&self.row_scale) {
+            *dual /= scale;
+        }
         Ok(Solution { values, objective, row_duals })
     }
 }

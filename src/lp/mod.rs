@@ -27,6 +27,17 @@ pub struct Row {
 }
 
 impl Row {
+    /// The row divided by its largest coefficient magnitude, and that divisor: backends treat
+    /// tiny coefficients as zero, so rows are equilibrated before they are handed over.
+    pub fn equilibrated(&self) -> (Row, f64) {
+        let scale = self.coefs.iter().map(|&(_, v)| v.abs()).fold(0.0, f64::max);
+        if scale == 0.0 || !scale.is_finite() {
+            return (self.clone(), 1.0);
+        }
+        let coefs = self.coefs.iter().map(|&(c, v)| (c, v / scale)).collect();
+        (Row { lower: self.lower / scale, upper: self.upper / scale, coefs }, scale)
+    }
+
     pub fn at_most(upper: f64, coefs: Vec<(usize, f64)>) -> Row {
         Row { lower: f64::NEG_INFINITY, upper, coefs }
     }

@@ -38,13 +38,7 @@ impl Policy for Fifo {
     fn solve(&self, problem: &Problem, backend: Backend) -> Result<Outcome> {
         let weights = priority_weights(problem);
         let mut base = BaseLp::new(problem, Groups::singletons(problem.num_jobs()), Sense::Maximize, None);
-        for m in 0..problem.num_jobs() {
-            for (w, col) in base.cols[m].iter().enumerate() {
-                if let Some(c) = col {
-                    base.lp.cost[*c] = weights[m] * problem.throughput.get(m, w);
-                }
-            }
-        }
+        base.set_objective(|m, w| weights[m] * problem.throughput.get(m, w));
         let solution = backend.solve(base.lp.clone()).map_err(lp_error)?;
         let allocation = base.allocation(&solution, problem.num_jobs(), problem.num_types(), 1.0);
         let objective = throughputs(problem, &allocation).iter().zip(&weights).map(|(t, k)| t * k).sum();

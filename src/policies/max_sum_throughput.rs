@@ -12,13 +12,7 @@ pub struct MaxSumThroughput;
 impl Policy for MaxSumThroughput {
     fn solve(&self, problem: &Problem, backend: Backend) -> Result<Outcome> {
         let mut base = BaseLp::new(problem, Groups::identical_jobs(problem), Sense::Maximize, None);
-        for (g, members) in base.groups.members.iter().enumerate() {
-            for (w, col) in base.cols[g].iter().enumerate() {
-                if let Some(c) = col {
-                    base.lp.cost[*c] = problem.throughput.get(members[0], w);
-                }
-            }
-        }
+        base.set_objective(|m, w| problem.throughput.get(m, w));
         let solution = backend.solve(base.lp.clone()).map_err(lp_error)?;
         let allocation = base.allocation(&solution, problem.num_jobs(), problem.num_types(), 1.0);
         let objective = throughputs(problem, &allocation).iter().sum();

@@ -55,19 +55,12 @@ pub(super) fn cheapest(problem: &Problem, backend: Backend, floor: &[f64]) -> Re
         let sf = problem.jobs[base.groups.members[g][0]].scale_factor as f64;
         base.terms(g, |w| scale * type_cost(problem, w) * sf)
     };
-    let set_throughput_objective = |base: &mut BaseLp| {
-        for g in 0..base.cols.len() {
-            for (c, v) in throughput_terms(base, g) {
-                base.lp.cost[c] = v;
-            }
-        }
-    };
 
     // Stage 1 (Charnes–Cooper): max Σ T·X'  s.t. base rows × t, Σ cost·sf·X' = 1, T·X'_m ≥ floor_m·t.
     let mut lp = LinearProgram::new(Sense::Maximize);
     let t = lp.add_col(0.0, 0.0, f64::INFINITY);
     let mut base = BaseLp::with_lp(problem, groups(), lp, Some(t));
-    set_throughput_objective(&mut base);
+    base.set_objective(|m, w| problem.throughput.get(m, w));
     let denominator: Vec<(usize, f64)> = (0..base.cols.len()).flat_map(|g| cost_terms(&base, g, 1.0)).collect();
     base.lp.add_row(Row::equal(1.0, denominator));
     for (g, members) in base.groups.members.clone().iter().enumerate() {
@@ -81,7 +74,7 @@ pub(super) fn cheapest(problem: &Problem, backend: Backend, floor: &[f64]) -> Re
 
     // Stage 2: max Σ T·X  s.t. base rows, Σ T·X − ratio·Σ cost·sf·X ≥ 0, T·X_m ≥ floor_m.
     let mut base = BaseLp::new(problem, groups(), Sense::Maximize, None);
-    set_throughput_objective(&mut base);
+    base.set_objective(|m, w| problem.throughput.get(m, w));
     let keep_ratio: Vec<(usize, f64)> = (0..base.cols.len())
         .flat_map(|g| {
             let thr = throughput_terms(&base, g);

@@ -3,6 +3,7 @@
 //! allocation meets only a fraction z < 1 of them, the bottlenecked jobs (those that cannot get
 //! more than that fraction while the others keep it) are named in a 422. See `formulations/min_cost_slo.md`.
 
+use super::shortest_job_first::fastest_fill;
 use super::{engine, min_cost, Outcome, Policy};
 use crate::error::{ArbiterError, ErrorCode, Result};
 use crate::lp::Backend;
@@ -21,6 +22,21 @@ impl Policy for MinCostSlo {
                 None => 0.0,
             })
             .collect();
+        // An SLO beyond what the job gets with the whole cluster to itself needs no LP to refuse.
+        let alone: Vec<String> = (0..problem.num_jobs())
+            .filter(|&m| floor[m] > 0.0 && (!floor[m].is_finite() || floor[m] > best_alone(problem, m)))
+            .map(|m| problem.jobs[m].id.clone())
+            .collect();
+        if !alone.is_empty() {
+            return Err(ArbiterError::new(
+                ErrorCode::Infeasible,
+                format!(
+                    "the SLO of {} cannot be met even with the whole cluster to itself",
+                    alone.iter().map(|id| format!("job {id}")).collect::<Vec<_>>().join(", ")
+                ),
+            )
+            .with_jobs(alone));
+        }
         let mut engine = engine(problem, backend);
         let check = engine.max_ratio(&floor)?;
         if let Some(z) = check.z.filter(|&z| z < FEASIBLE) {
@@ -29,8 +45,10 @@ impl Policy for MinCostSlo {
             let level: Vec<f64> = floor.iter().map(|f| f * z).collect();
             let candidates: Vec<bool> = floor.iter().map(|&f| f > 0.0).collect();
             let (stuck, _) = engine.bottlenecks(&level, &candidates)?;
+            // Round-off can hide the bottleneck; then every SLO job is named rather than none.
+            let named = if stuck.iter().any(|&s| s) { stuck } else { candidates };
             let jobs: Vec<String> =
-                (0..problem.num_jobs()).filter(|&m| stuck[m]).map(|m| problem.jobs[m].id.clone()).collect();
+                (0..problem.num_jobs()).filter(|&m| named[m]).map(|m| problem.jobs[m].id.clone()).collect();
             let message = match jobs.as_slice() {
                 [one] => format!(
                     "the SLO of job {one} cannot be met: at best it gets {:.1}% of the throughput it needs",
@@ -50,4 +68,10 @@ impl Policy for MinCostSlo {
         outcome.lp_solves += check.lp_solves;
         Ok(outcome)
     }
+}
+
+/// Job m's throughput with the cluster to itself.
+fn best_alone(problem: &Problem, m: usize) -> f64 {
+    let all: Vec<f64> = problem.worker_types.iter().map(|w| w.count).collect();
+    crate::problem::dot(problem.throughput.row(m), &fastest_fill(problem, m, &all))
 }

@@ -11,7 +11,7 @@ use crate::problem::{Matrix, Problem};
 pub struct ShortestJobFirst;
 
 /// Job m's best allocation from `free` GPUs: its fastest types first, until its time is used up.
-fn fastest_fill(problem: &Problem, m: usize, free: &[f64]) -> Vec<f64> {
+pub(super) fn fastest_fill(problem: &Problem, m: usize, free: &[f64]) -> Vec<f64> {
     let row = problem.throughput.row(m);
     let sf = problem.jobs[m].scale_factor as f64;
     let mut types: Vec<usize> = (0..row.len()).filter(|&w| row[w] > 0.0 && free[w] > 0.0).collect();

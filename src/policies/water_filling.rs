@@ -7,13 +7,33 @@
 use super::{engine, scale_factors, Outcome, WaterFillingReport};
 use crate::error::Result;
 use crate::lp::{Backend, Sense};
-use crate::max_min_ratio::{Need, Program};
+use crate::max_min_ratio::{Engine, Need, Program, Solved};
 use crate::problem::{Matrix, Problem};
 
 /// Derives each job's weight for the next level from which jobs are frozen; weight 0 means the
 /// job keeps its floor but does not rise at this level.
 pub trait Reweighting {
     fn weights(&self, problem: &Problem, frozen: &[bool]) -> Vec<f64>;
+}
+
+/// A common rise below this fraction of a job's floor counts as none (LP round-off stays below).
+const RISE_TOLERANCE: f64 = 1e-7;
+
+/// One level: the largest `c` such that every `rising` job can get `floor + c·rate` while every
+/// job keeps its floor, solved on the engine's kept model (a hot start after the first level).
+fn raise(engine: &mut Engine, floor: &[f64], rising: &[bool], rate: &[f64]) -> Result<(f64, Solved)> {
+    let rate: Vec<f64> = rate.iter().zip(rising).map(|(&r, &on)| if on { r } else { 0.0 }).collect();
+    let unit = engine.natural_unit(&rate).filter(|&u| u > 0.0).unwrap_or(1.0);
+    let needs = (0..floor.len())
+        .map(|m| Need { base: floor[m], terms: if rate[m] > 0.0 { vec![(0, rate[m] * unit)] } else { Vec::new() } })
+        .collect();
+    let mut program = Program::new(Sense::Maximize, needs);
+    program.keep_model = true;
+    // c is free (its optimum is ≥ 0: the last allocation meets every floor) so that no bound
+    // absorbs its reduced cost and the duals always name binding rows.
+    program.add_var(1.0, f64::NEG_INFINITY, f64::INFINITY);
+    let solved = engine.solve_program(&program)?;
+    Ok((solved.vars[0].max(0.0) * unit, solved))
 }
 
 /// Runs water-filling with the given reweighting.
@@ -43,42 +63,46 @@ pub fn water_fill(problem: &Problem, backend: Backend, reweighting: &dyn Reweigh
         // (sf/w)·Δnt = c for every active job  ⟺  Δthr_m = c · w_m·thr_equal_m/sf_m.
         let rate: Vec<f64> =
             (0..n).map(|m| if active[m] { weights[m] * thr_equal[m] / sf[m] as f64 } else { 0.0 }).collect();
-        let scale = rate.iter().cloned().fold(0.0, f64::max);
-        let needs = (0..n)
-            .map(|m| Need { base: floor[m], terms: if active[m] { vec![(0, rate[m] / scale)] } else { Vec::new() } })
-            .collect();
-        let mut program = Program::new(Sense::Maximize, needs);
-        program.keep_model = true;
-        // c is free (its optimum is ≥ 0: the last allocation meets every floor) so that no bound
-        // absorbs its reduced cost and the duals always name binding rows.
-        program.add_var(1.0, f64::NEG_INFINITY, f64::INFINITY);
-        let solved = engine.solve_program(&program)?;
+        let (c, solved) = raise(&mut engine, &floor, &active, &rate)?;
         lp_solves += solved.lp_solves;
-        let c = solved.vars[0].max(0.0) / scale;
         for m in (0..n).filter(|&m| active[m]) {
             floor[m] += c * rate[m];
         }
         allocation = solved.allocation;
 
-        // Active jobs of one class with one floor and one rate are symmetric: at the highest level
-        // none can rise without the others, so all are stuck and no test is needed.
+        // Find every job stuck at this level. Active jobs of one class with one floor and one rate
+        // are symmetric: at the highest level none can rise without the others, so all are stuck.
         let mut symmetric = (0..n).filter(|&m| active[m]).map(|m| (class_of[m], floor[m].to_bits(), rate[m].to_bits()));
         let first = symmetric.next();
-        let binding: Vec<bool> = match &solved.binding {
-            Some(b) => (0..n).map(|m| active[m] && b[m]).collect(),
-            None => vec![false; n],
-        };
-        let stuck = if symmetric.all(|key| Some(key) == first) {
-            active.clone()
-        } else if binding.iter().any(|&b| b) {
-            // Jobs the level's duals prove stuck. Any stuck job this misses cannot rise at the next
-            // level either (that level is then 0) and is found there: the result is the same.
-            binding
-        } else {
-            let (stuck, solves) = engine.bottlenecks(&floor, &active)?;
-            lp_solves += solves;
-            stuck
-        };
+        let mut stuck = if symmetric.all(|key| Some(key) == first) { active.clone() } else { vec![false; n] };
+        let mut binding = solved.binding;
+        while stuck.iter().zip(&active).any(|(&s, &a)| a && !s) {
+            // Jobs on a row with a nonzero dual are stuck (the row is tight in every optimum).
+            let proven: Vec<usize> =
+                (0..n).filter(|&m| active[m] && !stuck[m] && binding.as_ref().is_some_and(|b| b[m])).collect();
+            if proven.is_empty() {
+                // No dual evidence (a backend without duals, or a degenerate optimum): decide the
+                // rest exactly, one group raise test.
+                let open: Vec<bool> = (0..n).map(|m| active[m] && !stuck[m]).collect();
+                let (found, solves) = engine.bottlenecks(&floor, &open)?;
+                lp_solves += solves;
+                (0..n).filter(|&m| found[m]).for_each(|m| stuck[m] = true);
+                break;
+            }
+            proven.into_iter().for_each(|m| stuck[m] = true);
+            // Can the others still rise together? If so none of them is stuck; if their common
+            // rise is zero, this level's duals name more stuck jobs.
+            let open: Vec<bool> = (0..n).map(|m| active[m] && !stuck[m]).collect();
+            if !open.iter().any(|&o| o) {
+                break;
+            }
+            let (rise, again) = raise(&mut engine, &floor, &open, &rate)?;
+            lp_solves += again.lp_solves;
+            if (0..n).any(|m| open[m] && rise * rate[m] > RISE_TOLERANCE * floor[m]) {
+                break;
+            }
+            binding = again.binding;
+        }
         // At the optimal level some active job is stuck; if round-off hides it, stop raising them all.
         let any_stuck = stuck.iter().any(|&s| s);
         for m in (0..n).filter(|&m| active[m] && (stuck[m] || !any_stuck)) {

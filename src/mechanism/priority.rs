@@ -1,0 +1,106 @@
+//! One round's priority selection (Gavel §5, Algorithm 1): the priority of every (job, worker type)
+//! and which combinations run this round. Which servers and GPUs they get is `placement`'s job.
+
+/// Where one job stands when a round begins, one entry per worker type.
+pub(super) struct Standing<'a> {
+    pub scale_factor: u32,
+    /// `X[m][·]`, the job's allocation.
+    pub allocation: &'a [f64],
+    /// Seconds run on each type since the last reset.
+    pub received: &'a [f64],
+    /// Seconds owed on each type from before the last reset (negative: run ahead).
+    pub carried: &'a [f64],
+    /// Measured steps/s on each type; 0 means the job cannot run there.
+    pub throughput: &'a [f64],
+}
+
+/// `X / (received / elapsed)`: how far a job is behind its allocation on one type. Infinite when it
+/// has an allocation there but has not run there since the last reset; 0 (never) without one.
+pub fn priority(allocation: f64, received: f64, elapsed: f64) -> f64 {
+    if allocation <= 0.0 {
+        0.0
+    } else if received <= 0.0 {
+        f64::INFINITY
+    } else {
+        allocation * elapsed / received
+    }
+}
+
+/// Whether a job can run on a type at all as the cluster stands: it has throughput there and its
+/// scale factor fits the type's healthy GPUs. Allocation elsewhere is never granted.
+pub(super) fn placeable(scale_factor: u32, throughput: f64, capacity: u32) -> bool {
+    throughput > 0.0 && scale_factor <= capacity
+}
+
+struct Candidate {
+    priority: f64,
+    /// Seconds owed, carried deficit included: orders ties of priority (all the infinite ones
+    /// after a reset), as Gavel's deficits do.
+    owed: f64,
+    /// Owed time by the end of this round if the job does not run in it.
+    due: bool,
+    allocation: f64,
+    job: u32,
+    worker_type: u32,
+}
+
+/// Picks at most one worker type per job: combinations in decreasing priority, skipping a job
+/// already chosen and any needing more GPUs than remain of the type. `capacity[w]` is the healthy
+/// GPU count of type `w`; combinations that can never fit (scale factor above it, or a type the
+/// job cannot run on) are not candidates at all.
+pub(super) fn select(
+    standings: &[Standing],
+    elapsed: f64,
+    round_seconds: f64,
+    capacity: &[u32],
+    work_conserving: bool,
+) -> Vec<Option<usize>> {
+    let mut candidates = Vec::with_capacity(standings.len() * capacity.len());
+    for (m, s) in standings.iter().enumerate() {
+        for (w, &cap) in capacity.iter().enumerate() {
+            let x = s.allocation[w];
+            if x <= 0.0 || !placeable(s.scale_factor, s.throughput[w], cap) {
+                continue;
+            }
+            let owed = s.carried[w] + x * elapsed - s.received[w];
+            candidates.push(Candidate {
+                priority: priority(x, s.received[w], elapsed),
+                owed,
+                due: owed + x * round_seconds > 0.0,
+                allocation: x,
+                job: m as u32,
+                worker_type: w as u32,
+            });
+        }
+    }
+    if !work_conserving {
+        candidates.retain(|c| c.due);
+    }
+    candidates.sort_unstable_by(|a, b| {
+        b.due
+            .cmp(&a.due)
+            .then(b.priority.total_cmp(&a.priority))
+            .then(b.owed.total_cmp(&a.owed))
+            .then(b.allocation.total_cmp(&a.allocation))
+            .then(a.job.cmp(&b.job))
+            .then(a.worker_type.cmp(&b.worker_type))
+    });
+
+    let mut free = capacity.to_vec();
+    let mut left: u64 = capacity.iter().map(|&c| c as u64).sum();
+    let mut chosen = vec![None; standings.len()];
+    for c in candidates {
+        if left == 0 {
+            break;
+        }
+        let (m, w) = (c.job as usize, c.worker_type as usize);
+        let sf = standings[m].scale_factor;
+        if chosen[m].is_some() || sf > free[w] {
+            continue;
+        }
+        free[w] -= sf;
+        left -= sf as u64;
+        chosen[m] = Some(w);
+    }
+    chosen
+}

@@ -1,0 +1,104 @@
+//! The `arbiter rounds` run: a fixed, validated request, its policy solved once, N rounds with no
+//! arrivals, and the JSON reporting each round's placements and each job's received time.
+
+use super::session::Session;
+use super::{Config, LeaseChange, Tenants};
+use crate::error::Result;
+use crate::problem::Problem;
+use indexmap::IndexMap;
+use serde::Serialize;
+
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct RoundsReport {
+    pub policy: String,
+    /// `rounds` or `ideal`.
+    pub mode: String,
+    pub work_conserving: bool,
+    pub round_seconds: f64,
+    pub rounds: Vec<RoundReport>,
+    /// Per job, in the request's order.
+    pub jobs: IndexMap<String, JobReport>,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct RoundReport {
+    pub placements: Vec<PlacementReport>,
+    /// Jobs that run this round and did not run last round.
+    pub started: Vec<String>,
+    /// Jobs that run this round on other GPUs than last round.
+    pub moved: Vec<String>,
+    /// Jobs that ran last round and do not now.
+    pub preempted: Vec<String>,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct PlacementReport {
+    pub jobs: Vec<String>,
+    pub worker_type: String,
+    pub gpus: Vec<String>,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct JobReport {
+    /// `X[m][w]` of the policy.
+    pub allocation: IndexMap<String, f64>,
+    /// Fraction of the rounds the job ran on each type.
+    pub received: IndexMap<String, f64>,
+    /// Types where the job has allocation but can never be placed (its scale factor exceeds the
+    /// type's GPUs, or it cannot run there): `received` stays 0 there.
+    pub unplaceable: Vec<String>,
+}
+
+/// Runs `rounds` rounds of the mechanism on `problem`, its allocation solved once up front.
+pub fn run(problem: &Problem, rounds: u32, config: Config) -> Result<RoundsReport> {
+    let mut session = Session::from_problem(problem, config)?;
+    session.recompute_allocation()?;
+    let cluster = session.cluster().clone();
+    let names: Vec<String> = (0..cluster.num_types()).map(|w| cluster.type_name(w).to_string()).collect();
+    let mut reports = Vec::with_capacity(rounds as usize);
+    for _ in 0..rounds {
+        let round = session.next_round()?;
+        let with = |change: LeaseChange| -> Vec<String> {
+            round.jobs.iter().filter(|j| j.lease == change).map(|j| j.job.to_string()).collect()
+        };
+        reports.push(RoundReport {
+            placements: round
+                .placements
+                .iter()
+                .map(|p| PlacementReport {
+                    jobs: tenant_ids(&p.jobs),
+                    worker_type: names[p.worker_type].clone(),
+                    gpus: p.gpus.iter().map(|&g| cluster.gpu_name(g)).collect(),
+                })
+                .collect(),
+            started: with(LeaseChange::Started),
+            moved: with(LeaseChange::Moved),
+            preempted: with(LeaseChange::Preempted),
+        });
+    }
+    let by_type =
+        |values: &[f64]| -> IndexMap<String, f64> { names.iter().cloned().zip(values.iter().copied()).collect() };
+    let mut jobs = IndexMap::with_capacity(session.num_jobs());
+    for id in session.job_ids() {
+        jobs.insert(
+            id.to_string(),
+            JobReport {
+                allocation: by_type(session.allocation(id)?),
+                received: by_type(&session.received_fraction(id)?),
+                unplaceable: session.unplaceable_types(id)?.into_iter().map(|w| names[w].clone()).collect(),
+            },
+        );
+    }
+    Ok(RoundsReport {
+        policy: problem.policy.name().to_string(),
+        mode: config.mode.name().to_string(),
+        work_conserving: config.work_conserving,
+        round_seconds: config.round_seconds,
+        rounds: reports,
+        jobs,
+    })
+}
+
+fn tenant_ids(tenants: &Tenants) -> Vec<String> {
+    tenants.as_slice().iter().map(|j| j.to_string()).collect()
+}

@@ -1,0 +1,529 @@
+//! One cluster's state under the mechanism: active jobs, their allocation, time received since the
+//! last reset, carried deficits and leases; and the events that change it.
+
+use super::cluster::{Cluster, Worker};
+use super::placement::Lease;
+use super::priority;
+use super::{Config, JobId};
+use crate::error::{ArbiterError, ErrorCode, Result};
+use crate::policies::PolicyKind;
+use crate::problem::{Job, Matrix, Problem, WorkerType};
+use std::collections::HashMap;
+
+/// The most GPUs a session tracks one by one (a few bytes each, per round).
+pub const MAX_GPUS: u32 = 1 << 24;
+
+#[derive(Debug, Clone)]
+pub(super) struct JobState {
+    pub(super) id: JobId,
+    pub(super) job: Job,
+    /// Measured steps/s per type, smoothed by the progress reports.
+    pub(super) throughput: Vec<f64>,
+    /// `X[m][·]`, the current allocation.
+    pub(super) allocation: Vec<f64>,
+    /// Seconds run per type since the last reset.
+    pub(super) received: Vec<f64>,
+    /// Seconds owed per type from before the last reset (negative: ran ahead).
+    pub(super) carried: Vec<f64>,
+    /// Seconds run per type since the job was added.
+    pub(super) total_received: Vec<f64>,
+    pub(super) added_at: f64,
+    pub(super) lease: Option<Lease>,
+}
+
+/// One cluster under the round-based mechanism.
+///
+/// Events (`add_job`, `remove_job`, `report_progress`, `update_throughput`, `worker_failed`,
+/// `worker_returned`) change the state; a change of the job set, the cluster or the throughputs
+/// makes the allocation stale, and the next `next_round` recomputes it with the session's policy
+/// unless `Config::min_solve_interval` has not passed since the last solve. A recomputation resets
+/// the time received and carries each job's deficit over, bounded.
+#[derive(Debug, Clone)]
+pub struct Session {
+    /// Everything of the policy's problem that is not per job (policy, nominal cluster, entities),
+    /// with no jobs: each solve fills in the current jobs and the healthy GPU counts.
+    pub(super) base: Problem,
+    pub(super) config: Config,
+    pub(super) cluster: Cluster,
+    pub(super) jobs: Vec<JobState>,
+    pub(super) index: HashMap<JobId, usize>,
+    pub(super) time: f64,
+    /// Session time since the last reset: what received fractions are fractions of.
+    pub(super) elapsed: f64,
+    pub(super) rounds: u64,
+    pub(super) stale: bool,
+    pub(super) last_solve: Option<f64>,
+}
+
+fn unknown_job(id: &str) -> ArbiterError {
+    ArbiterError::at(
+        ErrorCode::UnknownJob,
+        "job",
+        format!("unknown job {id:?}: the session has no active job with this id"),
+    )
+}
+
+pub(super) fn invalid(field: impl Into<String>, message: String) -> ArbiterError {
+    ArbiterError::at(ErrorCode::InvalidNumber, field, message)
+}
+
+impl Session {
+    /// An empty session on a cluster of `worker_types`, run with `policy` (with no entities:
+    /// a `hierarchical` session comes from `from_problem`).
+    pub fn new(
+        policy: PolicyKind,
+        heterogeneity_aware: bool,
+        worker_types: Vec<WorkerType>,
+        config: Config,
+    ) -> Result<Session> {
+        let types = worker_types.len();
+        Session::with_base(
+            Problem {
+                policy,
+                heterogeneity_aware,
+                space_sharing: false,
+                worker_types,
+                jobs: Vec::new(),
+                measured: Matrix::zeros(0, types),
+                throughput: Matrix::zeros(0, types),
+                colocations: Vec::new(),
+                entities: Vec::new(),
+                job_entity: Vec::new(),
+            },
+            config,
+        )
+    }
+
+    fn with_base(base: Problem, config: Config) -> Result<Session> {
+        config.validate()?;
+        let worker_types = &base.worker_types;
+        if worker_types.is_empty() {
+            return Err(ArbiterError::at(
+                ErrorCode::MissingField,
+                "cluster.worker_types",
+                "the cluster needs at least one worker type",
+            ));
+        }
+        for (w, wt) in worker_types.iter().enumerate() {
+            let field = |f: &str| format!("cluster.worker_types.{}.{f}", wt.name);
+            if wt.name.is_empty() || worker_types[..w].iter().any(|v| v.name == wt.name) {
+                return Err(ArbiterError::at(
+                    ErrorCode::MalformedRequest,
+                    "cluster.worker_types",
+                    format!("worker type names must be unique and non-empty: {:?}", wt.name),
+                ));
+            }
+            if !(wt.count.is_finite() && wt.count >= 0.0 && wt.count.fract() == 0.0) || wt.count > u32::MAX as f64 {
+                return Err(invalid(
+                    field("count"),
+                    format!("a GPU count must be a whole number ≥ 0, got {}", wt.count),
+                ));
+            }
+            if wt.gpus_per_server == 0 {
+                return Err(invalid(field("gpus_per_server"), "gpus_per_server must be at least 1".into()));
+            }
+        }
+        let total: f64 = worker_types.iter().map(|w| w.count).sum();
+        if total > MAX_GPUS as f64 {
+            return Err(ArbiterError::at(
+                ErrorCode::Unsupported,
+                "cluster.worker_types",
+                format!("the mechanism tracks every GPU and takes at most {MAX_GPUS}; this cluster has {total}"),
+            ));
+        }
+        Ok(Session {
+            cluster: Cluster::new(worker_types),
+            base,
+            config,
+            jobs: Vec::new(),
+            index: HashMap::new(),
+            time: 0.0,
+            elapsed: 0.0,
+            rounds: 0,
+            stale: true,
+            last_solve: None,
+        })
+    }
+
+    /// A session holding a validated problem's cluster and jobs, with its policy; the allocation
+    /// is solved by the first round (or `recompute_allocation`).
+    pub fn from_problem(problem: &Problem, config: Config) -> Result<Session> {
+        let types = problem.num_types();
+        let base = Problem {
+            space_sharing: false,
+            jobs: Vec::new(),
+            measured: Matrix::zeros(0, types),
+            throughput: Matrix::zeros(0, types),
+            colocations: Vec::new(),
+            job_entity: Vec::new(),
+            ..problem.clone()
+        };
+        let mut session = Session::with_base(base, config)?;
+        for (m, job) in problem.jobs.iter().enumerate() {
+            session.add_job(job.clone(), problem.measured.row(m))?;
+        }
+        Ok(session)
+    }
+
+    pub fn config(&self) -> &Config {
+        &self.config
+    }
+
+    pub fn policy(&self) -> PolicyKind {
+        self.base.policy
+    }
+
+    pub fn cluster(&self) -> &Cluster {
+        &self.cluster
+    }
+
+    /// Session time in seconds: the rounds run so far times their length.
+    pub fn time(&self) -> f64 {
+        self.time
+    }
+
+    pub fn rounds(&self) -> u64 {
+        self.rounds
+    }
+
+    /// Session time since the last reset of received time.
+    pub fn elapsed_since_reset(&self) -> f64 {
+        self.elapsed
+    }
+
+    /// Whether the next round will recompute the allocation (if the interval allows).
+    pub fn is_stale(&self) -> bool {
+        self.stale
+    }
+
+    pub fn num_jobs(&self) -> usize {
+        self.jobs.len()
+    }
+
+    /// Active job ids, in the session's order (the order of allocation rows).
+    pub fn job_ids(&self) -> impl Iterator<Item = &JobId> {
+        self.jobs.iter().map(|j| &j.id)
+    }
+
+    fn slot(&self, id: &str) -> Result<&JobState> {
+        self.index.get(id).map(|&i| &self.jobs[i]).ok_or_else(|| unknown_job(id))
+    }
+
+    fn slot_mut(&mut self, id: &str) -> Result<&mut JobState> {
+        match self.index.get(id) {
+            Some(&i) => Ok(&mut self.jobs[i]),
+            None => Err(unknown_job(id)),
+        }
+    }
+
+    /// The job as the policy sees it (steps remaining and time elapsed kept current).
+    pub fn job(&self, id: &str) -> Result<&Job> {
+        Ok(&self.slot(id)?.job)
+    }
+
+    /// `X[m][·]`, per worker type.
+    pub fn allocation(&self, id: &str) -> Result<&[f64]> {
+        Ok(&self.slot(id)?.allocation)
+    }
+
+    /// Seconds run on each worker type since the last reset.
+    pub fn received(&self, id: &str) -> Result<&[f64]> {
+        Ok(&self.slot(id)?.received)
+    }
+
+    /// Seconds run on each worker type since the job was added.
+    pub fn total_received(&self, id: &str) -> Result<&[f64]> {
+        Ok(&self.slot(id)?.total_received)
+    }
+
+    /// Fraction of session time since the job was added that it ran on each type (0 before its
+    /// first round).
+    pub fn received_fraction(&self, id: &str) -> Result<Vec<f64>> {
+        let j = self.slot(id)?;
+        let span = self.time - j.added_at;
+        Ok(j.total_received.iter().map(|r| if span > 0.0 { r / span } else { 0.0 }).collect())
+    }
+
+    /// Seconds owed on each type: carried deficit + `X · elapsed` − received (negative: ahead).
+    pub fn deficit(&self, id: &str) -> Result<Vec<f64>> {
+        let j = self.slot(id)?;
+        Ok((0..self.cluster.num_types())
+            .map(|w| j.carried[w] + j.allocation[w] * self.elapsed - j.received[w])
+            .collect())
+    }
+
+    /// The job's current priority on each type (see `priority::priority`).
+    pub fn priorities(&self, id: &str) -> Result<Vec<f64>> {
+        let j = self.slot(id)?;
+        Ok((0..self.cluster.num_types())
+            .map(|w| priority::priority(j.allocation[w], j.received[w], self.elapsed))
+            .collect())
+    }
+
+    /// Smoothed measured steps/s on each type.
+    pub fn throughput(&self, id: &str) -> Result<&[f64]> {
+        Ok(&self.slot(id)?.throughput)
+    }
+
+    /// The GPUs the job held in the last round, if it ran.
+    pub fn lease(&self, id: &str) -> Result<Option<&Lease>> {
+        Ok(self.slot(id)?.lease.as_ref())
+    }
+
+    /// Worker types where the job has allocation but cannot be placed: its scale factor exceeds
+    /// the healthy GPUs there, or it cannot run there. Rounds never grant that share.
+    pub fn unplaceable_types(&self, id: &str) -> Result<Vec<usize>> {
+        let j = self.slot(id)?;
+        Ok((0..self.cluster.num_types()).filter(|&w| j.allocation[w] > 0.0 && !self.placeable(j, w)).collect())
+    }
+
+    pub(super) fn placeable(&self, j: &JobState, w: usize) -> bool {
+        priority::placeable(j.job.scale_factor, j.throughput[w], self.cluster.healthy_count(w))
+    }
+
+    /// Healthy GPUs per type.
+    pub(super) fn capacity(&self) -> Vec<u32> {
+        (0..self.cluster.num_types()).map(|w| self.cluster.healthy_count(w)).collect()
+    }
+
+    /// The job has allocation on a type it cannot be placed on.
+    pub(super) fn unplaceable(&self, j: &JobState) -> bool {
+        (0..self.cluster.num_types()).any(|w| j.allocation[w] > 0.0 && !self.placeable(j, w))
+    }
+
+    // ---- events ----
+
+    /// A job arrives, with its measured steps/s per worker type (in the cluster's type order; 0:
+    /// cannot run there). It has no allocation, and does not run, until the next recomputation.
+    pub fn add_job(&mut self, job: Job, throughput: &[f64]) -> Result<()> {
+        self.validate_job(&job, throughput)?;
+        let id: JobId = job.id.as_str().into();
+        let types = self.cluster.num_types();
+        self.index.insert(id.clone(), self.jobs.len());
+        self.jobs.push(JobState {
+            id,
+            job,
+            throughput: throughput.to_vec(),
+            allocation: vec![0.0; types],
+            received: vec![0.0; types],
+            carried: vec![0.0; types],
+            total_received: vec![0.0; types],
+            added_at: self.time,
+            lease: None,
+        });
+        self.stale = true;
+        Ok(())
+    }
+
+    fn validate_job(&self, job: &Job, throughput: &[f64]) -> Result<()> {
+        let id = &job.id;
+        let field = |f: &str| format!("job.{f}");
+        if id.is_empty() {
+            return Err(ArbiterError::at(ErrorCode::MissingField, field("id"), "a job id must not be empty"));
+        }
+        if self.index.contains_key(id.as_str()) {
+            return Err(ArbiterError::at(
+                ErrorCode::DuplicateJobId,
+                field("id"),
+                format!("job id {id:?} is already active in the session"),
+            ));
+        }
+        if job.scale_factor < 1 {
+            return Err(ArbiterError::at(
+                ErrorCode::InvalidScaleFactor,
+                field("scale_factor"),
+                "a scale factor must be at least 1 (the GPUs the job occupies)",
+            ));
+        }
+        if !(job.weight.is_finite() && job.weight > 0.0) {
+            return Err(invalid(
+                field("weight"),
+                format!("job {id:?}: a weight must be a finite number > 0, got {}", job.weight),
+            ));
+        }
+        let non_negative = [
+            ("time_elapsed", Some(job.time_elapsed)),
+            ("isolated_time_elapsed", Some(job.isolated_time_elapsed)),
+            ("steps_remaining", job.steps_remaining),
+            ("slo_seconds", job.slo_seconds),
+        ];
+        for (f, v) in non_negative {
+            if let Some(v) = v.filter(|v| !(v.is_finite() && *v >= 0.0)) {
+                return Err(invalid(field(f), format!("job {id:?}: {f} must be a finite number ≥ 0, got {v}")));
+            }
+        }
+        if !job.arrival.is_finite() {
+            return Err(invalid(field("arrival"), format!("job {id:?}: arrival must be finite, got {}", job.arrival)));
+        }
+        if self.base.policy.needs_steps_remaining() && job.steps_remaining.is_none() {
+            return Err(ArbiterError::at(
+                ErrorCode::MissingField,
+                field("steps_remaining"),
+                format!("{} needs steps_remaining on every job", self.base.policy.name()),
+            ));
+        }
+        match &job.entity {
+            Some(name) if self.entity(name).is_none() => {
+                return Err(ArbiterError::at(
+                    ErrorCode::InvalidEntity,
+                    field("entity"),
+                    format!("job {id:?}: entity {name:?} is not in the session's entities"),
+                ))
+            }
+            None if self.base.policy == PolicyKind::Hierarchical => {
+                return Err(ArbiterError::at(
+                    ErrorCode::MissingField,
+                    field("entity"),
+                    "hierarchical needs an entity on every job",
+                ))
+            }
+            _ => {}
+        }
+        self.validate_throughput(id, throughput)?;
+        let runnable =
+            (0..self.cluster.num_types()).any(|w| throughput[w] > 0.0 && self.base.worker_types[w].count > 0.0);
+        if !runnable {
+            return Err(ArbiterError::at(
+                ErrorCode::JobCannotRun,
+                field("throughput"),
+                format!("job {id:?} has no positive throughput on any worker type with GPUs"),
+            ));
+        }
+        Ok(())
+    }
+
+    pub(super) fn entity(&self, name: &str) -> Option<usize> {
+        self.base.entities.iter().position(|e| e.name == name)
+    }
+
+    fn validate_throughput(&self, id: &str, throughput: &[f64]) -> Result<()> {
+        let types = self.cluster.num_types();
+        if throughput.len() != types {
+            return Err(ArbiterError::at(
+                ErrorCode::MalformedRequest,
+                "job.throughput",
+                format!("job {id:?}: {} throughputs given, the cluster has {types} worker types", throughput.len()),
+            ));
+        }
+        for (w, &t) in throughput.iter().enumerate() {
+            if !(t.is_finite() && t >= 0.0) {
+                return Err(invalid(
+                    format!("job.throughput.{}", self.cluster.type_name(w)),
+                    format!("job {id:?}: a throughput must be a finite number ≥ 0, got {t}"),
+                ));
+            }
+        }
+        Ok(())
+    }
+
+    /// A job finished or was withdrawn: it leaves at once, and its GPUs are free next round.
+    pub fn remove_job(&mut self, id: &str) -> Result<Job> {
+        let i = *self.index.get(id).ok_or_else(|| unknown_job(id))?;
+        let removed = self.jobs.remove(i);
+        self.index.remove(id);
+        for (k, j) in self.jobs.iter().enumerate().skip(i) {
+            *self.index.get_mut(&j.id).expect("every active job is indexed") = k;
+        }
+        self.stale = true;
+        Ok(removed.job)
+    }
+
+    /// The job ran `steps` steps on `worker_type`, measured at `throughput` steps/s: its steps
+    /// remaining go down, and the measurement is folded into its throughput as an exponential
+    /// moving average. A move beyond `Config::resolve_threshold` makes the allocation stale.
+    pub fn report_progress(&mut self, id: &str, worker_type: usize, steps: f64, throughput: f64) -> Result<()> {
+        let types = self.cluster.num_types();
+        let smoothing = self.config.throughput_smoothing;
+        let threshold = self.config.resolve_threshold;
+        if worker_type >= types {
+            return Err(ArbiterError::at(
+                ErrorCode::UnknownWorkerType,
+                "worker_type",
+                format!("worker type index {worker_type} is not in the cluster's {types} types"),
+            ));
+        }
+        for (f, v) in [("steps", steps), ("throughput", throughput)] {
+            if !(v.is_finite() && v >= 0.0) {
+                return Err(invalid(f, format!("job {id:?}: {f} must be a finite number ≥ 0, got {v}")));
+            }
+        }
+        let j = self.slot_mut(id)?;
+        if let Some(r) = j.job.steps_remaining.as_mut() {
+            *r = (*r - steps).max(0.0);
+        }
+        let old = j.throughput[worker_type];
+        let new = if old > 0.0 { smoothing * throughput + (1.0 - smoothing) * old } else { throughput };
+        j.throughput[worker_type] = new;
+        if (old > 0.0) != (new > 0.0) || (new - old).abs() > threshold * old {
+            self.stale = true;
+        }
+        Ok(())
+    }
+
+    /// Replaces one job's throughput row (e.g. from a new profile); the allocation becomes stale.
+    pub fn update_throughput(&mut self, id: &str, throughput: &[f64]) -> Result<()> {
+        self.slot(id)?;
+        self.validate_throughput(id, throughput)?;
+        if !throughput.iter().any(|&t| t > 0.0) {
+            return Err(ArbiterError::at(
+                ErrorCode::JobCannotRun,
+                "job.throughput",
+                format!("job {id:?} would have no positive throughput on any worker type"),
+            ));
+        }
+        self.slot_mut(id)?.throughput.copy_from_slice(throughput);
+        self.stale = true;
+        Ok(())
+    }
+
+    /// Replaces the whole throughput matrix, rows in `job_ids` order; all or nothing.
+    pub fn update_throughput_matrix(&mut self, throughput: &Matrix) -> Result<()> {
+        self.check_shape(throughput, "throughput")?;
+        for (m, j) in self.jobs.iter().enumerate() {
+            self.validate_throughput(&j.id, throughput.row(m))?;
+        }
+        for (m, j) in self.jobs.iter_mut().enumerate() {
+            j.throughput.copy_from_slice(throughput.row(m));
+        }
+        self.stale = true;
+        Ok(())
+    }
+
+    pub(super) fn check_shape(&self, x: &Matrix, what: &str) -> Result<()> {
+        if x.rows() != self.jobs.len() || x.cols() != self.cluster.num_types() {
+            return Err(ArbiterError::at(
+                ErrorCode::MalformedRequest,
+                what,
+                format!(
+                    "a {what} of {}×{} for a session of {} jobs and {} worker types",
+                    x.rows(),
+                    x.cols(),
+                    self.jobs.len(),
+                    self.cluster.num_types()
+                ),
+            ));
+        }
+        Ok(())
+    }
+
+    /// A GPU (`v100/2/1`) or a whole server (`v100/2`) failed: it is never used until it returns.
+    pub fn worker_failed(&mut self, name: &str) -> Result<()> {
+        let worker = self.cluster.worker(name)?;
+        self.set_health(worker, false)
+    }
+
+    /// A failed GPU or server is back.
+    pub fn worker_returned(&mut self, name: &str) -> Result<()> {
+        let worker = self.cluster.worker(name)?;
+        self.set_health(worker, true)
+    }
+
+    /// `worker_failed` / `worker_returned` by index.
+    pub fn set_health(&mut self, worker: Worker, healthy: bool) -> Result<()> {
+        let worker = self.cluster.check(worker)?;
+        if self.cluster.set_health(worker, healthy) {
+            self.stale = true;
+        }
+        Ok(())
+    }
+}

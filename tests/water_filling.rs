@@ -1,0 +1,294 @@
+//! `max_min_fairness_water_filling` and `hierarchical`: hand-checkable instances and properties
+//! (the paper's §4.3 example is in `paper_examples.rs`). Water-filling's per-job values are
+//! unique (the max-min fair vector of a convex set), so they are compared job by job, here against
+//! water-filling done plainly with per-job LPs.
+
+mod common;
+
+use arbiter::lp::{Backend, Row, Sense};
+use common::*;
+use proptest::prelude::*;
+use serde_json::{json, Value};
+
+/// Water-filling done plainly, for comparison: per-job LPs over `X[m][w]`. Each level maximizes
+/// the minimum `(sf/w)·nt` of the unfrozen jobs with the frozen ones held at their levels; a job
+/// is frozen when it cannot rise above that minimum while every other job keeps its floor (one
+/// LP per unfrozen job). Returns every job's final level.
+fn plain_water_filling(p: &arbiter::Problem) -> Vec<f64> {
+    const HOLD: f64 = 1.0 - 1e-9;
+    let n = p.num_jobs();
+    let eq = equal_share_throughput(p);
+    let coef: Vec<f64> = (0..n).map(|m| p.jobs[m].scale_factor as f64 / p.jobs[m].weight / eq[m]).collect();
+    // max objective s.t. value_k ≥ floor_k (None: free), optional z column with value_k ≥ z.
+    let solve = |floors: &[Option<f64>], z_jobs: &[usize], maximize: Option<usize>| -> f64 {
+        let (mut lp, cols) = plain_base_lp(p, Sense::Maximize);
+        let value = |m: usize| -> Vec<(usize, f64)> {
+            cols[m]
+                .iter()
+                .enumerate()
+                .filter_map(|(w, c)| c.map(|c| (c, coef[m] * policy_throughput(p, m, w))))
+                .collect()
+        };
+        for (m, floor) in floors.iter().enumerate() {
+            if let Some(f) = floor {
+                lp.add_row(Row::at_least(f * HOLD, value(m)));
+            }
+        }
+        match maximize {
+            Some(m) => {
+                for (c, a) in value(m) {
+                    lp.cost[c] = a;
+                }
+            }
+            None => {
+                let z = lp.add_col(1.0, 0.0, f64::INFINITY);
+                for &m in z_jobs {
+                    let mut row = value(m);
+                    row.push((z, -1.0));
+                    lp.add_row(Row::at_least(0.0, row));
+                }
+            }
+        }
+        Backend::default().solve(lp).expect("plain LP solves").objective
+    };
+    let mut level: Vec<Option<f64>> = vec![None; n];
+    while level.iter().any(Option::is_none) {
+        let unfrozen: Vec<usize> = (0..n).filter(|&m| level[m].is_none()).collect();
+        let z = solve(&level, &unfrozen, None);
+        let mut floors = level.clone();
+        for &m in &unfrozen {
+            floors[m] = Some(z);
+        }
+        let mut froze = false;
+        for &m in &unfrozen {
+            let mut others = floors.clone();
+            others[m] = None;
+            if solve(&others, &[], Some(m)) <= z * (1.0 + 1e-5) {
+                level[m] = Some(z);
+                froze = true;
+            }
+        }
+        assert!(froze, "some job is bottlenecked at every level");
+    }
+    level.into_iter().map(Option::unwrap).collect()
+}
+
+/// `(sf_m / w_m) · thr_m / thr_equal_m` of every job, with the job's own weight.
+fn weighted_levels(p: &arbiter::Problem, x: &[Vec<f64>]) -> Vec<f64> {
+    let thr = throughputs(p, x);
+    let eq = equal_share_throughput(p);
+    p.jobs.iter().enumerate().map(|(m, j)| j.scale_factor as f64 / j.weight * thr[m] / eq[m]).collect()
+}
+
+fn assert_shares(x: &[Vec<f64>], want: &[f64]) {
+    for (m, (row, w)) in x.iter().zip(want).enumerate() {
+        let got: f64 = row.iter().sum();
+        assert!((got - w).abs() < 1e-6, "job {m}: time share {got}, want {w}");
+    }
+}
+
+/// Where LAS already leaves every job tight and every GPU full (the paper's §4.1 example),
+/// water-filling has nothing left to raise: the same unique X, every job at 8/11.
+#[test]
+fn equals_las_when_las_leaves_nothing_idle() {
+    let mut request = fixture_json("paper_worked_example.json");
+    request["policy"] = json!("max_min_fairness_water_filling");
+    let (p, r, x) = solve_value(&request);
+    assert_close(r.objective.unwrap(), 8.0 / 11.0, 1e-6, "objective");
+    for level in weighted_levels(&p, &x) {
+        assert_close(level, 8.0 / 11.0, 1e-6, "every job's level");
+    }
+    let expected = fixture_json("paper_worked_example.expected.json");
+    for (m, job) in p.jobs.iter().enumerate() {
+        for (w, wt) in p.worker_types.iter().enumerate() {
+            let want = expected["allocation"][&job.id][&wt.name].as_f64().unwrap();
+            assert!((x[m][w] - want).abs() < 1e-6, "X[{}][{}]", job.id, wt.name);
+        }
+    }
+}
+
+/// One V100 and one K80; a runs only on the V100, b on both at 1 step/s. thr_equal: a 1/2, b 1.
+/// LAS: a's value 2·x_a, b's y_v + y_k ≤ 1, so z = 1 (b's row) with a at x_a = 1/2 and the rest
+/// of the V100 possibly idle. b is bottlenecked at 1; water-filling then raises a, which needs
+/// the V100 alone: b moves entirely to the K80 and a gets the whole V100 (value 2).
+#[test]
+fn raises_what_las_leaves_idle() {
+    let request = json!({
+        "policy": "max_min_fairness_water_filling",
+        "cluster": {"worker_types": {"v100": {"count": 1}, "k80": {"count": 1}}},
+        "jobs": [
+            {"id": "a", "throughput": {"v100": 1.0, "k80": 0.0}},
+            {"id": "b", "throughput": {"v100": 1.0, "k80": 1.0}}
+        ]
+    });
+    let (p, r, x) = solve_value(&request);
+    assert_close(r.objective.unwrap(), 1.0, 1e-6, "objective");
+    let levels = weighted_levels(&p, &x);
+    assert_close(levels[0], 2.0, 1e-6, "a");
+    assert_close(levels[1], 1.0, 1e-6, "b");
+    let v100 = p.worker_types.iter().position(|w| w.name == "v100").unwrap();
+    let k80 = 1 - v100;
+    assert!((x[0][v100] - 1.0).abs() < 1e-6, "{x:?}");
+    assert!((x[1][k80] - 1.0).abs() < 1e-6, "{x:?}");
+    // LAS stops at the first level: same objective, a no higher than 1.
+    let mut las = request.clone();
+    las["policy"] = json!("max_min_fairness");
+    let (p, r, x) = solve_value(&las);
+    assert_close(r.objective.unwrap(), 1.0, 1e-6, "LAS objective");
+    assert!(weighted_levels(&p, &x)[1] <= 1.0 + 1e-6);
+}
+
+/// Entities A (weight 1, fairness, jobs a1 and a2) and B (weight 1, b1) on two identical GPUs.
+/// A's weight splits 1/2 + 1/2; values x/w: a1, a2: 2x, b1: x. Equal values z: x_a = z/2,
+/// x_b = z, 2z ≤ 2 ⇒ z = 1: a1 and a2 get half a GPU each, b1 a whole one — one GPU per entity.
+#[test]
+fn hierarchical_fairness_splits_the_entity_weight() {
+    let request = json!({
+        "policy": "hierarchical",
+        "cluster": {"worker_types": {"g": {"count": 2}}},
+        "entities": {"A": {"weight": 1, "policy": "fairness"}, "B": {"weight": 1, "policy": "fairness"}},
+        "jobs": [
+            {"id": "a1", "throughput": {"g": 1.0}, "entity": "A"},
+            {"id": "a2", "throughput": {"g": 1.0}, "entity": "A"},
+            {"id": "b1", "throughput": {"g": 1.0}, "entity": "B"}
+        ]
+    });
+    let (_, r, x) = solve_value(&request);
+    assert_shares(&x, &[0.5, 0.5, 1.0]);
+    assert_close(r.objective.unwrap(), 1.0, 1e-6, "objective");
+}
+
+/// Entity weights 2 : 1 over three single-job-weight jobs on two GPUs: A's 2 splits 1 + 1, B's
+/// b1 has 1; all equal, 3z ≤ 2 ⇒ z = 2/3 each: A gets 4/3 GPUs, B 2/3, in its 2 : 1 ratio.
+#[test]
+fn hierarchical_entity_weights_set_the_entity_shares() {
+    let request = json!({
+        "policy": "hierarchical",
+        "cluster": {"worker_types": {"g": {"count": 2}}},
+        "entities": {"A": {"weight": 2}, "B": {"weight": 1}},
+        "jobs": [
+            {"id": "a1", "throughput": {"g": 1.0}, "entity": "A"},
+            {"id": "a2", "throughput": {"g": 1.0}, "entity": "A"},
+            {"id": "b1", "throughput": {"g": 1.0}, "entity": "B"}
+        ]
+    });
+    let (_, _, x) = solve_value(&request);
+    assert_shares(&x, &[2.0 / 3.0, 2.0 / 3.0, 2.0 / 3.0]);
+}
+
+/// B is fifo: its whole weight goes to b1 (earliest), b2 has weight 0. First level: a1 and b1
+/// with equal values x, 2z ≤ 2 GPUs and rows ≤ 1 ⇒ z = 1; both are bottlenecked and the GPUs are
+/// full, so b2 gets nothing even though it is listed first.
+#[test]
+fn hierarchical_fifo_gives_the_earliest_job_everything() {
+    let request = fixture_json("policies/hierarchical_fifo.json");
+    let (_, _, x) = solve_value(&request);
+    assert_shares(&x, &[0.0, 1.0, 1.0]);
+}
+
+/// With GPUs to spare, fifo's next job gets its turn: on four GPUs a1 and b1 are capped by their
+/// rows at 1, and the next level hands B's weight to b2, which takes a GPU of the two left.
+#[test]
+fn hierarchical_fifo_moves_on_when_the_first_job_is_full() {
+    let request = json!({
+        "policy": "hierarchical",
+        "cluster": {"worker_types": {"g": {"count": 4}}},
+        "entities": {"A": {"weight": 1}, "B": {"weight": 1, "policy": "fifo"}},
+        "jobs": [
+            {"id": "a1", "throughput": {"g": 1.0}, "entity": "A"},
+            {"id": "b1", "throughput": {"g": 1.0}, "entity": "B", "arrival": 1},
+            {"id": "b2", "throughput": {"g": 1.0}, "entity": "B", "arrival": 2}
+        ]
+    });
+    let (_, _, x) = solve_value(&request);
+    assert_shares(&x, &[1.0, 1.0, 1.0]);
+}
+
+/// A job as drawn: throughput row, scale factor, weight.
+type RandomJob = (Vec<f64>, u32, f64);
+
+fn random_jobs() -> impl Strategy<Value = (Vec<u32>, Vec<RandomJob>)> {
+    (1usize..=3).prop_flat_map(|types| {
+        (
+            prop::collection::vec(1u32..=8, types),
+            prop::collection::vec(
+                (
+                    prop::collection::vec(prop_oneof![1 => Just(0.0), 3 => 0.1f64..100.0], types),
+                    prop::sample::select(vec![1u32, 2, 4]),
+                    prop::sample::select(vec![1.0, 5.0]),
+                ),
+                1..=16,
+            ),
+        )
+    })
+}
+
+fn random_request(counts: &[u32], jobs: &[RandomJob], policy: &str) -> Value {
+    let names = ["v100", "p100", "k80"];
+    let largest = *counts.iter().max().unwrap();
+    let types: serde_json::Map<String, Value> =
+        counts.iter().enumerate().map(|(w, c)| (names[w].to_string(), json!({"count": c}))).collect();
+    let jobs: Vec<Value> = jobs
+        .iter()
+        .enumerate()
+        .map(|(m, (row, sf, weight))| {
+            let mut sf = *sf;
+            while sf > largest {
+                sf /= 2;
+            }
+            let mut thr: serde_json::Map<String, Value> =
+                row.iter().enumerate().map(|(w, t)| (names[w].to_string(), json!(t))).collect();
+            let best = (0..counts.len()).max_by_key(|&w| counts[w]).unwrap();
+            if !(0..row.len()).any(|w| row[w] > 0.0 && counts[w] >= sf) {
+                thr.insert(names[best].to_string(), json!(1.0));
+            }
+            json!({"id": format!("j{m}"), "throughput": thr, "scale_factor": sf, "weight": weight,
+                   "entity": if m % 2 == 0 { "even" } else { "odd" }, "arrival": m})
+        })
+        .collect();
+    json!({
+        "policy": policy,
+        "cluster": {"worker_types": types},
+        "entities": {"even": {"weight": 1}, "odd": {"weight": 2, "policy": "fifo"}},
+        "jobs": jobs,
+    })
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 24, failure_persistence: None, ..ProptestConfig::default() })]
+
+    /// Water-filling is feasible, its minimum level is LAS's optimum (its first level), and it
+    /// never leaves a job below where LAS's optimum puts every job.
+    #[test]
+    fn water_filling_refines_las((counts, jobs) in random_jobs()) {
+        let (p, r, x) = solve_value(&random_request(&counts, &jobs, "max_min_fairness_water_filling"));
+        let (_, las, _) = solve_value(&random_request(&counts, &jobs, "max_min_fairness"));
+        let z = las.objective.unwrap();
+        let levels = weighted_levels(&p, &x);
+        let min = levels.iter().cloned().fold(f64::INFINITY, f64::min);
+        assert_close(min, z, 1e-6, "minimum level vs LAS");
+        assert_close(r.objective.unwrap(), z, 1e-6, "objective vs LAS");
+        let total: f64 = throughputs(&p, &x).iter().sum::<f64>();
+        prop_assert!(total.is_finite());
+    }
+
+    /// Every job's level matches water-filling done plainly with per-job LPs (the levels are
+    /// unique, so they are compared job by job).
+    #[test]
+    fn water_filling_matches_plain_water_filling((counts, jobs) in random_jobs()) {
+        let (p, _, x) = solve_value(&random_request(&counts, &jobs, "max_min_fairness_water_filling"));
+        let got = weighted_levels(&p, &x);
+        let want = plain_water_filling(&p);
+        for (m, (g, w)) in got.iter().zip(&want).enumerate() {
+            prop_assert!((g - w).abs() <= 1e-4 * w.abs().max(1e-9), "job {}: level {} vs plain {}", m, g, w);
+        }
+    }
+
+    /// Hierarchical returns a feasible allocation (checked in `solve_value`) for random entity
+    /// trees with a fairness and a fifo entity.
+    #[test]
+    fn hierarchical_is_feasible((counts, jobs) in random_jobs()) {
+        let (_, r, _) = solve_value(&random_request(&counts, &jobs, "hierarchical"));
+        prop_assert!(r.objective.unwrap().is_finite());
+    }
+}
