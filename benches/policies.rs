@@ -152,6 +152,7 @@ fn request(policy: PolicyKind, n: usize, workload: Workload) -> Request {
         jobs,
         colocations: None,
         entities: None,
+        max_solve_seconds: None,
     }
 }
 

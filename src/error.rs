@@ -37,8 +37,10 @@ pub enum ErrorCode {
     Unsupported,
     /// The problem has no feasible allocation (for example SLOs that cannot all be met).
     Infeasible,
-    /// The LP solver failed or ran out of its time budget.
+    /// The LP solver failed.
     SolverFailed,
+    /// The solve budget (`max_solve_seconds`, or the server's ceiling) ran out.
+    Timeout,
 }
 
 impl ErrorCode {
@@ -48,6 +50,7 @@ impl ErrorCode {
             ErrorCode::Infeasible | ErrorCode::Unsupported => 422,
             ErrorCode::UnknownJob | ErrorCode::UnknownWorker => 404,
             ErrorCode::SolverFailed => 500,
+            ErrorCode::Timeout => 504,
             _ => 400,
         }
     }
@@ -97,3 +100,13 @@ impl fmt::Display for ArbiterError {
 impl std::error::Error for ArbiterError {}
 
 pub type Result<T> = std::result::Result<T, ArbiterError>;
+
+impl From<crate::lp::SolveError> for ArbiterError {
+    fn from(e: crate::lp::SolveError) -> ArbiterError {
+        let code = match e {
+            crate::lp::SolveError::TimeLimit => ErrorCode::Timeout,
+            _ => ErrorCode::SolverFailed,
+        };
+        ArbiterError::new(code, e.to_string())
+    }
+}

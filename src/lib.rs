@@ -31,9 +31,13 @@ pub use response::Response;
 
 use std::time::Instant;
 
-/// Solves a validated problem with its policy.
+/// Solves a validated problem with its policy, within its `max_solve_seconds` if it has one.
 pub fn solve(problem: &Problem, backend: lp::Backend) -> error::Result<Response> {
     let start = Instant::now();
+    let backend = match problem.max_solve_seconds {
+        Some(seconds) => backend.within(seconds),
+        None => backend,
+    };
     let outcome = policies::solve(problem, backend)?;
     Ok(Response::new(problem, &outcome, backend.name(), start.elapsed().as_secs_f64()))
 }

@@ -17,9 +17,10 @@
 //! (`split_class`): the largest remaining job takes the *latest* unit-length window of the
 //! remaining speed-sorted time that still meets its need. See `formulations/max_min_ratio.md`.
 
-use crate::error::{ArbiterError, ErrorCode, Result};
-use crate::lp::{Backend, LinearProgram, Row, Sense, Session, SolveError};
+use crate::error::Result;
+use crate::lp::{Backend, LinearProgram, Row, Sense, Session};
 use crate::problem::Matrix;
+use std::borrow::Cow;
 use std::collections::hash_map::DefaultHasher;
 use std::collections::{HashMap, HashSet};
 use std::hash::{Hash, Hasher};
@@ -67,11 +68,22 @@ pub struct Program {
     /// Keep the model for the next program with the same variables and re-solve it from its last
     /// basis there. Every job then takes part (one with no need may get leftover time).
     pub keep_model: bool,
+    /// Split the class totals into a per-job allocation (skipped when only the variables or the
+    /// binding rows matter, as in water-filling's intermediate levels).
+    pub allocate: bool,
 }
 
 impl Program {
     pub fn new(sense: Sense, needs: Vec<Need>) -> Program {
-        Program { sense, cost: Vec::new(), lower: Vec::new(), upper: Vec::new(), needs, keep_model: false }
+        Program {
+            sense,
+            cost: Vec::new(),
+            lower: Vec::new(),
+            upper: Vec::new(),
+            needs,
+            keep_model: false,
+            allocate: true,
+        }
     }
 
     /// What a kept model must match: the sense and the shared variables.
@@ -129,7 +141,7 @@ struct ClassShape {
 /// A class as it enters one program: its members with a nonzero need and its LP columns.
 struct Class<'s> {
     shape: &'s ClassShape,
-    jobs: Vec<usize>,
+    jobs: Cow<'s, [usize]>,
     /// `(type, column)`, fastest first.
     cols: Vec<(usize, usize)>,
 }
@@ -232,10 +244,6 @@ impl Class<'_> {
     }
 }
 
-fn solver_error(e: SolveError) -> ArbiterError {
-    ArbiterError::new(ErrorCode::SolverFailed, e.to_string())
-}
-
 /// The engine for one instance: jobs grouped into classes once, and every cut found so far kept
 /// to seed the next program, so a sequence of programs (water-filling's levels and bottleneck
 /// tests, a bisection's probes) does not rediscover them.
@@ -322,10 +330,10 @@ impl<'a> Engine<'a> {
         let classes: Vec<Class> = shapes
             .iter()
             .map(|shape| {
-                let jobs: Vec<usize> = if program.keep_model {
-                    shape.jobs.clone()
+                let jobs: Cow<[usize]> = if program.keep_model {
+                    Cow::Borrowed(shape.jobs.as_slice())
                 } else {
-                    shape.jobs.iter().copied().filter(|&m| !needs[m].is_zero()).collect()
+                    Cow::Owned(shape.jobs.iter().copied().filter(|&m| !needs[m].is_zero()).collect())
                 };
                 let cols = if jobs.is_empty() {
                     Vec::new()
@@ -367,7 +375,7 @@ impl<'a> Engine<'a> {
 
         let mut lp_solves = 0;
         let solution = loop {
-            let solution = session.solve().map_err(solver_error)?;
+            let solution = session.solve()?;
             lp_solves += 1;
             let vars = &solution.values[..num_vars];
             let mut cuts = Vec::new();
@@ -391,34 +399,35 @@ impl<'a> Engine<'a> {
             }
             session.add_rows(&cuts);
         };
+        // One pass over the rows that carry needs: which pooled cuts were tight (they seed later
+        // programs), and which rows have a nonzero dual (their members cannot rise).
+        let mut binding = (!solution.row_duals.is_empty()).then(|| vec![false; num_jobs]);
         for need in &need_rows {
+            let row = classes[need.class].cut(&need.members, need.lambda, needs);
             if let Some(i) = need.pool {
-                let row = classes[need.class].cut(&need.members, need.lambda, needs);
                 let activity: f64 = row.coefs.iter().map(|&(c, v)| v * solution.values[c]).sum();
                 self.pool[i].tight = activity - row.lower <= 1e-7 * (1.0 + row.lower.abs());
             }
-        }
-
-        let vars = solution.values[..num_vars].to_vec();
-        let mut allocation = Matrix::zeros(num_jobs, num_types);
-        for class in classes.iter().filter(|c| !c.jobs.is_empty()) {
-            let y: Vec<f64> = class.cols.iter().map(|&(_, col)| solution.values[col].max(0.0)).collect();
-            split_class(class, &y, &class.sorted(needs, &vars), &mut allocation);
-        }
-        let used = classes.iter().filter(|c| !c.jobs.is_empty()).count();
-        let binding = (!solution.row_duals.is_empty()).then(|| {
-            let mut binding = vec![false; num_jobs];
-            for need in &need_rows {
+            if let Some(binding) = binding.as_mut() {
                 // Judge the dual of the equilibrated row, whose size does not depend on units.
-                let (_, scale) = classes[need.class].cut(&need.members, need.lambda, needs).equilibrated();
+                let (_, scale) = row.equilibrated();
                 if (solution.row_duals[need.row] * scale).abs() > BINDING_DUAL {
                     for &m in need.members.iter().filter(|&&m| !needs[m].is_zero()) {
                         binding[m] = true;
                     }
                 }
             }
-            binding
-        });
+        }
+
+        let vars = solution.values[..num_vars].to_vec();
+        let mut allocation = Matrix::zeros(num_jobs, num_types);
+        if program.allocate {
+            for class in classes.iter().filter(|c| !c.jobs.is_empty()) {
+                let y: Vec<f64> = class.cols.iter().map(|&(_, col)| solution.values[col].max(0.0)).collect();
+                split_class(class, &y, &class.sorted(needs, &vars), &mut allocation);
+            }
+        }
+        let used = classes.iter().filter(|c| !c.jobs.is_empty()).count();
         if program.keep_model {
             self.kept = Some(Kept { signature, session, need_rows, num_rows });
         }
@@ -456,7 +465,7 @@ impl<'a> Engine<'a> {
             // The class total (k = n), at λ = 0.
             let lambda = class.cols.len();
             let row = lp.add_row(class.cut(&class.jobs, lambda, needs));
-            need_rows.push(NeedRow { row, class: c, members: class.jobs.clone(), lambda, pool: None });
+            need_rows.push(NeedRow { row, class: c, members: class.jobs.to_vec(), lambda, pool: None });
         }
         for (i, cut) in self.pool.iter().enumerate().filter(|(_, c)| c.tight) {
             let class = &classes[cut.class];

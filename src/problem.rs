@@ -108,6 +108,8 @@ pub struct Problem {
     pub entities: Vec<Entity>,
     /// `job_entity[m]`: the entity job m belongs to.
     pub job_entity: Vec<Option<usize>>,
+    /// The request's solve budget, in seconds.
+    pub max_solve_seconds: Option<f64>,
 }
 
 fn finite_at_least(value: f64, min: f64, field: impl Fn() -> String, what: &str) -> Result<f64> {
@@ -246,7 +248,29 @@ impl Problem {
             colocations,
             entities,
             job_entity,
+            max_solve_seconds: req
+                .max_solve_seconds
+                .map(|s| positive(s, || "max_solve_seconds".to_string(), "max_solve_seconds"))
+                .transpose()?,
         })
+    }
+
+    /// A problem with a cluster and a policy but no jobs yet (jobs arrive later, as in a session).
+    pub fn empty(policy: PolicyKind, heterogeneity_aware: bool, worker_types: Vec<WorkerType>) -> Problem {
+        let types = worker_types.len();
+        Problem {
+            policy,
+            heterogeneity_aware,
+            space_sharing: false,
+            worker_types,
+            jobs: Vec::new(),
+            measured: Matrix::zeros(0, types),
+            throughput: Matrix::zeros(0, types),
+            colocations: Vec::new(),
+            entities: Vec::new(),
+            job_entity: Vec::new(),
+            max_solve_seconds: None,
+        }
     }
 
     pub fn num_jobs(&self) -> usize {

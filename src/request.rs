@@ -18,6 +18,9 @@ pub struct Request {
     pub colocations: Option<Vec<ColocationSpec>>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub entities: Option<BTreeMap<String, EntitySpec>>,
+    /// Solve budget in seconds; past it the request fails with `timeout` (HTTP 504).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_solve_seconds: Option<f64>,
 }
 
 #[derive(Debug, Clone, Default, Serialize, Deserialize)]

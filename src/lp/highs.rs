@@ -119,6 +119,12 @@ impl Session for HighsSession {
         unsafe { Highs_changeCoeff(self.ptr, row as HighsInt, col as HighsInt, value / self.row_scale[row]) };
     }
 
+    fn set_time_limit(&mut self, seconds: f64) {
+        let name = CString::new("time_limit").expect("option names have no NUL");
+        // SAFETY: ptr is live; name is a valid C string for the call.
+        unsafe { Highs_setDoubleOptionValue(self.ptr, name.as_ptr(), seconds.max(1e-3)) };
+    }
+
     fn set_row_bounds(&mut self, row: usize, lower: f64, upper: f64) {
         // SAFETY: ptr is live; HiGHS checks the index.
         let scale = self.row_scale[row];
@@ -133,6 +139,7 @@ impl Session for HighsSession {
             MODEL_STATUS_OPTIMAL => {}
             MODEL_STATUS_INFEASIBLE => return Err(SolveError::Infeasible),
             MODEL_STATUS_UNBOUNDED | MODEL_STATUS_UNBOUNDED_OR_INFEASIBLE => return Err(SolveError::Unbounded),
+            MODEL_STATUS_REACHED_TIME_LIMIT => return Err(SolveError::TimeLimit),
             other => return Err(SolveError::Failed(format!("HiGHS model status {other} (run status {run})"))),
         }
         let mut values = vec![0.0; self.num_cols];

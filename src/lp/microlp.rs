@@ -6,11 +6,12 @@ use microlp::{ComparisonOp, OptimizationDirection, Problem};
 
 pub struct MicrolpSession {
     lp: LinearProgram,
+    time_limit: Option<f64>,
 }
 
 impl MicrolpSession {
     pub fn new(lp: LinearProgram) -> MicrolpSession {
-        MicrolpSession { lp }
+        MicrolpSession { lp, time_limit: None }
     }
 }
 
@@ -27,6 +28,10 @@ impl Session for MicrolpSession {
         }
     }
 
+    fn set_time_limit(&mut self, seconds: f64) {
+        self.time_limit = Some(seconds);
+    }
+
     fn set_row_bounds(&mut self, row: usize, lower: f64, upper: f64) {
         self.lp.rows[row].lower = lower;
         self.lp.rows[row].upper = upper;
@@ -39,6 +44,9 @@ impl Session for MicrolpSession {
             Sense::Maximize => OptimizationDirection::Maximize,
         };
         let mut problem = Problem::new(direction);
+        if let Some(seconds) = self.time_limit {
+            problem.set_time_limit(std::time::Duration::from_secs_f64(seconds.max(1e-3)));
+        }
         let vars: Vec<_> =
             (0..lp.num_cols()).map(|c| problem.add_var(lp.cost[c], (lp.col_lower[c], lp.col_upper[c]))).collect();
         for row in &lp.rows {
@@ -59,9 +67,7 @@ impl Session for MicrolpSession {
             microlp::Error::Unbounded => SolveError::Unbounded,
             other => SolveError::Failed(format!("microlp: {other:?}")),
         })?;
-        let solution = outcome
-            .into_solution()
-            .map_err(|_| SolveError::Failed("microlp stopped before finding a solution".into()))?;
+        let solution = outcome.into_solution().map_err(|_| SolveError::TimeLimit)?;
         let values = vars.iter().map(|&v| solution.var_value(v)).collect();
         // microlp does not report duals.
         Ok(Solution { values, objective: solution.objective(), row_duals: Vec::new() })

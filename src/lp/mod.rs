@@ -8,6 +8,7 @@ mod highs;
 mod microlp;
 
 use std::fmt;
+use std::time::{Duration, Instant};
 
 #[cfg(not(any(feature = "highs", feature = "microlp")))]
 compile_error!("enable at least one LP backend feature: `highs` (default) or `microlp`");
@@ -96,6 +97,8 @@ pub struct Solution {
 pub enum SolveError {
     Infeasible,
     Unbounded,
+    /// The solve budget ran out.
+    TimeLimit,
     /// The backend stopped without an optimal solution (time limit, numerical trouble, ...).
     Failed(String),
 }
@@ -105,6 +108,7 @@ impl fmt::Display for SolveError {
         match self {
             SolveError::Infeasible => f.write_str("the LP is infeasible"),
             SolveError::Unbounded => f.write_str("the LP is unbounded"),
+            SolveError::TimeLimit => f.write_str("the solve budget ran out"),
             SolveError::Failed(why) => write!(f, "the LP solver failed: {why}"),
         }
     }
@@ -119,63 +123,128 @@ pub trait Session {
     fn set_coef(&mut self, row: usize, col: usize, value: f64);
     /// Replaces the bounds of row `row`.
     fn set_row_bounds(&mut self, row: usize, lower: f64, upper: f64);
+    /// Bounds the next solves to `seconds` of solver time.
+    fn set_time_limit(&mut self, seconds: f64);
     fn solve(&mut self) -> Result<Solution, SolveError>;
 }
 
-/// Which LP backend solves the models.
+/// Which LP solver runs the models.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Backend {
+pub enum BackendKind {
     #[cfg(feature = "highs")]
     Highs,
     #[cfg(feature = "microlp")]
     Microlp,
 }
 
+/// The LP backend a solve uses, and the instant by which it must be done (if any). Every LP a
+/// policy solves goes through it, so a budget set here bounds the whole policy.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Backend {
+    pub kind: BackendKind,
+    pub deadline: Option<Instant>,
+}
+
 impl Default for Backend {
     fn default() -> Backend {
         #[cfg(feature = "highs")]
-        return Backend::Highs;
+        let kind = BackendKind::Highs;
         #[cfg(not(feature = "highs"))]
-        return Backend::Microlp;
+        let kind = BackendKind::Microlp;
+        Backend { kind, deadline: None }
     }
 }
 
 impl Backend {
     pub fn name(self) -> &'static str {
-        match self {
+        match self.kind {
             #[cfg(feature = "highs")]
-            Backend::Highs => "highs",
+            BackendKind::Highs => "highs",
             #[cfg(feature = "microlp")]
-            Backend::Microlp => "microlp",
+            BackendKind::Microlp => "microlp",
         }
     }
 
-    /// The backends this build has, by name.
+    /// The backends this build has.
     pub fn available() -> Vec<Backend> {
-        vec![
+        let kinds = [
             #[cfg(feature = "highs")]
-            Backend::Highs,
+            BackendKind::Highs,
             #[cfg(feature = "microlp")]
-            Backend::Microlp,
-        ]
+            BackendKind::Microlp,
+        ];
+        kinds.into_iter().map(|kind| Backend { kind, deadline: None }).collect()
     }
 
     pub fn from_name(name: &str) -> Option<Backend> {
         Backend::available().into_iter().find(|b| b.name() == name)
     }
 
+    /// The same backend, bound to finish by `deadline` (the earlier one if it already has one).
+    pub fn until(self, deadline: Instant) -> Backend {
+        let deadline = Some(self.deadline.map_or(deadline, |d| d.min(deadline)));
+        Backend { deadline, ..self }
+    }
+
+    /// The same backend, bound to finish within `seconds` from now.
+    pub fn within(self, seconds: f64) -> Backend {
+        match Instant::now().checked_add(Duration::from_secs_f64(seconds.clamp(0.0, 1e9))) {
+            Some(deadline) => self.until(deadline),
+            None => self,
+        }
+    }
+
+    /// Seconds left before the deadline (`None`: no deadline).
+    pub fn remaining(self) -> Option<f64> {
+        self.deadline.map(|d| d.saturating_duration_since(Instant::now()).as_secs_f64())
+    }
+
     /// Loads `lp` into a new session of this backend.
     pub fn open(self, lp: LinearProgram) -> Box<dyn Session> {
-        match self {
+        let inner: Box<dyn Session> = match self.kind {
             #[cfg(feature = "highs")]
-            Backend::Highs => Box::new(highs::HighsSession::new(lp)),
+            BackendKind::Highs => Box::new(highs::HighsSession::new(lp)),
             #[cfg(feature = "microlp")]
-            Backend::Microlp => Box::new(microlp::MicrolpSession::new(lp)),
+            BackendKind::Microlp => Box::new(microlp::MicrolpSession::new(lp)),
+        };
+        match self.deadline {
+            Some(deadline) => Box::new(Bounded { inner, deadline }),
+            None => inner,
         }
     }
 
     /// Solves `lp` once.
     pub fn solve(self, lp: LinearProgram) -> Result<Solution, SolveError> {
         self.open(lp).solve()
+    }
+}
+
+/// A session that refuses to start a solve past its deadline and gives the solver only the time
+/// that is left.
+struct Bounded {
+    inner: Box<dyn Session>,
+    deadline: Instant,
+}
+
+impl Session for Bounded {
+    fn add_rows(&mut self, rows: &[Row]) {
+        self.inner.add_rows(rows)
+    }
+    fn set_coef(&mut self, row: usize, col: usize, value: f64) {
+        self.inner.set_coef(row, col, value)
+    }
+    fn set_row_bounds(&mut self, row: usize, lower: f64, upper: f64) {
+        self.inner.set_row_bounds(row, lower, upper)
+    }
+    fn set_time_limit(&mut self, seconds: f64) {
+        self.inner.set_time_limit(seconds)
+    }
+    fn solve(&mut self) -> Result<Solution, SolveError> {
+        let left = self.deadline.saturating_duration_since(Instant::now()).as_secs_f64();
+        if left <= 0.0 {
+            return Err(SolveError::TimeLimit);
+        }
+        self.inner.set_time_limit(left);
+        self.inner.solve()
     }
 }

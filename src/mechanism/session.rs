@@ -76,22 +76,7 @@ impl Session {
         worker_types: Vec<WorkerType>,
         config: Config,
     ) -> Result<Session> {
-        let types = worker_types.len();
-        Session::with_base(
-            Problem {
-                policy,
-                heterogeneity_aware,
-                space_sharing: false,
-                worker_types,
-                jobs: Vec::new(),
-                measured: Matrix::zeros(0, types),
-                throughput: Matrix::zeros(0, types),
-                colocations: Vec::new(),
-                entities: Vec::new(),
-                job_entity: Vec::new(),
-            },
-            config,
-        )
+        Session::with_base(Problem::empty(policy, heterogeneity_aware, worker_types), config)
     }
 
     fn with_base(base: Problem, config: Config) -> Result<Session> {

@@ -2,7 +2,7 @@
 //! arrival from 0 (ties: order in `jobs`), so earlier jobs win their fastest types first.
 //! See `formulations/fifo.md`.
 
-use super::{lp_error, throughputs, Outcome, Policy};
+use super::{throughputs, Outcome, Policy};
 use crate::error::Result;
 use crate::formulation::{BaseLp, Groups};
 use crate::lp::{Backend, Sense};
@@ -39,7 +39,7 @@ impl Policy for Fifo {
         let weights = priority_weights(problem);
         let mut base = BaseLp::new(problem, Groups::singletons(problem.num_jobs()), Sense::Maximize, None);
         base.set_objective(|m, w| weights[m] * problem.throughput.get(m, w));
-        let solution = backend.solve(base.lp.clone()).map_err(lp_error)?;
+        let solution = backend.solve(base.lp.clone())?;
         let allocation = base.allocation(&solution, problem.num_jobs(), problem.num_types(), 1.0);
         let objective = throughputs(problem, &allocation).iter().zip(&weights).map(|(t, k)| t * k).sum();
         Ok(Outcome { allocation, objective: Some(objective), lp_solves: 1, water_filling: None })

@@ -3,7 +3,7 @@
 //! The ratio does not fix the scale of X, so a second LP then takes, among allocations with the
 //! optimal ratio, the one with the most throughput. See `formulations/min_cost.md`.
 
-use super::{lp_error, throughputs, Outcome, Policy};
+use super::{throughputs, Outcome, Policy};
 use crate::error::Result;
 use crate::formulation::{BaseLp, Groups};
 use crate::lp::{Backend, LinearProgram, Row, Sense};
@@ -70,7 +70,7 @@ pub(super) fn cheapest(problem: &Problem, backend: Backend, floor: &[f64]) -> Re
             base.lp.add_row(Row::at_least(0.0, coefs));
         }
     }
-    let ratio = backend.solve(base.lp.clone()).map_err(lp_error)?.objective;
+    let ratio = backend.solve(base.lp.clone())?.objective;
 
     // Stage 2: max Σ T·X  s.t. base rows, Σ T·X − ratio·Σ cost·sf·X ≥ 0, T·X_m ≥ floor_m.
     let mut base = BaseLp::new(problem, groups(), Sense::Maximize, None);
@@ -88,7 +88,7 @@ pub(super) fn cheapest(problem: &Problem, backend: Backend, floor: &[f64]) -> Re
             base.lp.add_row(Row::at_least(floor[members[0]], throughput_terms(&base, g)));
         }
     }
-    let solution = backend.solve(base.lp.clone()).map_err(lp_error)?;
+    let solution = backend.solve(base.lp.clone())?;
     let allocation = base.allocation(&solution, problem.num_jobs(), problem.num_types(), 1.0);
     let objective = throughput_per_dollar(problem, &allocation);
     Ok(Outcome { allocation, objective: Some(objective), lp_solves: 2, water_filling: None })

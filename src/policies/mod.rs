@@ -17,7 +17,7 @@ mod shortest_job_first;
 mod water_filling;
 
 use crate::error::{ArbiterError, ErrorCode, Result};
-use crate::lp::{Backend, SolveError};
+use crate::lp::Backend;
 use crate::max_min_ratio::{Engine, Instance, RatioSolution};
 use crate::problem::{Matrix, Problem};
 
@@ -174,8 +174,4 @@ pub(crate) fn max_min_ratio(problem: &Problem, demand: &[f64], backend: Backend)
 /// `thr_m = Σ_w T[m][w] X[m][w]` over the policy's throughput matrix.
 pub(crate) fn throughputs(problem: &Problem, allocation: &Matrix) -> Vec<f64> {
     (0..problem.num_jobs()).map(|m| crate::problem::dot(problem.throughput.row(m), allocation.row(m))).collect()
-}
-
-pub(crate) fn lp_error(e: SolveError) -> ArbiterError {
-    ArbiterError::new(ErrorCode::SolverFailed, e.to_string())
 }

@@ -52,7 +52,9 @@ pub fn water_fill(problem: &Problem, backend: Backend, reweighting: &dyn Reweigh
     let mut first_weights: Option<Vec<f64>> = None;
     let mut allocation = Matrix::zeros(n, problem.num_types());
     let mut lp_solves = 0;
-    let mut iteration = 0;
+    // Levels counted so far, and the last counted one: its index, weights and rising jobs.
+    let mut iterations = 0;
+    let mut counted: Option<(usize, Vec<f64>, Vec<bool>)> = None;
     while frozen.iter().any(|f| !f) {
         let weights = reweighting.weights(problem, &frozen);
         let active: Vec<bool> = (0..n).map(|m| !frozen[m] && weights[m] > 0.0).collect();
@@ -65,52 +67,56 @@ pub fn water_fill(problem: &Problem, backend: Backend, reweighting: &dyn Reweigh
             (0..n).map(|m| if active[m] { weights[m] * thr_equal[m] / sf[m] as f64 } else { 0.0 }).collect();
         let (c, solved) = raise(&mut engine, &floor, &active, &rate)?;
         lp_solves += solved.lp_solves;
+        let rose = (0..n).any(|m| active[m] && c * rate[m] > RISE_TOLERANCE * floor[m] && c > 0.0);
         for m in (0..n).filter(|&m| active[m]) {
             floor[m] += c * rate[m];
         }
         allocation = solved.allocation;
 
-        // Find every job stuck at this level. Active jobs of one class with one floor and one rate
-        // are symmetric: at the highest level none can rise without the others, so all are stuck.
+        // Who is stuck at this level. Active jobs of one class with one floor and one rate are
+        // symmetric: at the highest level none can rise without the others, so all are. Otherwise
+        // the jobs on a row with a nonzero dual are (that row is tight in every optimum); without
+        // duals, the exact group raise test decides.
         let mut symmetric = (0..n).filter(|&m| active[m]).map(|m| (class_of[m], floor[m].to_bits(), rate[m].to_bits()));
         let first = symmetric.next();
-        let mut stuck = if symmetric.all(|key| Some(key) == first) { active.clone() } else { vec![false; n] };
-        let mut binding = solved.binding;
-        while stuck.iter().zip(&active).any(|(&s, &a)| a && !s) {
-            // Jobs on a row with a nonzero dual are stuck (the row is tight in every optimum).
-            let proven: Vec<usize> =
-                (0..n).filter(|&m| active[m] && !stuck[m] && binding.as_ref().is_some_and(|b| b[m])).collect();
-            if proven.is_empty() {
-                // No dual evidence (a backend without duals, or a degenerate optimum): decide the
-                // rest exactly, one group raise test.
-                let open: Vec<bool> = (0..n).map(|m| active[m] && !stuck[m]).collect();
-                let (found, solves) = engine.bottlenecks(&floor, &open)?;
-                lp_solves += solves;
-                (0..n).filter(|&m| found[m]).for_each(|m| stuck[m] = true);
-                break;
+        let mut stuck: Vec<bool> = if symmetric.all(|key| Some(key) == first) {
+            active.clone()
+        } else {
+            match &solved.binding {
+                Some(b) => (0..n).map(|m| active[m] && b[m]).collect(),
+                None => {
+                    let (found, solves) = engine.bottlenecks(&floor, &active)?;
+                    lp_solves += solves;
+                    found
+                }
             }
-            proven.into_iter().for_each(|m| stuck[m] = true);
-            // Can the others still rise together? If so none of them is stuck; if their common
-            // rise is zero, this level's duals name more stuck jobs.
-            let open: Vec<bool> = (0..n).map(|m| active[m] && !stuck[m]).collect();
-            if !open.iter().any(|&o| o) {
-                break;
-            }
-            let (rise, again) = raise(&mut engine, &floor, &open, &rate)?;
-            lp_solves += again.lp_solves;
-            if (0..n).any(|m| open[m] && rise * rate[m] > RISE_TOLERANCE * floor[m]) {
-                break;
-            }
-            binding = again.binding;
+        };
+        if !stuck.iter().any(|&s| s) {
+            // At the optimal level some active job is stuck; if round-off hides it, stop them all.
+            stuck = active.clone();
         }
-        // At the optimal level some active job is stuck; if round-off hides it, stop raising them all.
-        let any_stuck = stuck.iter().any(|&s| s);
-        for m in (0..n).filter(|&m| active[m] && (stuck[m] || !any_stuck)) {
+
+        // Duals may prove only some of the stuck jobs; the others cannot rise either, so the next
+        // level has height 0 and proves them. Stuck-ness does not depend on weights and a level of
+        // height 0 moves no floor, so such a job is credited to the last counted level it rose in,
+        // with that level's weight: the result and the report are those of freezing every stuck
+        // job at once. A level of height 0 counts only if it freezes a job that was not rising.
+        if rose || counted.is_none() {
+            counted = Some((iterations, weights.clone(), active.clone()));
+            iterations += 1;
+        } else if let Some((_, _, was_rising)) = &counted {
+            if (0..n).any(|m| stuck[m] && !was_rising[m]) {
+                counted = Some((iterations, weights.clone(), active.clone()));
+                iterations += 1;
+            }
+        }
+        // Every stuck job rose in the counted level (just updated if any did not).
+        let (index, level_weights, _) = counted.as_ref().expect("a level was counted");
+        for m in (0..n).filter(|&m| stuck[m]) {
             frozen[m] = true;
-            frozen_at[m] = iteration;
-            level[m] = sf[m] as f64 / weights[m] * floor[m] / thr_equal[m];
+            frozen_at[m] = *index;
+            level[m] = sf[m] as f64 / level_weights[m] * floor[m] / thr_equal[m];
         }
-        iteration += 1;
     }
 
     let thr = super::throughputs(problem, &allocation);
@@ -122,6 +128,6 @@ pub fn water_fill(problem: &Problem, backend: Backend, reweighting: &dyn Reweigh
         allocation,
         objective: objective.is_finite().then_some(objective),
         lp_solves,
-        water_filling: Some(WaterFillingReport { normalized_throughput: nt, level, frozen_at, iterations: iteration }),
+        water_filling: Some(WaterFillingReport { normalized_throughput: nt, level, frozen_at, iterations }),
     })
 }
