@@ -36,6 +36,12 @@ fn raise(engine: &mut Engine, floor: &[f64], rising: &[bool], rate: &[f64]) -> R
     Ok((solved.vars[0].max(0.0) * unit, solved))
 }
 
+/// Whether some active jobs are proven stuck and others are still undecided.
+fn binding_only(stuck: &[bool], active: &[bool], frozen: &[bool]) -> bool {
+    let undecided = (0..stuck.len()).any(|m| active[m] && !stuck[m] && !frozen[m]);
+    undecided && stuck.iter().any(|&s| s)
+}
+
 /// Runs water-filling with the given reweighting.
 pub fn water_fill(problem: &Problem, backend: Backend, reweighting: &dyn Reweighting) -> Result<Outcome> {
     let n = problem.num_jobs();
@@ -91,26 +97,47 @@ pub fn water_fill(problem: &Problem, backend: Backend, reweighting: &dyn Reweigh
                 }
             }
         };
+        // Duals may prove only some of the stuck jobs. The others cannot rise either, and stuck-ness
+        // does not depend on weights, so when freezing the proven ones changes nobody's weight and
+        // wakes no job, the next level is this one again: it has height 0, proves more, and its
+        // freezes are credited here. Otherwise (a hierarchy reweights) the set is completed now:
+        // the unproven jobs are raised alone, same weights; a rise of 0 proves more of them.
+        while binding_only(&stuck, &active, &frozen) {
+            let mut after = frozen.clone();
+            (0..n).filter(|&m| stuck[m]).for_each(|m| after[m] = true);
+            let next = reweighting.weights(problem, &after);
+            let open: Vec<bool> = (0..n).map(|m| active[m] && !stuck[m]).collect();
+            if (0..n).all(|m| after[m] || next[m] == if open[m] { weights[m] } else { 0.0 }) {
+                break;
+            }
+            let (rise, again) = raise(&mut engine, &floor, &open, &rate)?;
+            lp_solves += again.lp_solves;
+            if (0..n).any(|m| open[m] && rise * rate[m] > RISE_TOLERANCE * floor[m]) {
+                break;
+            }
+            let proven: Vec<usize> =
+                (0..n).filter(|&m| open[m] && again.binding.as_ref().is_some_and(|b| b[m])).collect();
+            if proven.is_empty() {
+                let (found, solves) = engine.bottlenecks(&floor, &open)?;
+                lp_solves += solves;
+                (0..n).filter(|&m| found[m]).for_each(|m| stuck[m] = true);
+                break;
+            }
+            proven.into_iter().for_each(|m| stuck[m] = true);
+        }
         if !stuck.iter().any(|&s| s) {
             // At the optimal level some active job is stuck; if round-off hides it, stop them all.
             stuck = active.clone();
         }
 
-        // Duals may prove only some of the stuck jobs; the others cannot rise either, so the next
-        // level has height 0 and proves them. Stuck-ness does not depend on weights and a level of
-        // height 0 moves no floor, so such a job is credited to the last counted level it rose in,
-        // with that level's weight: the result and the report are those of freezing every stuck
-        // job at once. A level of height 0 counts only if it freezes a job that was not rising.
-        if rose || counted.is_none() {
+        // A level of height 0 with the same rising jobs and weights as the last counted one only
+        // finishes it (see above): its freezes are credited to that level. Any other level counts.
+        let continues = !rose
+            && counted.as_ref().is_some_and(|(_, w, a)| (0..n).all(|m| !active[m] || (a[m] && w[m] == weights[m])));
+        if !continues {
             counted = Some((iterations, weights.clone(), active.clone()));
             iterations += 1;
-        } else if let Some((_, _, was_rising)) = &counted {
-            if (0..n).any(|m| stuck[m] && !was_rising[m]) {
-                counted = Some((iterations, weights.clone(), active.clone()));
-                iterations += 1;
-            }
         }
-        // Every stuck job rose in the counted level (just updated if any did not).
         let (index, level_weights, _) = counted.as_ref().expect("a level was counted");
         for m in (0..n).filter(|&m| stuck[m]) {
             frozen[m] = true;
