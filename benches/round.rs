@@ -1,7 +1,7 @@
 //! Time of one `next_round()` of the mechanism: 10,000 jobs on 10,000 GPUs (three worker types,
 //! servers of 4, Gavel's scale factors), the allocation given rather than solved. `steady` is a
-//! session warmed up for a few rounds (leases to renew, finite priorities); `after_reset` is the
-//! first round after an allocation is installed (every priority infinite, nothing to renew).
+//! session warmed up for a few rounds (leases to renew, deficits spread out); `after_reset` is the
+//! first round after an allocation is installed (nothing received yet, nothing to renew).
 //!
 //! `cargo bench --bench round`; the goal is under 10 ms per round.
 

@@ -105,9 +105,12 @@ fn ideal_rounds_place_nothing() {
 }
 
 /// LP-feasible (Σ sf·X = 4 on 4 GPUs) but not time-shareable on whole GPUs: the 4-GPU job can
-/// run only when neither 1-GPU job does. The rounds share the conflict instead of failing.
+/// run only when neither 1-GPU job does, so `y_big + y_a ≤ 1`. The best any schedule can do
+/// leaves every job 0.25 short (big 0.25, a and b 0.75); ordering by absolute lag shares the
+/// conflict exactly so, with no idle round. (Gavel's ratio `X / received` would give big 1/3 and
+/// a, b 2/3: a third short.)
 #[test]
-fn an_allocation_no_schedule_can_meet_is_shared_without_idle_rounds() {
+fn an_allocation_no_schedule_can_meet_is_shared_evenly_without_idle_rounds() {
     let mut session =
         Session::new(PolicyKind::MaxSumThroughput, true, vec![worker_type("v100", 4, 4)], Config::default()).unwrap();
     for (id, sf) in [("big", 4), ("a", 1), ("b", 1)] {
@@ -115,13 +118,55 @@ fn an_allocation_no_schedule_can_meet_is_shared_without_idle_rounds() {
     }
     let x = matrix(&[&[0.5], &[1.0], &[1.0]]);
     session.set_allocation(&x).unwrap();
-    run(&mut session, 300);
+    let best = best_gap(&session, 0);
+    assert!((best - 0.25).abs() < 1e-6, "{best}");
     assert_eq!(unrealizable_types(&session).len(), 1);
+    run(&mut session, 300);
     let got = |id: &str| session.received_fraction(id).unwrap()[0];
     println!("big {:.3}, a {:.3}, b {:.3}", got("big"), got("a"), got("b"));
     assert!((got("big") + got("a") - 1.0).abs() < 1e-9, "no round left idle");
     assert!((got("a") - got("b")).abs() < 1e-9);
-    assert!(got("big") > 0.3 && got("a") > 0.6, "nobody starves");
+    assert!(max_gap(&session) <= best + 2.0 / 300.0, "{} against the best {best}", max_gap(&session));
+}
+
+/// `mechanism_gavel_n32.json` as max-min fairness solves it now: v100 booked exactly full
+/// (Σ sf·X = 8 on 8) with three 8-GPU jobs at about 0.02 each next to j22 at X = 1. An 8-GPU job
+/// runs only in rounds j22 does not, so `X_j22 + Σ X_8GPU = 1.065 > 1`: no schedule meets this
+/// allocation, the best leaves a job 0.016 short. (The allocation is pinned here, since LAS
+/// optima are not unique and a solver change may move them.) The ratio rule left j22 0.07 short.
+#[test]
+fn the_n32_allocation_that_books_v100_beyond_whole_gpus_is_met_within_005() {
+    let problem = fixture("mechanism_gavel_n32.json");
+    let pinned: serde_json::Value = serde_json::from_str(
+        &std::fs::read_to_string(format!(
+            "{}/fixtures/mechanism_gavel_n32_allocation.json",
+            env!("CARGO_MANIFEST_DIR")
+        ))
+        .unwrap(),
+    )
+    .unwrap();
+    let mut session = Session::from_problem(&problem, Config::default()).unwrap();
+    let types: Vec<String> =
+        (0..session.cluster().num_types()).map(|w| session.cluster().type_name(w).into()).collect();
+    let ids: Vec<String> = session.job_ids().map(|id| id.to_string()).collect();
+    let mut x = arbiter::problem::Matrix::zeros(ids.len(), types.len());
+    for (m, id) in ids.iter().enumerate() {
+        for (w, t) in types.iter().enumerate() {
+            x.set(m, w, pinned["allocation"][id][t].as_f64().unwrap_or(0.0));
+        }
+    }
+    session.set_allocation(&x).unwrap();
+    let v100 = types.iter().position(|t| t == "v100").unwrap();
+    let booked: f64 =
+        ids.iter().enumerate().map(|(m, id)| session.job(id).unwrap().scale_factor as f64 * x.get(m, v100)).sum();
+    assert!((booked - 8.0).abs() < 1e-6, "v100 booked {booked} of 8");
+    let best = best_gap(&session, v100);
+    println!("v100: the best schedule on whole GPUs leaves a job {best:.4} short");
+    assert!(best > 0.01 && best < 0.02, "{best}");
+    run(&mut session, 200);
+    let worst = max_gap(&session);
+    println!("after 200 rounds: max |allocation − received| {worst:.4}");
+    assert!(worst <= 0.05 && worst <= best + 0.01, "{worst}");
 }
 
 #[test]
@@ -153,23 +198,22 @@ fn conformance_requests_within_005_after_200_rounds() {
         }
         let session = run_problem(&problem, 200, Config::default());
         note_unplaceable(&name, &session);
-        let exempt = unrealizable_types(&session);
-        for (w, why) in &exempt {
-            println!(
-                "{name}: type {} not held to 0.05, no schedule on whole GPUs meets it: {why}",
-                session.cluster().type_name(*w)
-            );
-        }
-        let mut worst: f64 = 0.0;
+        let mut worst = vec![0.0f64; session.cluster().num_types()];
         for (id, w, x, received) in gaps(&session) {
             // Never more than one round ahead, met or not.
             assert!(received <= x + 1.0 / 200.0 + 1e-9, "{name}: {id} on {w} over-served");
-            if exempt.iter().all(|(v, _)| *v != w) {
-                worst = worst.max((x - received).abs());
-            }
+            worst[w] = worst[w].max((x - received).abs());
         }
-        println!("{name}: max |allocation − received| after 200 rounds {worst:.4}");
-        assert!(worst <= 0.05, "{name}: a job is {worst:.4} from its allocation");
+        for (w, &worst) in worst.iter().enumerate() {
+            let type_name = session.cluster().type_name(w);
+            // A type no schedule on whole GPUs can meet is held to the best one can do.
+            let best = if worst > 0.05 { best_gap(&session, w) } else { 0.0 };
+            if best > 1e-6 {
+                println!("{name}: {type_name} is not realizable on whole GPUs, the best leaves {best:.4}");
+            }
+            println!("{name}: {type_name}: max |allocation − received| after 200 rounds {worst:.4}");
+            assert!(worst <= best + 0.05, "{name}: a job on {type_name} is {worst:.4} from its allocation");
+        }
         checked += 1;
     }
     println!("{checked} conformance requests within 0.05");

@@ -262,14 +262,19 @@ fn deficits_are_carried_across_a_reset_within_their_bound() {
         assert_eq!(s.received(id).unwrap(), &[0.0]);
         assert!((s.deficit(id).unwrap()[0] - before).abs() < 1e-6);
     }
-    // A most-owed job goes first after the reset, although every priority is infinite.
+    // A most-owed job goes first after the reset, although none has received anything since.
     let most = owed.iter().copied().fold(f64::MIN, f64::max);
+    for (id, o) in ["j0", "j1", "j2"].iter().zip(&owed) {
+        // The priority: seconds behind at the end of the round if the job does not run.
+        assert!((s.priorities(id).unwrap()[0] - (o + third * 360.0)).abs() < 1e-6);
+    }
     let r = round(&mut s);
     let ran: Vec<usize> = (0..3).filter(|&m| r.jobs[m].lease.runs()).collect();
     assert_eq!(ran.len(), 1);
     assert_eq!(owed[ran[0]], most, "{owed:?}");
     assert!(owed.iter().any(|&o| o < most), "the test needs someone owed less");
-    assert!(s.priorities("j0").unwrap()[0] > 0.0);
+    let after = s.priorities(&format!("j{}", ran[0])).unwrap()[0];
+    assert!((after - (most + third * 360.0 - 360.0 + third * 360.0)).abs() < 1e-6, "{after}");
 
     // Bounded by `max_deficit_rounds` rounds of time.
     let bound = Config::default().max_deficit_rounds * 360.0;

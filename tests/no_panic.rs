@@ -26,21 +26,6 @@ fn seeds() -> Vec<String> {
     names.iter().map(|n| fixture_text(n)).collect()
 }
 
-const POLICIES: [&str; 12] = [
-    "max_min_fairness",
-    "max_min_fairness_water_filling",
-    "hierarchical",
-    "finish_time_fairness",
-    "min_makespan",
-    "max_sum_throughput",
-    "fifo",
-    "shortest_job_first",
-    "min_cost",
-    "min_cost_slo",
-    "isolated",
-    "proportional",
-];
-
 /// Numbers likely to sit on an edge somewhere.
 fn nasty_numbers() -> Vec<Value> {
     vec![

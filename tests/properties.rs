@@ -8,6 +8,8 @@
 mod common;
 
 use arbiter::{ErrorCode, Problem, Response};
+use common::plain::*;
+use common::random::*;
 use common::*;
 use proptest::prelude::*;
 use proptest::sample::select;
@@ -33,26 +35,9 @@ struct Instance {
     jobs: Vec<Job>,
 }
 
-const TYPE_NAMES: [&str; 4] = ["v100", "p100", "k80", "t4"];
-
 /// A throughput entry: 0 (cannot run there) a quarter of the time, else in [0.1, 100].
 fn entry() -> impl Strategy<Value = f64> {
     prop_oneof![1 => Just(0.0), 3 => 0.1f64..100.0]
-}
-
-/// Makes the job valid on its cluster: a scale factor no larger than the largest type (so the
-/// instance is valid whichever way "above the cluster" is read), and a positive throughput on
-/// a type with at least `sf` GPUs (`fallback` when the drawn row has none).
-fn fix_job(row: &mut [f64], sf: &mut u32, counts: &[u32], fallback: f64) {
-    let largest = *counts.iter().max().unwrap();
-    while *sf > largest {
-        *sf /= 2;
-    }
-    let fits = |w: usize| counts[w] >= *sf;
-    if !(0..row.len()).any(|w| row[w] > 0.0 && fits(w)) {
-        let w = (0..counts.len()).max_by_key(|&w| counts[w]).unwrap();
-        row[w] = fallback;
-    }
 }
 
 /// `time_elapsed / steps_remaining`: mostly small next to the job's run time, sometimes far larger.
@@ -138,17 +123,14 @@ fn shared_rows_instance() -> impl Strategy<Value = Instance> {
 
 /// The request for `policy`; `elapsed` turns on the jobs' time_elapsed (FTF's bisection path).
 fn request(inst: &Instance, policy: &str, aware: bool, elapsed: bool) -> Value {
-    let mut types = serde_json::Map::new();
-    for (w, &count) in inst.counts.iter().enumerate() {
-        types.insert(TYPE_NAMES[w].to_string(), json!({"count": count, "cost_per_hour": inst.costs[w]}));
-    }
+    let types =
+        by_type(inst.counts.iter().zip(&inst.costs).map(|(c, cost)| json!({"count": c, "cost_per_hour": cost})));
     let jobs: Vec<Value> = inst
         .jobs
         .iter()
         .enumerate()
         .map(|(m, j)| {
-            let thr: serde_json::Map<String, Value> =
-                j.row.iter().enumerate().map(|(w, &t)| (TYPE_NAMES[w].to_string(), json!(t))).collect();
+            let thr = by_type(j.row.iter().map(|t| json!(t)));
             let mut job = json!({
                 "id": format!("job{m}"),
                 "throughput": thr,
@@ -165,12 +147,7 @@ fn request(inst: &Instance, policy: &str, aware: bool, elapsed: bool) -> Value {
             job
         })
         .collect();
-    json!({
-        "policy": policy,
-        "heterogeneity_aware": aware,
-        "cluster": {"worker_types": types},
-        "jobs": jobs,
-    })
+    random_request(policy, aware, types, jobs)
 }
 
 fn run(inst: &Instance, policy: &str, aware: bool, elapsed: bool) -> (Problem, Response, Vec<Vec<f64>>) {
@@ -244,18 +221,10 @@ fn objective_by_hand(policy: &str, p: &Problem, x: &[Vec<f64>]) -> Option<f64> {
     })
 }
 
-const SOLVING: [&str; 10] = [
-    "max_min_fairness",
-    "max_min_fairness_water_filling",
-    "finish_time_fairness",
-    "min_makespan",
-    "max_sum_throughput",
-    "fifo",
-    "shortest_job_first",
-    "min_cost",
-    "isolated",
-    "proportional",
-];
+/// The policies that solve without entities or SLOs.
+fn solving() -> Vec<&'static str> {
+    policies_except(&["hierarchical", "min_cost_slo"])
+}
 
 proptest! {
     #![proptest_config(config(48))]
@@ -268,7 +237,7 @@ proptest! {
         aware in any::<bool>(),
         elapsed in any::<bool>(),
     ) {
-        for policy in SOLVING {
+        for policy in solving() {
             let (p, r, x) = run(&inst, policy, aware, elapsed);
             match objective_by_hand(policy, &p, &x) {
                 Some(want) => {

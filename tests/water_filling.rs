@@ -1,84 +1,15 @@
 //! `max_min_fairness_water_filling` and `hierarchical`: hand-checkable instances and properties
 //! (the paper's §4.3 example is in `paper_examples.rs`). Water-filling's per-job values are
 //! unique (the max-min fair vector of a convex set), so they are compared job by job, here against
-//! water-filling done plainly with per-job LPs.
+//! water-filling done plainly with per-job LPs (`common::plain::plain_water_filling`).
 
 mod common;
 
-use arbiter::lp::{Backend, Row, Sense};
+use common::plain::*;
+use common::random::*;
 use common::*;
 use proptest::prelude::*;
 use serde_json::{json, Value};
-
-/// Water-filling done plainly, for comparison: per-job LPs over `X[m][w]`. Each level maximizes
-/// the minimum `(sf/w)·nt` of the unfrozen jobs with the frozen ones held at their levels; a job
-/// is frozen when it cannot rise above that minimum while every other job keeps its floor (one
-/// LP per unfrozen job). Returns every job's final level.
-fn plain_water_filling(p: &arbiter::Problem) -> Vec<f64> {
-    const HOLD: f64 = 1.0 - 1e-9;
-    let n = p.num_jobs();
-    let eq = equal_share_throughput(p);
-    let coef: Vec<f64> = (0..n).map(|m| p.jobs[m].scale_factor as f64 / p.jobs[m].weight / eq[m]).collect();
-    // max objective s.t. value_k ≥ floor_k (None: free), optional z column with value_k ≥ z.
-    let solve = |floors: &[Option<f64>], z_jobs: &[usize], maximize: Option<usize>| -> f64 {
-        let (mut lp, cols) = plain_base_lp(p, Sense::Maximize);
-        let value = |m: usize| -> Vec<(usize, f64)> {
-            cols[m]
-                .iter()
-                .enumerate()
-                .filter_map(|(w, c)| c.map(|c| (c, coef[m] * policy_throughput(p, m, w))))
-                .collect()
-        };
-        for (m, floor) in floors.iter().enumerate() {
-            if let Some(f) = floor {
-                lp.add_row(Row::at_least(f * HOLD, value(m)));
-            }
-        }
-        match maximize {
-            Some(m) => {
-                for (c, a) in value(m) {
-                    lp.cost[c] = a;
-                }
-            }
-            None => {
-                let z = lp.add_col(1.0, 0.0, f64::INFINITY);
-                for &m in z_jobs {
-                    let mut row = value(m);
-                    row.push((z, -1.0));
-                    lp.add_row(Row::at_least(0.0, row));
-                }
-            }
-        }
-        Backend::default().solve(lp).expect("plain LP solves").objective
-    };
-    let mut level: Vec<Option<f64>> = vec![None; n];
-    while level.iter().any(Option::is_none) {
-        let unfrozen: Vec<usize> = (0..n).filter(|&m| level[m].is_none()).collect();
-        let z = solve(&level, &unfrozen, None);
-        let mut floors = level.clone();
-        for &m in &unfrozen {
-            floors[m] = Some(z);
-        }
-        let mut froze = false;
-        for &m in &unfrozen {
-            let mut others = floors.clone();
-            others[m] = None;
-            if solve(&others, &[], Some(m)) <= z * (1.0 + 1e-5) {
-                level[m] = Some(z);
-                froze = true;
-            }
-        }
-        assert!(froze, "some job is bottlenecked at every level");
-    }
-    level.into_iter().map(Option::unwrap).collect()
-}
-
-/// `(sf_m / w_m) · thr_m / thr_equal_m` of every job, with the job's own weight.
-fn weighted_levels(p: &arbiter::Problem, x: &[Vec<f64>]) -> Vec<f64> {
-    let thr = throughputs(p, x);
-    let eq = equal_share_throughput(p);
-    p.jobs.iter().enumerate().map(|(m, j)| j.scale_factor as f64 / j.weight * thr[m] / eq[m]).collect()
-}
 
 fn assert_shares(x: &[Vec<f64>], want: &[f64]) {
     for (m, (row, w)) in x.iter().zip(want).enumerate() {
@@ -204,48 +135,15 @@ fn hierarchical_fifo_moves_on_when_the_first_job_is_full() {
     assert_shares(&x, &[1.0, 1.0, 1.0]);
 }
 
-/// A job as drawn: throughput row, scale factor, weight.
-type RandomJob = (Vec<f64>, u32, f64);
-
-fn random_jobs() -> impl Strategy<Value = (Vec<u32>, Vec<RandomJob>)> {
-    (1usize..=3).prop_flat_map(|types| {
-        (
-            prop::collection::vec(1u32..=8, types),
-            prop::collection::vec(
-                (
-                    prop::collection::vec(prop_oneof![1 => Just(0.0), 3 => 0.1f64..100.0], types),
-                    prop::sample::select(vec![1u32, 2, 4]),
-                    prop::sample::select(vec![1.0, 5.0]),
-                ),
-                1..=16,
-            ),
-        )
-    })
-}
-
-fn random_request(counts: &[u32], jobs: &[RandomJob], policy: &str) -> Value {
-    let names = ["v100", "p100", "k80"];
-    let largest = *counts.iter().max().unwrap();
-    let types: serde_json::Map<String, Value> =
-        counts.iter().enumerate().map(|(w, c)| (names[w].to_string(), json!({"count": c}))).collect();
-    let jobs: Vec<Value> = jobs
-        .iter()
-        .enumerate()
-        .map(|(m, (row, sf, weight))| {
-            let mut sf = *sf;
-            while sf > largest {
-                sf /= 2;
-            }
-            let mut thr: serde_json::Map<String, Value> =
-                row.iter().enumerate().map(|(w, t)| (names[w].to_string(), json!(t))).collect();
-            let best = (0..counts.len()).max_by_key(|&w| counts[w]).unwrap();
-            if !(0..row.len()).any(|w| row[w] > 0.0 && counts[w] >= sf) {
-                thr.insert(names[best].to_string(), json!(1.0));
-            }
-            json!({"id": format!("j{m}"), "throughput": thr, "scale_factor": sf, "weight": weight,
-                   "entity": if m % 2 == 0 { "even" } else { "odd" }, "arrival": m})
-        })
-        .collect();
+/// Random jobs in two entities, `even` (weight 1, fairness) and `odd` (weight 2, fifo, in job
+/// order); the entities matter only to `hierarchical`.
+fn entity_request(counts: &[u32], jobs: &[RandomJob], policy: &str) -> Value {
+    let types = by_type(counts.iter().map(|c| json!({"count": c})));
+    let mut jobs = random_job_values(jobs, |_, row, sf| fix_job(row, sf, counts, 1.0));
+    for (m, job) in jobs.iter_mut().enumerate() {
+        job["entity"] = json!(if m % 2 == 0 { "even" } else { "odd" });
+        job["arrival"] = json!(m);
+    }
     json!({
         "policy": policy,
         "cluster": {"worker_types": types},
@@ -260,9 +158,9 @@ proptest! {
     /// Water-filling is feasible, its minimum level is LAS's optimum (its first level), and it
     /// never leaves a job below where LAS's optimum puts every job.
     #[test]
-    fn water_filling_refines_las((counts, jobs) in random_jobs()) {
-        let (p, r, x) = solve_value(&random_request(&counts, &jobs, "max_min_fairness_water_filling"));
-        let (_, las, _) = solve_value(&random_request(&counts, &jobs, "max_min_fairness"));
+    fn water_filling_refines_las((counts, jobs) in random_jobs(16, 100.0)) {
+        let (p, r, x) = solve_value(&entity_request(&counts, &jobs, "max_min_fairness_water_filling"));
+        let (_, las, _) = solve_value(&entity_request(&counts, &jobs, "max_min_fairness"));
         let z = las.objective.unwrap();
         let levels = weighted_levels(&p, &x);
         let min = levels.iter().cloned().fold(f64::INFINITY, f64::min);
@@ -275,10 +173,11 @@ proptest! {
     /// Every job's level matches water-filling done plainly with per-job LPs (the levels are
     /// unique, so they are compared job by job).
     #[test]
-    fn water_filling_matches_plain_water_filling((counts, jobs) in random_jobs()) {
-        let (p, _, x) = solve_value(&random_request(&counts, &jobs, "max_min_fairness_water_filling"));
+    fn water_filling_matches_plain_water_filling((counts, jobs) in random_jobs(16, 100.0)) {
+        let (p, _, x) = solve_value(&entity_request(&counts, &jobs, "max_min_fairness_water_filling"));
         let got = weighted_levels(&p, &x);
-        let want = plain_water_filling(&p);
+        let weights: Vec<f64> = p.jobs.iter().map(|j| j.weight).collect();
+        let want = plain_water_filling(&p, |_| weights.clone()).level;
         for (m, (g, w)) in got.iter().zip(&want).enumerate() {
             prop_assert!((g - w).abs() <= 1e-4 * w.abs().max(1e-9), "job {}: level {} vs plain {}", m, g, w);
         }
@@ -287,8 +186,8 @@ proptest! {
     /// Hierarchical returns a feasible allocation (checked in `solve_value`) for random entity
     /// trees with a fairness and a fifo entity.
     #[test]
-    fn hierarchical_is_feasible((counts, jobs) in random_jobs()) {
-        let (_, r, _) = solve_value(&random_request(&counts, &jobs, "hierarchical"));
+    fn hierarchical_is_feasible((counts, jobs) in random_jobs(16, 100.0)) {
+        let (_, r, _) = solve_value(&entity_request(&counts, &jobs, "hierarchical"));
         prop_assert!(r.objective.unwrap().is_finite());
     }
 }

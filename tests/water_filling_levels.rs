@@ -1,100 +1,19 @@
 //! `max_min_fairness_water_filling`, checked through the `levels` it reports: the paper's §4.3
 //! example and weighted variants derived by hand, and properties on random instances —
 //! feasibility, Pareto efficiency, agreement with LAS on the first level and lexicographic
-//! dominance over LAS, and agreement job by job with a plain water-filling written here from the
-//! contract (per-job LPs, one bottleneck LP per job).
+//! dominance over LAS, and agreement job by job with a plain water-filling written from the
+//! contract (`common::plain::plain_water_filling`: per-job LPs, one bottleneck LP per job).
 //!
 //! On a single worker type `X_equal = 1`, so `thr_equal_m = T_m` and `nt_m = X_m`.
 
 mod common;
 
-use arbiter::lp::{Backend, Row, Sense};
-use arbiter::{Problem, Response};
+use common::levels::*;
+use common::plain::*;
+use common::random::*;
 use common::*;
 use proptest::prelude::*;
 use serde_json::{json, Value};
-
-// ---------------------------------------------------------------------------------------------
-// What the response says about each job.
-
-/// `levels` of a water-filling response, in the problem's job order.
-#[derive(Debug, Clone)]
-struct Filled {
-    nt: Vec<f64>,
-    level: Vec<f64>,
-    iteration: Vec<usize>,
-}
-
-fn reported(p: &Problem, r: &Response) -> Filled {
-    let levels = r.levels.as_ref().expect("a water-filling response reports levels");
-    assert_eq!(levels.len(), p.num_jobs(), "one level per job");
-    let mut out = Filled { nt: Vec::new(), level: Vec::new(), iteration: Vec::new() };
-    for job in &p.jobs {
-        let l = levels.get(&job.id).unwrap_or_else(|| panic!("no level for {}", job.id));
-        out.nt.push(l.normalized_throughput);
-        out.level.push(l.level);
-        out.iteration.push(l.iteration);
-    }
-    let iterations = r.stats.iterations.expect("a water-filling response reports its iterations");
-    assert_eq!(iterations, out.iteration.iter().max().unwrap() + 1, "stats.iterations vs the last freeze");
-    assert!(r.stats.lp_solves >= iterations, "at least one LP per level");
-    out
-}
-
-/// `(sf_m / w_m) · nt_m` of every job, recomputed from the allocation.
-fn weighted_levels(p: &Problem, x: &[Vec<f64>]) -> Vec<f64> {
-    let thr = throughputs(p, x);
-    let eq = equal_share_throughput(p);
-    p.jobs.iter().enumerate().map(|(m, j)| j.scale_factor as f64 / j.weight * thr[m] / eq[m]).collect()
-}
-
-fn close(got: f64, want: f64, rel: f64) -> bool {
-    (got - want).abs() <= rel * want.abs().max(1e-2)
-}
-
-/// What a hand-derived answer says about a job: its nt (its time share, on one type), the level it
-/// froze at and the iteration it froze in.
-type ByHand<'a> = (&'a str, f64, f64, usize);
-
-/// Checks every job's nt — recomputed from the allocation and as reported — and its effective
-/// throughput `T·X` against a hand-derived answer.
-fn assert_allocation_by_hand(request: &Value, want: &[ByHand]) -> Response {
-    let (p, r, x) = solve_value(request);
-    let got = reported(&p, &r);
-    let eq = equal_share_throughput(&p);
-    let thr = throughputs(&p, &x);
-    assert_eq!(want.len(), p.num_jobs());
-    for &(id, nt, _, _) in want {
-        let m = p.jobs.iter().position(|j| j.id == id).unwrap();
-        let from_x = thr[m] / eq[m];
-        assert!(close(from_x, nt, 1e-6), "{id}: nt {from_x} from the allocation, want {nt}; {got:?}");
-        assert!(close(got.nt[m], nt, 1e-6), "{id}: reported nt {}, want {nt}", got.nt[m]);
-        let effective = r.effective_throughput[id];
-        let want_thr = p.measured.get(m, 0) * nt;
-        assert!(close(effective, want_thr, 1e-6), "{id}: effective throughput {effective}, want {want_thr}");
-    }
-    r
-}
-
-/// Checks every job's reported level and freeze iteration, and `stats.iterations`, against a
-/// hand-derived answer.
-fn assert_freezes_by_hand(request: &Value, want: &[ByHand]) {
-    let (p, r, _) = solve_value(request);
-    let got = reported(&p, &r);
-    assert_eq!(want.len(), p.num_jobs());
-    for &(id, _, level, iteration) in want {
-        let m = p.jobs.iter().position(|j| j.id == id).unwrap();
-        assert!(close(got.level[m], level, 1e-6), "{id}: level {}, want {level}; {got:?}", got.level[m]);
-        assert_eq!(got.iteration[m], iteration, "{id}: froze in iteration {}; {got:?}", got.iteration[m]);
-    }
-    let levels = want.iter().map(|w| w.3).max().unwrap() + 1;
-    assert_eq!(r.stats.iterations, Some(levels), "levels raised; {got:?}");
-}
-
-fn assert_by_hand(request: &Value, want: &[ByHand]) -> Response {
-    assert_freezes_by_hand(request, want);
-    assert_allocation_by_hand(request, want)
-}
 
 // ---------------------------------------------------------------------------------------------
 // Hand-derived instances.
@@ -212,172 +131,15 @@ fn las_reports_no_levels() {
 }
 
 // ---------------------------------------------------------------------------------------------
-// Plain water-filling, from the contract, for comparison.
-
-/// A job is stuck when its best throughput, with every other job at its floor, beats that floor by
-/// at most `STUCK` of it plus `NOISE` of a unit of time on its fastest type (LP round-off).
-const STUCK: f64 = 1e-7;
-const NOISE: f64 = 1e-8;
-
-/// `(column, T[m][w])` of job m's throughput in a `plain_base_lp`.
-fn thr_coefs(p: &Problem, cols: &[Vec<Option<usize>>], m: usize) -> Vec<(usize, f64)> {
-    cols[m].iter().enumerate().filter_map(|(w, c)| c.map(|c| (c, policy_throughput(p, m, w)))).collect()
-}
-
-fn fastest(p: &Problem, m: usize) -> f64 {
-    (0..p.num_types()).map(|w| policy_throughput(p, m, w)).fold(0.0, f64::max)
-}
-
-/// `max thr_m` s.t. `thr_k ≥ floor_k` for every other job k, on the base constraints.
-fn max_throughput(p: &Problem, floor: &[f64], m: usize) -> f64 {
-    try_max_throughput(p, floor, m).expect("bottleneck LP solves")
-}
-
-fn try_max_throughput(p: &Problem, floor: &[f64], m: usize) -> Option<f64> {
-    let (mut lp, cols) = plain_base_lp(p, Sense::Maximize);
-    for (c, t) in thr_coefs(p, &cols, m) {
-        lp.cost[c] = t;
-    }
-    for (k, &f) in floor.iter().enumerate() {
-        if k != m && f > 0.0 {
-            lp.add_row(Row::at_least(f, thr_coefs(p, &cols, k)));
-        }
-    }
-    Backend::default().solve(lp).ok().map(|s| s.objective)
-}
-
-/// Water-filling with per-job LPs, from the contract. Each level: `max c` s.t.
-/// `thr_m ≥ floor_m + c·w_m·thr_equal_m/sf_m` for the active jobs (unfrozen, weight > 0) and
-/// `thr_m ≥ floor_m` for the rest; then every active job whose best throughput with every other
-/// job at its floor does not beat its own floor is stuck, and freezes at `(sf/w)·nt` with this
-/// level's weight. `weights_of(frozen)` gives each level's weights.
-fn plain_water_filling(p: &Problem, weights_of: impl Fn(&[bool]) -> Vec<f64>) -> Filled {
-    let n = p.num_jobs();
-    let eq = equal_share_throughput(p);
-    let sf: Vec<f64> = p.jobs.iter().map(|j| j.scale_factor as f64).collect();
-    let mut floor = vec![0.0; n];
-    let mut frozen = vec![false; n];
-    let mut out = Filled { nt: vec![0.0; n], level: vec![f64::NAN; n], iteration: vec![usize::MAX; n] };
-    let mut iteration = 0;
-    while frozen.contains(&false) {
-        let w = weights_of(&frozen);
-        let active: Vec<bool> = (0..n).map(|m| !frozen[m] && w[m] > 0.0).collect();
-        assert!(active.contains(&true), "unfrozen jobs but none with weight: {w:?}");
-        let rate: Vec<f64> = (0..n).map(|m| if active[m] { w[m] * eq[m] / sf[m] } else { 0.0 }).collect();
-        let scale = rate.iter().cloned().fold(0.0, f64::max);
-        let (mut lp, cols) = plain_base_lp(p, Sense::Maximize);
-        let c = lp.add_col(1.0, 0.0, f64::INFINITY);
-        for m in 0..n {
-            let mut coefs = thr_coefs(p, &cols, m);
-            if active[m] {
-                coefs.push((c, -rate[m] / scale));
-            }
-            // The floors as they are: the last level's solution meets them (to solver tolerance).
-            lp.add_row(Row::at_least(floor[m], coefs));
-        }
-        let solution = Backend::default().solve(lp).expect("level LP solves");
-        let step = solution.values[c].max(0.0) / scale;
-        for m in (0..n).filter(|&m| active[m]) {
-            floor[m] += step * rate[m];
-        }
-        // How far each active job can rise, in units of what counts as round-off.
-        let rise: Vec<f64> = (0..n)
-            .map(|m| {
-                if !active[m] {
-                    return f64::INFINITY;
-                }
-                (max_throughput(p, &floor, m) - floor[m]) / (STUCK * floor[m] + NOISE * fastest(p, m))
-            })
-            .collect();
-        // At the optimal level some active job is stuck; should round-off hide it, the least able
-        // to rise is the one.
-        let least = rise.iter().cloned().fold(f64::INFINITY, f64::min);
-        for m in (0..n).filter(|&m| active[m] && (rise[m] <= 1.0 || rise[m] == least)) {
-            frozen[m] = true;
-            out.level[m] = sf[m] / w[m] * floor[m] / eq[m];
-            out.iteration[m] = iteration;
-        }
-        iteration += 1;
-    }
-    out.nt = (0..n).map(|m| floor[m] / eq[m]).collect();
-    out
-}
-
-/// Pareto efficiency: no job's throughput can rise while every other job keeps its own. The others
-/// are held at exactly their throughputs; should the allocation be feasible only to solver
-/// tolerance, so that the LP is refused, they keep (1 − ε) of them, ε = 1e-9 and then 1e-7. A rise
-/// below `NOISE` of a unit of time on the job's fastest type counts as round-off.
-fn assert_pareto_efficient(p: &Problem, x: &[Vec<f64>]) {
-    let thr = throughputs(p, x);
-    for m in 0..p.num_jobs() {
-        let (eps, best) = [0.0, 1e-9, 1e-7]
-            .into_iter()
-            .find_map(|eps| {
-                let kept: Vec<f64> = thr.iter().map(|t| t * (1.0 - eps)).collect();
-                try_max_throughput(p, &kept, m).map(|best| (eps, best))
-            })
-            .expect("some slack makes the Pareto LP feasible");
-        assert!(
-            best <= thr[m] * (1.0 + 1e-5) + NOISE * fastest(p, m),
-            "job {} could get {best} > its {} with every other job kept (to within {eps})",
-            p.jobs[m].id,
-            thr[m]
-        );
-    }
-}
-
-// ---------------------------------------------------------------------------------------------
 // Random instances.
 
-/// Per job: throughput row, scale factor, weight.
-type RandomJob = (Vec<f64>, u32, f64);
-
-fn instances(max_jobs: usize) -> impl Strategy<Value = (Vec<u32>, Vec<RandomJob>)> {
-    (1usize..=3).prop_flat_map(move |types| {
-        (
-            prop::collection::vec(1u32..=8, types),
-            prop::collection::vec(
-                (
-                    prop::collection::vec(prop_oneof![1 => Just(0.0), 3 => 0.1f64..50.0], types),
-                    prop::sample::select(vec![1u32, 2, 4]),
-                    prop::sample::select(vec![1.0, 5.0]),
-                ),
-                1..=max_jobs,
-            ),
-        )
-    })
-}
-
-const TYPE_NAMES: [&str; 3] = ["v100", "p100", "k80"];
-
 fn request(counts: &[u32], jobs: &[RandomJob], policy: &str, aware: bool) -> Value {
-    let largest = *counts.iter().max().unwrap();
-    let types: serde_json::Map<String, Value> =
-        counts.iter().enumerate().map(|(w, c)| (TYPE_NAMES[w].to_string(), json!({"count": c}))).collect();
-    let jobs: Vec<Value> = jobs
-        .iter()
-        .enumerate()
-        .map(|(m, (row, sf, weight))| {
-            let mut sf = *sf;
-            while sf > largest {
-                sf /= 2;
-            }
-            let mut row = row.clone();
-            if row.iter().all(|&t| t == 0.0) {
-                let w = m % row.len();
-                row[w] = 1.0;
-            }
-            let thr: serde_json::Map<String, Value> =
-                row.iter().enumerate().map(|(w, t)| (TYPE_NAMES[w].to_string(), json!(t))).collect();
-            json!({"id": format!("j{m}"), "throughput": thr, "scale_factor": sf, "weight": weight})
-        })
-        .collect();
-    json!({
-        "policy": policy,
-        "heterogeneity_aware": aware,
-        "cluster": {"worker_types": types},
-        "jobs": jobs,
-    })
+    let types = by_type(counts.iter().map(|c| json!({"count": c})));
+    let jobs = random_job_values(jobs, |m, row, sf| {
+        fit_scale_factor(sf, counts);
+        ensure_runnable(row, m);
+    });
+    random_request(policy, aware, types, jobs)
 }
 
 /// Water-filling's levels rise with its iterations: a job frozen in a later iteration froze at a
@@ -415,7 +177,7 @@ proptest! {
     /// Feasible (checked on every response by `solve_value`), Pareto efficient, its minimum level
     /// (and objective) is LAS's optimum, and its sorted levels dominate LAS's lexicographically.
     #[test]
-    fn water_filling_is_pareto_efficient_and_refines_las((counts, jobs) in instances(30)) {
+    fn water_filling_is_pareto_efficient_and_refines_las((counts, jobs) in random_jobs(30, 50.0)) {
         let (p, r, x) = solve_value(&request(&counts, &jobs, "max_min_fairness_water_filling", true));
         let (_, las, y) = solve_value(&request(&counts, &jobs, "max_min_fairness", true));
         let z = las.objective.unwrap();
@@ -438,7 +200,7 @@ proptest! {
     /// `heterogeneity_aware: false`: feasible and Pareto efficient on the all-ones matrix (the
     /// helpers use the policy's matrix), and still LAS's optimum at the bottom.
     #[test]
-    fn agnostic_water_filling_is_pareto_efficient((counts, jobs) in instances(30)) {
+    fn agnostic_water_filling_is_pareto_efficient((counts, jobs) in random_jobs(30, 50.0)) {
         let (p, r, x) = solve_value(&request(&counts, &jobs, "max_min_fairness_water_filling", false));
         prop_assert!(!p.heterogeneity_aware);
         let (_, las, _) = solve_value(&request(&counts, &jobs, "max_min_fairness", false));
@@ -451,7 +213,7 @@ proptest! {
     /// Every job's nt and level agree with the plain reference, and levels never fall from one
     /// iteration to the next (each level raises every unfrozen job: a later freeze is no lower).
     #[test]
-    fn water_filling_matches_plain_water_filling((counts, jobs) in instances(10), aware in any::<bool>()) {
+    fn water_filling_matches_plain_water_filling((counts, jobs) in random_jobs(10, 50.0), aware in any::<bool>()) {
         let (p, r, _) = solve_value(&request(&counts, &jobs, "max_min_fairness_water_filling", aware));
         let got = reported(&p, &r);
         let weights: Vec<f64> = p.jobs.iter().map(|j| j.weight).collect();

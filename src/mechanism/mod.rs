@@ -5,7 +5,8 @@
 //! - [`session`]: one cluster's state and the events that change it.
 //! - [`allocation`]: recomputing the allocation with the policy, and the reset it brings.
 //! - [`round`]: `next_round`, and what one round decides.
-//! - [`priority`]: priority = allocation / fraction received, and which jobs run this round.
+//! - [`priority`]: priority = seconds behind the allocation by the end of the round if the job does
+//!   not run (`deficit + X·R`), and which jobs run this round.
 //! - [`placement`]: which GPUs they get, consolidated, renewing leases.
 //! - [`report`]: the `arbiter rounds` run on a fixed request, and its JSON.
 //!

@@ -14,16 +14,18 @@ pub(super) struct Standing<'a> {
     pub throughput: &'a [f64],
 }
 
-/// `X / (received / elapsed)`: how far a job is behind its allocation on one type. Infinite when it
-/// has an allocation there but has not run there since the last reset; 0 (never) without one.
-pub fn priority(allocation: f64, received: f64, elapsed: f64) -> f64 {
-    if allocation <= 0.0 {
-        0.0
-    } else if received <= 0.0 {
-        f64::INFINITY
-    } else {
-        allocation * elapsed / received
-    }
+/// How far behind its allocation a job on one type would be at the end of this round if it did not
+/// run in it, in seconds: `owed + X·R`, where `owed = carried + X·elapsed − received`. Positive:
+/// the job is *due* there. The selection takes combinations in decreasing priority, so the jobs
+/// furthest behind in absolute time go first. Finite always; 0 on a type without allocation.
+///
+/// Not Gavel's `X / (received / elapsed)`: that ratio ranks a small allocation slightly behind
+/// above a large one far behind, so on a type whose allocation cannot be met exactly (a job with
+/// `X = 1` next to jobs that need every GPU of the type) the large allocations lose every round
+/// the conflict costs; ordering by absolute lag shares it evenly. See
+/// `formulations/round_mechanism.md`.
+pub fn priority(allocation: f64, owed: f64, round_seconds: f64) -> f64 {
+    owed + allocation * round_seconds
 }
 
 /// Whether a job can run on a type at all as the cluster stands: it has throughput there and its
@@ -33,21 +35,19 @@ pub(super) fn placeable(scale_factor: u32, throughput: f64, capacity: u32) -> bo
 }
 
 struct Candidate {
+    /// `priority(..)`: seconds behind at the end of the round if the job does not run.
     priority: f64,
-    /// Seconds owed, carried deficit included: orders ties of priority (all the infinite ones
-    /// after a reset), as Gavel's deficits do.
-    owed: f64,
-    /// Owed time by the end of this round if the job does not run in it.
-    due: bool,
     allocation: f64,
     job: u32,
     worker_type: u32,
 }
 
-/// Picks at most one worker type per job: combinations in decreasing priority, skipping a job
-/// already chosen and any needing more GPUs than remain of the type. `capacity[w]` is the healthy
-/// GPU count of type `w`; combinations that can never fit (scale factor above it, or a type the
-/// job cannot run on) are not candidates at all.
+/// Picks at most one worker type per job: combinations in decreasing priority (the job furthest
+/// behind first; ties by larger allocation, then job order, then type), skipping a job already
+/// chosen and any needing more GPUs than remain of the type. Only due combinations (priority > 0)
+/// are candidates unless `work_conserving`, which lets the others fill what is left, least ahead
+/// first. `capacity[w]` is the healthy GPU count of type `w`; combinations that can never fit
+/// (scale factor above it, or a type the job cannot run on) are not candidates at all.
 pub(super) fn select(
     standings: &[Standing],
     elapsed: f64,
@@ -63,24 +63,15 @@ pub(super) fn select(
                 continue;
             }
             let owed = s.carried[w] + x * elapsed - s.received[w];
-            candidates.push(Candidate {
-                priority: priority(x, s.received[w], elapsed),
-                owed,
-                due: owed + x * round_seconds > 0.0,
-                allocation: x,
-                job: m as u32,
-                worker_type: w as u32,
-            });
+            let priority = priority(x, owed, round_seconds);
+            if priority > 0.0 || work_conserving {
+                candidates.push(Candidate { priority, allocation: x, job: m as u32, worker_type: w as u32 });
+            }
         }
     }
-    if !work_conserving {
-        candidates.retain(|c| c.due);
-    }
     candidates.sort_unstable_by(|a, b| {
-        b.due
-            .cmp(&a.due)
-            .then(b.priority.total_cmp(&a.priority))
-            .then(b.owed.total_cmp(&a.owed))
+        b.priority
+            .total_cmp(&a.priority)
             .then(b.allocation.total_cmp(&a.allocation))
             .then(a.job.cmp(&b.job))
             .then(a.worker_type.cmp(&b.worker_type))

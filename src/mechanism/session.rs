@@ -237,11 +237,17 @@ impl Session {
             .collect())
     }
 
-    /// The job's current priority on each type (see `priority::priority`).
+    /// The job's current priority on each type, in seconds: how far behind its allocation it would
+    /// be at the end of the next round if it did not run in it, `deficit + X·R` (see
+    /// `priority::priority`). Positive: due there.
     pub fn priorities(&self, id: &str) -> Result<Vec<f64>> {
-        let j = self.slot(id)?;
-        Ok((0..self.cluster.num_types())
-            .map(|w| priority::priority(j.allocation[w], j.received[w], self.elapsed))
+        let round_seconds = self.config.round_seconds;
+        let allocation = &self.slot(id)?.allocation;
+        Ok(self
+            .deficit(id)?
+            .into_iter()
+            .zip(allocation)
+            .map(|(owed, &x)| priority::priority(x, owed, round_seconds))
             .collect())
     }
 

@@ -1,15 +1,41 @@
 //! Helpers shared by the integration tests: fixture loading, the feasibility check every returned
 //! allocation goes through, objectives recomputed from an allocation straight from the contract's
-//! definitions (never through the crate's own helpers), and plain per-job LPs built with
-//! `arbiter::lp` to check the crate's aggregated formulations against.
+//! definitions (never through the crate's own helpers), the policy names; plain per-job LPs built
+//! with `arbiter::lp` to check the crate's aggregated formulations against (`plain`), what a
+//! water-filling response reports (`levels`), and pieces of random instances (`random`).
 #![allow(dead_code)]
 
-use arbiter::lp::{Backend, LinearProgram, Row, Sense};
+pub mod levels;
+pub mod plain;
+pub mod random;
+
+use arbiter::lp::Backend;
 use arbiter::{ArbiterError, ErrorCode, Problem, Response};
 use serde_json::Value;
 
 /// Slack allowed on the feasibility constraints.
 pub const FEAS_TOL: f64 = 1e-6;
+
+/// Every policy of the contract, by name.
+pub const POLICIES: [&str; 12] = [
+    "max_min_fairness",
+    "max_min_fairness_water_filling",
+    "hierarchical",
+    "finish_time_fairness",
+    "min_makespan",
+    "max_sum_throughput",
+    "fifo",
+    "shortest_job_first",
+    "min_cost",
+    "min_cost_slo",
+    "isolated",
+    "proportional",
+];
+
+/// `POLICIES` but those in `skip`, in the same order.
+pub fn policies_except(skip: &[&str]) -> Vec<&'static str> {
+    POLICIES.into_iter().filter(|p| !skip.contains(p)).collect()
+}
 
 pub fn fixture_path(name: &str) -> String {
     format!("{}/fixtures/{}", env!("CARGO_MANIFEST_DIR"), name)
@@ -142,15 +168,16 @@ pub fn isolated_by_hand(p: &Problem) -> Vec<Vec<f64>> {
         .collect()
 }
 
-/// LAS's objective `min_m (sf_m / weight_m) · thr_m / thr_equal_m` of an allocation.
-pub fn las_value(p: &Problem, x: &[Vec<f64>]) -> f64 {
+/// `(sf_m / w_m) · thr_m / thr_equal_m` of every job, with the job's own weight.
+pub fn weighted_levels(p: &Problem, x: &[Vec<f64>]) -> Vec<f64> {
     let thr = throughputs(p, x);
     let eq = equal_share_throughput(p);
-    p.jobs
-        .iter()
-        .enumerate()
-        .map(|(m, j)| j.scale_factor as f64 / j.weight * thr[m] / eq[m])
-        .fold(f64::INFINITY, f64::min)
+    p.jobs.iter().enumerate().map(|(m, j)| j.scale_factor as f64 / j.weight * thr[m] / eq[m]).collect()
+}
+
+/// LAS's objective `min_m (sf_m / weight_m) · thr_m / thr_equal_m` of an allocation.
+pub fn las_value(p: &Problem, x: &[Vec<f64>]) -> f64 {
+    weighted_levels(p, x).into_iter().fold(f64::INFINITY, f64::min)
 }
 
 /// `max_m r_m / thr_m` over jobs with steps left.
@@ -227,63 +254,4 @@ pub fn assert_close(got: f64, want: f64, rel: f64, what: &str) {
         (got - want).abs() <= rel * want.abs().max(1e-12),
         "{what}: got {got}, want {want} (relative tolerance {rel})"
     );
-}
-
-/// A plain per-job LP over `X[m][w]` with the base constraints (one column per job and usable
-/// type, no grouping), for cross-checks. Returns the LP and `cols[m][w]`.
-pub fn plain_base_lp(p: &Problem, sense: Sense) -> (LinearProgram, Vec<Vec<Option<usize>>>) {
-    let mut lp = LinearProgram::new(sense);
-    let cols: Vec<Vec<Option<usize>>> = (0..p.num_jobs())
-        .map(|m| {
-            (0..p.num_types())
-                .map(|w| {
-                    (policy_throughput(p, m, w) > 0.0 && p.worker_types[w].count > 0.0)
-                        .then(|| lp.add_col(0.0, 0.0, 1.0))
-                })
-                .collect()
-        })
-        .collect();
-    for row in &cols {
-        let coefs: Vec<(usize, f64)> = row.iter().flatten().map(|&c| (c, 1.0)).collect();
-        lp.add_row(Row::at_most(1.0, coefs));
-    }
-    for (w, wt) in p.worker_types.iter().enumerate() {
-        let coefs: Vec<(usize, f64)> =
-            cols.iter().zip(&p.jobs).filter_map(|(row, j)| row[w].map(|c| (c, j.scale_factor as f64))).collect();
-        lp.add_row(Row::at_most(wt.count, coefs));
-    }
-    (lp, cols)
-}
-
-/// `max z s.t. Σ_w T[m][w] X[m][w] ≥ z·demand_m` on the base constraints, one row per job.
-/// Demands are normalized to at most 1 for the solve and the scale undone on `z`.
-pub fn plain_max_ratio(p: &Problem, demand: &[f64]) -> f64 {
-    let scale = demand.iter().cloned().fold(0.0, f64::max);
-    assert!(scale > 0.0);
-    let (mut lp, cols) = plain_base_lp(p, Sense::Maximize);
-    let z = lp.add_col(1.0, 0.0, f64::INFINITY);
-    for (m, row) in cols.iter().enumerate() {
-        if demand[m] <= 0.0 {
-            continue;
-        }
-        let mut coefs: Vec<(usize, f64)> =
-            row.iter().enumerate().filter_map(|(w, c)| c.map(|c| (c, policy_throughput(p, m, w)))).collect();
-        coefs.push((z, -demand[m] / scale));
-        lp.add_row(Row::at_least(0.0, coefs));
-    }
-    let solution = Backend::default().solve(lp).expect("plain ratio LP solves");
-    solution.values[z] / scale
-}
-
-/// `max Σ_m Σ_w coef[m][w]·X[m][w]` on the base constraints.
-pub fn plain_max_linear(p: &Problem, coef: impl Fn(usize, usize) -> f64) -> f64 {
-    let (mut lp, cols) = plain_base_lp(p, Sense::Maximize);
-    for (m, row) in cols.iter().enumerate() {
-        for (w, c) in row.iter().enumerate() {
-            if let Some(c) = c {
-                lp.cost[*c] = coef(m, w);
-            }
-        }
-    }
-    Backend::default().solve(lp).expect("plain linear LP solves").objective
 }

@@ -202,44 +202,89 @@ pub fn matrix(rows: &[&[f64]]) -> arbiter::problem::Matrix {
     x
 }
 
-/// Worker types whose allocation no schedule on whole GPUs can meet, with the reason: jobs at
-/// `X = 1` run every round, leaving `C'` GPUs; any set of other jobs that pairwise cannot run
-/// together in `C'` (two whose scale factors exceed `C'`, or one too big for `C'` at all) must
-/// share one timeline, so its allocations cannot sum above 1. Checks the cliques made of one job
-/// and every job bigger than `C'/2` it conflicts with. A necessary condition only: a type passing
-/// it may still be unrealizable.
-pub fn unrealizable_types(session: &Session) -> Vec<(usize, String)> {
-    let cluster = session.cluster();
-    let mut out = Vec::new();
-    for w in 0..cluster.num_types() {
-        let mut jobs: Vec<(String, u32, f64)> = Vec::new();
-        for id in session.job_ids() {
-            let x = session.allocation(id).unwrap()[w];
-            let sf = session.job(id).unwrap().scale_factor;
-            if x > 0.0 && !session.unplaceable_types(id).unwrap().contains(&w) {
-                jobs.push((id.to_string(), sf, x));
-            }
-        }
-        let always: u32 = jobs.iter().filter(|j| j.2 >= 1.0 - 1e-6).map(|j| j.1).sum();
-        let left = cluster.healthy_count(w).saturating_sub(always);
-        let rest: Vec<&(String, u32, f64)> = jobs.iter().filter(|j| j.2 < 1.0 - 1e-6).collect();
-        for a in &rest {
-            if a.1 > left {
-                out.push((w, format!("job {} needs {} GPUs, the X = 1 jobs leave {left}", a.0, a.1)));
-                break;
-            }
-            let clique: Vec<&&(String, u32, f64)> =
-                rest.iter().filter(|b| b.0 == a.0 || (2 * b.1 > left && a.1 + b.1 > left)).collect();
-            let sum: f64 = clique.iter().map(|b| b.2).sum();
-            if sum > 1.0 + 1e-6 {
-                let names: Vec<&str> = clique.iter().map(|b| b.0.as_str()).collect();
-                out.push((
-                    w,
-                    format!("{names:?} can never run together in {left} GPUs, yet their allocations sum to {sum:.3}"),
-                ));
-                break;
-            }
+/// The smallest `g` such that a schedule on whole GPUs of type `w` exists, in the long run, giving
+/// every job allocated there (and placeable there) a fraction `y` of rounds with `X − g ≤ y ≤ X`:
+/// 0 exactly when the type's allocation is realizable (up to solver tolerance).
+///
+/// Exact for the type on its own. A round can run any set of jobs whose scale factors sum to at
+/// most the type's GPUs (placement may span servers), so what matters per round is how many jobs
+/// of each scale factor run: a count vector `n` with `Σ_s s·n_s ≤ cap`. Jobs of one scale factor
+/// are interchangeable, and unit jobs time-share a number of slots varying as `n_s(t)` iff the `q`
+/// largest fractions fit in `E[min(n_s, q)]` for every `q` (preemptive scheduling on a varying
+/// number of machines). So: a distribution `λ` over count vectors with, for every scale factor
+/// `s` and `q`, `top_q(y_s) ≤ Σ_v λ_v·min(n_s(v), q)`, `top_q` linearized as
+/// `q·t + Σ_j max(0, y_j − t)`. Jobs with allocation on other types too are taken as they stand
+/// here: across types (a job runs on one type per round) this is a necessary condition only.
+pub fn best_gap(session: &Session, w: usize) -> f64 {
+    use arbiter::lp::{Backend, LinearProgram, Row, Sense};
+    let cap = session.cluster().healthy_count(w);
+    let mut jobs: Vec<(u32, f64)> = Vec::new();
+    for id in session.job_ids() {
+        let x = session.allocation(id).unwrap()[w];
+        if x > 0.0 && !session.unplaceable_types(id).unwrap().contains(&w) {
+            jobs.push((session.job(id).unwrap().scale_factor, x));
         }
     }
-    out
+    let mut sizes: Vec<u32> = jobs.iter().map(|j| j.0).collect();
+    sizes.sort_unstable();
+    sizes.dedup();
+    let members: Vec<Vec<f64>> =
+        sizes.iter().map(|&s| jobs.iter().filter(|j| j.0 == s).map(|j| j.1).collect()).collect();
+    // Every count vector that fits.
+    let mut vectors: Vec<Vec<u32>> = Vec::new();
+    fn extend(k: usize, left: u32, sizes: &[u32], members: &[Vec<f64>], v: &mut Vec<u32>, out: &mut Vec<Vec<u32>>) {
+        if k == sizes.len() {
+            out.push(v.clone());
+            return;
+        }
+        for n in 0..=(members[k].len() as u32).min(left / sizes[k]) {
+            v.push(n);
+            extend(k + 1, left - n * sizes[k], sizes, members, v, out);
+            v.pop();
+        }
+    }
+    extend(0, cap, &sizes, &members, &mut Vec::new(), &mut vectors);
+
+    let mut lp = LinearProgram::new(Sense::Minimize);
+    let gap = lp.add_col(1.0, 0.0, f64::INFINITY);
+    let lambda: Vec<usize> = vectors.iter().map(|_| lp.add_col(0.0, 0.0, 1.0)).collect();
+    lp.add_row(Row::equal(1.0, lambda.iter().map(|&c| (c, 1.0)).collect()));
+    for (k, xs) in members.iter().enumerate() {
+        let y: Vec<usize> = xs.iter().map(|&x| lp.add_col(0.0, 0.0, x)).collect();
+        for (&yj, &x) in y.iter().zip(xs) {
+            lp.add_row(Row::at_least(x, vec![(yj, 1.0), (gap, 1.0)]));
+        }
+        for q in 1..=xs.len() {
+            let t = lp.add_col(0.0, f64::NEG_INFINITY, f64::INFINITY);
+            let mut row = vec![(t, q as f64)];
+            for &yj in &y {
+                let u = lp.add_col(0.0, 0.0, f64::INFINITY);
+                lp.add_row(Row::at_least(0.0, vec![(u, 1.0), (yj, -1.0), (t, 1.0)]));
+                row.push((u, 1.0));
+            }
+            for (&c, v) in lambda.iter().zip(&vectors) {
+                let slots = v[k].min(q as u32);
+                if slots > 0 {
+                    row.push((c, -(slots as f64)));
+                }
+            }
+            lp.add_row(Row::at_most(0.0, row));
+        }
+    }
+    Backend::default().solve(lp).expect("the gap LP is feasible (y = 0, g = max X)").objective.max(0.0)
+}
+
+/// Worker types whose allocation no schedule on whole GPUs can meet (`best_gap > 0`), with the
+/// best any schedule can do. `Σ sf·X ≤ count` is not enough: on 4 GPUs, a 4-GPU job at 0.5 and
+/// two 1-GPU jobs at 1.0 book exactly 4, yet the big job can run only in rounds neither small one
+/// does.
+pub fn unrealizable_types(session: &Session) -> Vec<(usize, String)> {
+    (0..session.cluster().num_types())
+        .filter_map(|w| {
+            let g = best_gap(session, w);
+            (g > 1e-6).then(|| {
+                (w, format!("no schedule on whole GPUs meets it; the best leaves a job {g:.4} short of its allocation"))
+            })
+        })
+        .collect()
 }
