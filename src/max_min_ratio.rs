@@ -68,8 +68,9 @@ pub struct Program {
     /// Keep the model for the next program with the same variables and re-solve it from its last
     /// basis there. Every job then takes part (one with no need may get leftover time).
     pub keep_model: bool,
-    /// Split the class totals into a per-job allocation (skipped when only the variables or the
-    /// binding rows matter, as in water-filling's intermediate levels).
+    /// Split the class totals into a per-job allocation now. When false the split is deferred:
+    /// `Engine::last_allocation` does it for the last such program (water-filling splits once,
+    /// after its last level).
     pub allocate: bool,
 }
 
@@ -255,6 +256,15 @@ pub struct Engine<'a> {
     pooled: HashMap<u64, usize>,
     /// The model of the last program that asked to keep it.
     kept: Option<Kept>,
+    /// The class totals of the last program solved without its split (see `last_allocation`).
+    last_totals: Option<Vec<ClassTotal>>,
+}
+
+/// A class's total time per type in a solution, and its jobs' needs there, largest first.
+struct ClassTotal {
+    class: usize,
+    y: Vec<f64>,
+    sorted: Vec<(usize, f64)>,
 }
 
 /// A row of the LP that carries needs: a class total (`pool: None`) or a cut from the pool.
@@ -264,6 +274,20 @@ struct NeedRow {
     members: Vec<usize>,
     lambda: usize,
     pool: Option<usize>,
+    /// The lower bound and shared-variable coefficients the backend has now, so a kept model is
+    /// sent only what changed.
+    sent: (f64, Vec<f64>),
+}
+
+/// The lower bound and the coefficient of each of the `num_vars` shared variables in `row`.
+fn need_part(row: &Row, num_vars: usize) -> (f64, Vec<f64>) {
+    let mut vars = vec![0.0; num_vars];
+    for &(c, v) in &row.coefs {
+        if c < num_vars {
+            vars[c] = v;
+        }
+    }
+    (row.lower, vars)
 }
 
 /// A solved model kept for the next program with the same shared variables.
@@ -296,7 +320,17 @@ impl<'a> Engine<'a> {
             });
             shapes[c].jobs.push(m);
         }
-        Engine { instance, backend, shapes, pool: Vec::new(), pooled: HashMap::new(), kept: None }
+        Engine { instance, backend, shapes, pool: Vec::new(), pooled: HashMap::new(), kept: None, last_totals: None }
+    }
+
+    /// The per-job allocation of the last program solved with `allocate: false`: its class totals
+    /// split among their jobs. Every job gets at least its need in that program.
+    pub fn last_allocation(&self) -> Matrix {
+        let mut allocation = Matrix::zeros(self.instance.throughput.rows(), self.instance.throughput.cols());
+        for total in self.last_totals.iter().flatten() {
+            split_class(&self.shapes[total.class], &total.y, &total.sorted, &mut allocation);
+        }
+        allocation
     }
 
     /// The pool index of a cut, adding it if new.
@@ -351,23 +385,33 @@ impl<'a> Engine<'a> {
             })
             .collect();
         let signature = program.signature();
+        // The rows that carry needs in this program, aligned with `need_rows`.
+        let mut rows: Vec<Row> = Vec::new();
         let kept = self.kept.take().filter(|k| program.keep_model && k.signature == signature);
         let (mut session, mut need_rows, mut num_rows) = match kept {
-            Some(kept) => {
+            Some(mut kept) => {
                 let mut session = kept.session;
-                // Same rows, new needs: only the right-hand sides and the shared variables' coefficients move.
-                for need in &kept.need_rows {
+                // Same rows, new needs: only the right-hand sides and the shared variables'
+                // coefficients move, and only those that did are sent.
+                for need in &mut kept.need_rows {
                     let row = classes[need.class].cut(&need.members, need.lambda, needs);
-                    session.set_row_bounds(need.row, row.lower, row.upper);
-                    for v in 0..num_vars {
-                        let coef = row.coefs.iter().find(|&&(c, _)| c == v).map_or(0.0, |&(_, x)| x);
-                        session.set_coef(need.row, v, coef);
+                    let (lower, vars) = need_part(&row, num_vars);
+                    if lower != need.sent.0 {
+                        session.set_row_bounds(need.row, row.lower, row.upper);
                     }
+                    for (v, &coef) in vars.iter().enumerate() {
+                        if coef != need.sent.1[v] {
+                            session.set_coef(need.row, v, coef);
+                        }
+                    }
+                    need.sent = (lower, vars);
+                    rows.push(row);
                 }
                 (session, kept.need_rows, kept.num_rows)
             }
             None => {
                 let (lp, need_rows) = self.build(&classes, program, next_col);
+                rows.extend(need_rows.iter().map(|n| lp.rows[n.row].clone()));
                 let num_rows = lp.rows.len();
                 (self.backend.open(lp), need_rows, num_rows)
             }
@@ -389,9 +433,11 @@ impl<'a> Engine<'a> {
                 // A cut already in the LP can look violated only within solver tolerance.
                 if !need_rows.iter().any(|n| n.pool == Some(i)) {
                     let members = self.pool[i].members.clone();
-                    need_rows.push(NeedRow { row: num_rows, class: c, members, lambda: li, pool: Some(i) });
+                    let sent = need_part(&row, num_vars);
+                    need_rows.push(NeedRow { row: num_rows, class: c, members, lambda: li, pool: Some(i), sent });
                     num_rows += 1;
-                    cuts.push(row);
+                    cuts.push(row.clone());
+                    rows.push(row);
                 }
             }
             if cuts.is_empty() {
@@ -402,8 +448,7 @@ impl<'a> Engine<'a> {
         // One pass over the rows that carry needs: which pooled cuts were tight (they seed later
         // programs), and which rows have a nonzero dual (their members cannot rise).
         let mut binding = (!solution.row_duals.is_empty()).then(|| vec![false; num_jobs]);
-        for need in &need_rows {
-            let row = classes[need.class].cut(&need.members, need.lambda, needs);
+        for (need, row) in need_rows.iter().zip(&rows) {
             if let Some(i) = need.pool {
                 let activity: f64 = row.coefs.iter().map(|&(c, v)| v * solution.values[c]).sum();
                 self.pool[i].tight = activity - row.lower <= 1e-7 * (1.0 + row.lower.abs());
@@ -420,12 +465,24 @@ impl<'a> Engine<'a> {
         }
 
         let vars = solution.values[..num_vars].to_vec();
+        // Each class's total and its jobs' needs, largest first: what the split works from.
+        let totals: Vec<ClassTotal> = classes
+            .iter()
+            .enumerate()
+            .filter(|(_, c)| !c.jobs.is_empty())
+            .map(|(c, class)| ClassTotal {
+                class: c,
+                y: class.cols.iter().map(|&(_, col)| solution.values[col].max(0.0)).collect(),
+                sorted: class.sorted(needs, &vars),
+            })
+            .collect();
         let mut allocation = Matrix::zeros(num_jobs, num_types);
         if program.allocate {
-            for class in classes.iter().filter(|c| !c.jobs.is_empty()) {
-                let y: Vec<f64> = class.cols.iter().map(|&(_, col)| solution.values[col].max(0.0)).collect();
-                split_class(class, &y, &class.sorted(needs, &vars), &mut allocation);
+            for total in &totals {
+                split_class(&shapes[total.class], &total.y, &total.sorted, &mut allocation);
             }
+        } else {
+            self.last_totals = Some(totals);
         }
         let used = classes.iter().filter(|c| !c.jobs.is_empty()).count();
         if program.keep_model {
@@ -464,14 +521,19 @@ impl<'a> Engine<'a> {
             lp.add_row(Row::at_most(class.jobs.len() as f64, class.cols.iter().map(|&(_, col)| (col, 1.0)).collect()));
             // The class total (k = n), at λ = 0.
             let lambda = class.cols.len();
-            let row = lp.add_row(class.cut(&class.jobs, lambda, needs));
-            need_rows.push(NeedRow { row, class: c, members: class.jobs.to_vec(), lambda, pool: None });
+            let cut = class.cut(&class.jobs, lambda, needs);
+            let sent = need_part(&cut, program.cost.len());
+            let row = lp.add_row(cut);
+            need_rows.push(NeedRow { row, class: c, members: class.jobs.to_vec(), lambda, pool: None, sent });
         }
         for (i, cut) in self.pool.iter().enumerate().filter(|(_, c)| c.tight) {
             let class = &classes[cut.class];
             if !class.jobs.is_empty() && cut.lambda <= class.cols.len() {
-                let row = lp.add_row(class.cut(&cut.members, cut.lambda, needs));
+                let row_cut = class.cut(&cut.members, cut.lambda, needs);
+                let sent = need_part(&row_cut, program.cost.len());
+                let row = lp.add_row(row_cut);
                 need_rows.push(NeedRow {
+                    sent,
                     row,
                     class: cut.class,
                     members: cut.members.clone(),
@@ -595,11 +657,11 @@ pub fn bottlenecks(
     Engine::new(instance.clone(), backend).bottlenecks(floor, candidates)
 }
 
-/// Splits the class total `y` (per column of `class.cols`, fastest type first) among its jobs,
-/// given their needs largest first: each takes the latest unit window of the remaining time whose
-/// throughput still covers its need.
-fn split_class(class: &Class, y: &[f64], sorted: &[(usize, f64)], allocation: &mut Matrix) {
-    let speeds: Vec<f64> = class.cols.iter().map(|&(w, _)| class.row(w)).collect();
+/// Splits a class total `y` (per type of `shape.types`, fastest first) among its jobs, given their
+/// needs largest first: each takes the latest unit window of the remaining time whose throughput
+/// still covers its need.
+fn split_class(shape: &ClassShape, y: &[f64], sorted: &[(usize, f64)], allocation: &mut Matrix) {
+    let speeds: Vec<f64> = shape.types.iter().map(|&w| shape.row[w]).collect();
     let mut left = y.to_vec();
     for &(m, need) in sorted {
         let a = latest_window(&speeds, &left, need);
@@ -610,7 +672,7 @@ fn split_class(class: &Class, y: &[f64], sorted: &[(usize, f64)], allocation: &m
             let overlap = (end.min(a + 1.0) - start.max(a)).max(0.0);
             if overlap > 0.0 {
                 *amount -= overlap;
-                let w = class.cols[s].0;
+                let w = shape.types[s];
                 allocation.set(m, w, allocation.get(m, w) + overlap);
             }
             start = end;

@@ -8,7 +8,7 @@ use super::{engine, scale_factors, Outcome, WaterFillingReport};
 use crate::error::Result;
 use crate::lp::{Backend, Sense};
 use crate::max_min_ratio::{Engine, Need, Program, Solved};
-use crate::problem::{Matrix, Problem};
+use crate::problem::Problem;
 
 /// Derives each job's weight for the next level from which jobs are frozen; weight 0 means the
 /// job keeps its floor but does not rise at this level.
@@ -29,6 +29,7 @@ fn raise(engine: &mut Engine, floor: &[f64], rising: &[bool], rate: &[f64]) -> R
         .collect();
     let mut program = Program::new(Sense::Maximize, needs);
     program.keep_model = true;
+    program.allocate = false;
     // c is free (its optimum is ≥ 0: the last allocation meets every floor) so that no bound
     // absorbs its reduced cost and the duals always name binding rows.
     program.add_var(1.0, f64::NEG_INFINITY, f64::INFINITY);
@@ -56,7 +57,6 @@ pub fn water_fill(problem: &Problem, backend: Backend, reweighting: &dyn Reweigh
     let mut level = vec![f64::NAN; n];
     let mut frozen_at = vec![0usize; n];
     let mut first_weights: Option<Vec<f64>> = None;
-    let mut allocation = Matrix::zeros(n, problem.num_types());
     let mut lp_solves = 0;
     // Levels counted so far, and the last counted one: its index, weights and rising jobs.
     let mut iterations = 0;
@@ -77,7 +77,6 @@ pub fn water_fill(problem: &Problem, backend: Backend, reweighting: &dyn Reweigh
         for m in (0..n).filter(|&m| active[m]) {
             floor[m] += c * rate[m];
         }
-        allocation = solved.allocation;
 
         // Who is stuck at this level. Active jobs of one class with one floor and one rate are
         // symmetric: at the highest level none can rise without the others, so all are. Otherwise
@@ -146,6 +145,8 @@ pub fn water_fill(problem: &Problem, backend: Backend, reweighting: &dyn Reweigh
         }
     }
 
+    // The last level meets every final floor (later levels of height 0 move none).
+    let allocation = engine.last_allocation();
     let thr = super::throughputs(problem, &allocation);
     let nt: Vec<f64> = (0..n).map(|m| thr[m] / thr_equal[m]).collect();
     let first = first_weights.unwrap_or_else(|| vec![0.0; n]);
