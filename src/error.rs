@@ -5,7 +5,7 @@ use serde::Serialize;
 use std::fmt;
 
 /// What went wrong, as a stable machine-readable code.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, utoipa::ToSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum ErrorCode {
     /// The body is not JSON, or a field has the wrong JSON type.
@@ -57,7 +57,7 @@ impl ErrorCode {
 }
 
 /// The contract's error object, `{"error": {"code", "message", "field"}}` on the wire.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, utoipa::ToSchema)]
 pub struct ArbiterError {
     pub code: ErrorCode,
     pub message: String,

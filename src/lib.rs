@@ -22,6 +22,7 @@ pub mod policies;
 pub mod problem;
 pub mod request;
 pub mod response;
+pub mod service;
 
 pub use error::{ArbiterError, ErrorCode};
 pub use policies::{Outcome, PolicyKind};

@@ -21,9 +21,7 @@ use crate::error::Result;
 use crate::lp::{Backend, LinearProgram, Row, Sense, Session};
 use crate::problem::Matrix;
 use std::borrow::Cow;
-use std::collections::hash_map::DefaultHasher;
 use std::collections::{HashMap, HashSet};
-use std::hash::{Hash, Hasher};
 
 /// Relative tolerance under which a top-k condition counts as met.
 const CUT_TOLERANCE: f64 = 1e-9;
@@ -66,7 +64,8 @@ pub struct Program {
     pub upper: Vec<f64>,
     pub needs: Vec<Need>,
     /// Keep the model for the next program with the same variables and re-solve it from its last
-    /// basis there. Every job then takes part (one with no need may get leftover time).
+    /// basis there. Every job then sits in its class's rows, so the model's shape never changes
+    /// (one with no need still gets no time from the split).
     pub keep_model: bool,
     /// Split the class totals into a per-job allocation now. When false the split is deferred:
     /// `Engine::last_allocation` does it for the last such program (water-filling splits once,
@@ -253,7 +252,8 @@ pub struct Engine<'a> {
     backend: Backend,
     shapes: Vec<ClassShape>,
     pool: Vec<PoolCut>,
-    pooled: HashMap<u64, usize>,
+    /// Pool index of each cut, by (class, λ index, sorted members).
+    pooled: HashMap<(usize, usize, Vec<usize>), usize>,
     /// The model of the last program that asked to keep it.
     kept: Option<Kept>,
     /// The class totals of the last program solved without its split (see `last_allocation`).
@@ -336,10 +336,8 @@ impl<'a> Engine<'a> {
     /// The pool index of a cut, adding it if new.
     fn pooled_index(&mut self, class: usize, mut members: Vec<usize>, lambda: usize) -> usize {
         members.sort_unstable();
-        let mut h = DefaultHasher::new();
-        (class, lambda, &members).hash(&mut h);
         let pool = &mut self.pool;
-        *self.pooled.entry(h.finish()).or_insert_with(|| {
+        *self.pooled.entry((class, lambda, members.clone())).or_insert_with(|| {
             pool.push(PoolCut { class, members, lambda, tight: false });
             pool.len() - 1
         })

@@ -5,7 +5,7 @@ use crate::error::{ArbiterError, ErrorCode, Result};
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 
-#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, Serialize, Deserialize, utoipa::ToSchema)]
 pub struct Request {
     pub policy: String,
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -23,12 +23,12 @@ pub struct Request {
     pub max_solve_seconds: Option<f64>,
 }
 
-#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, Serialize, Deserialize, utoipa::ToSchema)]
 pub struct ClusterSpec {
     pub worker_types: BTreeMap<String, WorkerTypeSpec>,
 }
 
-#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, Serialize, Deserialize, utoipa::ToSchema)]
 pub struct WorkerTypeSpec {
     /// Number of GPUs of this type (a whole number ≥ 0).
     pub count: f64,
@@ -38,7 +38,7 @@ pub struct WorkerTypeSpec {
     pub cost_per_hour: Option<f64>,
 }
 
-#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, Serialize, Deserialize, utoipa::ToSchema)]
 pub struct JobSpec {
     pub id: String,
     /// Steps/s alone on `scale_factor` GPUs of each type; 0, null or absent: cannot run there.
@@ -62,7 +62,7 @@ pub struct JobSpec {
     pub arrival: Option<f64>,
 }
 
-#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, Serialize, Deserialize, utoipa::ToSchema)]
 pub struct ColocationSpec {
     pub jobs: [String; 2],
     /// Per worker type, each job's steps/s while the pair shares the GPUs.
@@ -73,7 +73,7 @@ pub struct ColocationSpec {
 /// An entity (a team, an organisation) for `hierarchical`: its weight and how it shares that
 /// weight among its jobs and sub-entities. `parent` nests it inside another entity, to any depth;
 /// without it the entity is a root, as in the contract's flat form.
-#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, Serialize, Deserialize, utoipa::ToSchema)]
 pub struct EntitySpec {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub weight: Option<f64>,

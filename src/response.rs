@@ -6,7 +6,7 @@ use crate::problem::{dot, Problem};
 use indexmap::IndexMap;
 use serde::{Deserialize, Serialize};
 
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, utoipa::ToSchema)]
 pub struct Response {
     pub policy: String,
     /// `allocation[job][worker type]`: fraction of wall-clock time on that type.
@@ -23,7 +23,7 @@ pub struct Response {
 }
 
 /// Where water-filling left a job.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, utoipa::ToSchema)]
 pub struct JobLevel {
     /// `nt_m = thr_m / thr_equal_m` of the allocation.
     pub normalized_throughput: f64,
@@ -33,13 +33,13 @@ pub struct JobLevel {
     pub iteration: usize,
 }
 
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, utoipa::ToSchema)]
 pub struct ColocatedAllocation {
     pub jobs: [String; 2],
     pub allocation: IndexMap<String, f64>,
 }
 
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, utoipa::ToSchema)]
 pub struct Stats {
     pub backend: String,
     pub solve_seconds: f64,

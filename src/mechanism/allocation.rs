@@ -4,6 +4,7 @@
 use super::priority;
 use super::session::{invalid, Session};
 use crate::error::{ArbiterError, ErrorCode, Result};
+use crate::lp::Backend;
 use crate::policies;
 use crate::problem::{Job, Matrix, Problem, WorkerType};
 
@@ -42,16 +43,18 @@ impl Session {
 
     /// Solves the session's policy now, whatever the interval, and resets.
     pub fn recompute_allocation(&mut self) -> Result<()> {
-        let rows = self.solve()?;
-        self.reset(rows);
+        let x = self.solve_allocation(self.config.backend)?;
+        self.reset((0..x.rows()).map(|m| x.row(m).to_vec()).collect());
         Ok(())
     }
 
-    /// The policy on the current jobs and healthy cluster. Jobs that can run on no type with a
-    /// healthy GPU left are not in the problem and get no allocation.
-    fn solve(&self) -> Result<Vec<Vec<f64>>> {
+    /// The policy's allocation for the current jobs and healthy cluster, solved with `backend`
+    /// (so a caller can give each solve its own budget), rows in `job_ids` order, without
+    /// installing it (`set_allocation` does). Jobs that can run on no type with a healthy GPU
+    /// left are not in the problem and get a zero row.
+    pub fn solve_allocation(&self, backend: Backend) -> Result<Matrix> {
         let types = self.cluster.num_types();
-        let mut rows = vec![vec![0.0; types]; self.jobs.len()];
+        let mut rows = Matrix::zeros(self.jobs.len(), types);
         let worker_types: Vec<WorkerType> = self
             .base
             .worker_types
@@ -81,7 +84,7 @@ impl Session {
             throughput,
             ..self.base.clone()
         };
-        let outcome = policies::solve(&problem, self.config.backend)?;
+        let outcome = policies::solve(&problem, backend)?;
         let x = &outcome.allocation;
         if x.rows() != included.len() || x.cols() != types {
             return Err(ArbiterError::new(
@@ -102,7 +105,12 @@ impl Session {
                         format!("the policy returned a non-finite allocation for job {:?}", self.jobs[m].id),
                     ));
                 }
-                rows[m][w] = v;
+                // Solver noise below 0 or above 1.
+                rows.set(m, w, v.clamp(0.0, 1.0));
+            }
+            let sum: f64 = rows.row(m).iter().sum();
+            if sum > 1.0 + ROW_TOLERANCE {
+                rows.row_mut(m).iter_mut().for_each(|v| *v /= sum);
             }
         }
         Ok(rows)

@@ -1,0 +1,111 @@
+//! The server's configuration: every `arbiter serve` flag, each with an environment fallback.
+//! Only knobs live here; what they do lives in the modules that read them.
+
+use clap::{Args, ValueEnum};
+use std::net::SocketAddr;
+use std::path::PathBuf;
+
+/// How log lines are written (to standard error).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum LogFormat {
+    /// One human-readable line per event.
+    Text,
+    /// One JSON object per line, for log collectors.
+    Json,
+}
+
+/// `arbiter serve`: the HTTP allocation service.
+#[derive(Debug, Clone, Args)]
+pub struct Config {
+    /// Address to listen on; port 0 picks a free port (the bound address is printed).
+    #[arg(long, env = "ARBITER_ADDR", default_value = "127.0.0.1:8080")]
+    pub addr: SocketAddr,
+
+    /// SQLite database holding the sessions; created if absent. `:memory:` keeps nothing.
+    #[arg(long, env = "ARBITER_DB", default_value = "./arbiter.db")]
+    pub db: PathBuf,
+
+    /// Largest request body accepted, in bytes; larger ones get 413 `payload_too_large`.
+    #[arg(long, env = "ARBITER_MAX_BODY_BYTES", default_value_t = 16 * 1024 * 1024)]
+    pub max_body_bytes: usize,
+
+    /// Solves running at once (each on its own thread); default: the number of cores.
+    #[arg(long, env = "ARBITER_MAX_CONCURRENT_SOLVES", value_parser = clap::value_parser!(u32).range(1..))]
+    pub max_concurrent_solves: Option<u32>,
+
+    /// Solves waiting for a free solver beyond those running; past it, 429 with Retry-After.
+    /// Default: 8 per concurrent solve.
+    #[arg(long, env = "ARBITER_MAX_QUEUED_SOLVES")]
+    pub max_queued_solves: Option<u32>,
+
+    /// Longest a solve waits in the queue for a solver before it is turned away with 429.
+    #[arg(long, env = "ARBITER_MAX_QUEUE_SECONDS", default_value_t = 5.0, value_parser = positive_seconds)]
+    pub max_queue_seconds: f64,
+
+    /// Server-wide solve budget in seconds; a request's `max_solve_seconds` can only lower it.
+    /// A solve past its budget ends with 504 `timeout`.
+    #[arg(long, env = "ARBITER_MAX_SOLVE_SECONDS", default_value_t = 60.0, value_parser = positive_seconds)]
+    pub max_solve_seconds: f64,
+
+    /// How many nice steps (0 to 19) the solver threads run below the server's own threads:
+    /// solves yield the CPU to request handling, so `/healthz` and cheap requests stay fast while
+    /// big solves run. 0 disables.
+    #[arg(long, env = "ARBITER_SOLVER_NICE", default_value_t = 10, value_parser = clap::value_parser!(i32).range(0..=19))]
+    pub solver_nice: i32,
+
+    /// After SIGTERM/SIGINT, in-flight requests get this long to finish before the server exits.
+    #[arg(long, env = "ARBITER_SHUTDOWN_GRACE_SECONDS", default_value_t = 90.0, value_parser = positive_seconds)]
+    pub shutdown_grace_seconds: f64,
+
+    /// Log filter: a level (`error`, `warn`, `info`, `debug`, `trace`) or `tracing` directives
+    /// such as `info,arbiter::service=debug`. Every request is logged at `debug`.
+    #[arg(long, env = "ARBITER_LOG", default_value = "info")]
+    pub log: String,
+
+    /// Log line format.
+    #[arg(long, env = "ARBITER_LOG_FORMAT", value_enum, default_value_t = LogFormat::Text)]
+    pub log_format: LogFormat,
+
+    /// Do not create the embedded demo session (`demo`) at start.
+    #[arg(long, env = "ARBITER_NO_DEMO", value_parser = clap::builder::BoolishValueParser::new())]
+    pub no_demo: bool,
+}
+
+fn positive_seconds(text: &str) -> Result<f64, String> {
+    match text.parse::<f64>() {
+        Ok(v) if v.is_finite() && v > 0.0 => Ok(v),
+        _ => Err(format!("expected a finite number of seconds > 0, got {text:?}")),
+    }
+}
+
+impl Config {
+    /// The defaults of every flag, with `addr` and `db` given (for tests and embedding).
+    pub fn new(addr: SocketAddr, db: impl Into<PathBuf>) -> Config {
+        Config {
+            addr,
+            db: db.into(),
+            max_body_bytes: 16 * 1024 * 1024,
+            max_concurrent_solves: None,
+            max_queued_solves: None,
+            max_queue_seconds: 5.0,
+            max_solve_seconds: 60.0,
+            solver_nice: 10,
+            shutdown_grace_seconds: 90.0,
+            log: "info".to_string(),
+            log_format: LogFormat::Text,
+            no_demo: false,
+        }
+    }
+
+    /// Solves that run at once: the flag, or the number of cores.
+    pub fn concurrent_solves(&self) -> u32 {
+        self.max_concurrent_solves
+            .unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get() as u32))
+            .max(1)
+    }
+
+    /// Solves that may wait: the flag, or 8 per concurrent solve.
+    pub fn queued_solves(&self) -> u32 {
+        self.max_queued_solves.unwrap_or_else(|| 8 * self.concurrent_solves())
+    }
+}

@@ -1,0 +1,75 @@
+//! Extractors that refuse with the contract's error object instead of axum's plain-text
+//! rejections: the request body as UTF-8 text within the size limit, and path parameters.
+
+use super::error::ApiError;
+use super::state::SharedState;
+use crate::error::{ArbiterError, ErrorCode};
+use axum::body::Bytes;
+use axum::extract::{FromRequest, FromRequestParts, Path, Request};
+use axum::http::header::CONTENT_LENGTH;
+use axum::http::request::Parts;
+use serde::de::DeserializeOwned;
+
+/// The request body, read whole and checked to be UTF-8. The content type is not checked, so
+/// `curl -d @request.json` works as well as `-H 'Content-Type: application/json'`.
+#[derive(Debug, Clone)]
+pub struct Body(Bytes);
+
+impl Body {
+    pub fn text(&self) -> Result<&str, ApiError> {
+        std::str::from_utf8(&self.0).map_err(|e| ApiError::malformed(format!("the request body is not UTF-8: {e}")))
+    }
+
+    pub fn into_bytes(self) -> Bytes {
+        self.0
+    }
+}
+
+impl FromRequest<SharedState> for Body {
+    type Rejection = ApiError;
+
+    async fn from_request(req: Request, state: &SharedState) -> Result<Body, ApiError> {
+        let limit = state.config.max_body_bytes;
+        // Refuse a declared oversize body before reading any of it.
+        let declared = req.headers().get(CONTENT_LENGTH).and_then(|v| v.to_str().ok()?.parse::<u64>().ok());
+        if declared.is_some_and(|n| n > limit as u64) {
+            return Err(ApiError::PayloadTooLarge { limit });
+        }
+        match Bytes::from_request(req, state).await {
+            Ok(bytes) => Ok(Body(bytes)),
+            Err(rejection) => match ApiError::from(rejection) {
+                ApiError::PayloadTooLarge { .. } => Err(ApiError::PayloadTooLarge { limit }),
+                other => Err(other),
+            },
+        }
+    }
+}
+
+/// `Path<T>` with the contract's error object on rejection.
+#[derive(Debug, Clone)]
+pub struct Params<T>(pub T);
+
+impl<S: Send + Sync, T: DeserializeOwned + Send> FromRequestParts<S> for Params<T> {
+    type Rejection = ApiError;
+
+    async fn from_request_parts(parts: &mut Parts, state: &S) -> Result<Params<T>, ApiError> {
+        let Path(value) = Path::<T>::from_request_parts(parts, state).await?;
+        Ok(Params(value))
+    }
+}
+
+/// Parses a JSON object from `text` into `T`; a syntax or type error names the field path.
+pub fn parse_object<T: DeserializeOwned>(text: &str) -> Result<T, ApiError> {
+    if !text.trim_start().starts_with('{') {
+        return Err(ApiError::malformed("malformed request: expected a JSON object"));
+    }
+    let mut de = serde_json::Deserializer::from_str(text);
+    let value = serde_path_to_error::deserialize(&mut de).map_err(|e| {
+        let path = e.path().to_string();
+        let inner = e.into_inner();
+        let error = ArbiterError::new(ErrorCode::MalformedRequest, format!("malformed request: {inner}"));
+        ApiError::Arbiter(ArbiterError { field: (path != "." && path != "?").then_some(path), ..error })
+    })?;
+    de.end().map_err(|e| ApiError::malformed(format!("malformed request: {e}")))?;
+    Ok(value)
+}

@@ -1,0 +1,23 @@
+//! The HTTP allocation service (`arbiter serve`): the contract's solve as `POST /v1/allocations`,
+//! durable sessions under the round-based mechanism, health, metrics and the OpenAPI document.
+//!
+//! The HTTP layer holds no policy or mechanism logic: handlers extract, call the library, map the
+//! result. Solves run off the async runtime in a bounded pool ([`limits`]); sessions are event
+//! sourced into SQLite ([`store`], [`sessions`]); every error is the contract's object ([`error`]).
+
+pub mod allocations;
+pub mod config;
+pub mod error;
+pub mod extract;
+pub mod health;
+pub mod limits;
+pub mod metrics;
+pub mod openapi;
+pub mod server;
+pub mod sessions;
+pub mod state;
+pub mod store;
+
+pub use config::Config;
+pub use server::{router, run, serve};
+pub use state::{AppState, SharedState};

@@ -1,0 +1,207 @@
+//! Running the service: logging, the router and its layers, the embedded demo session, binding
+//! and printing the URLs to try, and graceful shutdown on SIGTERM/SIGINT.
+
+use super::config::{Config, LogFormat};
+use super::error::ApiError;
+use super::sessions::events::Event;
+use super::sessions::handlers::{self as h, solve_now};
+use super::sessions::registry::apply_live;
+use super::sessions::spec::CreateSession;
+use super::state::{AppState, SharedState};
+use super::{allocations, health, metrics};
+use axum::extract::DefaultBodyLimit;
+use axum::http::{HeaderValue, Method, Uri};
+use axum::routing::{delete, get, post, put};
+use axum::serve::ListenerExt;
+use axum::Router;
+use std::io::Write;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
+use std::time::Duration;
+use tower_http::catch_panic::CatchPanicLayer;
+use tower_http::request_id::{MakeRequestId, PropagateRequestIdLayer, RequestId, SetRequestIdLayer};
+
+/// The id of the session `arbiter serve` starts with.
+pub const DEMO_SESSION: &str = "demo";
+
+/// Every endpoint, with the layers: request ids, metrics and logs, panics as 500 error objects,
+/// and the body limit.
+pub fn router(state: SharedState) -> Router {
+    Router::new()
+        .route("/", get(health::index))
+        .route("/healthz", get(health::healthz))
+        .route("/metrics", get(metrics::metrics))
+        .route("/openapi.json", get(health::openapi))
+        .route("/v1/allocations", post(allocations::solve))
+        .route("/v1/sessions", get(h::list).post(h::create))
+        .route("/v1/sessions/{id}", get(h::get).delete(h::delete))
+        .route("/v1/sessions/{id}/jobs", post(h::add_job))
+        .route("/v1/sessions/{id}/jobs/{job}", delete(h::remove_job))
+        .route("/v1/sessions/{id}/jobs/{job}/progress", post(h::progress))
+        .route("/v1/sessions/{id}/throughputs", put(h::throughputs))
+        .route("/v1/sessions/{id}/workers/{worker}/fail", post(h::worker_failed))
+        .route("/v1/sessions/{id}/workers/{worker}/return", post(h::worker_returned))
+        .route("/v1/sessions/{id}/allocation", get(h::allocation).post(h::recompute))
+        .route("/v1/sessions/{id}/rounds", post(h::round))
+        .fallback(no_route)
+        .method_not_allowed_fallback(method_not_allowed)
+        .layer(DefaultBodyLimit::max(state.config.max_body_bytes))
+        .layer(CatchPanicLayer::custom(panicked))
+        .layer(axum::middleware::from_fn_with_state(state.clone(), metrics::track))
+        .layer(PropagateRequestIdLayer::x_request_id())
+        .layer(SetRequestIdLayer::x_request_id(RequestIds::default()))
+        .with_state(state)
+}
+
+async fn no_route(method: Method, uri: Uri) -> ApiError {
+    ApiError::NoRoute { method: method.to_string(), path: uri.path().to_string() }
+}
+
+async fn method_not_allowed(method: Method, uri: Uri) -> ApiError {
+    ApiError::MethodNotAllowed { method: method.to_string(), path: uri.path().to_string() }
+}
+
+fn panicked(_: Box<dyn std::any::Any + Send + 'static>) -> axum::response::Response {
+    use axum::response::IntoResponse;
+    ApiError::Internal("the handler panicked; the server keeps serving".into()).into_response()
+}
+
+/// `x-request-id` for requests that come without one: a counter.
+#[derive(Debug, Clone, Default)]
+struct RequestIds(Arc<AtomicU64>);
+
+impl MakeRequestId for RequestIds {
+    fn make_request_id<B>(&mut self, _: &axum::http::Request<B>) -> Option<RequestId> {
+        let n = self.0.fetch_add(1, Ordering::Relaxed);
+        HeaderValue::from_str(&n.to_string()).ok().map(RequestId::new)
+    }
+}
+
+fn init_logging(config: &Config) -> Result<(), String> {
+    let filter = tracing_subscriber::EnvFilter::try_new(&config.log)
+        .map_err(|e| format!("--log {:?} is not a level or a filter: {e}", config.log))?;
+    let builder = tracing_subscriber::fmt().with_env_filter(filter).with_writer(std::io::stderr);
+    let result = match config.log_format {
+        LogFormat::Text => builder.try_init(),
+        LogFormat::Json => builder.json().flatten_event(true).try_init(),
+    };
+    // Already set (a test, or an embedding program): keep the one there is.
+    let _ = result;
+    Ok(())
+}
+
+/// `arbiter serve`: sets up logging and the runtime, serves until SIGTERM/SIGINT.
+pub fn run(config: Config) -> Result<(), String> {
+    init_logging(&config)?;
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .thread_name("arbiter-http")
+        .build()
+        .map_err(|e| format!("cannot start the async runtime: {e}"))?;
+    let result = runtime.block_on(serve(config));
+    runtime.shutdown_timeout(Duration::from_secs(5));
+    result
+}
+
+/// The demo session: the embedded demo cluster and jobs under max-min fairness, its allocation
+/// computed, so `curl .../v1/sessions/demo/allocation` answers at once.
+async fn create_demo(state: &SharedState) -> Result<(), ApiError> {
+    let request = crate::demo::request("max_min_fairness");
+    let create = CreateSession {
+        policy: request.policy,
+        cluster: request.cluster,
+        jobs: request.jobs,
+        round_seconds: Some(360.0),
+        ..CreateSession::default()
+    };
+    let text = serde_json::to_string(&create).map_err(|e| ApiError::Internal(e.to_string()))?;
+    let shared = state.clone();
+    super::limits::blocking(move || shared.sessions.create(DEMO_SESSION.to_string(), &text)).await??;
+    let shared = state.clone();
+    state
+        .sessions
+        .update(DEMO_SESSION, Some(&state.limiter), move |entry, session| {
+            let event = Event::Allocation { allocation: solve_now(&shared, entry, session)? };
+            Ok((apply_live(entry, session, event)?.0, ()))
+        })
+        .await?;
+    Ok(())
+}
+
+/// Serves until SIGTERM or SIGINT, then lets in-flight requests finish (up to the grace period).
+pub async fn serve(config: Config) -> Result<(), String> {
+    let grace = Duration::from_secs_f64(config.shutdown_grace_seconds);
+    let addr = config.addr;
+    let db = config.db.display().to_string();
+    let (state, broken) = AppState::open(config.clone()).map_err(|e| e.to_string())?;
+    for b in &broken {
+        tracing::error!(session = %b.id, error = %b.error, "a stored session could not be rebuilt; it stays in the store and is not served");
+    }
+    tracing::info!(db = %db, sessions = state.sessions.len(), "sessions restored");
+    if !config.no_demo && !state.sessions.contains(DEMO_SESSION) {
+        create_demo(&state).await.map_err(|e| format!("cannot create the demo session: {}", e.body().error.message))?;
+    }
+    let listener = tokio::net::TcpListener::bind(addr).await.map_err(|e| format!("cannot listen on {addr}: {e}"))?;
+    let local = listener.local_addr().map_err(|e| e.to_string())?;
+    print_urls(local, state.sessions.contains(DEMO_SESSION));
+    tracing::info!(addr = %local, solvers = state.limiter.max_running(), "listening");
+
+    let (stop_tx, mut stop_rx) = tokio::sync::watch::channel(false);
+    let signal = async move {
+        shutdown_signal().await;
+        tracing::info!("shutting down: finishing in-flight requests");
+        let _ = stop_tx.send(true);
+    };
+    let listener = listener.tap_io(|tcp| {
+        let _ = tcp.set_nodelay(true);
+    });
+    let server = axum::serve(listener, router(state)).with_graceful_shutdown(signal);
+    let deadline = async move {
+        let _ = stop_rx.wait_for(|stop| *stop).await;
+        tokio::time::sleep(grace).await;
+    };
+    tokio::select! {
+        result = server => result.map_err(|e| format!("server error: {e}"))?,
+        _ = deadline => tracing::warn!(seconds = grace.as_secs_f64(), "grace period over; exiting with requests in flight"),
+    }
+    tracing::info!("stopped");
+    Ok(())
+}
+
+fn print_urls(addr: std::net::SocketAddr, demo: bool) {
+    let base = format!("http://{addr}");
+    let mut out = std::io::stdout().lock();
+    let _ = writeln!(out, "arbiter {} listening on {base}", env!("CARGO_PKG_VERSION"));
+    let _ = writeln!(out, "try:");
+    if demo {
+        let _ = writeln!(out, "  curl {base}/v1/sessions/{DEMO_SESSION}/allocation");
+        let _ = writeln!(out, "  curl -X POST {base}/v1/sessions/{DEMO_SESSION}/rounds");
+        let _ = writeln!(out, "  curl {base}/v1/sessions/{DEMO_SESSION}");
+    }
+    let _ = writeln!(out, "  curl -d @fixtures/demo.json {base}/v1/allocations");
+    let _ = writeln!(out, "  curl {base}/healthz");
+    let _ = writeln!(out, "  curl {base}/metrics");
+    let _ = writeln!(out, "  curl {base}/openapi.json");
+    let _ = out.flush();
+}
+
+async fn shutdown_signal() {
+    let interrupt = async {
+        let _ = tokio::signal::ctrl_c().await;
+    };
+    #[cfg(unix)]
+    let terminate = async {
+        match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
+            Ok(mut s) => {
+                s.recv().await;
+            }
+            Err(_) => std::future::pending::<()>().await,
+        }
+    };
+    #[cfg(not(unix))]
+    let terminate = std::future::pending::<()>();
+    tokio::select! {
+        _ = interrupt => {},
+        _ = terminate => {},
+    }
+}

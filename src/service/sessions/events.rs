@@ -1,0 +1,210 @@
+//! The events that change a session, as they are stored, and the one `apply` that both the live
+//! requests and the replay after a restart go through: replaying a session's events in order on
+//! its fresh session rebuilds it exactly (same jobs, received times, allocation, leases).
+//!
+//! Bodies are kept as the text the client sent, so replay parses the same bytes to the same
+//! numbers; solved allocations are kept bit for bit, so replay never solves.
+
+use super::spec::{relative_to_job, Spec};
+use crate::error::{ArbiterError, ErrorCode};
+use crate::mechanism::{Round, Session};
+use crate::problem::Matrix;
+use crate::request::JobSpec;
+use crate::service::error::{ApiError, ApiResult};
+use crate::service::extract::parse_object;
+use indexmap::IndexMap;
+use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
+use utoipa::ToSchema;
+
+/// One accepted change to a session.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "kind", rename_all = "snake_case")]
+pub enum Event {
+    /// `body`: a job of the contract (`JobSpec`).
+    AddJob {
+        body: String,
+    },
+    RemoveJob {
+        job: String,
+    },
+    /// `body`: a `Progress`.
+    Progress {
+        job: String,
+        body: String,
+    },
+    /// `body`: a `Throughputs`.
+    Throughputs {
+        body: String,
+    },
+    WorkerFailed {
+        worker: String,
+    },
+    WorkerReturned {
+        worker: String,
+    },
+    /// The allocation was recomputed (and received time reset) to this.
+    Allocation {
+        allocation: Stored,
+    },
+    /// One round ran, after installing `allocation` if the old one was stale.
+    Round {
+        allocation: Option<Stored>,
+    },
+}
+
+impl Event {
+    pub fn kind(&self) -> &'static str {
+        match self {
+            Event::AddJob { .. } => "add_job",
+            Event::RemoveJob { .. } => "remove_job",
+            Event::Progress { .. } => "progress",
+            Event::Throughputs { .. } => "throughputs",
+            Event::WorkerFailed { .. } => "worker_failed",
+            Event::WorkerReturned { .. } => "worker_returned",
+            Event::Allocation { .. } => "allocation",
+            Event::Round { .. } => "round",
+        }
+    }
+}
+
+/// An allocation matrix stored exactly: its shape and its nonzero entries `(row, column, bits)`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Stored {
+    pub rows: usize,
+    pub cols: usize,
+    pub entries: Vec<(u32, u32, u64)>,
+}
+
+impl Stored {
+    pub fn new(x: &Matrix) -> Stored {
+        let mut entries = Vec::new();
+        for r in 0..x.rows() {
+            for (c, &v) in x.row(r).iter().enumerate() {
+                if v != 0.0 {
+                    entries.push((r as u32, c as u32, v.to_bits()));
+                }
+            }
+        }
+        Stored { rows: x.rows(), cols: x.cols(), entries }
+    }
+
+    pub fn matrix(&self) -> ApiResult<Matrix> {
+        let mut x = Matrix::zeros(self.rows, self.cols);
+        for &(r, c, bits) in &self.entries {
+            if r as usize >= self.rows || c as usize >= self.cols {
+                return Err(ApiError::Internal("a stored allocation entry is out of its shape".into()));
+            }
+            x.set(r as usize, c as usize, f64::from_bits(bits));
+        }
+        Ok(x)
+    }
+}
+
+/// `POST /v1/sessions/{id}/jobs/{job}/progress`: the job ran `steps` steps on `worker_type`, at
+/// a measured `throughput` steps/s.
+#[derive(Debug, Clone, Serialize, Deserialize, ToSchema)]
+pub struct Progress {
+    pub worker_type: String,
+    /// Steps done since the last report (≥ 0): subtracted from `steps_remaining`.
+    pub steps: f64,
+    /// Measured steps/s on `worker_type` (≥ 0), folded into the job's throughput as a moving average.
+    pub throughput: f64,
+}
+
+/// `PUT /v1/sessions/{id}/throughputs`: new throughput rows (steps/s per worker type; a type
+/// left out: cannot run there) for some jobs, all applied or none.
+#[derive(Debug, Clone, Serialize, Deserialize, ToSchema)]
+pub struct Throughputs {
+    #[schema(example = json!({"resnet50": {"v100": 10.5, "p100": 6.1, "k80": 1.0}}))]
+    pub throughputs: IndexMap<String, BTreeMap<String, Option<f64>>>,
+}
+
+/// What applying an event did, for the response.
+#[derive(Debug)]
+pub enum Applied {
+    Changed,
+    Round(Round),
+}
+
+/// Applies `event` to `session`. Live requests build the event (solving first, when a
+/// recomputation is due) and apply it to a copy of the session; replay applies the stored one.
+pub fn apply(spec: &Spec, session: &mut Session, event: &Event) -> ApiResult<Applied> {
+    match event {
+        Event::AddJob { body } => {
+            let job: JobSpec = parse_object(body)?;
+            let (job, throughput) = spec.job(&job, session.time())?;
+            session.add_job(job, &throughput).map_err(relative_to_job)?;
+        }
+        Event::RemoveJob { job } => {
+            session.remove_job(job)?;
+        }
+        Event::Progress { job, body } => {
+            let progress: Progress = parse_object(body)?;
+            let w = session.cluster().type_index(&progress.worker_type).ok_or_else(|| {
+                ArbiterError::at(
+                    ErrorCode::UnknownWorkerType,
+                    "worker_type",
+                    format!("worker type {:?} is not in the session's cluster", progress.worker_type),
+                )
+            })?;
+            session.report_progress(job, w, progress.steps, progress.throughput)?;
+        }
+        Event::Throughputs { body } => {
+            let update: Throughputs = parse_object(body)?;
+            for (job, row) in &update.throughputs {
+                let row = throughput_row(session, job, row)?;
+                session.update_throughput(job, &row).map_err(|e| at_job(e, job))?;
+            }
+        }
+        Event::WorkerFailed { worker } => session.worker_failed(worker)?,
+        Event::WorkerReturned { worker } => session.worker_returned(worker)?,
+        Event::Allocation { allocation } => session.set_allocation(&allocation.matrix()?)?,
+        Event::Round { allocation } => {
+            if let Some(allocation) = allocation {
+                session.set_allocation(&allocation.matrix()?)?;
+            }
+            if session.is_stale() {
+                // Never reached through the service: it installs a fresh allocation first.
+                return Err(ApiError::Internal("a round on a stale allocation without a solved one".into()));
+            }
+            return Ok(Applied::Round(session.next_round()?));
+        }
+    }
+    Ok(Applied::Changed)
+}
+
+/// A job's row in the session's type order from `{type: steps/s}`; absent or null: 0.
+fn throughput_row(session: &Session, job: &str, row: &BTreeMap<String, Option<f64>>) -> ApiResult<Vec<f64>> {
+    let cluster = session.cluster();
+    let mut out = vec![0.0; cluster.num_types()];
+    for (name, value) in row {
+        let field = format!("throughputs.{job}.{name}");
+        let w = cluster.type_index(name).ok_or_else(|| {
+            ArbiterError::at(
+                ErrorCode::UnknownWorkerType,
+                &field,
+                format!("worker type {name:?} is not in the cluster"),
+            )
+        })?;
+        let v = value.unwrap_or(0.0);
+        if !(v.is_finite() && v >= 0.0) {
+            return Err(ArbiterError::at(
+                ErrorCode::InvalidNumber,
+                field,
+                format!("a throughput must be a finite number ≥ 0, got {v}"),
+            )
+            .into());
+        }
+        out[w] = v;
+    }
+    Ok(out)
+}
+
+/// A session error about one job of a bulk update, with its field under `throughputs.<job>`.
+fn at_job(mut e: ArbiterError, job: &str) -> ArbiterError {
+    if e.code != ErrorCode::UnknownJob {
+        e.field = Some(format!("throughputs.{job}"));
+    }
+    e
+}

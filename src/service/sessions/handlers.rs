@@ -1,0 +1,292 @@
+//! The session endpoints: thin handlers that read the path and body, turn them into an event
+//! (or a read of the last durable state), and render the answer. No mechanism logic lives here.
+
+use super::events::Progress;
+use super::events::{Applied, Event, Stored, Throughputs};
+use super::registry::{apply_live, Entry};
+use super::spec::CreateSession;
+use super::views::{self, AllocationView, ClusterView, JobView, RoundView, SessionList, SessionView};
+use crate::lp::Backend;
+use crate::mechanism::Session;
+use crate::request::JobSpec;
+use crate::service::error::{ApiError, ApiResult, Code, ErrorResponse};
+use crate::service::extract::{Body, Params};
+use crate::service::state::SharedState;
+use axum::extract::State;
+use axum::http::{header, StatusCode};
+use axum::response::{IntoResponse, Response};
+use axum::Json;
+use std::time::Instant;
+
+/// Solves the session's allocation in `decide`, with the session's budget under the server's
+/// ceiling, timing it into the metrics.
+pub(crate) fn solve_now(state: &SharedState, entry: &Entry, session: &Session) -> ApiResult<Stored> {
+    let backend = Backend::default().within(entry.spec.budget(state.config.max_solve_seconds));
+    let start = Instant::now();
+    let result = session.solve_allocation(backend);
+    let outcome = result.as_ref().map_or_else(|e| Code::Library(e.code).as_str(), |_| "ok".into());
+    state.metrics.observe_solve("session", start.elapsed().as_secs_f64(), &outcome);
+    Ok(Stored::new(&result?))
+}
+
+/// Runs `decide` as one event of session `id` (see `Sessions::update`) and counts it.
+async fn update<R, F>(state: &SharedState, id: &str, solver: bool, decide: F) -> ApiResult<R>
+where
+    R: Send + 'static,
+    F: FnOnce(&Entry, &mut Session) -> ApiResult<(Event, R)> + Send + 'static,
+{
+    let limiter = solver.then_some(&state.limiter);
+    let (event, answer) = state.sessions.update(id, limiter, decide).await?;
+    state.metrics.observe_event(event.kind());
+    Ok(answer)
+}
+
+/// List the sessions.
+#[utoipa::path(get, path = "/v1/sessions", tag = "sessions",
+    responses((status = 200, description = "Every live session, oldest first", body = SessionList)))]
+pub async fn list(State(state): State<SharedState>) -> Json<SessionList> {
+    let sessions = state.sessions.all().iter().map(|e| views::summary(&e.id, e.created_at, &e.current())).collect();
+    Json(SessionList { sessions })
+}
+
+/// Create a session: a cluster run by a policy under the round-based mechanism.
+#[utoipa::path(post, path = "/v1/sessions", tag = "sessions",
+    request_body(content = CreateSession, description = "Cluster, policy, optional initial jobs and the mechanism's knobs"),
+    responses(
+        (status = 201, description = "Created; `Location` is its URL", body = SessionView,
+            headers(("Location" = String, description = "/v1/sessions/{id}"))),
+        (status = 400, description = "Malformed or invalid (the field is named)", body = ErrorResponse),
+        (status = 413, description = "Body too large", body = ErrorResponse),
+        (status = 429, description = "Overloaded; see `Retry-After`", body = ErrorResponse),
+        (status = 500, description = "The store could not make it durable", body = ErrorResponse),
+    ))]
+pub async fn create(State(state): State<SharedState>, body: Body) -> ApiResult<Response> {
+    let id = state.sessions.new_id();
+    let shared = state.clone();
+    let entry = state.limiter.run(move || shared.sessions.create(id, body.text()?)).await??;
+    let view = views::session(&entry.id, entry.created_at, &entry.spec, &entry.current())?;
+    let location = format!("/v1/sessions/{}", entry.id);
+    Ok((StatusCode::CREATED, [(header::LOCATION, location)], Json(view)).into_response())
+}
+
+/// Get a session: its cluster, jobs, allocation and received time.
+#[utoipa::path(get, path = "/v1/sessions/{id}", tag = "sessions",
+    params(("id" = String, Path, description = "Session id")),
+    responses(
+        (status = 200, description = "The session as of its last acknowledged event", body = SessionView),
+        (status = 404, description = "Unknown session", body = ErrorResponse),
+    ))]
+pub async fn get(State(state): State<SharedState>, Params(id): Params<String>) -> ApiResult<Json<SessionView>> {
+    let entry = state.sessions.get(&id)?;
+    Ok(Json(views::session(&entry.id, entry.created_at, &entry.spec, &entry.current())?))
+}
+
+/// Delete a session and everything stored about it.
+#[utoipa::path(delete, path = "/v1/sessions/{id}", tag = "sessions",
+    params(("id" = String, Path, description = "Session id")),
+    responses(
+        (status = 204, description = "Deleted (durably)"),
+        (status = 404, description = "Unknown session", body = ErrorResponse),
+    ))]
+pub async fn delete(State(state): State<SharedState>, Params(id): Params<String>) -> ApiResult<StatusCode> {
+    state.sessions.delete(&id).await?;
+    Ok(StatusCode::NO_CONTENT)
+}
+
+/// Add a job (a job of the contract). Without `arrival` it arrives at the session's time.
+#[utoipa::path(post, path = "/v1/sessions/{id}/jobs", tag = "sessions",
+    params(("id" = String, Path, description = "Session id")),
+    request_body(content = JobSpec, description = "The job, as in the contract's `jobs`"),
+    responses(
+        (status = 201, description = "Added (durably); it gets an allocation at the next round", body = JobView),
+        (status = 400, description = "Invalid job or duplicate id (the field is named)", body = ErrorResponse),
+        (status = 404, description = "Unknown session", body = ErrorResponse),
+    ))]
+pub async fn add_job(
+    State(state): State<SharedState>,
+    Params(id): Params<String>,
+    body: Body,
+) -> ApiResult<(StatusCode, Json<JobView>)> {
+    let event = Event::AddJob { body: body.text()?.to_string() };
+    let view = update(&state, &id, false, move |entry, session| {
+        let (event, _) = apply_live(entry, session, event)?;
+        let added = session.job_ids().last().cloned().ok_or_else(|| ApiError::Internal("no job added".into()))?;
+        Ok((event, views::job(session, &added)?))
+    })
+    .await?;
+    Ok((StatusCode::CREATED, Json(view)))
+}
+
+/// Remove a job (finished or withdrawn); its GPUs are free from the next round.
+#[utoipa::path(delete, path = "/v1/sessions/{id}/jobs/{job}", tag = "sessions",
+    params(("id" = String, Path, description = "Session id"), ("job" = String, Path, description = "Job id")),
+    responses(
+        (status = 204, description = "Removed (durably)"),
+        (status = 404, description = "Unknown session or job", body = ErrorResponse),
+    ))]
+pub async fn remove_job(
+    State(state): State<SharedState>,
+    Params((id, job)): Params<(String, String)>,
+) -> ApiResult<StatusCode> {
+    let event = Event::RemoveJob { job };
+    update(&state, &id, false, move |entry, session| Ok((apply_live(entry, session, event)?.0, ()))).await?;
+    Ok(StatusCode::NO_CONTENT)
+}
+
+/// Report a job's progress: steps done and the measured throughput on a worker type.
+#[utoipa::path(post, path = "/v1/sessions/{id}/jobs/{job}/progress", tag = "sessions",
+    params(("id" = String, Path, description = "Session id"), ("job" = String, Path, description = "Job id")),
+    request_body(content = Progress),
+    responses(
+        (status = 200, description = "Recorded (durably)", body = JobView),
+        (status = 400, description = "Invalid numbers or unknown worker type", body = ErrorResponse),
+        (status = 404, description = "Unknown session or job", body = ErrorResponse),
+    ))]
+pub async fn progress(
+    State(state): State<SharedState>,
+    Params((id, job)): Params<(String, String)>,
+    body: Body,
+) -> ApiResult<Json<JobView>> {
+    let event = Event::Progress { job: job.clone(), body: body.text()?.to_string() };
+    let view = update(&state, &id, false, move |entry, session| {
+        let (event, _) = apply_live(entry, session, event)?;
+        Ok((event, views::job(session, &job)?))
+    })
+    .await?;
+    Ok(Json(view))
+}
+
+/// Replace the throughput rows of some jobs (all or none).
+#[utoipa::path(put, path = "/v1/sessions/{id}/throughputs", tag = "sessions",
+    params(("id" = String, Path, description = "Session id")),
+    request_body(content = Throughputs),
+    responses(
+        (status = 200, description = "Updated (durably); the allocation is stale", body = views::JobList),
+        (status = 400, description = "Invalid numbers or unknown worker type", body = ErrorResponse),
+        (status = 404, description = "Unknown session or job", body = ErrorResponse),
+    ))]
+pub async fn throughputs(
+    State(state): State<SharedState>,
+    Params(id): Params<String>,
+    body: Body,
+) -> ApiResult<Json<views::JobList>> {
+    let event = Event::Throughputs { body: body.text()?.to_string() };
+    let view = update(&state, &id, false, move |entry, session| {
+        let jobs: Vec<String> = match &event {
+            Event::Throughputs { body } => {
+                crate::service::extract::parse_object::<Throughputs>(body)?.throughputs.into_keys().collect()
+            }
+            _ => Vec::new(),
+        };
+        let (event, _) = apply_live(entry, session, event)?;
+        let jobs = jobs.iter().map(|j| views::job(session, j)).collect::<ApiResult<_>>()?;
+        Ok((event, views::JobList { jobs }))
+    })
+    .await?;
+    Ok(Json(view))
+}
+
+async fn worker_health(state: SharedState, id: String, event: Event) -> ApiResult<Json<ClusterView>> {
+    let view = update(&state, &id, false, move |entry, session| {
+        let (event, _) = apply_live(entry, session, event)?;
+        Ok((event, views::session(&entry.id, entry.created_at, &entry.spec, session)?.cluster))
+    })
+    .await?;
+    Ok(Json(view))
+}
+
+/// A GPU (`v100/0/1`) or a whole server (`v100/0`) failed: it is not used until it returns.
+/// Write the `/` of the name as `%2F` in the path.
+#[utoipa::path(post, path = "/v1/sessions/{id}/workers/{worker}/fail", tag = "sessions",
+    params(("id" = String, Path, description = "Session id"),
+        ("worker" = String, Path, description = "`<type>/<server>` or `<type>/<server>/<gpu>`, `/` encoded as `%2F`")),
+    responses(
+        (status = 200, description = "Recorded (durably)", body = ClusterView),
+        (status = 400, description = "Unknown worker type", body = ErrorResponse),
+        (status = 404, description = "Unknown session, server or GPU", body = ErrorResponse),
+    ))]
+pub async fn worker_failed(
+    State(state): State<SharedState>,
+    Params((id, worker)): Params<(String, String)>,
+) -> ApiResult<Json<ClusterView>> {
+    worker_health(state, id, Event::WorkerFailed { worker }).await
+}
+
+/// A failed GPU or server is back.
+#[utoipa::path(post, path = "/v1/sessions/{id}/workers/{worker}/return", tag = "sessions",
+    params(("id" = String, Path, description = "Session id"),
+        ("worker" = String, Path, description = "`<type>/<server>` or `<type>/<server>/<gpu>`, `/` encoded as `%2F`")),
+    responses(
+        (status = 200, description = "Recorded (durably)", body = ClusterView),
+        (status = 400, description = "Unknown worker type", body = ErrorResponse),
+        (status = 404, description = "Unknown session, server or GPU", body = ErrorResponse),
+    ))]
+pub async fn worker_returned(
+    State(state): State<SharedState>,
+    Params((id, worker)): Params<(String, String)>,
+) -> ApiResult<Json<ClusterView>> {
+    worker_health(state, id, Event::WorkerReturned { worker }).await
+}
+
+/// The current allocation (as installed; `stale` says the next round recomputes it).
+#[utoipa::path(get, path = "/v1/sessions/{id}/allocation", tag = "sessions",
+    params(("id" = String, Path, description = "Session id")),
+    responses(
+        (status = 200, description = "The allocation and the time each job received", body = AllocationView),
+        (status = 404, description = "Unknown session", body = ErrorResponse),
+    ))]
+pub async fn allocation(
+    State(state): State<SharedState>,
+    Params(id): Params<String>,
+) -> ApiResult<Json<AllocationView>> {
+    let entry = state.sessions.get(&id)?;
+    Ok(Json(views::allocation(&entry.id, &entry.current())?))
+}
+
+/// Recompute the allocation now with the session's policy (received time resets, deficits carry).
+#[utoipa::path(post, path = "/v1/sessions/{id}/allocation", tag = "sessions",
+    params(("id" = String, Path, description = "Session id")),
+    responses(
+        (status = 200, description = "The new allocation (durable)", body = AllocationView),
+        (status = 404, description = "Unknown session", body = ErrorResponse),
+        (status = 422, description = "Infeasible: the jobs are named", body = ErrorResponse),
+        (status = 429, description = "Overloaded; see `Retry-After`", body = ErrorResponse),
+        (status = 504, description = "The solve budget ran out; nothing changed", body = ErrorResponse),
+    ))]
+pub async fn recompute(
+    State(state): State<SharedState>,
+    Params(id): Params<String>,
+) -> ApiResult<Json<AllocationView>> {
+    let shared = state.clone();
+    let view = update(&state, &id, true, move |entry, session| {
+        let event = Event::Allocation { allocation: solve_now(&shared, entry, session)? };
+        let (event, _) = apply_live(entry, session, event)?;
+        Ok((event, views::allocation(&entry.id, session)?))
+    })
+    .await?;
+    Ok(Json(view))
+}
+
+/// Run the next round: recompute a stale allocation, choose jobs by priority, place them.
+#[utoipa::path(post, path = "/v1/sessions/{id}/rounds", tag = "sessions",
+    params(("id" = String, Path, description = "Session id")),
+    responses(
+        (status = 200, description = "The round's placements (durable)", body = RoundView),
+        (status = 404, description = "Unknown session", body = ErrorResponse),
+        (status = 422, description = "Infeasible: the jobs are named; nothing changed", body = ErrorResponse),
+        (status = 429, description = "Overloaded; see `Retry-After`", body = ErrorResponse),
+        (status = 504, description = "The solve budget ran out; nothing changed", body = ErrorResponse),
+    ))]
+pub async fn round(State(state): State<SharedState>, Params(id): Params<String>) -> ApiResult<Json<RoundView>> {
+    let shared = state.clone();
+    let view = update(&state, &id, true, move |entry, session| {
+        let allocation = if session.is_stale() { Some(solve_now(&shared, entry, session)?) } else { None };
+        let recomputed = allocation.is_some();
+        match apply_live(entry, session, Event::Round { allocation })? {
+            (event, Applied::Round(round)) => Ok((event, views::round(&entry.id, session, &round, recomputed))),
+            _ => Err(ApiError::Internal("a round event ran no round".into())),
+        }
+    })
+    .await?;
+    Ok(Json(view))
+}

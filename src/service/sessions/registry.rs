@@ -1,0 +1,212 @@
+//! The live sessions and their durability: each change is applied to a copy of the session,
+//! appended to the store (on disk when it returns), and only then published and acknowledged.
+//! At start, every stored session is rebuilt by replaying its events.
+
+use super::events::{apply, Applied, Event};
+use super::spec::Spec;
+use crate::mechanism::Session;
+use crate::service::error::{ApiError, ApiResult};
+use crate::service::limits::{blocking, SolveLimiter};
+use crate::service::store::{Store, StoredSession};
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, RwLock};
+use std::time::{SystemTime, UNIX_EPOCH};
+
+/// Seconds since the Unix epoch.
+pub fn now() -> f64 {
+    SystemTime::now().duration_since(UNIX_EPOCH).map_or(0.0, |d| d.as_secs_f64())
+}
+
+/// One session: its spec, the last durable state (what readers see), and the writer lock that
+/// orders its events.
+#[derive(Debug)]
+pub struct Entry {
+    pub id: String,
+    pub created_at: f64,
+    pub spec: Arc<Spec>,
+    current: RwLock<Arc<Session>>,
+    writer: Arc<tokio::sync::Mutex<Writer>>,
+}
+
+#[derive(Debug)]
+struct Writer {
+    next_seq: i64,
+    deleted: bool,
+}
+
+impl Entry {
+    fn new(id: String, created_at: f64, spec: Spec, session: Session, next_seq: i64) -> Entry {
+        Entry {
+            id,
+            created_at,
+            spec: Arc::new(spec),
+            current: RwLock::new(Arc::new(session)),
+            writer: Arc::new(tokio::sync::Mutex::new(Writer { next_seq, deleted: false })),
+        }
+    }
+
+    /// The session as of its last acknowledged event.
+    pub fn current(&self) -> Arc<Session> {
+        self.current.read().unwrap_or_else(|p| p.into_inner()).clone()
+    }
+
+    fn publish(&self, session: Session) {
+        *self.current.write().unwrap_or_else(|p| p.into_inner()) = Arc::new(session);
+    }
+}
+
+/// Every live session, by id.
+#[derive(Debug)]
+pub struct Sessions {
+    map: RwLock<HashMap<String, Arc<Entry>>>,
+    store: Arc<Store>,
+    ids: AtomicU64,
+}
+
+/// A stored session that could not be rebuilt (left in the store, not served).
+#[derive(Debug, Clone)]
+pub struct Broken {
+    pub id: String,
+    pub error: String,
+}
+
+impl Sessions {
+    /// Rebuilds every stored session by replaying its events.
+    pub fn load(store: Arc<Store>) -> Result<(Sessions, Vec<Broken>), crate::service::store::StoreError> {
+        let mut map = HashMap::new();
+        let mut broken = Vec::new();
+        for stored in store.load()? {
+            let id = stored.id.clone();
+            match replay(stored) {
+                Ok(entry) => {
+                    map.insert(id, Arc::new(entry));
+                }
+                Err(e) => broken.push(Broken { id, error: e.body().error.message }),
+            }
+        }
+        Ok((Sessions { map: RwLock::new(map), store, ids: AtomicU64::new(0) }, broken))
+    }
+
+    pub fn len(&self) -> usize {
+        self.map.read().unwrap_or_else(|p| p.into_inner()).len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    pub fn contains(&self, id: &str) -> bool {
+        self.map.read().unwrap_or_else(|p| p.into_inner()).contains_key(id)
+    }
+
+    pub fn get(&self, id: &str) -> ApiResult<Arc<Entry>> {
+        self.map
+            .read()
+            .unwrap_or_else(|p| p.into_inner())
+            .get(id)
+            .cloned()
+            .ok_or_else(|| ApiError::UnknownSession(id.to_string()))
+    }
+
+    /// Every session, oldest first.
+    pub fn all(&self) -> Vec<Arc<Entry>> {
+        let mut all: Vec<_> = self.map.read().unwrap_or_else(|p| p.into_inner()).values().cloned().collect();
+        all.sort_by(|a, b| a.created_at.total_cmp(&b.created_at).then_with(|| a.id.cmp(&b.id)));
+        all
+    }
+
+    /// A fresh id: 16 hex digits, unguessable enough to not collide across restarts.
+    pub fn new_id(&self) -> String {
+        use std::hash::{BuildHasher, Hasher};
+        let mut hasher = std::collections::hash_map::RandomState::new().build_hasher();
+        hasher.write_u64(self.ids.fetch_add(1, Ordering::Relaxed));
+        hasher.write_u128(SystemTime::now().duration_since(UNIX_EPOCH).map_or(0, |d| d.as_nanos()));
+        format!("{:016x}", hasher.finish())
+    }
+
+    /// Creates a session from a creation body; durable when it returns. Runs on a blocking thread.
+    pub fn create(&self, id: String, text: &str) -> ApiResult<Arc<Entry>> {
+        let (spec, session) = Spec::parse(text)?;
+        if self.contains(&id) {
+            return Err(ApiError::Internal(format!("session id {id:?} is taken")));
+        }
+        let created_at = now();
+        self.store.create_session(&id, created_at, text).map_err(|e| ApiError::Storage(e.to_string()))?;
+        let entry = Arc::new(Entry::new(id.clone(), created_at, spec, session, 1));
+        self.map.write().unwrap_or_else(|p| p.into_inner()).insert(id, entry.clone());
+        Ok(entry)
+    }
+
+    /// Applies one event to session `id`: `decide` looks at a copy of the session and returns the
+    /// event (solving first if it must) and the answer; the event is applied to the copy, made
+    /// durable, then published. With a `limiter`, this runs in a solver slot.
+    pub async fn update<R, F>(&self, id: &str, limiter: Option<&SolveLimiter>, decide: F) -> ApiResult<(Event, R)>
+    where
+        R: Send + 'static,
+        F: FnOnce(&Entry, &mut Session) -> ApiResult<(Event, R)> + Send + 'static,
+    {
+        let entry = self.get(id)?;
+        let mut writer = entry.writer.clone().lock_owned().await;
+        if writer.deleted {
+            return Err(ApiError::UnknownSession(id.to_string()));
+        }
+        let store = self.store.clone();
+        let work = move || -> ApiResult<(Event, R)> {
+            let mut next = Session::clone(&entry.current());
+            let (event, answer) = decide(&entry, &mut next)?;
+            let payload = serde_json::to_string(&event).map_err(|e| ApiError::Internal(e.to_string()))?;
+            store
+                .append(&entry.id, writer.next_seq, event.kind(), now(), &payload)
+                .map_err(|e| ApiError::Storage(e.to_string()))?;
+            writer.next_seq += 1;
+            entry.publish(next);
+            Ok((event, answer))
+        };
+        match limiter {
+            Some(limiter) => limiter.run(work).await?,
+            None => blocking(work).await?,
+        }
+    }
+
+    /// Deletes session `id` and its events; durable when it returns.
+    pub async fn delete(&self, id: &str) -> ApiResult<()> {
+        let entry = self.get(id)?;
+        let mut writer = entry.writer.clone().lock_owned().await;
+        if writer.deleted {
+            return Err(ApiError::UnknownSession(id.to_string()));
+        }
+        let store = self.store.clone();
+        let key = id.to_string();
+        blocking(move || store.delete_session(&key)).await?.map_err(|e| ApiError::Storage(e.to_string()))?;
+        writer.deleted = true;
+        self.map.write().unwrap_or_else(|p| p.into_inner()).remove(id);
+        Ok(())
+    }
+}
+
+/// Rebuilds one stored session: its creation, then every event in order.
+fn replay(stored: StoredSession) -> ApiResult<Entry> {
+    let (spec, mut session) = Spec::parse(&stored.spec)?;
+    let mut next_seq = 1;
+    for event in &stored.events {
+        let parsed: Event = serde_json::from_str(&event.payload)
+            .map_err(|e| ApiError::Internal(format!("event {} does not parse: {e}", event.seq)))?;
+        apply(&spec, &mut session, &parsed).map_err(|e| {
+            ApiError::Internal(format!(
+                "event {} ({}) no longer applies: {}",
+                event.seq,
+                parsed.kind(),
+                e.body().error.message
+            ))
+        })?;
+        next_seq = event.seq + 1;
+    }
+    Ok(Entry::new(stored.id, stored.created_at, spec, session, next_seq))
+}
+
+/// Applies an event built by a live request to the copy, for `Sessions::update`'s `decide`.
+pub fn apply_live(entry: &Entry, session: &mut Session, event: Event) -> ApiResult<(Event, Applied)> {
+    let applied = apply(&entry.spec, session, &event)?;
+    Ok((event, applied))
+}

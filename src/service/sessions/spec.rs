@@ -1,0 +1,174 @@
+//! A session's creation request (cluster, policy, the mechanism's knobs) validated once into the
+//! `Spec` that every later event of the session is read against; and a job spec into a `Job`.
+
+use crate::error::{ArbiterError, ErrorCode};
+use crate::lp::Backend;
+use crate::mechanism::{Config, Mode, Session};
+use crate::policies::PolicyKind;
+use crate::problem::{Job, Matrix, Problem};
+use crate::request::{ClusterSpec, EntitySpec, JobSpec, Request};
+use crate::service::error::{ApiError, ApiResult};
+use crate::service::extract::parse_object;
+use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
+use utoipa::ToSchema;
+
+/// `POST /v1/sessions`: a cluster run by one policy under the round-based mechanism. The
+/// cluster, policy and entities are the contract's; the rest are the mechanism's knobs.
+#[derive(Debug, Clone, Default, Serialize, Deserialize, ToSchema)]
+pub struct CreateSession {
+    /// Any policy name of the contract.
+    pub policy: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub heterogeneity_aware: Option<bool>,
+    pub cluster: ClusterSpec,
+    /// Jobs present from the start, as in the contract; more arrive with `POST .../jobs`.
+    #[serde(default)]
+    pub jobs: Vec<JobSpec>,
+    /// For `hierarchical`: the entities jobs belong to.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub entities: Option<BTreeMap<String, EntitySpec>>,
+    /// Length of a round in seconds (default 360, Gavel's).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub round_seconds: Option<f64>,
+    /// `rounds` (default: whole GPUs placed on servers) or `ideal` (every job gets exactly its
+    /// allocation's fractions, no placement).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub mode: Option<String>,
+    /// Give GPUs the allocation leaves unused to jobs ahead of their allocation (default false).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub work_conserving: Option<bool>,
+    /// Weight of a new throughput measurement in the moving average, in (0, 1] (default 0.5).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub throughput_smoothing: Option<f64>,
+    /// A measured throughput moving by more than this fraction makes the allocation stale (0.1).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub resolve_threshold: Option<f64>,
+    /// Deficits carried across a recomputation are bounded by this many rounds of time (2).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_deficit_rounds: Option<f64>,
+    /// Budget of each of this session's solves, in seconds; the server's ceiling still applies.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_solve_seconds: Option<f64>,
+}
+
+/// A validated session creation: what every event of the session is checked against.
+#[derive(Debug, Clone)]
+pub struct Spec {
+    pub create: CreateSession,
+    /// The policy, nominal cluster and entities, with no jobs: each solve fills in the current
+    /// jobs and the healthy GPU counts.
+    pub base: Problem,
+    pub config: Config,
+    pub max_solve_seconds: Option<f64>,
+}
+
+/// `min_cost_slo` insists on at least one SLO in a request; a session may start, or take a job,
+/// without one, so such input is checked as `min_cost` (the same fields otherwise).
+fn validation_policy(policy: &str, jobs: &[JobSpec]) -> String {
+    if policy == PolicyKind::MinCostSlo.name() && jobs.iter().all(|j| j.slo_seconds.is_none()) {
+        PolicyKind::MinCost.name().to_string()
+    } else {
+        policy.to_string()
+    }
+}
+
+impl Spec {
+    /// Parses and validates a creation body into the spec and the session it starts.
+    pub fn parse(text: &str) -> ApiResult<(Spec, Session)> {
+        let create: CreateSession = parse_object(text)?;
+        let request = Request {
+            policy: validation_policy(&create.policy, &create.jobs),
+            heterogeneity_aware: create.heterogeneity_aware,
+            space_sharing: None,
+            cluster: create.cluster.clone(),
+            jobs: create.jobs.clone(),
+            colocations: None,
+            entities: create.entities.clone(),
+            max_solve_seconds: create.max_solve_seconds,
+        };
+        let mut problem = Problem::from_request(&request)?;
+        if let Some(policy) = PolicyKind::from_name(&create.policy) {
+            problem.policy = policy;
+        }
+        let defaults = Config::default();
+        let mode = match create.mode.as_deref() {
+            None | Some("rounds") => Mode::Rounds,
+            Some("ideal") => Mode::Ideal,
+            Some(other) => {
+                return Err(ArbiterError::at(
+                    ErrorCode::InvalidNumber,
+                    "mode",
+                    format!("unknown mode {other:?}; expected \"rounds\" or \"ideal\""),
+                )
+                .into())
+            }
+        };
+        let config = Config {
+            round_seconds: create.round_seconds.unwrap_or(defaults.round_seconds),
+            throughput_smoothing: create.throughput_smoothing.unwrap_or(defaults.throughput_smoothing),
+            resolve_threshold: create.resolve_threshold.unwrap_or(defaults.resolve_threshold),
+            max_deficit_rounds: create.max_deficit_rounds.unwrap_or(defaults.max_deficit_rounds),
+            work_conserving: create.work_conserving.unwrap_or(defaults.work_conserving),
+            mode,
+            // Solves go through `Session::solve_allocation` with a fresh budget each time; the session's
+            // own backend is never asked to solve (see `events::apply`).
+            backend: Backend::default(),
+            ..defaults
+        };
+        let session = Session::from_problem(&problem, config)?;
+        let types = problem.num_types();
+        let max_solve_seconds = problem.max_solve_seconds;
+        let base = Problem {
+            jobs: Vec::new(),
+            measured: Matrix::zeros(0, types),
+            throughput: Matrix::zeros(0, types),
+            colocations: Vec::new(),
+            job_entity: Vec::new(),
+            max_solve_seconds: None,
+            ..problem
+        };
+        Ok((Spec { create, base, config, max_solve_seconds }, session))
+    }
+
+    /// A job of the contract validated as `Problem::from_request` validates one, against this
+    /// session's cluster and entities; with no `arrival`, it arrives now (session time).
+    /// Field paths are relative to the job object.
+    pub fn job(&self, spec: &JobSpec, now: f64) -> ApiResult<(Job, Vec<f64>)> {
+        let request = Request {
+            policy: validation_policy(&self.create.policy, std::slice::from_ref(spec)),
+            heterogeneity_aware: self.create.heterogeneity_aware,
+            cluster: self.create.cluster.clone(),
+            jobs: vec![spec.clone()],
+            entities: self.create.entities.clone(),
+            ..Request::default()
+        };
+        let problem = Problem::from_request(&request).map_err(|e| ApiError::Arbiter(relative_to_job(e)))?;
+        let mut job = problem.jobs[0].clone();
+        if spec.arrival.is_none() {
+            job.arrival = now;
+        }
+        Ok((job, problem.measured.row(0).to_vec()))
+    }
+
+    /// The server ceiling combined with this session's own budget: the smaller wins.
+    pub fn budget(&self, ceiling: f64) -> f64 {
+        self.max_solve_seconds.map_or(ceiling, |s| s.min(ceiling))
+    }
+}
+
+/// `jobs[0].throughput.v100` (the request's path) or `job.id` (the session's) → `throughput.v100`, `id`.
+pub fn relative_to_job(mut e: ArbiterError) -> ArbiterError {
+    if let Some(field) = e.field.take() {
+        let rest = ["jobs[0]", "job"].iter().find_map(|prefix| {
+            let rest = field.strip_prefix(prefix)?;
+            (rest.is_empty() || rest.starts_with('.')).then(|| rest.trim_start_matches('.').to_string())
+        });
+        e.field = match rest {
+            Some(rest) if rest.is_empty() => None,
+            Some(rest) => Some(rest),
+            None => Some(field),
+        };
+    }
+    e
+}

@@ -1,0 +1,317 @@
+//! What the session endpoints answer: a session, its jobs, its allocation and one round, keyed
+//! by the ids and worker-type names of the wire (never by the library's dense indices).
+
+use super::spec::Spec;
+use crate::mechanism::{Round, Session};
+use crate::service::error::ApiResult;
+use indexmap::IndexMap;
+use serde::Serialize;
+use utoipa::ToSchema;
+
+/// Per worker type, in the cluster's order.
+type ByType = IndexMap<String, f64>;
+
+#[derive(Debug, Clone, Serialize, ToSchema)]
+pub struct SessionSummary {
+    pub id: String,
+    pub policy: String,
+    pub jobs: usize,
+    pub rounds: u64,
+    /// Session time in seconds: rounds run × round length.
+    pub time: f64,
+    /// When the session was created, in seconds since the Unix epoch.
+    pub created_at: f64,
+}
+
+#[derive(Debug, Clone, Serialize, ToSchema)]
+pub struct SessionList {
+    pub sessions: Vec<SessionSummary>,
+}
+
+#[derive(Debug, Clone, Serialize, ToSchema)]
+pub struct SessionView {
+    pub id: String,
+    pub policy: String,
+    pub heterogeneity_aware: bool,
+    /// `rounds` or `ideal`.
+    pub mode: String,
+    pub round_seconds: f64,
+    pub work_conserving: bool,
+    pub created_at: f64,
+    /// Session time in seconds: rounds run × round length.
+    pub time: f64,
+    pub rounds: u64,
+    /// The jobs, the cluster or the throughputs changed since the allocation was computed: the
+    /// next round (or `POST .../allocation`) recomputes it.
+    pub stale: bool,
+    pub cluster: ClusterView,
+    /// Active jobs, in the order they were added.
+    pub jobs: Vec<JobView>,
+}
+
+#[derive(Debug, Clone, Serialize, ToSchema)]
+pub struct ClusterView {
+    pub worker_types: IndexMap<String, WorkerTypeView>,
+    /// GPUs reported failed and not returned, as `<type>/<server>/<gpu>`.
+    pub failed_gpus: Vec<String>,
+}
+
+#[derive(Debug, Clone, Serialize, ToSchema)]
+pub struct WorkerTypeView {
+    pub count: u32,
+    pub healthy: u32,
+    pub servers: usize,
+    pub gpus_per_server: u32,
+}
+
+#[derive(Debug, Clone, Serialize, ToSchema)]
+pub struct JobView {
+    pub id: String,
+    pub scale_factor: u32,
+    pub weight: f64,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub steps_remaining: Option<f64>,
+    /// Seconds since the job arrived (advanced by every round).
+    pub time_elapsed: f64,
+    pub arrival: f64,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub slo_seconds: Option<f64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub entity: Option<String>,
+    /// Measured steps/s, smoothed over the progress reports.
+    pub throughput: IndexMap<String, f64>,
+    /// `X[m][w]`: the fraction of time the allocation gives the job on each type.
+    pub allocation: IndexMap<String, f64>,
+    /// Seconds run on each type since the last recomputation.
+    pub received_seconds: IndexMap<String, f64>,
+    /// Seconds run on each type since the job was added.
+    pub total_received_seconds: IndexMap<String, f64>,
+    /// Fraction of the session time since the job was added that it ran on each type.
+    pub received_fraction: IndexMap<String, f64>,
+    /// Seconds owed on each type (negative: ran ahead of its allocation).
+    pub deficit_seconds: IndexMap<String, f64>,
+    /// The GPUs the job held in the last round, if it ran.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub lease: Option<LeaseView>,
+    /// Types where the job has allocation but cannot be placed (scale factor above the healthy GPUs).
+    pub unplaceable: Vec<String>,
+}
+
+#[derive(Debug, Clone, Serialize, ToSchema)]
+pub struct LeaseView {
+    pub worker_type: String,
+    pub gpus: Vec<String>,
+}
+
+#[derive(Debug, Clone, Serialize, ToSchema)]
+pub struct AllocationView {
+    pub session: String,
+    pub policy: String,
+    /// The allocation is out of date; the next round recomputes it.
+    pub stale: bool,
+    pub time: f64,
+    pub rounds: u64,
+    /// `allocation[job][worker type]`: fraction of wall-clock time on that type.
+    pub allocation: IndexMap<String, IndexMap<String, f64>>,
+    /// Steps/s each job gets from its allocation at its measured throughputs.
+    pub effective_throughput: IndexMap<String, f64>,
+    /// Fraction of the session time since each job was added that it ran on each type.
+    pub received_fraction: IndexMap<String, IndexMap<String, f64>>,
+}
+
+#[derive(Debug, Clone, Serialize, ToSchema)]
+pub struct RoundView {
+    pub session: String,
+    /// 0 for the session's first round.
+    pub index: u64,
+    /// Session time at which the round starts, in seconds.
+    pub start: f64,
+    pub seconds: f64,
+    /// The allocation was recomputed (and received time reset) before this round.
+    pub allocation_recomputed: bool,
+    pub placements: Vec<PlacementView>,
+    /// Every active job: `lease` is `renewed`, `started`, `moved`, `preempted`, `waiting` or
+    /// (ideal mode) `fractional`.
+    pub jobs: IndexMap<String, JobRoundView>,
+    /// Jobs that run this round and did not run last round.
+    pub started: Vec<String>,
+    /// Jobs that run on other GPUs than last round (checkpoint and restart).
+    pub moved: Vec<String>,
+    /// Jobs that ran last round and do not now.
+    pub preempted: Vec<String>,
+}
+
+#[derive(Debug, Clone, Serialize, ToSchema)]
+pub struct PlacementView {
+    pub jobs: Vec<String>,
+    pub worker_type: String,
+    pub gpus: Vec<String>,
+}
+
+#[derive(Debug, Clone, Serialize, ToSchema)]
+pub struct JobRoundView {
+    pub lease: String,
+    /// Index into `placements` when the job runs.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub placement: Option<usize>,
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub unplaceable: bool,
+}
+
+fn type_names(session: &Session) -> Vec<String> {
+    let cluster = session.cluster();
+    (0..cluster.num_types()).map(|w| cluster.type_name(w).to_string()).collect()
+}
+
+fn by_type(names: &[String], values: &[f64]) -> ByType {
+    names.iter().cloned().zip(values.iter().copied()).collect()
+}
+
+pub fn summary(id: &str, created_at: f64, session: &Session) -> SessionSummary {
+    SessionSummary {
+        id: id.to_string(),
+        policy: session.policy().name().to_string(),
+        jobs: session.num_jobs(),
+        rounds: session.rounds(),
+        time: session.time(),
+        created_at,
+    }
+}
+
+pub fn session(id: &str, created_at: f64, spec: &Spec, session: &Session) -> ApiResult<SessionView> {
+    let cluster = session.cluster();
+    let worker_types = spec
+        .base
+        .worker_types
+        .iter()
+        .enumerate()
+        .map(|(w, wt)| {
+            let view = WorkerTypeView {
+                count: wt.count as u32,
+                healthy: cluster.healthy_count(w),
+                servers: cluster.servers_of_type(w).count(),
+                gpus_per_server: wt.gpus_per_server,
+            };
+            (wt.name.clone(), view)
+        })
+        .collect();
+    let failed_gpus = (0..cluster.num_types())
+        .filter(|&w| cluster.healthy_count(w) < spec.base.worker_types[w].count as u32)
+        .flat_map(|w| cluster.gpus_of_type(w))
+        .filter(|&g| !cluster.is_healthy(g))
+        .map(|g| cluster.gpu_name(g))
+        .collect();
+    let jobs = session.job_ids().map(|id| job(session, id)).collect::<ApiResult<_>>()?;
+    let config = session.config();
+    Ok(SessionView {
+        id: id.to_string(),
+        policy: session.policy().name().to_string(),
+        heterogeneity_aware: spec.base.heterogeneity_aware,
+        mode: config.mode.name().to_string(),
+        round_seconds: config.round_seconds,
+        work_conserving: config.work_conserving,
+        created_at,
+        time: session.time(),
+        rounds: session.rounds(),
+        stale: session.is_stale(),
+        cluster: ClusterView { worker_types, failed_gpus },
+        jobs,
+    })
+}
+
+pub fn job(session: &Session, id: &str) -> ApiResult<JobView> {
+    let names = type_names(session);
+    let cluster = session.cluster();
+    let j = session.job(id)?;
+    let lease = session.lease(id)?.map(|l| LeaseView {
+        worker_type: names[l.worker_type].clone(),
+        gpus: l.gpus.iter().map(|&g| cluster.gpu_name(g)).collect(),
+    });
+    Ok(JobView {
+        id: id.to_string(),
+        scale_factor: j.scale_factor,
+        weight: j.weight,
+        steps_remaining: j.steps_remaining,
+        time_elapsed: j.time_elapsed,
+        arrival: j.arrival,
+        slo_seconds: j.slo_seconds,
+        entity: j.entity.clone(),
+        throughput: by_type(&names, session.throughput(id)?),
+        allocation: by_type(&names, session.allocation(id)?),
+        received_seconds: by_type(&names, session.received(id)?),
+        total_received_seconds: by_type(&names, session.total_received(id)?),
+        received_fraction: by_type(&names, &session.received_fraction(id)?),
+        deficit_seconds: by_type(&names, &session.deficit(id)?),
+        lease,
+        unplaceable: session.unplaceable_types(id)?.into_iter().map(|w| names[w].clone()).collect(),
+    })
+}
+
+pub fn allocation(id: &str, session: &Session) -> ApiResult<AllocationView> {
+    let names = type_names(session);
+    let mut allocation = IndexMap::with_capacity(session.num_jobs());
+    let mut effective_throughput = IndexMap::with_capacity(session.num_jobs());
+    let mut received_fraction = IndexMap::with_capacity(session.num_jobs());
+    for job in session.job_ids() {
+        let x = session.allocation(job)?;
+        let thr = session.throughput(job)?;
+        allocation.insert(job.to_string(), by_type(&names, x));
+        effective_throughput.insert(job.to_string(), x.iter().zip(thr).map(|(a, b)| a * b).sum());
+        received_fraction.insert(job.to_string(), by_type(&names, &session.received_fraction(job)?));
+    }
+    Ok(AllocationView {
+        session: id.to_string(),
+        policy: session.policy().name().to_string(),
+        stale: session.is_stale(),
+        time: session.time(),
+        rounds: session.rounds(),
+        allocation,
+        effective_throughput,
+        received_fraction,
+    })
+}
+
+pub fn round(id: &str, session: &Session, round: &Round, recomputed: bool) -> RoundView {
+    let names = type_names(session);
+    let cluster = session.cluster();
+    let ids = |change| -> Vec<String> {
+        round.jobs.iter().filter(|j| j.lease == change).map(|j| j.job.to_string()).collect()
+    };
+    let lease_name = |change| match serde_json::to_value(change) {
+        Ok(serde_json::Value::String(s)) => s,
+        _ => String::new(),
+    };
+    RoundView {
+        session: id.to_string(),
+        index: round.index,
+        start: round.start,
+        seconds: round.seconds,
+        allocation_recomputed: recomputed || round.allocation_recomputed,
+        placements: round
+            .placements
+            .iter()
+            .map(|p| PlacementView {
+                jobs: p.jobs.as_slice().iter().map(|j| j.to_string()).collect(),
+                worker_type: names[p.worker_type].clone(),
+                gpus: p.gpus.iter().map(|&g| cluster.gpu_name(g)).collect(),
+            })
+            .collect(),
+        jobs: round
+            .jobs
+            .iter()
+            .map(|j| {
+                let view =
+                    JobRoundView { lease: lease_name(j.lease), placement: j.placement, unplaceable: j.unplaceable };
+                (j.job.to_string(), view)
+            })
+            .collect(),
+        started: ids(crate::mechanism::LeaseChange::Started),
+        moved: ids(crate::mechanism::LeaseChange::Moved),
+        preempted: ids(crate::mechanism::LeaseChange::Preempted),
+    }
+}
+
+#[derive(Debug, Clone, Serialize, ToSchema)]
+pub struct JobList {
+    pub jobs: Vec<JobView>,
+}

@@ -1,0 +1,47 @@
+//! What every handler shares, behind one `Arc`: the configuration, the solver limiter, the live
+//! sessions (over the store), the metrics and the OpenAPI document. No request state lives here.
+
+use super::config::Config;
+use super::limits::SolveLimiter;
+use super::metrics::Metrics;
+use super::sessions::registry::{Broken, Sessions};
+use super::store::{Store, StoreError};
+use axum::body::Bytes;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+#[derive(Debug)]
+pub struct AppState {
+    pub config: Config,
+    pub limiter: SolveLimiter,
+    pub sessions: Sessions,
+    pub metrics: Metrics,
+    /// `GET /openapi.json`, rendered once.
+    pub openapi: Bytes,
+    pub started: Instant,
+}
+
+pub type SharedState = Arc<AppState>;
+
+impl AppState {
+    /// Opens the store and rebuilds its sessions; returns those that could not be rebuilt too.
+    pub fn open(config: Config) -> Result<(SharedState, Vec<Broken>), StoreError> {
+        let store = Arc::new(Store::open(&config.db)?);
+        let (sessions, broken) = Sessions::load(store)?;
+        let limiter = SolveLimiter::new(
+            config.concurrent_solves(),
+            config.queued_solves(),
+            Duration::from_secs_f64(config.max_queue_seconds),
+            config.solver_nice,
+        );
+        let state = AppState {
+            config,
+            limiter,
+            sessions,
+            metrics: Metrics::default(),
+            openapi: Bytes::from(super::openapi::json()),
+            started: Instant::now(),
+        };
+        Ok((Arc::new(state), broken))
+    }
+}

@@ -1,0 +1,246 @@
+//! Every refusal of `arbiter serve` over HTTP, each with its status and the contract's error
+//! object: malformed JSON, wrong types, NaN, unknown policy, oversized body, infeasible SLOs,
+//! unknown session/job/worker, unknown route and method, overload (429 + Retry-After), and the
+//! solve budget (504), after which the server keeps serving.
+
+mod service_support;
+
+use serde_json::json;
+use service_support::*;
+use std::time::Duration;
+
+#[test]
+fn bad_input_is_refused_with_the_field() {
+    let f = Fixture::start("bad", &["--no-demo"]);
+    let mut c = f.client();
+    let post = |c: &mut service_support::http::Client, body: &str| c.post("/v1/allocations", body.as_bytes()).unwrap();
+
+    // Not JSON at all, and truncated JSON.
+    assert_error(&post(&mut c, "hello"), 400, "malformed_request", None);
+    assert_error(&post(&mut c, "{\"policy\": \"max_min_fairness\", "), 400, "malformed_request", None);
+    assert_error(&post(&mut c, ""), 400, "malformed_request", None);
+    assert_error(&post(&mut c, "[1, 2]"), 400, "malformed_request", None);
+    // Invalid UTF-8.
+    let reply = c.post("/v1/allocations", &[b'{', 0xff, 0xfe, b'}']).unwrap();
+    assert_error(&reply, 400, "malformed_request", None);
+
+    // Wrong types name the field path.
+    let mut request = demo_request();
+    request["jobs"][2]["weight"] = json!("heavy");
+    assert_error(&post(&mut c, &request.to_string()), 400, "malformed_request", Some("jobs[2].weight"));
+    let mut request = demo_request();
+    request["cluster"]["worker_types"]["v100"]["count"] = json!([4]);
+    let field = Some("cluster.worker_types.v100.count");
+    assert_error(&post(&mut c, &request.to_string()), 400, "malformed_request", field);
+
+    // NaN and Infinity are not JSON: refused where they stand.
+    let text = demo_request().to_string().replacen("10.0", "NaN", 1);
+    let body = assert_error(&post(&mut c, &text), 400, "malformed_request", None);
+    assert!(body["error"]["field"].as_str().unwrap().starts_with("jobs[0].throughput"), "{body}");
+    let text = demo_request().to_string().replacen("10.0", "Infinity", 1);
+    assert_error(&post(&mut c, &text), 400, "malformed_request", None);
+    // A number out of f64's range is refused too (as a JSON error, never as infinity).
+    let text = demo_request().to_string().replacen("10.0", "1e999", 1);
+    assert!(matches!(post(&mut c, &text).status, 400), "1e999");
+    let mut request = demo_request();
+    request["jobs"][1]["throughput"]["k80"] = json!(-1.0);
+    let field = Some("jobs[1].throughput.k80");
+    assert_error(&post(&mut c, &request.to_string()), 400, "invalid_number", field);
+
+    // Unknown policy and worker type, duplicate ids.
+    let mut request = demo_request();
+    request["policy"] = json!("fastest_first");
+    assert_error(&post(&mut c, &request.to_string()), 400, "unknown_policy", Some("policy"));
+    let mut request = demo_request();
+    request["jobs"][3]["throughput"]["a100"] = json!(12.0);
+    assert_error(&post(&mut c, &request.to_string()), 400, "unknown_worker_type", Some("jobs[3].throughput.a100"));
+    let mut request = demo_request();
+    request["jobs"][1]["id"] = json!("resnet50");
+    assert_error(&post(&mut c, &request.to_string()), 400, "duplicate_job_id", Some("jobs[1].id"));
+}
+
+#[test]
+fn infeasible_slos_are_422_naming_the_jobs() {
+    let f = Fixture::start("slo", &["--no-demo"]);
+    let mut c = f.client();
+    let mut request = demo_request();
+    request["policy"] = json!("min_cost_slo");
+    request["jobs"][0]["slo_seconds"] = json!(60);
+    let body = assert_error(&c.post("/v1/allocations", &bytes(&request)).unwrap(), 422, "infeasible", None);
+    let jobs = body["error"]["jobs"].as_array().expect("the jobs are named");
+    assert!(jobs.contains(&json!("resnet50")), "{body}");
+}
+
+#[test]
+fn oversized_bodies_are_413() {
+    let f = Fixture::start("big", &["--no-demo", "--max-body-bytes", "4096"]);
+    let mut c = f.client();
+    let big = bytes(&las_request(64));
+    assert!(big.len() > 4096);
+    assert_error(&c.post("/v1/allocations", &big).unwrap(), 413, "payload_too_large", None);
+    assert_error(&c.post("/v1/sessions", &big).unwrap(), 413, "payload_too_large", None);
+    // Without a Content-Length (chunked), the limit holds as the body streams in.
+    let mut chunked = format!("{:x}\r\n", big.len()).into_bytes();
+    chunked.extend_from_slice(&big);
+    chunked.extend_from_slice(b"\r\n0\r\n\r\n");
+    let reply = raw_chunked(f.server.addr, &chunked);
+    assert!(reply.starts_with("HTTP/1.1 413"), "{reply}");
+    assert!(reply.contains("\"payload_too_large\""), "{reply}");
+    // Small bodies still pass.
+    assert_eq!(c.post("/v1/allocations", &bytes(&demo_request())).unwrap().status, 200);
+}
+
+/// POSTs a chunked body by hand (the test client always sends a Content-Length).
+fn raw_chunked(addr: std::net::SocketAddr, chunked_body: &[u8]) -> String {
+    use std::io::{Read, Write};
+    let mut s = std::net::TcpStream::connect(addr).unwrap();
+    s.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
+    let head = format!(
+        "POST /v1/allocations HTTP/1.1\r\nHost: {addr}\r\nTransfer-Encoding: chunked\r\nConnection: close\r\n\r\n"
+    );
+    s.write_all(head.as_bytes()).unwrap();
+    let _ = s.write_all(chunked_body);
+    let mut out = Vec::new();
+    let _ = s.read_to_end(&mut out);
+    String::from_utf8_lossy(&out).into_owned()
+}
+
+#[test]
+fn unknown_things_are_404_and_wrong_methods_405() {
+    let f = Fixture::start("unknown", &[]);
+    let mut c = f.client();
+    assert_error(&c.get("/v1/sessions/nope").unwrap(), 404, "unknown_session", None);
+    assert_error(&c.post("/v1/sessions/nope/rounds", b"").unwrap(), 404, "unknown_session", None);
+    assert_error(&c.post("/v1/sessions/nope/jobs", b"{}").unwrap(), 404, "unknown_session", None);
+    assert_error(&c.delete("/v1/sessions/demo/jobs/nope").unwrap(), 404, "unknown_job", Some("job"));
+    let progress = json!({"worker_type": "v100", "steps": 1, "throughput": 1.0});
+    let reply = c.post("/v1/sessions/demo/jobs/nope/progress", &bytes(&progress)).unwrap();
+    assert_error(&reply, 404, "unknown_job", None);
+    let update = json!({"throughputs": {"nope": {"v100": 1.0}}});
+    assert_error(&c.put("/v1/sessions/demo/throughputs", &bytes(&update)).unwrap(), 404, "unknown_job", None);
+    assert_error(&c.post("/v1/sessions/demo/workers/v100%2F7/fail", b"").unwrap(), 404, "unknown_worker", None);
+    let reply = c.post("/v1/sessions/demo/workers/a100%2F0/fail", b"").unwrap();
+    assert_error(&reply, 400, "unknown_worker_type", Some("worker"));
+    assert_error(&c.get("/v2/allocations").unwrap(), 404, "not_found", None);
+    assert_error(&c.get("/v1/allocations").unwrap(), 405, "method_not_allowed", None);
+    assert_error(&c.send("PATCH", "/v1/sessions/demo", b"", &[]).unwrap(), 405, "method_not_allowed", None);
+}
+
+#[test]
+fn session_events_are_validated() {
+    let f = Fixture::start("events", &[]);
+    let mut c = f.client();
+    let base = "/v1/sessions/demo";
+    let before = c.get(base).unwrap().json();
+    let job = json!({"id": "resnet50", "throughput": {"v100": 1.0}});
+    assert_error(&c.post(&format!("{base}/jobs"), &bytes(&job)).unwrap(), 400, "duplicate_job_id", Some("id"));
+    let job = json!({"id": "x", "throughput": {"a100": 1.0}});
+    let reply = c.post(&format!("{base}/jobs"), &bytes(&job)).unwrap();
+    assert_error(&reply, 400, "unknown_worker_type", Some("throughput.a100"));
+    let job = json!({"id": "x", "throughput": {"v100": 1.0}, "scale_factor": 0});
+    assert_error(&c.post(&format!("{base}/jobs"), &bytes(&job)).unwrap(), 400, "invalid_scale_factor", None);
+    let job = json!({"id": "x", "throughput": {"v100": "fast"}});
+    let reply = c.post(&format!("{base}/jobs"), &bytes(&job)).unwrap();
+    assert_error(&reply, 400, "malformed_request", Some("throughput.v100"));
+    let progress = json!({"worker_type": "v100", "steps": -5, "throughput": 1.0});
+    let reply = c.post(&format!("{base}/jobs/a3c/progress"), &bytes(&progress)).unwrap();
+    assert_error(&reply, 400, "invalid_number", Some("steps"));
+    let progress = json!({"worker_type": "tpu", "steps": 5, "throughput": 1.0});
+    let reply = c.post(&format!("{base}/jobs/a3c/progress"), &bytes(&progress)).unwrap();
+    assert_error(&reply, 400, "unknown_worker_type", Some("worker_type"));
+    // All or nothing: a bad row anywhere leaves every row as it was.
+    let update = json!({"throughputs": {"a3c": {"v100": 7.0}, "recsys": {"v100": -1.0}}});
+    let reply = c.put(&format!("{base}/throughputs"), &bytes(&update)).unwrap();
+    assert_error(&reply, 400, "invalid_number", Some("throughputs.recsys.v100"));
+    let mut create = demo_request();
+    create["round_seconds"] = json!(0);
+    assert_error(&c.post("/v1/sessions", &bytes(&create)).unwrap(), 400, "invalid_number", Some("round_seconds"));
+    create["round_seconds"] = json!(60);
+    create["policy"] = json!("nope");
+    assert_error(&c.post("/v1/sessions", &bytes(&create)).unwrap(), 400, "unknown_policy", Some("policy"));
+    // Nothing refused changed the session.
+    assert_eq!(c.get(base).unwrap().json(), before);
+}
+
+#[test]
+fn overload_is_429_with_retry_after_never_a_queue() {
+    // The only solver is held 1.5 s by a solve the server's ceiling then cuts short.
+    let flags = ["--no-demo", "--max-concurrent-solves", "1", "--max-queued-solves", "0", "--max-solve-seconds", "1.5"];
+    let f = Fixture::start("busy", &flags);
+    let addr = f.server.addr;
+    let slow = bytes(&slow_request(8192));
+    let busy = std::thread::spawn(move || service_support::http::Client::new(addr).post("/v1/allocations", &slow));
+    std::thread::sleep(Duration::from_millis(250));
+    let mut c = f.client();
+    let reply = c.post("/v1/allocations", &bytes(&demo_request())).unwrap();
+    let body = assert_error(&reply, 429, "overloaded", None);
+    assert_eq!(reply.header("retry-after"), Some("1"), "{body}");
+    // Health does not wait for solvers.
+    let health = c.get("/healthz").unwrap().json();
+    assert_eq!(health["solves_running"], 1);
+    assert_error(&busy.join().unwrap().unwrap(), 504, "timeout", None);
+    // The slot is free the moment the answer is out.
+    assert_eq!(c.post("/v1/allocations", &bytes(&demo_request())).unwrap().status, 200);
+}
+
+#[test]
+fn queued_solves_wait_a_bounded_time() {
+    let flags = [
+        "--no-demo",
+        "--max-concurrent-solves",
+        "1",
+        "--max-queued-solves",
+        "1",
+        "--max-queue-seconds",
+        "0.1",
+        "--max-solve-seconds",
+        "1.5",
+    ];
+    let f = Fixture::start("queue", &flags);
+    let addr = f.server.addr;
+    let slow = bytes(&slow_request(8192));
+    let busy = std::thread::spawn(move || service_support::http::Client::new(addr).post("/v1/allocations", &slow));
+    std::thread::sleep(Duration::from_millis(250));
+    let mut c = f.client();
+    let reply = c.post("/v1/allocations", &bytes(&demo_request())).unwrap();
+    assert_error(&reply, 429, "overloaded", None);
+    assert!(reply.header("retry-after").is_some());
+    assert_error(&busy.join().unwrap().unwrap(), 504, "timeout", None);
+}
+
+#[test]
+fn solve_budget_is_504_and_the_server_keeps_serving() {
+    // The server's ceiling cuts a long solve short.
+    let f = Fixture::start("budget", &["--max-solve-seconds", "0.2"]);
+    let mut c = f.client();
+    let start = std::time::Instant::now();
+    let reply = c.post("/v1/allocations", &bytes(&slow_request(8192))).unwrap();
+    assert_error(&reply, 504, "timeout", None);
+    assert!(start.elapsed() < Duration::from_secs(5), "the budget ends the solve: {:?}", start.elapsed());
+    assert_eq!(c.get("/healthz").unwrap().status, 200);
+    assert_eq!(c.post("/v1/allocations", &bytes(&demo_request())).unwrap().status, 200);
+
+    // The request's own budget, when smaller, wins.
+    let mut request = demo_request();
+    request["max_solve_seconds"] = json!(1e-9);
+    assert_error(&c.post("/v1/allocations", &bytes(&request)).unwrap(), 504, "timeout", None);
+    request["max_solve_seconds"] = json!(-1);
+    assert_error(
+        &c.post("/v1/allocations", &bytes(&request)).unwrap(),
+        400,
+        "invalid_number",
+        Some("max_solve_seconds"),
+    );
+
+    // A session's budget: the round fails with 504 and changes nothing.
+    let mut create = demo_request();
+    create["max_solve_seconds"] = json!(1e-9);
+    let session = c.post("/v1/sessions", &bytes(&create)).unwrap().json();
+    let base = format!("/v1/sessions/{}", session["id"].as_str().unwrap());
+    assert_error(&c.post(&format!("{base}/rounds"), b"").unwrap(), 504, "timeout", None);
+    assert_error(&c.post(&format!("{base}/allocation"), b"").unwrap(), 504, "timeout", None);
+    let view = c.get(&base).unwrap().json();
+    assert_eq!(view["rounds"], 0);
+    assert_eq!(view["stale"], true);
+    assert!(c.get("/metrics").unwrap().text().contains("arbiter_errors_total{code=\"timeout\"} 4"));
+}

@@ -1,0 +1,71 @@
+//! The checked-in `openapi/openapi.json` is the document this code generates (regenerate with
+//! `ARBITER_UPDATE_OPENAPI=1 cargo test --release --test service_openapi`, or
+//! `cargo run --release -- openapi --output openapi/openapi.json`), it is OpenAPI 3.1, it lists
+//! every route, and its examples are real answers.
+
+use serde_json::Value;
+
+const PATH: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/openapi/openapi.json");
+
+#[test]
+fn checked_in_document_is_up_to_date() {
+    let generated = arbiter::service::openapi::json();
+    if std::env::var_os("ARBITER_UPDATE_OPENAPI").is_some() {
+        std::fs::write(PATH, &generated).expect("write openapi/openapi.json");
+        return;
+    }
+    let checked_in = std::fs::read_to_string(PATH).unwrap_or_default();
+    assert!(
+        checked_in == generated,
+        "openapi/openapi.json is out of date; regenerate it with \
+         `ARBITER_UPDATE_OPENAPI=1 cargo test --release --test service_openapi`"
+    );
+}
+
+#[test]
+fn document_is_openapi_3_1_with_every_route_and_real_examples() {
+    let doc: Value = serde_json::from_str(&arbiter::service::openapi::json()).unwrap();
+    assert!(doc["openapi"].as_str().unwrap().starts_with("3.1"), "{}", doc["openapi"]);
+    let paths = doc["paths"].as_object().unwrap();
+    for (path, method) in [
+        ("/v1/allocations", "post"),
+        ("/v1/sessions", "get"),
+        ("/v1/sessions", "post"),
+        ("/v1/sessions/{id}", "get"),
+        ("/v1/sessions/{id}", "delete"),
+        ("/v1/sessions/{id}/jobs", "post"),
+        ("/v1/sessions/{id}/jobs/{job}", "delete"),
+        ("/v1/sessions/{id}/jobs/{job}/progress", "post"),
+        ("/v1/sessions/{id}/throughputs", "put"),
+        ("/v1/sessions/{id}/workers/{worker}/fail", "post"),
+        ("/v1/sessions/{id}/workers/{worker}/return", "post"),
+        ("/v1/sessions/{id}/allocation", "get"),
+        ("/v1/sessions/{id}/allocation", "post"),
+        ("/v1/sessions/{id}/rounds", "post"),
+        ("/healthz", "get"),
+        ("/metrics", "get"),
+        ("/openapi.json", "get"),
+    ] {
+        assert!(paths.get(path).and_then(|p| p.get(method)).is_some(), "{method} {path} is not documented");
+    }
+
+    // The allocation example is the demo request and the response this build gives it.
+    let op = &paths["/v1/allocations"]["post"];
+    let request = &op["requestBody"]["content"]["application/json"]["example"];
+    let expected: Value = serde_json::to_value(arbiter::demo::request("max_min_fairness")).unwrap();
+    assert_eq!(request, &expected);
+    let response = &op["responses"]["200"]["content"]["application/json"]["example"];
+    let solved = arbiter::solve_json(&request.to_string(), arbiter::lp::Backend::default()).unwrap();
+    // Through text, as the document went: serde_json's float parsing is not always exact.
+    let mut solved: Value = serde_json::from_str(&serde_json::to_string(&solved).unwrap()).unwrap();
+    solved["stats"]["solve_seconds"] = response["stats"]["solve_seconds"].clone();
+    assert_eq!(response, &solved);
+    for status in ["400", "413", "422", "429", "504"] {
+        let example = &op["responses"][status]["content"]["application/json"]["example"];
+        assert!(example["error"]["code"].is_string(), "no real error example for {status}: {example}");
+    }
+    let round =
+        &paths["/v1/sessions/{id}/rounds"]["post"]["responses"]["200"]["content"]["application/json"]["example"];
+    assert!(!round["placements"].as_array().unwrap().is_empty(), "{round}");
+    assert!(doc["components"]["schemas"]["ErrorResponse"].is_object());
+}
