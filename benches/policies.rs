@@ -13,10 +13,10 @@ use criterion::{black_box, BenchmarkId, Criterion};
 use std::collections::{BTreeMap, HashSet};
 use std::time::{Duration, Instant};
 
-/// Worker types, fastest first, as in Gavel's simulated cluster.
-const TYPES: [&str; 3] = ["v100", "p100", "k80"];
-const SCALE_FACTORS: [u32; 4] = [1, 2, 4, 8];
-const MODEL_TYPES: usize = 26;
+#[path = "support/workload.rs"]
+mod workload;
+use workload::{model_types, Rng, MODEL_TYPES, SCALE_FACTORS, TYPES};
+
 const SIZES: [usize; 4] = [64, 512, 2048, 16384];
 /// The plain LP grows with the job count (≈ 4n columns, 2n rows); past 2048 it takes too long.
 const PLAIN_SIZES: [usize; 3] = [64, 512, 2048];
@@ -34,62 +34,6 @@ enum Workload {
     /// The same jobs with every throughput perturbed by its own factor in [0.95, 1.05] (as if each
     /// job's throughputs were measured separately): every job is a class of its own.
     Distinct,
-}
-
-/// SplitMix64: tiny, seedable, identical on every platform.
-struct Rng(u64);
-
-impl Rng {
-    fn next_u64(&mut self) -> u64 {
-        self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
-        let mut z = self.0;
-        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-        z ^ (z >> 31)
-    }
-    /// Uniform in [0, 1).
-    fn unit(&mut self) -> f64 {
-        (self.next_u64() >> 11) as f64 / (1u64 << 53) as f64
-    }
-    fn uniform(&mut self, lo: f64, hi: f64) -> f64 {
-        lo + (hi - lo) * self.unit()
-    }
-    /// Log-uniform in [lo, hi].
-    fn log_uniform(&mut self, lo: f64, hi: f64) -> f64 {
-        self.uniform(lo.ln(), hi.ln()).exp()
-    }
-    fn below(&mut self, n: usize) -> usize {
-        (self.unit() * n as f64) as usize
-    }
-}
-
-/// Throughputs of one synthetic model type: `[scale factor index][type]`, steps/s (0: cannot run).
-type ModelThroughput = [[f64; 3]; 4];
-
-/// 26 model types, drawn once from a fixed seed: the same table at every size, as Gavel's
-/// measured throughputs are. V100 is 1.2x to 10x faster than K80 depending on the model, P100 in
-/// between; scaling out is sub-linear and noisy (so a model's rows at different scale factors are
-/// not multiples of each other); some models do not fit K80s at 4+ GPUs.
-fn model_types() -> Vec<ModelThroughput> {
-    let mut rng = Rng(0x6761_7665_6c00_0001);
-    (0..MODEL_TYPES)
-        .map(|_| {
-            let v100 = rng.log_uniform(2.0, 200.0);
-            let k80_slowdown = rng.log_uniform(1.2, 10.0);
-            let p100_slowdown = k80_slowdown.powf(rng.uniform(0.3, 0.6));
-            let efficiency = rng.uniform(0.7, 0.98);
-            let k80_small_only = rng.unit() < 0.3;
-            let mut thr = [[0.0; 3]; 4];
-            for (i, &sf) in SCALE_FACTORS.iter().enumerate() {
-                let gain = sf as f64 * efficiency.powf((sf as f64).log2());
-                let mut jitter = || rng.uniform(-0.15, 0.15).exp();
-                thr[i][0] = v100 * gain * jitter();
-                thr[i][1] = v100 / p100_slowdown * gain * jitter();
-                thr[i][2] = if k80_small_only && sf >= 4 { 0.0 } else { v100 / k80_slowdown * gain * jitter() };
-            }
-            thr
-        })
-        .collect()
 }
 
 /// `n` jobs on `n/4` GPUs of each type: model uniform, scale factor 1/2/4/8 with probability

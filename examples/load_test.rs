@@ -11,6 +11,8 @@
 
 #[path = "../tests/service_support/http.rs"]
 mod http;
+#[path = "../benches/support/workload.rs"]
+mod workload;
 
 use arbiter::request::{ClusterSpec, JobSpec, Request, WorkerTypeSpec};
 use http::Client;
@@ -20,58 +22,12 @@ use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::thread;
 use std::time::{Duration, Instant};
-
-const TYPES: [&str; 3] = ["v100", "p100", "k80"];
-const SCALE_FACTORS: [u32; 4] = [1, 2, 4, 8];
-const MODEL_TYPES: usize = 26;
-
-/// SplitMix64, as in the benches: tiny, seedable, the same everywhere.
-struct Rng(u64);
-
-impl Rng {
-    fn next_u64(&mut self) -> u64 {
-        self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
-        let mut z = self.0;
-        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-        z ^ (z >> 31)
-    }
-    fn unit(&mut self) -> f64 {
-        (self.next_u64() >> 11) as f64 / (1u64 << 53) as f64
-    }
-    fn uniform(&mut self, lo: f64, hi: f64) -> f64 {
-        lo + (hi - lo) * self.unit()
-    }
-    fn log_uniform(&mut self, lo: f64, hi: f64) -> f64 {
-        self.uniform(lo.ln(), hi.ln()).exp()
-    }
-    fn below(&mut self, n: usize) -> usize {
-        (self.unit() * n as f64) as usize
-    }
-}
+use workload::{model_types, Rng, MODEL_TYPES, SCALE_FACTORS, TYPES};
 
 /// `n` jobs from 26 model types × scale factors 1/2/4/8 (70/10/15/5%) on `n/4` GPUs of each of
 /// three types; weight 5 for one job in five; the benches' Gavel-like workload.
 fn las_request(n: usize) -> String {
-    let mut rng = Rng(0x6761_7665_6c00_0001);
-    let models: Vec<[[f64; 3]; 4]> = (0..MODEL_TYPES)
-        .map(|_| {
-            let v100 = rng.log_uniform(2.0, 200.0);
-            let k80_slowdown = rng.log_uniform(1.2, 10.0);
-            let p100_slowdown = k80_slowdown.powf(rng.uniform(0.3, 0.6));
-            let efficiency = rng.uniform(0.7, 0.98);
-            let k80_small_only = rng.unit() < 0.3;
-            let mut thr = [[0.0; 3]; 4];
-            for (i, &sf) in SCALE_FACTORS.iter().enumerate() {
-                let gain = sf as f64 * efficiency.powf((sf as f64).log2());
-                let mut jitter = || rng.uniform(-0.15, 0.15).exp();
-                thr[i][0] = v100 * gain * jitter();
-                thr[i][1] = v100 / p100_slowdown * gain * jitter();
-                thr[i][2] = if k80_small_only && sf >= 4 { 0.0 } else { v100 / k80_slowdown * gain * jitter() };
-            }
-            thr
-        })
-        .collect();
+    let models = model_types();
     let mut rng = Rng(0xA11_0CA7E ^ (n as u64).wrapping_mul(0x9E37_79B9));
     let jobs = (0..n)
         .map(|m| {
