@@ -7,15 +7,15 @@
 
 use arbiter::lp::{Backend, LinearProgram, Row, Sense};
 use arbiter::policies::{self, Outcome, PolicyKind};
-use arbiter::request::{ClusterSpec, JobSpec, Request, WorkerTypeSpec};
+use arbiter::request::{JobSpec, Request};
 use arbiter::Problem;
 use criterion::{black_box, BenchmarkId, Criterion};
-use std::collections::{BTreeMap, HashSet};
+use std::collections::HashSet;
 use std::time::{Duration, Instant};
 
 #[path = "support/workload.rs"]
 mod workload;
-use workload::{model_types, Rng, MODEL_TYPES, SCALE_FACTORS, TYPES};
+use workload::{cluster, draw_job, model_types, throughput_map, Rng};
 
 const SIZES: [usize; 4] = [64, 512, 2048, 16384];
 /// The plain LP grows with the job count (≈ 4n columns, 2n rows); past 2048 it takes too long.
@@ -45,35 +45,16 @@ fn request(policy: PolicyKind, n: usize, workload: Workload) -> Request {
     let mut noise = Rng(0x0D15_71C7 ^ n as u64);
     let jobs = (0..n)
         .map(|m| {
-            let model = &models[rng.below(MODEL_TYPES)];
-            let u = rng.unit();
-            let sfi = if u < 0.70 {
-                0
-            } else if u < 0.80 {
-                1
-            } else if u < 0.95 {
-                2
-            } else {
-                3
-            };
-            let weight = if rng.unit() < 0.2 { 5.0 } else { 1.0 };
+            let job = draw_job(&mut rng, &models);
             let steps = 10f64.powf(rng.uniform(3.0, 6.0)).round();
             JobSpec {
                 id: format!("j{m}"),
-                throughput: TYPES
-                    .iter()
-                    .zip(model[sfi])
-                    .filter(|&(_, t)| t > 0.0)
-                    .map(|(name, t)| {
-                        let t = match workload {
-                            Workload::Gavel => t,
-                            Workload::Distinct => t * noise.uniform(0.95, 1.05),
-                        };
-                        (name.to_string(), Some(t))
-                    })
-                    .collect(),
-                scale_factor: Some(SCALE_FACTORS[sfi] as f64),
-                weight: Some(weight),
+                throughput: throughput_map(job.row, |t| match workload {
+                    Workload::Gavel => t,
+                    Workload::Distinct => t * noise.uniform(0.95, 1.05),
+                }),
+                scale_factor: Some(job.scale_factor as f64),
+                weight: Some(job.weight),
                 steps_remaining: Some(steps),
                 time_elapsed: Some(0.0),
                 isolated_time_elapsed: Some(0.0),
@@ -81,18 +62,11 @@ fn request(policy: PolicyKind, n: usize, workload: Workload) -> Request {
             }
         })
         .collect();
-    let worker_types: BTreeMap<String, WorkerTypeSpec> = TYPES
-        .iter()
-        .map(|name| {
-            let spec = WorkerTypeSpec { count: (n / 4) as f64, gpus_per_server: Some(4.0), cost_per_hour: None };
-            (name.to_string(), spec)
-        })
-        .collect();
     Request {
         policy: policy.name().to_string(),
         heterogeneity_aware: Some(true),
         space_sharing: Some(false),
-        cluster: ClusterSpec { worker_types },
+        cluster: cluster(n),
         jobs,
         colocations: None,
         entities: None,

@@ -16,16 +16,15 @@
 
 use arbiter::lp::Backend;
 use arbiter::policies::{self, Outcome, PolicyKind};
-use arbiter::request::{ClusterSpec, EntitySpec, JobSpec, Request, WorkerTypeSpec};
+use arbiter::request::{EntitySpec, JobSpec, Request};
 use arbiter::Problem;
 use criterion::{black_box, BenchmarkId, Criterion, SamplingMode};
-use std::collections::BTreeMap;
 use std::fmt::Write as _;
 use std::time::{Duration, Instant};
 
 #[path = "support/workload.rs"]
 mod workload;
-use workload::{model_types, Rng, MODEL_TYPES, SCALE_FACTORS, TYPES};
+use workload::{cluster, draw_job, model_types, throughput_map, Rng};
 
 const SIZES: [usize; 4] = [128, 512, 2048, 8192];
 /// `cargo test --benches` runs every case once; the largest size is left to `cargo bench`.
@@ -86,37 +85,17 @@ fn request(case: Case, n: usize) -> Request {
     let mut rng = Rng(0x57A7_E4F1_1100 ^ (n as u64).wrapping_mul(0x9E37_79B9));
     let jobs = (0..n)
         .map(|m| {
-            let model = &models[rng.below(MODEL_TYPES)];
-            let u = rng.unit();
-            let sfi = match u {
-                u if u < 0.70 => 0,
-                u if u < 0.80 => 1,
-                u if u < 0.95 => 2,
-                _ => 3,
-            };
-            let weight = if rng.unit() < 0.2 { 5.0 } else { 1.0 };
+            let job = draw_job(&mut rng, &models);
             let team = TEAMS[rng.below(TEAMS.len())].0;
             JobSpec {
                 id: format!("j{m}"),
-                throughput: TYPES
-                    .iter()
-                    .zip(model[sfi])
-                    .filter(|&(_, t)| t > 0.0)
-                    .map(|(name, t)| (name.to_string(), Some(t)))
-                    .collect(),
-                scale_factor: Some(SCALE_FACTORS[sfi] as f64),
-                weight: Some(weight),
+                throughput: throughput_map(job.row, |t| t),
+                scale_factor: Some(job.scale_factor as f64),
+                weight: Some(job.weight),
                 arrival: Some(m as f64),
                 entity: (case != Case::WaterFilling).then(|| team.to_string()),
                 ..JobSpec::default()
             }
-        })
-        .collect();
-    let worker_types: BTreeMap<String, WorkerTypeSpec> = TYPES
-        .iter()
-        .map(|name| {
-            let spec = WorkerTypeSpec { count: (n / 4) as f64, gpus_per_server: Some(4.0), cost_per_hour: None };
-            (name.to_string(), spec)
         })
         .collect();
     let entity = |weight: f64, policy: &str, parent: Option<&str>| EntitySpec {
@@ -140,7 +119,7 @@ fn request(case: Case, n: usize) -> Request {
         policy: case.policy().name().to_string(),
         heterogeneity_aware: Some(true),
         space_sharing: Some(false),
-        cluster: ClusterSpec { worker_types },
+        cluster: cluster(n),
         jobs,
         colocations: None,
         entities,

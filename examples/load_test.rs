@@ -14,15 +14,14 @@ mod http;
 #[path = "../benches/support/workload.rs"]
 mod workload;
 
-use arbiter::request::{ClusterSpec, JobSpec, Request, WorkerTypeSpec};
+use arbiter::request::{JobSpec, Request};
 use http::Client;
-use std::collections::BTreeMap;
 use std::net::SocketAddr;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::thread;
 use std::time::{Duration, Instant};
-use workload::{model_types, Rng, MODEL_TYPES, SCALE_FACTORS, TYPES};
+use workload::{cluster, draw_job, model_types, throughput_map, Rng};
 
 /// `n` jobs from 26 model types × scale factors 1/2/4/8 (70/10/15/5%) on `n/4` GPUs of each of
 /// three types; weight 5 for one job in five; the benches' Gavel-like workload.
@@ -31,49 +30,19 @@ fn las_request(n: usize) -> String {
     let mut rng = Rng(0xA11_0CA7E ^ (n as u64).wrapping_mul(0x9E37_79B9));
     let jobs = (0..n)
         .map(|m| {
-            let model = &models[rng.below(MODEL_TYPES)];
-            let u = rng.unit();
-            let sfi = if u < 0.70 {
-                0
-            } else if u < 0.80 {
-                1
-            } else if u < 0.95 {
-                2
-            } else {
-                3
-            };
-            let weight = if rng.unit() < 0.2 { 5.0 } else { 1.0 };
+            let job = draw_job(&mut rng, &models);
             let steps = 10f64.powf(rng.uniform(3.0, 6.0)).round();
             JobSpec {
                 id: format!("j{m}"),
-                throughput: TYPES
-                    .iter()
-                    .zip(model[sfi])
-                    .filter(|&(_, t)| t > 0.0)
-                    .map(|(name, t)| (name.to_string(), Some(t)))
-                    .collect(),
-                scale_factor: Some(SCALE_FACTORS[sfi] as f64),
-                weight: Some(weight),
+                throughput: throughput_map(job.row, |t| t),
+                scale_factor: Some(job.scale_factor as f64),
+                weight: Some(job.weight),
                 steps_remaining: Some(steps),
                 ..JobSpec::default()
             }
         })
         .collect();
-    let worker_types: BTreeMap<String, WorkerTypeSpec> = TYPES
-        .iter()
-        .map(|name| {
-            (
-                name.to_string(),
-                WorkerTypeSpec { count: (n / 4) as f64, gpus_per_server: Some(4.0), cost_per_hour: None },
-            )
-        })
-        .collect();
-    let request = Request {
-        policy: "max_min_fairness".to_string(),
-        cluster: ClusterSpec { worker_types },
-        jobs,
-        ..Request::default()
-    };
+    let request = Request { policy: "max_min_fairness".to_string(), cluster: cluster(n), jobs, ..Request::default() };
     serde_json::to_string(&request).expect("a request serializes")
 }
 

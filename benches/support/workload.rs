@@ -1,6 +1,9 @@
 //! The Gavel-like workload the benchmarks and the load test share: 26 synthetic model types with
 //! seeded throughputs on three worker types, and the small seedable generator that draws them.
 
+use arbiter::request::{ClusterSpec, WorkerTypeSpec};
+use std::collections::BTreeMap;
+
 /// Worker types, fastest first, as in Gavel's simulated cluster.
 pub const TYPES: [&str; 3] = ["v100", "p100", "k80"];
 pub const SCALE_FACTORS: [u32; 4] = [1, 2, 4, 8];
@@ -60,4 +63,44 @@ pub fn model_types() -> Vec<ModelThroughput> {
             thr
         })
         .collect()
+}
+
+/// One job's draw: a model uniformly, a scale factor 1/2/4/8 with probability 70/10/15/5%, and
+/// weight 5 for one job in five (three draws from `rng`, in that order).
+pub struct DrawnJob {
+    /// Steps/s on each of `TYPES` at the drawn scale factor (0: cannot run there).
+    pub row: [f64; 3],
+    pub scale_factor: u32,
+    pub weight: f64,
+}
+
+pub fn draw_job(rng: &mut Rng, models: &[ModelThroughput]) -> DrawnJob {
+    let model = &models[rng.below(MODEL_TYPES)];
+    let u = rng.unit();
+    let sfi = match u {
+        u if u < 0.70 => 0,
+        u if u < 0.80 => 1,
+        u if u < 0.95 => 2,
+        _ => 3,
+    };
+    let weight = if rng.unit() < 0.2 { 5.0 } else { 1.0 };
+    DrawnJob { row: model[sfi], scale_factor: SCALE_FACTORS[sfi], weight }
+}
+
+/// The request's `throughput` map of a drawn row: the types it can run on, each value passed
+/// through `adjust` (in type order).
+pub fn throughput_map(row: [f64; 3], mut adjust: impl FnMut(f64) -> f64) -> BTreeMap<String, Option<f64>> {
+    TYPES.iter().zip(row).filter(|&(_, t)| t > 0.0).map(|(name, t)| (name.to_string(), Some(adjust(t)))).collect()
+}
+
+/// `n/4` GPUs of each type, four per server, as in Gavel's own benchmark.
+pub fn cluster(n: usize) -> ClusterSpec {
+    let worker_types = TYPES
+        .iter()
+        .map(|name| {
+            let spec = WorkerTypeSpec { count: (n / 4) as f64, gpus_per_server: Some(4.0), cost_per_hour: None };
+            (name.to_string(), spec)
+        })
+        .collect();
+    ClusterSpec { worker_types }
 }
