@@ -134,6 +134,11 @@ fn positive(value: f64, field: impl Fn() -> String, what: &str) -> Result<f64> {
     Ok(value)
 }
 
+/// The most GPUs one job may occupy. Capacity rows mix every job's scale factor, and solvers
+/// treat coefficients below 1e-9 of a row's largest as zero; this ceiling keeps the ratio of any
+/// two scale factors within 1e6, so no job's share of a capacity row is ever dropped.
+pub const MAX_SCALE_FACTOR: u32 = 1 << 20;
+
 fn whole(value: f64, field: impl Fn() -> String, what: &str) -> Result<f64> {
     finite_at_least(value, 0.0, &field, what)?;
     if value.fract() != 0.0 || value > u32::MAX as f64 {
@@ -381,6 +386,13 @@ fn validate_job(m: usize, spec: &JobSpec, policy: PolicyKind) -> Result<Job> {
                     ErrorCode::InvalidScaleFactor,
                     field("scale_factor"),
                     "a scale factor must be at least 1 (the GPUs the job occupies)",
+                ));
+            }
+            if sf > MAX_SCALE_FACTOR as f64 {
+                return Err(ArbiterError::at(
+                    ErrorCode::InvalidScaleFactor,
+                    field("scale_factor"),
+                    format!("a scale factor must be at most {MAX_SCALE_FACTOR} GPUs, got {sf}"),
                 ));
             }
             sf as u32

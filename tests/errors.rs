@@ -250,6 +250,29 @@ fn scale_factor_above_the_cluster_gets_only_what_the_gpus_hold() {
     assert!(x[1].iter().sum::<f64>() <= 4.0 / 16.0 + 1e-9, "{:?}", x[1]);
 }
 
+/// Capacity rows mix every job's scale factor; beyond `MAX_SCALE_FACTOR` a small job's share of
+/// the row would fall below what solvers keep, and the answer would overfill the type (a fuzzed
+/// request with a scale factor of 1e9 on 2 GPUs once came back using 5).
+#[test]
+fn scale_factor_beyond_the_ceiling() {
+    let most = arbiter::problem::MAX_SCALE_FACTOR;
+    refused(
+        &with(|v| v["jobs"][1]["scale_factor"] = json!(1e9)),
+        ErrorCode::InvalidScaleFactor,
+        Some("jobs[1].scale_factor"),
+    );
+    refused(
+        &with(|v| v["jobs"][0]["scale_factor"] = json!(most as u64 + 1)),
+        ErrorCode::InvalidScaleFactor,
+        Some("jobs[0].scale_factor"),
+    );
+    let (p, _, x) = solve_ok(&with(|v| v["jobs"][1]["scale_factor"] = json!(most)));
+    for (w, wt) in p.worker_types.iter().enumerate() {
+        let used: f64 = (0..p.num_jobs()).map(|m| p.jobs[m].scale_factor as f64 * x[m][w]).sum();
+        assert!(used <= wt.count + 1e-6, "{} uses {used} of {}", wt.name, wt.count);
+    }
+}
+
 #[test]
 fn job_cannot_run() {
     refused(
