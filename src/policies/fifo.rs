@@ -6,6 +6,7 @@ use super::{throughputs, Outcome, Policy};
 use crate::error::Result;
 use crate::formulation::{BaseLp, Groups};
 use crate::lp::{Backend, Sense};
+use crate::problem::Matrix;
 use crate::problem::Problem;
 
 pub struct Fifo;
@@ -42,6 +43,12 @@ impl Policy for Fifo {
         let solution = backend.solve(base.lp.clone())?;
         let allocation = base.allocation(&solution, problem.num_jobs(), problem.num_types(), 1.0);
         let objective = throughputs(problem, &allocation).iter().zip(&weights).map(|(t, k)| t * k).sum();
-        Ok(Outcome { allocation, objective: Some(objective), lp_solves: 1, water_filling: None })
+        Ok(Outcome {
+            allocation,
+            objective: Some(objective),
+            lp_solves: 1,
+            water_filling: None,
+            colocated: Matrix::zeros(0, 0),
+        })
     }
 }

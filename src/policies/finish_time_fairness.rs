@@ -6,6 +6,7 @@
 use super::{engine, max_min_ratio, throughputs, Outcome, Policy};
 use crate::error::Result;
 use crate::lp::Backend;
+use crate::problem::Matrix;
 use crate::problem::Problem;
 
 pub struct FinishTimeFairness;
@@ -80,6 +81,7 @@ impl Policy for FinishTimeFairness {
                 objective: Some(objective),
                 lp_solves: solution.lp_solves,
                 water_filling: None,
+                colocated: Matrix::zeros(0, 0),
             });
         }
 
@@ -118,6 +120,7 @@ impl Policy for FinishTimeFairness {
             allocation: best,
             lp_solves,
             water_filling: None,
+            colocated: Matrix::zeros(0, 0),
         })
     }
 }

@@ -4,12 +4,19 @@
 use super::{Outcome, Policy};
 use crate::error::Result;
 use crate::lp::Backend;
+use crate::problem::Matrix;
 use crate::problem::Problem;
 
 pub struct Isolated;
 
 impl Policy for Isolated {
     fn solve(&self, problem: &Problem, _backend: Backend) -> Result<Outcome> {
-        Ok(Outcome { allocation: problem.isolated_allocation(), objective: None, lp_solves: 0, water_filling: None })
+        Ok(Outcome {
+            allocation: problem.isolated_allocation(),
+            objective: None,
+            lp_solves: 0,
+            water_filling: None,
+            colocated: Matrix::zeros(0, 0),
+        })
     }
 }

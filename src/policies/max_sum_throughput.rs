@@ -5,6 +5,7 @@ use super::{throughputs, Outcome, Policy};
 use crate::error::Result;
 use crate::formulation::{BaseLp, Groups};
 use crate::lp::{Backend, Sense};
+use crate::problem::Matrix;
 use crate::problem::Problem;
 
 pub struct MaxSumThroughput;
@@ -16,6 +17,12 @@ impl Policy for MaxSumThroughput {
         let solution = backend.solve(base.lp.clone())?;
         let allocation = base.allocation(&solution, problem.num_jobs(), problem.num_types(), 1.0);
         let objective = throughputs(problem, &allocation).iter().sum();
-        Ok(Outcome { allocation, objective: Some(objective), lp_solves: 1, water_filling: None })
+        Ok(Outcome {
+            allocation,
+            objective: Some(objective),
+            lp_solves: 1,
+            water_filling: None,
+            colocated: Matrix::zeros(0, 0),
+        })
     }
 }

@@ -91,5 +91,11 @@ pub(super) fn cheapest(problem: &Problem, backend: Backend, floor: &[f64]) -> Re
     let solution = backend.solve(base.lp.clone())?;
     let allocation = base.allocation(&solution, problem.num_jobs(), problem.num_types(), 1.0);
     let objective = throughput_per_dollar(problem, &allocation);
-    Ok(Outcome { allocation, objective: Some(objective), lp_solves: 2, water_filling: None })
+    Ok(Outcome {
+        allocation,
+        objective: Some(objective),
+        lp_solves: 2,
+        water_filling: None,
+        colocated: Matrix::zeros(0, 0),
+    })
 }

@@ -4,6 +4,7 @@
 use super::{max_min_ratio, throughputs, Outcome, Policy};
 use crate::error::Result;
 use crate::lp::Backend;
+use crate::problem::Matrix;
 use crate::problem::Problem;
 
 pub struct MinMakespan;
@@ -26,6 +27,7 @@ impl Policy for MinMakespan {
             objective: Some(objective),
             lp_solves: solution.lp_solves,
             water_filling: None,
+            colocated: Matrix::zeros(0, 0),
         })
     }
 }

@@ -108,6 +108,9 @@ pub struct Outcome {
     pub lp_solves: usize,
     /// What water-filling policies add: per-job levels and when each job froze.
     pub water_filling: Option<WaterFillingReport>,
+    /// Space sharing: `colocated.row(k)[w]` is the fraction of time pair `k` of
+    /// `Problem::colocations` runs together on type `w` (`Y[k][w]`). No rows without sharing.
+    pub colocated: Matrix,
 }
 
 /// Per job (by index): the normalized throughput `nt_m = thr_m / thr_equal_m` of the final
@@ -134,6 +137,7 @@ pub fn solve(problem: &Problem, backend: Backend) -> Result<Outcome> {
             objective: None,
             lp_solves: 0,
             water_filling: None,
+            colocated: Matrix::zeros(0, 0),
         });
     }
     let policy = problem.policy.policy().ok_or_else(|| {

@@ -51,6 +51,12 @@ impl Policy for ShortestJobFirst {
         }
         let thr = throughputs(problem, &allocation);
         let objective = order.first().map_or(0.0, |&(_, m)| problem.steps_remaining(m) / thr[m]);
-        Ok(Outcome { allocation, objective: Some(objective), lp_solves: 0, water_filling: None })
+        Ok(Outcome {
+            allocation,
+            objective: Some(objective),
+            lp_solves: 0,
+            water_filling: None,
+            colocated: Matrix::zeros(0, 0),
+        })
     }
 }

@@ -8,6 +8,7 @@ use super::{engine, scale_factors, Outcome, WaterFillingReport};
 use crate::error::Result;
 use crate::lp::{Backend, Sense};
 use crate::max_min_ratio::{Engine, Need, Program, Solved};
+use crate::problem::Matrix;
 use crate::problem::Problem;
 
 /// Derives each job's weight for the next level from which jobs are frozen; weight 0 means the
@@ -157,5 +158,6 @@ pub fn water_fill(problem: &Problem, backend: Backend, reweighting: &dyn Reweigh
         objective: objective.is_finite().then_some(objective),
         lp_solves,
         water_filling: Some(WaterFillingReport { normalized_throughput: nt, level, frozen_at, iterations }),
+        colocated: Matrix::zeros(0, 0),
     })
 }
