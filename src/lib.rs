@@ -23,6 +23,7 @@ pub mod problem;
 pub mod request;
 pub mod response;
 pub mod service;
+pub mod workload;
 
 pub use error::{ArbiterError, ErrorCode};
 pub use policies::{Outcome, PolicyKind};
