@@ -104,6 +104,10 @@ pub struct Problem {
     /// The matrix the policy optimizes over: `measured`, or all ones when heterogeneity-agnostic.
     pub throughput: Matrix,
     pub colocations: Vec<Colocation>,
+    /// Space sharing keeps a colocation on a type only above this combined normalized throughput.
+    pub colocation_threshold: f64,
+    /// Requested number of POP partitions (`None`: chosen by size).
+    pub partitions: Option<usize>,
     /// The entity tree (empty unless the request has `entities`).
     pub entities: Vec<Entity>,
     /// `job_entity[m]`: the entity job m belongs to.
@@ -225,13 +229,31 @@ impl Problem {
 
         let space_sharing = req.space_sharing.unwrap_or(false);
         let colocations = validate_colocations(req, &jobs, &seen, &type_index, worker_types.len())?;
-        if space_sharing {
+        if space_sharing && !policy.supports_space_sharing() {
             return Err(ArbiterError::at(
                 ErrorCode::Unsupported,
                 "space_sharing",
-                "space sharing is not supported yet; send space_sharing: false",
+                format!("{} does not support space sharing; send space_sharing: false", policy.name()),
             ));
         }
+        let colocation_threshold = match req.colocation_threshold {
+            Some(t) => finite_at_least(t, 0.0, || "colocation_threshold".to_string(), "colocation_threshold")?,
+            None => crate::space_sharing::DEFAULT_THRESHOLD,
+        };
+        let partitions = match req.partitions {
+            Some(k) => {
+                let k = whole(k, || "partitions".to_string(), "partitions")?;
+                if k < 1.0 {
+                    return Err(ArbiterError::at(
+                        ErrorCode::InvalidNumber,
+                        "partitions",
+                        "partitions must be at least 1 (1: solve whole)",
+                    ));
+                }
+                Some(k as usize)
+            }
+            None => None,
+        };
         let entities = validate_entities(req)?;
         let job_entity = validate_job_entities(req, &entities, policy)?;
         let heterogeneity_aware = req.heterogeneity_aware.unwrap_or(true);
@@ -251,6 +273,8 @@ impl Problem {
             measured,
             throughput,
             colocations,
+            colocation_threshold,
+            partitions,
             entities,
             job_entity,
             max_solve_seconds: req
@@ -272,6 +296,8 @@ impl Problem {
             measured: Matrix::zeros(0, types),
             throughput: Matrix::zeros(0, types),
             colocations: Vec::new(),
+            colocation_threshold: crate::space_sharing::DEFAULT_THRESHOLD,
+            partitions: None,
             entities: Vec::new(),
             job_entity: Vec::new(),
             max_solve_seconds: None,

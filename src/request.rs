@@ -21,6 +21,14 @@ pub struct Request {
     /// Solve budget in seconds; past it the request fails with `timeout` (HTTP 504).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub max_solve_seconds: Option<f64>,
+    /// Space sharing: a colocation is kept on a type only when its combined normalized throughput
+    /// `T_k[a]/T[a] + T_k[b]/T[b]` exceeds this (default 1, which loses nothing).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub colocation_threshold: Option<f64>,
+    /// Split jobs and GPUs into this many random sub-problems, solved in parallel and merged
+    /// (POP). 1: solve whole. Absent: whole below `partition_threshold_jobs`, else automatic.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub partitions: Option<f64>,
 }
 
 #[derive(Debug, Clone, Default, Serialize, Deserialize, utoipa::ToSchema)]

@@ -75,6 +75,19 @@ impl PolicyKind {
         PolicyKind::ALL.into_iter().find(|p| p.name() == name)
     }
 
+    /// Policies that can give time to colocated pairs (`space_sharing: true`).
+    pub fn supports_space_sharing(self) -> bool {
+        matches!(
+            self,
+            PolicyKind::MaxMinFairness
+                | PolicyKind::MaxMinFairnessWaterFilling
+                | PolicyKind::Hierarchical
+                | PolicyKind::FinishTimeFairness
+                | PolicyKind::MinMakespan
+                | PolicyKind::MaxSumThroughput
+        )
+    }
+
     /// Policies whose objective is defined by the jobs' remaining steps.
     pub fn needs_steps_remaining(self) -> bool {
         matches!(self, PolicyKind::FinishTimeFairness | PolicyKind::MinMakespan | PolicyKind::ShortestJobFirst)

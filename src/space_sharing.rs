@@ -1,0 +1,109 @@
+//! Space sharing (Gavel §3.1): pairs of jobs that run together on the same GPUs, each at its
+//! colocated throughput. Which offered pairs the formulations keep, and in which units.
+//!
+//! A pair `k = (a, b)` on type `w` gives each job a fraction of its solo speed there:
+//! `p_a = T_k[a][w] / T[a][w]` and `p_b = T_k[b][w] / T[b][w]` (measured throughputs). When
+//! `p_a + p_b ≤ 1` the pair is dominated: running `a` alone for `p_a·y` and `b` alone for `p_b·y`
+//! gives both the same steps with no more GPU time and no more of either job's time. Such
+//! (pair, type) columns are pruned; with the default threshold 1 this loses nothing, a higher
+//! threshold trades optimality for a smaller program. See `formulations/space_sharing.md`.
+
+use crate::problem::Problem;
+
+/// Pairs whose combined normalized throughput does not exceed this are pruned by default.
+pub const DEFAULT_THRESHOLD: f64 = 1.0;
+
+/// A kept pair as the formulations see it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Pair {
+    /// Index into `Problem::colocations` (the row of `Outcome::colocated`).
+    pub colocation: usize,
+    pub jobs: [usize; 2],
+    pub scale_factor: u32,
+    /// `throughput[w]`: each job's throughput while paired on `w`, in the policy's units (the
+    /// measured steps/s, or the fraction of solo speed when heterogeneity-agnostic, where solo is
+    /// 1); `[0, 0]` where the pair is pruned or cannot run.
+    pub throughput: Vec<[f64; 2]>,
+}
+
+impl Pair {
+    /// The types where the pair may run.
+    pub fn types(&self) -> impl Iterator<Item = usize> + '_ {
+        (0..self.throughput.len()).filter(|&w| self.throughput[w] != [0.0, 0.0])
+    }
+
+    /// Job `m`'s throughput in this pair on `w` (0 if `m` is not in it).
+    pub fn throughput_of(&self, m: usize, w: usize) -> f64 {
+        if self.jobs[0] == m {
+            self.throughput[w][0]
+        } else if self.jobs[1] == m {
+            self.throughput[w][1]
+        } else {
+            0.0
+        }
+    }
+}
+
+/// The pairs a formulation uses, and how many were offered.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Pairs {
+    pub kept: Vec<Pair>,
+    pub offered: usize,
+}
+
+impl Pairs {
+    /// No pairs: space sharing is off.
+    pub fn none() -> Pairs {
+        Pairs::default()
+    }
+
+    /// The problem's offered colocations with every dominated or unusable (pair, type) dropped:
+    /// kept on `w` only when both jobs can run there alone, the type has GPUs, and
+    /// `p_a + p_b > threshold`. Empty unless `space_sharing` is on.
+    pub fn of(problem: &Problem) -> Pairs {
+        if !problem.space_sharing {
+            return Pairs::none();
+        }
+        let threshold = problem.colocation_threshold;
+        let mut kept = Vec::new();
+        for (k, colocation) in problem.colocations.iter().enumerate() {
+            let [a, b] = colocation.jobs;
+            let throughput: Vec<[f64; 2]> = (0..problem.num_types())
+                .map(|w| {
+                    let (solo_a, solo_b) = (problem.measured.get(a, w), problem.measured.get(b, w));
+                    let [pa, pb] = colocation.throughput[w];
+                    let usable = solo_a > 0.0 && solo_b > 0.0 && problem.worker_types[w].count > 0.0;
+                    if !usable || pa / solo_a + pb / solo_b <= threshold {
+                        return [0.0, 0.0];
+                    }
+                    if problem.heterogeneity_aware {
+                        [pa, pb]
+                    } else {
+                        [pa / solo_a * problem.throughput.get(a, w), pb / solo_b * problem.throughput.get(b, w)]
+                    }
+                })
+                .collect();
+            let pair =
+                Pair { colocation: k, jobs: [a, b], scale_factor: problem.jobs[a].scale_factor, throughput };
+            if pair.types().next().is_some() {
+                kept.push(pair);
+            }
+        }
+        Pairs { kept, offered: problem.colocations.len() }
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.kept.is_empty()
+    }
+
+    /// `of_job[m]`: indices into `kept` of the pairs job `m` belongs to.
+    pub fn of_job(&self, num_jobs: usize) -> Vec<Vec<usize>> {
+        let mut of_job = vec![Vec::new(); num_jobs];
+        for (i, pair) in self.kept.iter().enumerate() {
+            for &m in &pair.jobs {
+                of_job[m].push(i);
+            }
+        }
+        of_job
+    }
+}
