@@ -5,6 +5,7 @@
 
 use crate::lp::{LinearProgram, Row, Sense, Solution};
 use crate::problem::{Matrix, Problem};
+use crate::space_sharing::Pair;
 use std::collections::HashMap;
 
 /// Jobs that share a column: each group's members are interchangeable for the policy at hand.
@@ -18,12 +19,19 @@ impl Groups {
         Groups { members: (0..num_jobs).map(|m| vec![m]).collect() }
     }
 
-    /// Jobs with the same throughput row and scale factor together.
-    pub fn identical_jobs(problem: &Problem) -> Groups {
-        let mut index: HashMap<(Vec<u64>, u32), usize> = HashMap::new();
+    /// Jobs with the same throughput row and scale factor together; a job in one of `pairs` is
+    /// set apart by them and stays alone.
+    pub fn identical_jobs(problem: &Problem, pairs: &[Pair]) -> Groups {
+        let mut paired = vec![false; problem.num_jobs()];
+        pairs.iter().flat_map(|p| p.jobs).for_each(|m| paired[m] = true);
+        let mut index: HashMap<(Vec<u64>, u32, Option<usize>), usize> = HashMap::new();
         let mut members: Vec<Vec<usize>> = Vec::new();
         for m in 0..problem.num_jobs() {
-            let key = (problem.throughput.row(m).iter().map(|v| v.to_bits()).collect(), problem.jobs[m].scale_factor);
+            let key = (
+                problem.throughput.row(m).iter().map(|v| v.to_bits()).collect(),
+                problem.jobs[m].scale_factor,
+                paired[m].then_some(m),
+            );
             let g = *index.entry(key).or_insert_with(|| {
                 members.push(Vec::new());
                 members.len() - 1
@@ -40,6 +48,8 @@ pub struct BaseLp {
     /// `cols[g][w]`: the column of group g on type w, if the group can run there.
     pub cols: Vec<Vec<Option<usize>>>,
     pub groups: Groups,
+    /// `pair_cols[i][w]`: the column of pair i on type w (`Y[i][w]`), if it may run there.
+    pub pair_cols: Vec<Vec<Option<usize>>>,
 }
 
 impl BaseLp {
@@ -49,7 +59,19 @@ impl BaseLp {
         Self::with_lp(problem, groups, LinearProgram::new(sense), homogenizing)
     }
 
-    pub fn with_lp(problem: &Problem, groups: Groups, mut lp: LinearProgram, homogenizing: Option<usize>) -> BaseLp {
+    pub fn with_lp(problem: &Problem, groups: Groups, lp: LinearProgram, homogenizing: Option<usize>) -> BaseLp {
+        Self::with_pairs(problem, groups, &[], lp, homogenizing)
+    }
+
+    /// Base constraints with pair columns `Y[i][w]` too: a pair uses `sf` GPUs of `w` and the
+    /// time of both its jobs (each of which must be a group of its own).
+    pub fn with_pairs(
+        problem: &Problem,
+        groups: Groups,
+        pairs: &[Pair],
+        mut lp: LinearProgram,
+        homogenizing: Option<usize>,
+    ) -> BaseLp {
         let num_types = problem.num_types();
         let mut cols = Vec::with_capacity(groups.members.len());
         for members in &groups.members {
@@ -64,6 +86,26 @@ impl BaseLp {
                 .collect();
             cols.push(row);
         }
+        let upper = if homogenizing.is_some() { f64::INFINITY } else { 1.0 };
+        let pair_cols: Vec<Vec<Option<usize>>> = pairs
+            .iter()
+            .map(|pair| {
+                let mut row = vec![None; num_types];
+                pair.types().for_each(|w| row[w] = Some(lp.add_col(0.0, 0.0, upper)));
+                row
+            })
+            .collect();
+        let mut group_of = vec![0; problem.num_jobs()];
+        for (g, members) in groups.members.iter().enumerate() {
+            members.iter().for_each(|&m| group_of[m] = g);
+        }
+        let mut pair_time: Vec<Vec<(usize, f64)>> = vec![Vec::new(); groups.members.len()];
+        for (pair, cols) in pairs.iter().zip(&pair_cols) {
+            for &m in &pair.jobs {
+                debug_assert_eq!(groups.members[group_of[m]].len(), 1, "a paired job is a group of its own");
+                pair_time[group_of[m]].extend(cols.iter().flatten().map(|&c| (c, 1.0)));
+            }
+        }
         let bound = |lp: &mut LinearProgram, mut coefs: Vec<(usize, f64)>, rhs: f64| match homogenizing {
             Some(t) => {
                 coefs.push((t, -rhs));
@@ -74,7 +116,8 @@ impl BaseLp {
             }
         };
         for (g, members) in groups.members.iter().enumerate() {
-            let coefs: Vec<(usize, f64)> = cols[g].iter().flatten().map(|&c| (c, 1.0)).collect();
+            let mut coefs: Vec<(usize, f64)> = cols[g].iter().flatten().map(|&c| (c, 1.0)).collect();
+            coefs.extend(pair_time[g].iter().copied());
             bound(&mut lp, coefs, members.len() as f64);
         }
         for (w, worker_type) in problem.worker_types.iter().enumerate() {
@@ -83,12 +126,13 @@ impl BaseLp {
                 .iter()
                 .enumerate()
                 .filter_map(|(g, members)| cols[g][w].map(|c| (c, problem.jobs[members[0]].scale_factor as f64)))
+                .chain(pairs.iter().zip(&pair_cols).filter_map(|(p, cols)| cols[w].map(|c| (c, p.scale_factor as f64))))
                 .collect();
             if !coefs.is_empty() {
                 bound(&mut lp, coefs, worker_type.count);
             }
         }
-        BaseLp { lp, cols, groups }
+        BaseLp { lp, cols, groups, pair_cols }
     }
 
     /// Sets the objective coefficient of every column `X[g][w]` to `coef(m, w)`, m being the
@@ -102,6 +146,14 @@ impl BaseLp {
                 }
             }
         }
+    }
+
+    /// Each pair's time per type in `solution` (`pair_time[i][w]`), divided by `scale`.
+    pub fn pair_time(&self, solution: &Solution, scale: f64) -> Vec<Vec<f64>> {
+        self.pair_cols
+            .iter()
+            .map(|cols| cols.iter().map(|c| c.map_or(0.0, |c| (solution.values[c] / scale).max(0.0))).collect())
+            .collect()
     }
 
     /// `Σ_w coef(g, w)·X[g][w]` as row coefficients, over the columns that exist.

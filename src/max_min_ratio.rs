@@ -16,10 +16,16 @@
 //! violated. There are finitely many, so the loop ends. The split itself is constructive
 //! (`split_class`): the largest remaining job takes the *latest* unit-length window of the
 //! remaining speed-sorted time that still meets its need. See `formulations/max_min_ratio.md`.
+//!
+//! With space sharing, pair columns `Y[k][w]` join the LP: they use `sf` GPUs of `w`, time of
+//! both jobs, and add `T_k[m][w]·Y[k][w]` to each job's throughput. A job in a kept pair is a
+//! class of its own (its pairs set it apart), so its class rows are its own rows and the pair
+//! terms sit in them directly; no cut is ever needed for it.
 
 use crate::error::Result;
 use crate::lp::{Backend, LinearProgram, Row, Sense, Session};
 use crate::problem::Matrix;
+use crate::space_sharing::Pair;
 use std::borrow::Cow;
 use std::collections::{HashMap, HashSet};
 
@@ -36,6 +42,8 @@ pub struct Instance<'a> {
     pub throughput: &'a Matrix,
     pub scale_factor: Vec<u32>,
     pub capacity: Vec<f64>,
+    /// Colocated pairs that may share GPUs (empty without space sharing).
+    pub pairs: Vec<Pair>,
 }
 
 /// A job's required throughput: `base + Σ (var, coef)`.
@@ -111,6 +119,8 @@ impl Program {
 pub struct Solved {
     pub vars: Vec<f64>,
     pub allocation: Matrix,
+    /// `pair_time[i][w]`: time of `Instance::pairs[i]` on type `w`.
+    pub pair_time: Vec<Vec<f64>>,
     pub lp_solves: usize,
     pub classes: usize,
     /// Jobs that provably cannot exceed their need in any optimal solution: the members of a
@@ -125,6 +135,8 @@ pub struct RatioSolution {
     /// `None` when no job has a positive demand (z is unbounded; nothing is allocated).
     pub z: Option<f64>,
     pub allocation: Matrix,
+    /// `pair_time[i][w]`: time of `Instance::pairs[i]` on type `w`.
+    pub pair_time: Vec<Vec<f64>>,
     pub lp_solves: usize,
     pub classes: usize,
 }
@@ -144,6 +156,8 @@ struct Class<'s> {
     jobs: Cow<'s, [usize]>,
     /// `(type, column)`, fastest first.
     cols: Vec<(usize, usize)>,
+    /// A paired job's class: `(column, its throughput there)` of every pair column it is in.
+    pair_terms: Vec<(usize, f64)>,
 }
 
 /// A cut the engine found, kept to seed later programs (re-derived with their needs).
@@ -160,6 +174,23 @@ struct PoolCut {
 impl Class<'_> {
     fn row(&self, w: usize) -> f64 {
         self.shape.row[w]
+    }
+
+    /// The class-total row (k = n, λ = 0) with the pair terms of a paired job: the row that
+    /// carries the class's needs in every program.
+    fn total(&self, needs: &[Need]) -> Row {
+        let mut row = self.cut(&self.jobs, self.cols.len(), needs);
+        row.coefs.extend(self.pair_terms.iter().copied());
+        row
+    }
+
+    /// The row carrying `members`' needs at `λ = lambda(li)`: the class total or a cut.
+    fn need_row(&self, members: &[usize], li: usize, needs: &[Need]) -> Row {
+        if li == self.cols.len() && members.len() == self.jobs.len() {
+            self.total(needs)
+        } else {
+            self.cut(members, li, needs)
+        }
     }
 
     /// The cut for the set `members` at dual point `λ = lambda(li)`; members with no need in this
@@ -258,6 +289,8 @@ pub struct Engine<'a> {
     kept: Option<Kept>,
     /// The class totals of the last program solved without its split (see `last_allocation`).
     last_totals: Option<Vec<ClassTotal>>,
+    /// The pair time of that program.
+    last_pair_time: Vec<Vec<f64>>,
 }
 
 /// A class's total time per type in a solution, and its jobs' needs there, largest first.
@@ -301,11 +334,15 @@ struct Kept {
 impl<'a> Engine<'a> {
     pub fn new(instance: Instance<'a>, backend: Backend) -> Engine<'a> {
         let num_types = instance.throughput.cols();
-        let mut index: HashMap<(Vec<u64>, u32), usize> = HashMap::new();
+        let mut paired = vec![false; instance.throughput.rows()];
+        for pair in &instance.pairs {
+            pair.jobs.iter().for_each(|&m| paired[m] = true);
+        }
+        let mut index: HashMap<(Vec<u64>, u32, Option<usize>), usize> = HashMap::new();
         let mut shapes: Vec<ClassShape> = Vec::new();
         for m in 0..instance.throughput.rows() {
             let row = instance.throughput.row(m);
-            let key = (row.iter().map(|v| v.to_bits()).collect(), instance.scale_factor[m]);
+            let key = (row.iter().map(|v| v.to_bits()).collect(), instance.scale_factor[m], paired[m].then_some(m));
             let c = *index.entry(key).or_insert_with(|| {
                 let mut types: Vec<usize> =
                     (0..num_types).filter(|&w| row[w] > 0.0 && instance.capacity[w] > 0.0).collect();
@@ -320,7 +357,16 @@ impl<'a> Engine<'a> {
             });
             shapes[c].jobs.push(m);
         }
-        Engine { instance, backend, shapes, pool: Vec::new(), pooled: HashMap::new(), kept: None, last_totals: None }
+        Engine {
+            instance,
+            backend,
+            shapes,
+            pool: Vec::new(),
+            pooled: HashMap::new(),
+            kept: None,
+            last_totals: None,
+            last_pair_time: Vec::new(),
+        }
     }
 
     /// The per-job allocation of the last program solved with `allocate: false`: its class totals
@@ -331,6 +377,29 @@ impl<'a> Engine<'a> {
             split_class(&self.shapes[total.class], &total.y, &total.sorted, &mut allocation);
         }
         allocation
+    }
+
+    /// The pair time of that program (`pair_time[i][w]`, aligned with `Instance::pairs`).
+    pub fn last_pair_time(&self) -> Vec<Vec<f64>> {
+        self.last_pair_time.clone()
+    }
+
+    /// The pairs the engine formulates with.
+    pub fn pairs(&self) -> &[Pair] {
+        &self.instance.pairs
+    }
+
+    /// `thr_m = Σ_w T[m][w]·X[m][w] + Σ_{k∋m} Σ_w T_k[m][w]·Y[k][w]`.
+    pub fn throughputs(&self, allocation: &Matrix, pair_time: &[Vec<f64>]) -> Vec<f64> {
+        let t = self.instance.throughput;
+        let mut thr: Vec<f64> = (0..t.rows()).map(|m| crate::problem::dot(t.row(m), allocation.row(m))).collect();
+        for (pair, time) in self.instance.pairs.iter().zip(pair_time) {
+            for (w, &y) in time.iter().enumerate() {
+                thr[pair.jobs[0]] += pair.throughput[w][0] * y;
+                thr[pair.jobs[1]] += pair.throughput[w][1] * y;
+            }
+        }
+        thr
     }
 
     /// The pool index of a cut, adding it if new.
@@ -379,9 +448,35 @@ impl<'a> Engine<'a> {
                         })
                         .collect()
                 };
-                Class { shape, jobs, cols }
+                Class { shape, jobs, cols, pair_terms: Vec::new() }
             })
             .collect();
+        // Pair columns after the classes', for pairs whose jobs both take part.
+        let mut classes = classes;
+        let mut class_of_job = vec![0; num_jobs];
+        for (c, shape) in shapes.iter().enumerate() {
+            shape.jobs.iter().for_each(|&m| class_of_job[m] = c);
+        }
+        let mut pair_cols: Vec<Vec<(usize, usize)>> = Vec::with_capacity(self.instance.pairs.len());
+        for pair in &self.instance.pairs {
+            let owners = pair.jobs.map(|m| class_of_job[m]);
+            if owners.iter().any(|&c| classes[c].jobs.is_empty()) {
+                pair_cols.push(Vec::new());
+                continue;
+            }
+            let cols: Vec<(usize, usize)> = pair
+                .types()
+                .map(|w| {
+                    next_col += 1;
+                    (w, next_col - 1)
+                })
+                .collect();
+            for (i, &c) in owners.iter().enumerate() {
+                let terms = cols.iter().map(|&(w, col)| (col, pair.throughput[w][i]));
+                classes[c].pair_terms.extend(terms);
+            }
+            pair_cols.push(cols);
+        }
         let signature = program.signature();
         // The rows that carry needs in this program, aligned with `need_rows`.
         let mut rows: Vec<Row> = Vec::new();
@@ -392,7 +487,7 @@ impl<'a> Engine<'a> {
                 // Same rows, new needs: only the right-hand sides and the shared variables'
                 // coefficients move, and only those that did are sent.
                 for need in &mut kept.need_rows {
-                    let row = classes[need.class].cut(&need.members, need.lambda, needs);
+                    let row = classes[need.class].need_row(&need.members, need.lambda, needs);
                     let (lower, vars) = need_part(&row, num_vars);
                     if lower != need.sent.0 {
                         session.set_row_bounds(need.row, row.lower, row.upper);
@@ -408,7 +503,7 @@ impl<'a> Engine<'a> {
                 (session, kept.need_rows, kept.num_rows)
             }
             None => {
-                let (lp, need_rows) = self.build(&classes, program, next_col);
+                let (lp, need_rows) = self.build(&classes, &pair_cols, program, next_col);
                 rows.extend(need_rows.iter().map(|n| lp.rows[n.row].clone()));
                 let num_rows = lp.rows.len();
                 (self.backend.open(lp), need_rows, num_rows)
@@ -474,6 +569,14 @@ impl<'a> Engine<'a> {
                 sorted: class.sorted(needs, &vars),
             })
             .collect();
+        let pair_time: Vec<Vec<f64>> = pair_cols
+            .iter()
+            .map(|cols| {
+                let mut time = vec![0.0; num_types];
+                cols.iter().for_each(|&(w, col)| time[w] = solution.values[col].max(0.0));
+                time
+            })
+            .collect();
         let mut allocation = Matrix::zeros(num_jobs, num_types);
         if program.allocate {
             for total in &totals {
@@ -481,17 +584,24 @@ impl<'a> Engine<'a> {
             }
         } else {
             self.last_totals = Some(totals);
+            self.last_pair_time = pair_time.clone();
         }
         let used = classes.iter().filter(|c| !c.jobs.is_empty()).count();
         if program.keep_model {
             self.kept = Some(Kept { signature, session, need_rows, num_rows });
         }
-        Ok(Solved { vars, allocation, lp_solves, classes: used, binding })
+        Ok(Solved { vars, allocation, pair_time, lp_solves, classes: used, binding })
     }
 
     /// A fresh LP for `classes`: capacities, class time and class totals, and the pooled cuts
     /// that were tight when last used. Returns it with its need-carrying rows.
-    fn build(&self, classes: &[Class], program: &Program, num_cols: usize) -> (LinearProgram, Vec<NeedRow>) {
+    fn build(
+        &self,
+        classes: &[Class],
+        pair_cols: &[Vec<(usize, usize)>],
+        program: &Program,
+        num_cols: usize,
+    ) -> (LinearProgram, Vec<NeedRow>) {
         let needs = &program.needs;
         let mut lp = LinearProgram::new(program.sense);
         for v in 0..program.cost.len() {
@@ -502,13 +612,27 @@ impl<'a> Engine<'a> {
                 lp.add_col(0.0, 0.0, class.jobs.len() as f64);
             }
         }
+        for _ in pair_cols.iter().flatten() {
+            lp.add_col(0.0, 0.0, 1.0);
+        }
         debug_assert_eq!(lp.num_cols(), num_cols);
+        // Each job's pair columns, for its time row.
+        let mut pair_time_of: HashMap<usize, Vec<usize>> = HashMap::new();
+        for (pair, cols) in self.instance.pairs.iter().zip(pair_cols) {
+            for &m in &pair.jobs {
+                pair_time_of.entry(m).or_default().extend(cols.iter().map(|&(_, col)| col));
+            }
+        }
         for w in 0..self.instance.throughput.cols() {
+            let pairs = self.instance.pairs.iter().zip(pair_cols).flat_map(|(pair, cols)| {
+                cols.iter().filter(move |&&(v, _)| v == w).map(move |&(_, col)| (col, pair.scale_factor as f64))
+            });
             let coefs: Vec<(usize, f64)> = classes
                 .iter()
                 .flat_map(|c| {
                     c.cols.iter().filter(|&&(v, _)| v == w).map(move |&(_, col)| (col, c.shape.scale_factor as f64))
                 })
+                .chain(pairs)
                 .collect();
             if !coefs.is_empty() {
                 lp.add_row(Row::at_most(self.instance.capacity[w], coefs));
@@ -516,10 +640,14 @@ impl<'a> Engine<'a> {
         }
         let mut need_rows = Vec::new();
         for (c, class) in classes.iter().enumerate().filter(|(_, c)| !c.jobs.is_empty()) {
-            lp.add_row(Row::at_most(class.jobs.len() as f64, class.cols.iter().map(|&(_, col)| (col, 1.0)).collect()));
+            let mut time: Vec<(usize, f64)> = class.cols.iter().map(|&(_, col)| (col, 1.0)).collect();
+            if !class.pair_terms.is_empty() {
+                time.extend(pair_time_of[&class.jobs[0]].iter().map(|&col| (col, 1.0)));
+            }
+            lp.add_row(Row::at_most(class.jobs.len() as f64, time));
             // The class total (k = n), at λ = 0.
             let lambda = class.cols.len();
-            let cut = class.cut(&class.jobs, lambda, needs);
+            let cut = class.total(needs);
             let sent = need_part(&cut, program.cost.len());
             let row = lp.add_row(cut);
             need_rows.push(NeedRow { row, class: c, members: class.jobs.to_vec(), lambda, pool: None, sent });
@@ -564,12 +692,14 @@ impl<'a> Engine<'a> {
     pub fn max_ratio(&mut self, demand: &[f64]) -> Result<RatioSolution> {
         let Some(unit) = self.natural_unit(demand) else {
             let allocation = Matrix::zeros(self.instance.throughput.rows(), self.instance.throughput.cols());
-            return Ok(RatioSolution { z: None, allocation, lp_solves: 0, classes: 0 });
+            let pair_time = vec![vec![0.0; allocation.cols()]; self.instance.pairs.len()];
+            return Ok(RatioSolution { z: None, allocation, pair_time, lp_solves: 0, classes: 0 });
         };
         if unit == 0.0 {
             // Some job with a demand can run nowhere: no z > 0 is feasible.
             let allocation = Matrix::zeros(self.instance.throughput.rows(), self.instance.throughput.cols());
-            return Ok(RatioSolution { z: Some(0.0), allocation, lp_solves: 0, classes: 0 });
+            let pair_time = vec![vec![0.0; allocation.cols()]; self.instance.pairs.len()];
+            return Ok(RatioSolution { z: Some(0.0), allocation, pair_time, lp_solves: 0, classes: 0 });
         }
         // z measured in its natural unit, so the LP is well scaled whatever the demands' units.
         let needs = demand.iter().map(|d| Need { base: 0.0, terms: vec![(0, d * unit)] }).collect();
@@ -579,6 +709,7 @@ impl<'a> Engine<'a> {
         Ok(RatioSolution {
             z: Some(solved.vars[0] * unit),
             allocation: solved.allocation,
+            pair_time: solved.pair_time,
             lp_solves: solved.lp_solves,
             classes: solved.classes,
         })
@@ -751,7 +882,7 @@ mod tests {
         // Two identical jobs, each needing 1.5 from one fast (2) and one slow (1) GPU:
         // taking the fastest time first would starve the second job.
         let t = two_types(&[[2.0, 1.0], [2.0, 1.0]]);
-        let inst = Instance { throughput: &t, scale_factor: vec![1, 1], capacity: vec![1.0, 1.0] };
+        let inst = Instance { throughput: &t, scale_factor: vec![1, 1], capacity: vec![1.0, 1.0], pairs: Vec::new() };
         let sol = solve(&inst, &[1.0, 1.0], Backend::default()).unwrap();
         let z = sol.z.unwrap();
         assert!((z - 1.5).abs() < 1e-7, "{z}");
@@ -766,7 +897,7 @@ mod tests {
         // Same class, demands 3:1 on one fast (2) and one slow (1) GPU. Without the k = 1 cut the
         // class total would allow z = 3/4, but the big job alone gets at most 2 → z = 2/3.
         let t = two_types(&[[2.0, 1.0], [2.0, 1.0]]);
-        let inst = Instance { throughput: &t, scale_factor: vec![1, 1], capacity: vec![1.0, 1.0] };
+        let inst = Instance { throughput: &t, scale_factor: vec![1, 1], capacity: vec![1.0, 1.0], pairs: Vec::new() };
         let sol = solve(&inst, &[3.0, 1.0], Backend::default()).unwrap();
         assert!((sol.z.unwrap() - 2.0 / 3.0).abs() < 1e-7, "{:?}", sol.z);
         assert!(sol.lp_solves >= 2);
@@ -778,7 +909,7 @@ mod tests {
         // all of type 0 and cannot improve; job 1 could take more of type 1? It already has it all:
         // with floors (1, 0.5) job 1 can rise (to 1), job 0 cannot.
         let t = two_types(&[[1.0, 0.0], [1.0, 1.0]]);
-        let inst = Instance { throughput: &t, scale_factor: vec![1, 1], capacity: vec![1.0, 1.0] };
+        let inst = Instance { throughput: &t, scale_factor: vec![1, 1], capacity: vec![1.0, 1.0], pairs: Vec::new() };
         let (flags, _) = bottlenecks(&inst, &[1.0, 0.5], &[true, true], Backend::default()).unwrap();
         assert_eq!(flags, vec![true, false]);
     }

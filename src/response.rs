@@ -47,6 +47,34 @@ pub struct Stats {
     /// Water-filling policies: how many levels were raised.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub iterations: Option<usize>,
+    /// Space sharing: how many colocations were offered, kept after pruning, and given time.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub pairs: Option<PairStats>,
+    /// POP: how the jobs and GPUs were partitioned, when they were.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub partitioning: Option<Partitioning>,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, utoipa::ToSchema)]
+pub struct PairStats {
+    pub offered: usize,
+    /// Pairs with at least one type where their combined normalized throughput exceeds the threshold.
+    pub kept: usize,
+    /// Pairs with time in the allocation.
+    pub used: usize,
+    pub threshold: f64,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, utoipa::ToSchema)]
+pub struct Partitioning {
+    /// Number of sub-problems.
+    pub partitions: usize,
+    /// `requested` (the request's `partitions`) or `automatic` (chosen by size).
+    pub chosen: String,
+    /// Jobs in each sub-problem.
+    pub jobs: Vec<usize>,
+    /// Seconds of the slowest sub-problem (they run in parallel).
+    pub slowest_seconds: f64,
 }
 
 impl Response {
@@ -54,11 +82,35 @@ impl Response {
         let names: Vec<&str> = problem.worker_types.iter().map(|w| w.name.as_str()).collect();
         let mut allocation = IndexMap::with_capacity(problem.num_jobs());
         let mut effective_throughput = IndexMap::with_capacity(problem.num_jobs());
+        let mut thr: Vec<f64> =
+            (0..problem.num_jobs()).map(|m| dot(problem.measured.row(m), outcome.allocation.row(m))).collect();
+        let mut colocated_allocation = Vec::new();
+        for k in 0..outcome.colocated.rows() {
+            let time = outcome.colocated.row(k);
+            if !time.iter().any(|&y| y > 0.0) {
+                continue;
+            }
+            let colocation = &problem.colocations[k];
+            for (w, &y) in time.iter().enumerate() {
+                thr[colocation.jobs[0]] += colocation.throughput[w][0] * y;
+                thr[colocation.jobs[1]] += colocation.throughput[w][1] * y;
+            }
+            let jobs = colocation.jobs.map(|m| problem.jobs[m].id.clone());
+            let allocation =
+                names.iter().map(|n| n.to_string()).zip(time.iter().copied()).filter(|&(_, y)| y > 0.0).collect();
+            colocated_allocation.push(ColocatedAllocation { jobs, allocation });
+        }
         for (m, job) in problem.jobs.iter().enumerate() {
             let row = outcome.allocation.row(m);
             allocation.insert(job.id.clone(), names.iter().map(|n| n.to_string()).zip(row.iter().copied()).collect());
-            effective_throughput.insert(job.id.clone(), dot(problem.measured.row(m), row));
+            effective_throughput.insert(job.id.clone(), thr[m]);
         }
+        let pairs = problem.space_sharing.then(|| PairStats {
+            offered: problem.colocations.len(),
+            kept: crate::space_sharing::Pairs::of(problem).kept.len(),
+            used: colocated_allocation.len(),
+            threshold: problem.colocation_threshold,
+        });
         let levels = outcome.water_filling.as_ref().map(|report| {
             problem
                 .jobs
@@ -77,7 +129,7 @@ impl Response {
         Response {
             policy: problem.policy.name().to_string(),
             allocation,
-            colocated_allocation: Vec::new(),
+            colocated_allocation,
             effective_throughput,
             objective: outcome.objective,
             levels,
@@ -86,6 +138,8 @@ impl Response {
                 solve_seconds,
                 lp_solves: outcome.lp_solves,
                 iterations: outcome.water_filling.as_ref().map(|r| r.iterations),
+                pairs,
+                partitioning: None,
             },
         }
     }

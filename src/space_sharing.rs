@@ -83,8 +83,7 @@ impl Pairs {
                     }
                 })
                 .collect();
-            let pair =
-                Pair { colocation: k, jobs: [a, b], scale_factor: problem.jobs[a].scale_factor, throughput };
+            let pair = Pair { colocation: k, jobs: [a, b], scale_factor: problem.jobs[a].scale_factor, throughput };
             if pair.types().next().is_some() {
                 kept.push(pair);
             }

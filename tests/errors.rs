@@ -451,7 +451,20 @@ fn missing_field() {
 
 #[test]
 fn unsupported() {
-    refused(&with(|v| v["space_sharing"] = json!(true)), ErrorCode::Unsupported, Some("space_sharing"));
+    // Space sharing where the policy has no pair formulation.
+    refused(
+        &with(|v| {
+            v["policy"] = json!("fifo");
+            v["space_sharing"] = json!(true);
+        }),
+        ErrorCode::Unsupported,
+        Some("space_sharing"),
+    );
+    for (field, value) in [("colocation_threshold", json!(-1)), ("partitions", json!(0)), ("partitions", json!(1.5))] {
+        let err = solve_err(&with(|v| v[field] = value.clone()));
+        assert!(matches!(err.code, ErrorCode::InvalidNumber), "{}", err.to_json());
+        assert_eq!(err.field.as_deref(), Some(field));
+    }
     // space_sharing: false is the default and is accepted, colocations and all.
     let (_, r, _) = solve_ok(&with(|v| {
         v["space_sharing"] = json!(false);

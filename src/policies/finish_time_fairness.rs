@@ -3,10 +3,9 @@
 //! `z = 1/ρ`; otherwise a bisection on ρ to relative width 1e-9, each probe an exact LP
 //! feasibility test whose allocation also tightens the upper bracket. See `formulations/finish_time_fairness.md`.
 
-use super::{engine, max_min_ratio, throughputs, Outcome, Policy};
+use super::{colocated, engine, Outcome, Policy};
 use crate::error::Result;
 use crate::lp::Backend;
-use crate::problem::Matrix;
 use crate::problem::Problem;
 
 pub struct FinishTimeFairness;
@@ -74,14 +73,15 @@ impl Policy for FinishTimeFairness {
             let demand: Vec<f64> = m_all
                 .map(|m| if terms.active(m) { terms.remaining[m] / terms.isolated_finish[m] } else { 0.0 })
                 .collect();
-            let solution = max_min_ratio(problem, &demand, backend)?;
-            let objective = terms.max_rho(&throughputs(problem, &solution.allocation));
+            let mut engine = engine(problem, backend);
+            let solution = engine.max_ratio(&demand)?;
+            let objective = terms.max_rho(&engine.throughputs(&solution.allocation, &solution.pair_time));
             return Ok(Outcome {
+                colocated: colocated(problem, engine.pairs(), &solution.pair_time),
                 allocation: solution.allocation,
                 objective: Some(objective),
                 lp_solves: solution.lp_solves,
                 water_filling: None,
-                colocated: Matrix::zeros(0, 0),
             });
         }
 
@@ -90,12 +90,13 @@ impl Policy for FinishTimeFairness {
         let active_rho = |thr: &[f64]| active.iter().map(|&m| terms.rho(m, thr[m])).fold(0.0, f64::max);
         // The isolated allocation is feasible, so its ρ bounds the optimum from above; at or below
         // max t_m/D_m no allocation exists (the elapsed time alone reaches it).
+        let mut engine = engine(problem, backend);
         let isolated = problem.isolated_allocation();
-        let mut best = isolated.clone();
-        let mut hi = active_rho(&throughputs(problem, &isolated));
+        let no_pairs = vec![vec![0.0; problem.num_types()]; engine.pairs().len()];
+        let mut hi = active_rho(&engine.throughputs(&isolated, &no_pairs));
+        let mut best = (isolated, no_pairs);
         let mut lo = active.iter().map(|&m| terms.elapsed[m] / terms.isolated_finish[m]).fold(0.0, f64::max);
         let mut lp_solves = 0;
-        let mut engine = engine(problem, backend);
         for _ in 0..MAX_PROBES {
             if hi - lo <= RHO_TOLERANCE * hi {
                 break;
@@ -104,10 +105,10 @@ impl Policy for FinishTimeFairness {
             let solution = engine.max_ratio(&terms.demand(rho))?;
             lp_solves += solution.lp_solves;
             // Every probe's allocation is feasible: its ρ tightens the upper bracket.
-            let achieved = active_rho(&throughputs(problem, &solution.allocation));
+            let achieved = active_rho(&engine.throughputs(&solution.allocation, &solution.pair_time));
             if achieved < hi {
                 hi = achieved;
-                best = solution.allocation;
+                best = (solution.allocation, solution.pair_time);
             }
             if solution.z.is_some_and(|z| z < 1.0) {
                 lo = rho;
@@ -115,12 +116,13 @@ impl Policy for FinishTimeFairness {
                 hi = hi.min(rho);
             }
         }
+        let (allocation, pair_time) = best;
         Ok(Outcome {
-            objective: Some(terms.max_rho(&throughputs(problem, &best))),
-            allocation: best,
+            objective: Some(terms.max_rho(&engine.throughputs(&allocation, &pair_time))),
+            colocated: colocated(problem, engine.pairs(), &pair_time),
+            allocation,
             lp_solves,
             water_filling: None,
-            colocated: Matrix::zeros(0, 0),
         })
     }
 }

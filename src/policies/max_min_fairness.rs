@@ -1,10 +1,9 @@
 //! Least attained service (max-min fairness), heterogeneity-aware or not:
 //! maximize `min_m (sf_m / weight_m) · thr_m / thr_equal_m`. See `formulations/max_min_fairness.md`.
 
-use super::{max_min_ratio, throughputs, Outcome, Policy};
+use super::{colocated, engine, Outcome, Policy};
 use crate::error::Result;
 use crate::lp::Backend;
-use crate::problem::Matrix;
 use crate::problem::Problem;
 
 pub struct MaxMinFairness;
@@ -30,15 +29,16 @@ impl Policy for MaxMinFairness {
             .enumerate()
             .map(|(m, job)| job.weight * thr_equal[m] / job.scale_factor as f64)
             .collect();
-        let solution = max_min_ratio(problem, &demand, backend)?;
-        let achieved = weighted_normalized_throughputs(problem, &throughputs(problem, &solution.allocation));
-        let objective = achieved.into_iter().fold(f64::INFINITY, f64::min);
+        let mut engine = engine(problem, backend);
+        let solution = engine.max_ratio(&demand)?;
+        let thr = engine.throughputs(&solution.allocation, &solution.pair_time);
+        let objective = weighted_normalized_throughputs(problem, &thr).into_iter().fold(f64::INFINITY, f64::min);
         Ok(Outcome {
+            colocated: colocated(problem, engine.pairs(), &solution.pair_time),
             allocation: solution.allocation,
             objective: Some(objective),
             lp_solves: solution.lp_solves,
             water_filling: None,
-            colocated: Matrix::zeros(0, 0),
         })
     }
 }

@@ -1,28 +1,42 @@
 //! Maximum total throughput: maximize `Σ_m thr_m`. Identical jobs share a column (the objective
 //! is a sum, so splitting a group's time evenly loses nothing). See `formulations/max_sum_throughput.md`.
 
-use super::{throughputs, Outcome, Policy};
+use super::{colocated, Outcome, Policy};
 use crate::error::Result;
 use crate::formulation::{BaseLp, Groups};
-use crate::lp::{Backend, Sense};
-use crate::problem::Matrix;
+use crate::lp::{Backend, LinearProgram, Sense};
 use crate::problem::Problem;
+use crate::space_sharing::Pairs;
 
 pub struct MaxSumThroughput;
 
 impl Policy for MaxSumThroughput {
     fn solve(&self, problem: &Problem, backend: Backend) -> Result<Outcome> {
-        let mut base = BaseLp::new(problem, Groups::identical_jobs(problem), Sense::Maximize, None);
+        let pairs = Pairs::of(problem).kept;
+        let groups = Groups::identical_jobs(problem, &pairs);
+        let mut base = BaseLp::with_pairs(problem, groups, &pairs, LinearProgram::new(Sense::Maximize), None);
         base.set_objective(|m, w| problem.throughput.get(m, w));
+        for (pair, cols) in pairs.iter().zip(&base.pair_cols) {
+            for (w, col) in cols.iter().enumerate() {
+                if let Some(c) = col {
+                    base.lp.cost[*c] = pair.throughput[w][0] + pair.throughput[w][1];
+                }
+            }
+        }
         let solution = backend.solve(base.lp.clone())?;
         let allocation = base.allocation(&solution, problem.num_jobs(), problem.num_types(), 1.0);
-        let objective = throughputs(problem, &allocation).iter().sum();
+        let pair_time = base.pair_time(&solution, 1.0);
+        let mut objective: f64 = super::throughputs(problem, &allocation).iter().sum();
+        for (pair, time) in pairs.iter().zip(&pair_time) {
+            objective +=
+                time.iter().enumerate().map(|(w, y)| y * (pair.throughput[w][0] + pair.throughput[w][1])).sum::<f64>();
+        }
         Ok(Outcome {
             allocation,
             objective: Some(objective),
             lp_solves: 1,
             water_filling: None,
-            colocated: Matrix::zeros(0, 0),
+            colocated: colocated(problem, &pairs, &pair_time),
         })
     }
 }

@@ -44,7 +44,7 @@ fn type_cost(problem: &Problem, w: usize) -> f64 {
 pub(super) fn cheapest(problem: &Problem, backend: Backend, floor: &[f64]) -> Result<Outcome> {
     let groups = || {
         if floor.iter().all(|&f| f == 0.0) {
-            Groups::identical_jobs(problem)
+            Groups::identical_jobs(problem, &[])
         } else {
             Groups::singletons(problem.num_jobs())
         }

@@ -1,10 +1,9 @@
 //! Minimum makespan: minimize `max_m r_m / thr_m`, as one LP in `z = 1/makespan`
 //! (maximize z with `thr_m ≥ r_m·z`). See `formulations/min_makespan.md`.
 
-use super::{max_min_ratio, throughputs, Outcome, Policy};
+use super::{colocated, engine, Outcome, Policy};
 use crate::error::Result;
 use crate::lp::Backend;
-use crate::problem::Matrix;
 use crate::problem::Problem;
 
 pub struct MinMakespan;
@@ -20,14 +19,15 @@ pub fn makespan(problem: &Problem, thr: &[f64]) -> f64 {
 impl Policy for MinMakespan {
     fn solve(&self, problem: &Problem, backend: Backend) -> Result<Outcome> {
         let demand: Vec<f64> = (0..problem.num_jobs()).map(|m| problem.steps_remaining(m)).collect();
-        let solution = max_min_ratio(problem, &demand, backend)?;
-        let objective = makespan(problem, &throughputs(problem, &solution.allocation));
+        let mut engine = engine(problem, backend);
+        let solution = engine.max_ratio(&demand)?;
+        let objective = makespan(problem, &engine.throughputs(&solution.allocation, &solution.pair_time));
         Ok(Outcome {
+            colocated: colocated(problem, engine.pairs(), &solution.pair_time),
             allocation: solution.allocation,
             objective: Some(objective),
             lp_solves: solution.lp_solves,
             water_filling: None,
-            colocated: Matrix::zeros(0, 0),
         })
     }
 }

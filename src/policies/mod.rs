@@ -18,8 +18,9 @@ mod water_filling;
 
 use crate::error::{ArbiterError, ErrorCode, Result};
 use crate::lp::Backend;
-use crate::max_min_ratio::{Engine, Instance, RatioSolution};
+use crate::max_min_ratio::{Engine, Instance};
 use crate::problem::{Matrix, Problem};
+use crate::space_sharing::{Pair, Pairs};
 
 /// Every policy name of the contract.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -179,13 +180,23 @@ pub(crate) fn engine(problem: &Problem, backend: Backend) -> Engine<'_> {
         throughput: &problem.throughput,
         scale_factor: scale_factors(problem),
         capacity: capacities(problem),
+        pairs: Pairs::of(problem).kept,
     };
     Engine::new(instance, backend)
 }
 
-/// `max z s.t. thr_m ≥ z·demand_m` on the problem's throughput matrix and cluster.
-pub(crate) fn max_min_ratio(problem: &Problem, demand: &[f64], backend: Backend) -> Result<RatioSolution> {
-    engine(problem, backend).max_ratio(demand)
+/// `Outcome::colocated` from pair time aligned with `pairs`: one row per offered colocation.
+pub(crate) fn colocated(problem: &Problem, pairs: &[Pair], pair_time: &[Vec<f64>]) -> Matrix {
+    if !problem.space_sharing {
+        return Matrix::zeros(0, 0);
+    }
+    let mut y = Matrix::zeros(problem.colocations.len(), problem.num_types());
+    for (pair, time) in pairs.iter().zip(pair_time) {
+        for (w, &t) in time.iter().enumerate() {
+            y.set(pair.colocation, w, t);
+        }
+    }
+    y
 }
 
 /// `thr_m = Σ_w T[m][w] X[m][w]` over the policy's throughput matrix.

@@ -4,11 +4,10 @@
 //! weights) and `hierarchical` (weights re-derived from the entity tree after every freeze).
 //! Each level and each bottleneck test is one exact program of the `max_min_ratio` engine.
 
-use super::{engine, scale_factors, Outcome, WaterFillingReport};
+use super::{colocated, engine, scale_factors, Outcome, WaterFillingReport};
 use crate::error::Result;
 use crate::lp::{Backend, Sense};
 use crate::max_min_ratio::{Engine, Need, Program, Solved};
-use crate::problem::Matrix;
 use crate::problem::Problem;
 
 /// Derives each job's weight for the next level from which jobs are frozen; weight 0 means the
@@ -148,7 +147,8 @@ pub fn water_fill(problem: &Problem, backend: Backend, reweighting: &dyn Reweigh
 
     // The last level meets every final floor (later levels of height 0 move none).
     let allocation = engine.last_allocation();
-    let thr = super::throughputs(problem, &allocation);
+    let pair_time = engine.last_pair_time();
+    let thr = engine.throughputs(&allocation, &pair_time);
     let nt: Vec<f64> = (0..n).map(|m| thr[m] / thr_equal[m]).collect();
     let first = first_weights.unwrap_or_else(|| vec![0.0; n]);
     let objective =
@@ -158,6 +158,6 @@ pub fn water_fill(problem: &Problem, backend: Backend, reweighting: &dyn Reweigh
         objective: objective.is_finite().then_some(objective),
         lp_solves,
         water_filling: Some(WaterFillingReport { normalized_throughput: nt, level, frozen_at, iterations }),
-        colocated: Matrix::zeros(0, 0),
+        colocated: colocated(problem, engine.pairs(), &pair_time),
     })
 }

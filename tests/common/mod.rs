@@ -84,12 +84,13 @@ pub fn assert_error(err: &ArbiterError, code: ErrorCode, field: Option<&str>) {
 }
 
 /// The response's allocation as a dense matrix in the problem's job and type order, after checking
-/// that it names exactly the request's jobs and types, is feasible, and that the reported
-/// effective throughputs are `Σ_w measured[m][w]·X[m][w]`.
+/// that it names exactly the request's jobs and types, is feasible with its colocated pairs, and
+/// that the reported effective throughputs are `Σ_w measured[m][w]·X[m][w]` plus each pair's
+/// `Σ_w T_k[m][w]·Y[k][w]`.
 pub fn checked_allocation(p: &Problem, r: &Response) -> Vec<Vec<f64>> {
     assert_eq!(r.policy, p.policy.name());
     assert_eq!(r.allocation.len(), p.num_jobs(), "one allocation row per job");
-    assert!(r.colocated_allocation.is_empty(), "no colocated allocation without space sharing");
+    let (pair_busy, pair_used, pair_thr) = colocated_use(p, r);
     let mut x = Vec::with_capacity(p.num_jobs());
     for (m, job) in p.jobs.iter().enumerate() {
         let row = r.allocation.get(&job.id).unwrap_or_else(|| panic!("job {} missing from the allocation", job.id));
@@ -99,32 +100,67 @@ pub fn checked_allocation(p: &Problem, r: &Response) -> Vec<Vec<f64>> {
             .iter()
             .map(|w| *row.get(&w.name).unwrap_or_else(|| panic!("job {}: type {} missing", job.id, w.name)))
             .collect();
-        let measured: f64 = (0..p.num_types()).map(|w| p.measured.get(m, w) * dense[w]).sum();
+        let measured: f64 = (0..p.num_types()).map(|w| p.measured.get(m, w) * dense[w]).sum::<f64>() + pair_thr[m];
         let reported = r.effective_throughput[&job.id];
         assert!(
             (reported - measured).abs() <= 1e-9 * measured.abs().max(1.0),
-            "job {}: effective throughput {reported} but Σ T·X = {measured}",
+            "job {}: effective throughput {reported} but Σ T·X + Σ T_k·Y = {measured}",
             job.id
         );
         x.push(dense);
     }
-    assert_feasible(p, &x);
+    assert_feasible_with(p, &x, &pair_busy, &pair_used);
     x
+}
+
+/// What the response's colocated pairs use and give: per job the time and the steps/s (measured),
+/// per type the GPUs. Every pair must be one the request offered, with space sharing on.
+pub fn colocated_use(p: &Problem, r: &Response) -> (Vec<f64>, Vec<f64>, Vec<f64>) {
+    let (mut busy, mut used, mut thr) = (vec![0.0; p.num_jobs()], vec![0.0; p.num_types()], vec![0.0; p.num_jobs()]);
+    if r.colocated_allocation.is_empty() {
+        return (busy, used, thr);
+    }
+    assert!(p.space_sharing, "a colocated allocation without space sharing");
+    let index = |id: &str| p.jobs.iter().position(|j| j.id == id).unwrap_or_else(|| panic!("unknown job {id}"));
+    for pair in &r.colocated_allocation {
+        let jobs = [index(&pair.jobs[0]), index(&pair.jobs[1])];
+        let colocation = p
+            .colocations
+            .iter()
+            .find(|c| c.jobs == jobs)
+            .unwrap_or_else(|| panic!("pair {:?} was not offered", pair.jobs));
+        for (name, &y) in &pair.allocation {
+            let w = p.worker_types.iter().position(|t| &t.name == name).expect("a known type");
+            assert!(y.is_finite() && y >= 0.0, "pair {:?}: Y = {y}", pair.jobs);
+            for (i, &m) in jobs.iter().enumerate() {
+                busy[m] += y;
+                thr[m] += colocation.throughput[w][i] * y;
+            }
+            used[w] += p.jobs[jobs[0]].scale_factor as f64 * y;
+        }
+    }
+    (busy, used, thr)
 }
 
 /// `X ≥ 0`, every row sums to at most 1, and `Σ_m sf_m X[m][w] ≤ count_w` (all within 1e-6).
 pub fn assert_feasible(p: &Problem, x: &[Vec<f64>]) {
+    assert_feasible_with(p, x, &vec![0.0; p.num_jobs()], &vec![0.0; p.num_types()]);
+}
+
+/// `assert_feasible` with each job's time in pairs and each type's GPUs used by pairs added.
+pub fn assert_feasible_with(p: &Problem, x: &[Vec<f64>], pair_busy: &[f64], pair_used: &[f64]) {
     assert_eq!(x.len(), p.num_jobs());
     for (m, row) in x.iter().enumerate() {
         assert_eq!(row.len(), p.num_types());
         for (w, &v) in row.iter().enumerate() {
             assert!(v.is_finite() && v >= 0.0, "X[{m}][{w}] = {v} is not a finite non-negative number");
         }
-        let busy: f64 = row.iter().sum();
+        let busy: f64 = row.iter().sum::<f64>() + pair_busy[m];
         assert!(busy <= 1.0 + FEAS_TOL, "job {m} busy {busy} > 1");
     }
     for (w, wt) in p.worker_types.iter().enumerate() {
-        let used: f64 = x.iter().zip(&p.jobs).map(|(row, j)| j.scale_factor as f64 * row[w]).sum();
+        let used: f64 =
+            x.iter().zip(&p.jobs).map(|(row, j)| j.scale_factor as f64 * row[w]).sum::<f64>() + pair_used[w];
         assert!(used <= wt.count + FEAS_TOL, "type {} uses {used} GPUs of {}", wt.name, wt.count);
     }
 }

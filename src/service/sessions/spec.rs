@@ -86,6 +86,7 @@ impl Spec {
             colocations: None,
             entities: create.entities.clone(),
             max_solve_seconds: create.max_solve_seconds,
+            ..Request::default()
         };
         let mut problem = Problem::from_request(&request)?;
         if let Some(policy) = PolicyKind::from_name(&create.policy) {
