@@ -23,6 +23,7 @@ pub mod problem;
 pub mod request;
 pub mod response;
 pub mod service;
+pub mod simulator;
 pub mod space_sharing;
 pub mod workload;
 

@@ -61,6 +61,11 @@ enum Command {
     /// Every flag has an environment fallback (shown as [env: ...]). Starts with a demo session
     /// (`demo`) and prints the URLs to try; SIGTERM or Ctrl-C lets in-flight requests finish.
     Serve(arbiter::service::Config),
+    /// Replay a trace through a policy and the round-based mechanism on a virtual clock, and write
+    /// per-job completion times and aggregates as JSON (and a JCT CDF with `--plot`).
+    ///
+    /// Bad input exits with status 2 and prints the contract's error object on stderr.
+    Simulate(arbiter::simulator::cli::SimulateArgs),
     /// Print the service's OpenAPI 3.1 document (the one `GET /openapi.json` serves).
     Openapi {
         /// Write it to this file instead (the checked-in copy is `openapi/openapi.json`).
@@ -206,5 +211,8 @@ fn main() -> ExitCode {
         Command::Rounds(args) => run_rounds(args),
         Command::Serve(config) => run_serve(config),
         Command::Openapi { output } => run_openapi(output),
+        Command::Simulate(args) => {
+            arbiter::simulator::cli::run_simulate(&args).map_or_else(|e| fail(&e), |()| ExitCode::SUCCESS)
+        }
     }
 }

@@ -1,60 +1,113 @@
-//! The allocation a session runs on: solved with the session's policy on the active jobs and the
-//! healthy GPUs, or given; installing one resets received time and carries deficits over.
+//! The allocation a session runs on: `X` for the jobs alone and, with space sharing, `Y` for the
+//! colocated pairs; solved with the session's policy on the active jobs, their colocations and the
+//! healthy GPUs, or given. Installing one resets received time and carries deficits over.
 
-use super::priority;
 use super::session::{invalid, Session};
 use crate::error::{ArbiterError, ErrorCode, Result};
 use crate::lp::Backend;
 use crate::policies;
-use crate::problem::{Job, Matrix, Problem, WorkerType};
+use crate::problem::{Colocation, Job, Matrix, Problem, WorkerType};
 
 /// Allocations below this are solver noise: granting them would cost a whole round for nothing.
 const ALLOCATION_EPSILON: f64 = 1e-9;
-/// Slack for a row of a given allocation summing above 1.
+/// Slack for a job's time fractions summing above 1.
 const ROW_TOLERANCE: f64 = 1e-6;
 
+/// A session's allocation: every job combination's fraction of time on every worker type.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Allocation {
+    /// `X[m][w]`: job m alone on type w; rows in `Session::job_ids` order.
+    pub allocation: Matrix,
+    /// `Y[k][w]`: pair k together on type w; rows in `Session::colocations` order (no rows
+    /// without colocations).
+    pub colocated: Matrix,
+}
+
 impl Session {
-    /// Installs an allocation computed elsewhere (rows in `job_ids` order), as a recomputation
-    /// would: received time resets, deficits carry over.
+    /// Installs an allocation of the jobs alone computed elsewhere (rows in `job_ids` order), as a
+    /// recomputation would: received time resets, deficits carry over. Pairs get `Y = 0`.
     pub fn set_allocation(&mut self, allocation: &Matrix) -> Result<()> {
+        let colocated = Matrix::zeros(self.pairs.len(), self.cluster.num_types());
+        self.set_colocated_allocation(allocation, &colocated)
+    }
+
+    /// Installs `X` (rows in `job_ids` order) and `Y` (rows in `colocations` order) computed
+    /// elsewhere. Every fraction is in [0, 1], and every job's time alone and in its pairs sums
+    /// to at most 1: `Σ_w X[m][w] + Σ_{k∋m} Σ_w Y[k][w] ≤ 1`.
+    pub fn set_colocated_allocation(&mut self, allocation: &Matrix, colocated: &Matrix) -> Result<()> {
         self.check_shape(allocation, "allocation")?;
-        for (m, j) in self.jobs.iter().enumerate() {
-            let row = allocation.row(m);
-            for (w, &x) in row.iter().enumerate() {
-                if !(x.is_finite() && (0.0..=1.0 + ROW_TOLERANCE).contains(&x)) {
-                    return Err(invalid(
-                        format!("allocation.{}.{}", j.id, self.cluster.type_name(w)),
-                        format!("a time fraction must be in [0, 1], got {x}"),
-                    ));
-                }
+        let types = self.cluster.num_types();
+        if colocated.rows() != self.pairs.len() || (colocated.cols() != types && !self.pairs.is_empty()) {
+            return Err(ArbiterError::at(
+                ErrorCode::MalformedRequest,
+                "colocated_allocation",
+                format!(
+                    "a colocated allocation of {}×{} for a session of {} colocations and {types} worker types",
+                    colocated.rows(),
+                    colocated.cols(),
+                    self.pairs.len(),
+                ),
+            ));
+        }
+        let fraction = |field: String, x: f64| {
+            if x.is_finite() && (0.0..=1.0 + ROW_TOLERANCE).contains(&x) {
+                Ok(())
+            } else {
+                Err(invalid(field, format!("a time fraction must be in [0, 1], got {x}")))
             }
-            let sum: f64 = row.iter().sum();
-            if sum > 1.0 + ROW_TOLERANCE {
-                return Err(invalid(
-                    format!("allocation.{}", j.id),
-                    format!("job {:?}'s time fractions sum to {sum} > 1", j.id),
-                ));
+        };
+        let mut busy: Vec<f64> = Vec::with_capacity(self.jobs.len());
+        for (m, j) in self.jobs.iter().enumerate() {
+            for (w, &x) in allocation.row(m).iter().enumerate() {
+                fraction(format!("allocation.{}.{}", j.id, self.cluster.type_name(w)), x)?;
+            }
+            busy.push(allocation.row(m).iter().sum());
+        }
+        for (k, p) in self.pairs.iter().enumerate() {
+            for (w, &y) in colocated.row(k).iter().enumerate() {
+                let field = format!("colocated_allocation.{}+{}.{}", p.jobs[0], p.jobs[1], self.cluster.type_name(w));
+                fraction(field, y)?;
+            }
+            let y: f64 = colocated.row(k).iter().sum();
+            for id in &p.jobs {
+                busy[self.index[id]] += y;
             }
         }
-        let rows = (0..self.jobs.len()).map(|m| allocation.row(m).to_vec()).collect();
-        self.reset(rows);
+        if let Some((m, sum)) = busy.iter().enumerate().find(|(_, &s)| s > 1.0 + ROW_TOLERANCE) {
+            return Err(invalid(
+                format!("allocation.{}", self.jobs[m].id),
+                format!("job {:?}'s time fractions, alone and in pairs, sum to {sum} > 1", self.jobs[m].id),
+            ));
+        }
+        self.reset(allocation, colocated);
         Ok(())
     }
 
     /// Solves the session's policy now, whatever the interval, and resets.
     pub fn recompute_allocation(&mut self) -> Result<()> {
-        let x = self.solve_allocation(self.config.backend)?;
-        self.reset((0..x.rows()).map(|m| x.row(m).to_vec()).collect());
+        let solved = self.solve_colocated_allocation(self.config.backend)?;
+        self.reset(&solved.allocation, &solved.colocated);
         Ok(())
     }
 
-    /// The policy's allocation for the current jobs and healthy cluster, solved with `backend`
-    /// (so a caller can give each solve its own budget), rows in `job_ids` order, without
-    /// installing it (`set_allocation` does). Jobs that can run on no type with a healthy GPU
-    /// left are not in the problem and get a zero row.
+    /// `X` of `solve_colocated_allocation`, for sessions without colocations (installing it with
+    /// `set_allocation` gives every pair `Y = 0`).
     pub fn solve_allocation(&self, backend: Backend) -> Result<Matrix> {
+        Ok(self.solve_colocated_allocation(backend)?.allocation)
+    }
+
+    /// The policy's allocation for the current jobs, colocations and healthy cluster, solved with
+    /// `backend` (so a caller can give each solve its own budget), without installing it
+    /// (`set_colocated_allocation` does). Jobs that can run on no type with a healthy GPU left are
+    /// not in the problem and get a zero row; so do pairs with such a tenant or that can share no
+    /// such type. The pairs go to the policy as `Problem::colocations` (measured steps/s, as a
+    /// request gives them), with `space_sharing: true` when the policy supports it; without
+    /// colocations the problem is that of a session without space sharing. A policy that returns
+    /// no rows of `Y` gives every pair 0.
+    pub fn solve_colocated_allocation(&self, backend: Backend) -> Result<Allocation> {
         let types = self.cluster.num_types();
-        let mut rows = Matrix::zeros(self.jobs.len(), types);
+        let mut x = Matrix::zeros(self.jobs.len(), types);
+        let mut y = Matrix::zeros(self.pairs.len(), types);
         let worker_types: Vec<WorkerType> = self
             .base
             .worker_types
@@ -62,11 +115,15 @@ impl Session {
             .enumerate()
             .map(|(w, wt)| WorkerType { count: self.cluster.healthy_count(w) as f64, ..wt.clone() })
             .collect();
+        let mut row_of: Vec<Option<usize>> = vec![None; self.jobs.len()];
         let included: Vec<usize> = (0..self.jobs.len())
             .filter(|&m| (0..types).any(|w| self.jobs[m].throughput[w] > 0.0 && worker_types[w].count > 0.0))
             .collect();
         if included.is_empty() {
-            return Ok(rows);
+            return Ok(Allocation { allocation: x, colocated: y });
+        }
+        for (r, &m) in included.iter().enumerate() {
+            row_of[m] = Some(r);
         }
         let mut measured = Matrix::zeros(included.len(), types);
         for (r, &m) in included.iter().enumerate() {
@@ -75,6 +132,17 @@ impl Session {
         // As `Problem::from_request` does: a type-blind policy sees every throughput as 1.
         let throughput =
             if self.base.heterogeneity_aware { measured.clone() } else { Matrix::filled(included.len(), types, 1.0) };
+        let mut pairs_included = Vec::new();
+        let mut colocations = Vec::new();
+        for (k, p) in self.pairs.iter().enumerate() {
+            let rows = p.jobs.clone().map(|id| row_of[self.index[&id]]);
+            let [Some(ra), Some(rb)] = rows else { continue };
+            if !(0..types).any(|w| p.runs_on(w) && worker_types[w].count > 0.0) {
+                continue;
+            }
+            pairs_included.push(k);
+            colocations.push(Colocation { jobs: [ra, rb], throughput: p.throughput.clone() });
+        }
         let jobs: Vec<Job> = included.iter().map(|&m| self.jobs[m].job.clone()).collect();
         let problem = Problem {
             worker_types,
@@ -82,56 +150,99 @@ impl Session {
             jobs,
             measured,
             throughput,
+            space_sharing: !colocations.is_empty() && self.base.policy.supports_space_sharing(),
+            colocations,
             ..self.base.clone()
         };
         let outcome = policies::solve(&problem, backend)?;
-        let x = &outcome.allocation;
-        if x.rows() != included.len() || x.cols() != types {
-            return Err(ArbiterError::new(
-                ErrorCode::SolverFailed,
-                format!(
-                    "the policy returned a {}×{} allocation for {} jobs and {types} types",
-                    x.rows(),
-                    x.cols(),
-                    included.len()
-                ),
+        let failed = |what: String| Err(ArbiterError::new(ErrorCode::SolverFailed, what));
+        let (ox, oy) = (&outcome.allocation, &outcome.colocated);
+        if ox.rows() != included.len() || ox.cols() != types {
+            return failed(format!(
+                "the policy returned a {}×{} allocation for {} jobs and {types} types",
+                ox.rows(),
+                ox.cols(),
+                included.len()
             ));
         }
-        for (r, &m) in included.iter().enumerate() {
-            for (w, &v) in x.row(r).iter().enumerate() {
-                if !v.is_finite() {
-                    return Err(ArbiterError::new(
-                        ErrorCode::SolverFailed,
-                        format!("the policy returned a non-finite allocation for job {:?}", self.jobs[m].id),
-                    ));
-                }
-                // Solver noise below 0 or above 1.
-                rows.set(m, w, v.clamp(0.0, 1.0));
+        // A policy without space sharing returns no rows of Y: every pair gets 0.
+        if oy.rows() != 0 && (oy.rows() != pairs_included.len() || oy.cols() != types) {
+            return failed(format!(
+                "the policy returned a {}×{} colocated allocation for {} pairs and {types} types",
+                oy.rows(),
+                oy.cols(),
+                pairs_included.len()
+            ));
+        }
+        // Solver noise below 0 or above 1.
+        let clean = |v: f64, what: &dyn Fn() -> String| -> Result<f64> {
+            if v.is_finite() {
+                Ok(v.clamp(0.0, 1.0))
+            } else {
+                Err(ArbiterError::new(ErrorCode::SolverFailed, format!("the policy returned a non-finite {}", what())))
             }
-            let sum: f64 = rows.row(m).iter().sum();
-            if sum > 1.0 + ROW_TOLERANCE {
-                rows.row_mut(m).iter_mut().for_each(|v| *v /= sum);
+        };
+        for (r, &m) in included.iter().enumerate() {
+            for (w, &v) in ox.row(r).iter().enumerate() {
+                x.set(m, w, clean(v, &|| format!("allocation for job {:?}", self.jobs[m].id))?);
             }
         }
-        Ok(rows)
+        if oy.rows() != 0 {
+            for (r, &k) in pairs_included.iter().enumerate() {
+                for (w, &v) in oy.row(r).iter().enumerate() {
+                    let p = &self.pairs[k];
+                    y.set(
+                        k,
+                        w,
+                        clean(v, &|| format!("colocated allocation for jobs {:?} and {:?}", p.jobs[0], p.jobs[1]))?,
+                    );
+                }
+            }
+        }
+        self.normalize(&mut x, &mut y);
+        Ok(Allocation { allocation: x, colocated: y })
     }
 
-    /// Installs a new allocation: received time restarts from zero, and what each job was owed
-    /// (or ran ahead) under the old one is carried, bounded, on the types it still has
+    /// Scales down the time of any job whose fractions, alone and in pairs, sum above 1 (solver
+    /// noise): its row of `X` by its sum, and each of its pairs' rows of `Y` by the larger sum of
+    /// the two tenants.
+    fn normalize(&self, x: &mut Matrix, y: &mut Matrix) {
+        let mut busy: Vec<f64> = (0..x.rows()).map(|m| x.row(m).iter().sum()).collect();
+        for (k, p) in self.pairs.iter().enumerate() {
+            let s: f64 = y.row(k).iter().sum();
+            for id in &p.jobs {
+                busy[self.index[id]] += s;
+            }
+        }
+        let scale: Vec<f64> = busy.iter().map(|&b| if b > 1.0 + ROW_TOLERANCE { b } else { 1.0 }).collect();
+        for (m, &s) in scale.iter().enumerate() {
+            if s > 1.0 {
+                x.row_mut(m).iter_mut().for_each(|v| *v /= s);
+            }
+        }
+        for (k, p) in self.pairs.iter().enumerate() {
+            let s = p.jobs.iter().map(|id| scale[self.index[id]]).fold(1.0, f64::max);
+            if s > 1.0 {
+                y.row_mut(k).iter_mut().for_each(|v| *v /= s);
+            }
+        }
+    }
+
+    /// Installs a new allocation: received time restarts from zero, and what each combination was
+    /// owed (or ran ahead) under the old one is carried, bounded, on the types it still has
     /// allocation on and can be placed on.
-    fn reset(&mut self, rows: Vec<Vec<f64>>) {
+    fn reset(&mut self, x: &Matrix, y: &Matrix) {
         let bound = self.config.max_deficit_rounds * self.config.round_seconds;
         let elapsed = self.elapsed;
-        let capacity = self.capacity();
-        for (j, row) in self.jobs.iter_mut().zip(rows) {
-            for (w, x) in row.into_iter().enumerate() {
-                let x = if x < ALLOCATION_EPSILON { 0.0 } else { x.min(1.0) };
-                let owed = j.carried[w] + j.allocation[w] * elapsed - j.received[w];
-                let placeable = priority::placeable(j.job.scale_factor, j.throughput[w], capacity[w]);
-                j.carried[w] = if x > 0.0 && placeable { owed.clamp(-bound, bound) } else { 0.0 };
-                j.received[w] = 0.0;
-                j.allocation[w] = x;
-            }
+        for m in 0..self.jobs.len() {
+            let placeable: Vec<bool> =
+                (0..self.cluster.num_types()).map(|w| self.placeable(&self.jobs[m], w)).collect();
+            self.jobs[m].share.reset(x.row(m), elapsed, bound, ALLOCATION_EPSILON, |w| placeable[w]);
+        }
+        for k in 0..self.pairs.len() {
+            let placeable: Vec<bool> =
+                (0..self.cluster.num_types()).map(|w| self.pair_placeable(&self.pairs[k], w)).collect();
+            self.pairs[k].share.reset(y.row(k), elapsed, bound, ALLOCATION_EPSILON, |w| placeable[w]);
         }
         self.elapsed = 0.0;
         self.stale = false;

@@ -3,10 +3,14 @@
 //!
 //! - [`cluster`]: servers and GPUs per worker type, GPU ids, health.
 //! - [`session`]: one cluster's state and the events that change it.
-//! - [`allocation`]: recomputing the allocation with the policy, and the reset it brings.
+//! - [`colocation`]: space sharing: pairs of jobs that may share GPUs, each at its paired
+//!   throughput; effective throughputs.
+//! - [`allocation`]: recomputing the allocation (`X` alone, `Y` for pairs) with the policy, and
+//!   the reset it brings.
 //! - [`round`]: `next_round`, and what one round decides.
-//! - [`priority`]: priority = seconds behind the allocation by the end of the round if the job does
-//!   not run (`deficit + X·R`), and which jobs run this round.
+//! - [`priority`]: priority of a job combination (a job alone or a pair) = seconds behind its
+//!   allocation by the end of the round if it does not run (`deficit + X·R`), and which
+//!   combinations run this round, never a job twice.
 //! - [`placement`]: which GPUs they get, consolidated, renewing leases.
 //! - [`report`]: the `arbiter rounds` run on a fixed request, and its JSON.
 //!
@@ -14,12 +18,15 @@
 
 pub mod allocation;
 pub mod cluster;
+pub mod colocation;
 pub mod placement;
 pub mod priority;
 pub mod report;
 pub mod round;
 pub mod session;
+mod share;
 
+pub use allocation::Allocation;
 pub use cluster::{Cluster, GpuId, ServerId, Worker};
 pub use placement::{Lease, Placement, Tenants};
 pub use round::{JobRound, LeaseChange, Round};

@@ -1,12 +1,13 @@
-//! Consolidated placement: the GPUs each job chosen for a round gets, all on as few servers as
-//! possible, and a job that stays on its worker type keeping last round's GPUs (lease renewal).
+//! Consolidated placement: the GPUs each job combination chosen for a round gets (a job alone, or
+//! a colocated pair sharing the same GPUs), all on as few servers as possible, and a combination
+//! that stays on its worker type keeping last round's GPUs (lease renewal).
 
 use super::cluster::{Cluster, GpuId};
 use super::JobId;
 use std::collections::BTreeSet;
 
-/// Who runs on a placement's GPUs: one job, or a colocated pair once space sharing exists
-/// (the policies do not produce pairs yet, so the mechanism places single jobs only).
+/// Who runs on a placement's GPUs: one job, or a colocated pair sharing all of them (space
+/// sharing), in the order the pair's colocation was added.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Tenants {
     Single(JobId),
@@ -22,7 +23,7 @@ impl Tenants {
     }
 }
 
-/// One round's use of `scale_factor` GPUs of one worker type.
+/// One round's use of `scale_factor` GPUs of one worker type by one job or one pair.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Placement {
     pub jobs: Tenants,
@@ -30,45 +31,46 @@ pub struct Placement {
     pub gpus: Vec<GpuId>,
 }
 
-/// The GPUs a job holds from one round to the next; renewing it means no checkpoint and restart.
+/// The GPUs a job holds from one round to the next, alone or in a pair; renewing it means no
+/// checkpoint and restart.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Lease {
     pub worker_type: usize,
     pub gpus: Vec<GpuId>,
 }
 
-/// A job the priority selection chose for this round.
+/// A job combination the priority selection chose for this round.
 pub(super) struct Request<'a> {
     pub worker_type: usize,
     pub scale_factor: u32,
-    /// The job's lease from last round, if it ran.
-    pub previous: Option<&'a Lease>,
+    /// The leases of its jobs from last round, if they ran (one per tenant; a pair that ran
+    /// together names the same lease twice).
+    pub previous: [Option<&'a Lease>; 2],
 }
 
 /// Places every request on healthy GPUs of its type, or leaves it `None` if its type has fewer
 /// free GPUs than it needs (the selection never asks for that).
 ///
-/// Renewals go first: a request on the type of its lease keeps the lease's GPUs when all are
-/// healthy (leases of one round never overlap, so renewals cannot collide). The rest are placed
-/// in decreasing scale factor, each on the fewest servers that can hold it: one server whenever
-/// one has enough free GPUs (the fullest such server, to keep emptier ones whole for bigger jobs),
+/// Renewals go first: a request on the type of a tenant's lease keeps the lease's GPUs when all
+/// are healthy and none is kept by an earlier request (leases of one round overlap only between
+/// the two tenants of a pair, and then only one combination keeps them). The rest are placed in
+/// decreasing scale factor, each on the fewest servers that can hold it: one server whenever one
+/// has enough free GPUs (the fullest such server, to keep emptier ones whole for bigger jobs),
 /// else the emptiest servers first.
 pub(super) fn place(cluster: &Cluster, requests: &[Request]) -> Vec<Option<Lease>> {
     let mut taken: Vec<bool> = (0..cluster.num_gpus() as u32).map(|g| !cluster.is_healthy(GpuId(g))).collect();
     let mut out: Vec<Option<Lease>> = requests
         .iter()
         .map(|r| {
-            let lease = r.previous?;
-            let keeps = lease.worker_type == r.worker_type
-                && lease.gpus.len() == r.scale_factor as usize
-                && lease.gpus.iter().all(|g| !taken[g.0 as usize]);
-            if !keeps {
-                return None;
-            }
+            let lease = r.previous.iter().flatten().find(|lease| {
+                lease.worker_type == r.worker_type
+                    && lease.gpus.len() == r.scale_factor as usize
+                    && lease.gpus.iter().all(|g| !taken[g.0 as usize])
+            })?;
             for g in &lease.gpus {
                 taken[g.0 as usize] = true;
             }
-            Some(lease.clone())
+            Some((*lease).clone())
         })
         .collect();
 

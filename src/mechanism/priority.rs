@@ -1,16 +1,21 @@
-//! One round's priority selection (Gavel §5, Algorithm 1): the priority of every (job, worker type)
-//! and which combinations run this round. Which servers and GPUs they get is `placement`'s job.
+//! One round's priority selection (Gavel §5, Algorithm 1): the priority of every (job combination,
+//! worker type), a combination being a job alone or a colocated pair, and which run this round. Which servers and GPUs they get is `placement`'s job.
 
-/// Where one job stands when a round begins, one entry per worker type.
+/// Where one job combination (a job alone, or a colocated pair) stands when a round begins, one
+/// entry per worker type.
 pub(super) struct Standing<'a> {
+    /// The jobs (by index) the combination runs: one, or a pair.
+    pub tenants: &'a [u32],
+    /// GPUs the combination occupies: its jobs' scale factor.
     pub scale_factor: u32,
-    /// `X[m][·]`, the job's allocation.
+    /// `X[m][·]` or `Y[k][·]`, the combination's allocation.
     pub allocation: &'a [f64],
     /// Seconds run on each type since the last reset.
     pub received: &'a [f64],
     /// Seconds owed on each type from before the last reset (negative: run ahead).
     pub carried: &'a [f64],
-    /// Measured steps/s on each type; 0 means the job cannot run there.
+    /// Steps/s on each type (for a pair, the slower tenant's paired throughput); 0 means the
+    /// combination cannot run there.
     pub throughput: &'a [f64],
 }
 
@@ -35,28 +40,31 @@ pub(super) fn placeable(scale_factor: u32, throughput: f64, capacity: u32) -> bo
 }
 
 struct Candidate {
-    /// `priority(..)`: seconds behind at the end of the round if the job does not run.
+    /// `priority(..)`: seconds behind at the end of the round if the combination does not run.
     priority: f64,
     allocation: f64,
-    job: u32,
+    combination: u32,
     worker_type: u32,
 }
 
-/// Picks at most one worker type per job: combinations in decreasing priority (the job furthest
-/// behind first; ties by larger allocation, then job order, then type), skipping a job already
-/// chosen and any needing more GPUs than remain of the type. Only due combinations (priority > 0)
-/// are candidates unless `work_conserving`, which lets the others fill what is left, least ahead
-/// first. `capacity[w]` is the healthy GPU count of type `w`; combinations that can never fit
-/// (scale factor above it, or a type the job cannot run on) are not candidates at all.
+/// Picks at most one worker type per job combination, and never a job twice (alone and in a
+/// pair, or in two pairs): (combination, type) candidates in decreasing priority (the one furthest
+/// behind first; ties by larger allocation, then combination order, then type), skipping one with
+/// a job already chosen and any needing more GPUs than remain of the type. Only due candidates
+/// (priority > 0) are taken unless `work_conserving`, which lets the others fill what is left,
+/// least ahead first. `capacity[w]` is the healthy GPU count of type `w`; candidates that can
+/// never fit (scale factor above it, or a type the combination cannot run on) are not candidates
+/// at all. `jobs` is the number of jobs the tenants index.
 pub(super) fn select(
     standings: &[Standing],
+    jobs: usize,
     elapsed: f64,
     round_seconds: f64,
     capacity: &[u32],
     work_conserving: bool,
 ) -> Vec<Option<usize>> {
     let mut candidates = Vec::with_capacity(standings.len() * capacity.len());
-    for (m, s) in standings.iter().enumerate() {
+    for (c, s) in standings.iter().enumerate() {
         for (w, &cap) in capacity.iter().enumerate() {
             let x = s.allocation[w];
             if x <= 0.0 || !placeable(s.scale_factor, s.throughput[w], cap) {
@@ -65,7 +73,7 @@ pub(super) fn select(
             let owed = s.carried[w] + x * elapsed - s.received[w];
             let priority = priority(x, owed, round_seconds);
             if priority > 0.0 || work_conserving {
-                candidates.push(Candidate { priority, allocation: x, job: m as u32, worker_type: w as u32 });
+                candidates.push(Candidate { priority, allocation: x, combination: c as u32, worker_type: w as u32 });
             }
         }
     }
@@ -73,25 +81,29 @@ pub(super) fn select(
         b.priority
             .total_cmp(&a.priority)
             .then(b.allocation.total_cmp(&a.allocation))
-            .then(a.job.cmp(&b.job))
+            .then(a.combination.cmp(&b.combination))
             .then(a.worker_type.cmp(&b.worker_type))
     });
 
     let mut free = capacity.to_vec();
     let mut left: u64 = capacity.iter().map(|&c| c as u64).sum();
     let mut chosen = vec![None; standings.len()];
+    let mut running = vec![false; jobs];
     for c in candidates {
         if left == 0 {
             break;
         }
-        let (m, w) = (c.job as usize, c.worker_type as usize);
-        let sf = standings[m].scale_factor;
-        if chosen[m].is_some() || sf > free[w] {
+        let (k, w) = (c.combination as usize, c.worker_type as usize);
+        let s = &standings[k];
+        if s.scale_factor > free[w] || s.tenants.iter().any(|&m| running[m as usize]) {
             continue;
         }
-        free[w] -= sf;
-        left -= sf as u64;
-        chosen[m] = Some(w);
+        free[w] -= s.scale_factor;
+        left -= s.scale_factor as u64;
+        for &m in s.tenants {
+            running[m as usize] = true;
+        }
+        chosen[k] = Some(w);
     }
     chosen
 }

@@ -1,9 +1,9 @@
-//! One round: `Session::next_round` (priority selection, placement, bookkeeping) and what it
-//! decides: the placements, the job on every GPU, and each job's lease renewed, started, moved or
-//! preempted.
+//! One round: `Session::next_round` (priority selection over job combinations, placement,
+//! bookkeeping) and what it decides: the placements (jobs alone and colocated pairs), the
+//! combination on every GPU, and each job's lease renewed, started, moved or preempted.
 
 use super::cluster::GpuId;
-use super::placement::{self, Lease, Placement, Request, Tenants};
+use super::placement::{self, Placement, Request, Tenants};
 use super::priority::{self, Standing};
 use super::session::Session;
 use super::{JobId, Mode};
@@ -38,10 +38,12 @@ impl LeaseChange {
 pub struct JobRound {
     pub job: JobId,
     pub lease: LeaseChange,
-    /// Index into `Round::placements` when the job runs.
+    /// Index into `Round::placements` when the job runs (both tenants of a pair name its
+    /// placement).
     pub placement: Option<usize>,
-    /// The job has allocation on a worker type it cannot be placed on (its scale factor exceeds
-    /// the healthy GPUs there, or it cannot run there): that share is not granted.
+    /// The job has allocation, alone or in a pair, on a worker type where that combination cannot
+    /// be placed (its scale factor exceeds the healthy GPUs there, or it cannot run there): that
+    /// share is not granted.
     pub unplaceable: bool,
 }
 
@@ -58,7 +60,7 @@ pub struct Round {
     pub placements: Vec<Placement>,
     /// Every active job, in the session's order.
     pub jobs: Vec<JobRound>,
-    /// Per GPU (by `GpuId`): the index of the placement running on it.
+    /// Per GPU (by `GpuId`): the index of the placement (one job or one pair) running on it.
     pub by_gpu: Vec<Option<u32>>,
 }
 
@@ -114,37 +116,95 @@ impl Session {
 
     fn run_placed(&mut self, seconds: f64) -> (Vec<Placement>, Vec<JobRound>) {
         let capacity = self.capacity();
-        let standings: Vec<Standing> = self
-            .jobs
-            .iter()
-            .map(|j| Standing {
+        let n = self.jobs.len();
+        let singles: Vec<u32> = (0..n as u32).collect();
+        let pair_tenants: Vec<[u32; 2]> =
+            self.pairs.iter().map(|p| [self.index[&p.jobs[0]] as u32, self.index[&p.jobs[1]] as u32]).collect();
+        let tenants_of = |c: usize| -> &[u32] {
+            if c < n {
+                &singles[c..=c]
+            } else {
+                &pair_tenants[c - n]
+            }
+        };
+        let mut standings: Vec<Standing> = Vec::with_capacity(n + self.pairs.len());
+        for (m, j) in self.jobs.iter().enumerate() {
+            standings.push(Standing {
+                tenants: tenants_of(m),
                 scale_factor: j.job.scale_factor,
-                allocation: &j.allocation,
-                received: &j.received,
-                carried: &j.carried,
+                allocation: &j.share.allocation,
+                received: &j.share.received,
+                carried: &j.share.carried,
                 throughput: &j.throughput,
-            })
-            .collect();
-        let chosen = priority::select(&standings, self.elapsed, seconds, &capacity, self.config.work_conserving);
+            });
+        }
+        for (p, tenants) in self.pairs.iter().zip(&pair_tenants) {
+            standings.push(Standing {
+                tenants,
+                scale_factor: self.jobs[tenants[0] as usize].job.scale_factor,
+                allocation: &p.share.allocation,
+                received: &p.share.received,
+                carried: &p.share.carried,
+                throughput: &p.slowest,
+            });
+        }
+        let chosen = priority::select(&standings, n, self.elapsed, seconds, &capacity, self.config.work_conserving);
+        // (combination, worker type) of every combination chosen; combinations are the jobs alone
+        // (0..n), then the pairs.
         let chosen: Vec<(usize, usize)> =
-            chosen.into_iter().enumerate().filter_map(|(m, w)| w.map(|w| (m, w))).collect();
+            chosen.into_iter().enumerate().filter_map(|(c, w)| w.map(|w| (c, w))).collect();
         let requests: Vec<Request> = chosen
             .iter()
-            .map(|&(m, w)| Request {
-                worker_type: w,
-                scale_factor: self.jobs[m].job.scale_factor,
-                previous: self.jobs[m].lease.as_ref(),
+            .map(|&(c, w)| {
+                let tenants = standings[c].tenants;
+                Request {
+                    worker_type: w,
+                    scale_factor: standings[c].scale_factor,
+                    previous: [
+                        self.jobs[tenants[0] as usize].lease.as_ref(),
+                        tenants.get(1).and_then(|&t| self.jobs[t as usize].lease.as_ref()),
+                    ],
+                }
             })
             .collect();
-        let mut new_leases: Vec<Option<Lease>> = vec![None; self.jobs.len()];
-        for (&(m, _), lease) in chosen.iter().zip(placement::place(&self.cluster, &requests)) {
-            new_leases[m] = lease;
+        let leases = placement::place(&self.cluster, &requests);
+
+        // Per job: the chosen combination (index into `chosen`) it runs in this round.
+        let mut runs_in: Vec<Option<usize>> = vec![None; n];
+        for (i, (&(c, w), lease)) in chosen.iter().zip(&leases).enumerate() {
+            if lease.is_none() {
+                continue;
+            }
+            for &m in tenants_of(c) {
+                runs_in[m as usize] = Some(i);
+            }
+            if c < n {
+                self.jobs[c].share.grant(w, seconds);
+            } else {
+                self.pairs[c - n].share.grant(w, seconds);
+            }
         }
 
-        let unplaceable: Vec<bool> = self.jobs.iter().map(|j| self.unplaceable(j)).collect();
+        let unplaceable = self.unplaceable_jobs();
         let mut placements = Vec::with_capacity(chosen.len());
-        let mut rounds = Vec::with_capacity(self.jobs.len());
-        for ((j, lease), unplaceable) in self.jobs.iter_mut().zip(new_leases).zip(unplaceable) {
+        let mut placement_of: Vec<Option<usize>> = vec![None; chosen.len()];
+        let mut rounds = Vec::with_capacity(n);
+        for (m, unplaceable) in unplaceable.into_iter().enumerate() {
+            let lease = runs_in[m].and_then(|i| leases[i].clone());
+            let placement = runs_in[m].map(|i| {
+                *placement_of[i].get_or_insert_with(|| {
+                    let (c, w) = chosen[i];
+                    let jobs = if c < n {
+                        Tenants::Single(self.jobs[c].id.clone())
+                    } else {
+                        Tenants::Pair(self.pairs[c - n].jobs.clone())
+                    };
+                    let gpus = leases[i].as_ref().map(|l| l.gpus.clone()).unwrap_or_default();
+                    placements.push(Placement { jobs, worker_type: w, gpus });
+                    placements.len() - 1
+                })
+            });
+            let j = &mut self.jobs[m];
             let change = match (&j.lease, &lease) {
                 (Some(old), Some(new)) if old == new => LeaseChange::Renewed,
                 (Some(_), Some(_)) => LeaseChange::Moved,
@@ -152,32 +212,44 @@ impl Session {
                 (Some(_), None) => LeaseChange::Preempted,
                 (None, None) => LeaseChange::Waiting,
             };
-            let placement = lease.as_ref().map(|l| {
-                j.received[l.worker_type] += seconds;
-                j.total_received[l.worker_type] += seconds;
-                placements.push(Placement {
-                    jobs: Tenants::Single(j.id.clone()),
-                    worker_type: l.worker_type,
-                    gpus: l.gpus.clone(),
-                });
-                placements.len() - 1
-            });
             j.lease = lease;
             rounds.push(JobRound { job: j.id.clone(), lease: change, placement, unplaceable });
         }
         (placements, rounds)
     }
 
+    /// Per job: it has allocation, alone or in one of its pairs, on a type where that combination
+    /// cannot be placed.
+    fn unplaceable_jobs(&self) -> Vec<bool> {
+        let mut out: Vec<bool> = self.jobs.iter().map(|j| self.unplaceable(j)).collect();
+        for p in &self.pairs {
+            let stuck =
+                (0..self.cluster.num_types()).any(|w| p.share.allocation[w] > 0.0 && !self.pair_placeable(p, w));
+            if stuck {
+                for id in &p.jobs {
+                    out[self.index[id]] = true;
+                }
+            }
+        }
+        out
+    }
+
     fn run_ideal(&mut self, seconds: f64) -> (Vec<Placement>, Vec<JobRound>) {
-        let unplaceable: Vec<bool> = self.jobs.iter().map(|j| self.unplaceable(j)).collect();
+        let unplaceable = self.unplaceable_jobs();
+        for p in &mut self.pairs {
+            for w in 0..p.share.allocation.len() {
+                let y = p.share.allocation[w];
+                p.share.grant(w, y * seconds);
+            }
+        }
         let rounds = self
             .jobs
             .iter_mut()
             .zip(unplaceable)
             .map(|(j, unplaceable)| {
-                for (w, x) in j.allocation.iter().enumerate() {
-                    j.received[w] += x * seconds;
-                    j.total_received[w] += x * seconds;
+                for w in 0..j.share.allocation.len() {
+                    let x = j.share.allocation[w];
+                    j.share.grant(w, x * seconds);
                 }
                 j.lease = None;
                 JobRound { job: j.id.clone(), lease: LeaseChange::Fractional, placement: None, unplaceable }

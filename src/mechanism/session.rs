@@ -2,8 +2,10 @@
 //! last reset, carried deficits and leases; and the events that change it.
 
 use super::cluster::{Cluster, Worker};
+use super::colocation::PairState;
 use super::placement::Lease;
 use super::priority;
+use super::share::Share;
 use super::{Config, JobId};
 use crate::error::{ArbiterError, ErrorCode, Result};
 use crate::policies::PolicyKind;
@@ -19,23 +21,18 @@ pub(super) struct JobState {
     pub(super) job: Job,
     /// Measured steps/s per type, smoothed by the progress reports.
     pub(super) throughput: Vec<f64>,
-    /// `X[m][·]`, the current allocation.
-    pub(super) allocation: Vec<f64>,
-    /// Seconds run per type since the last reset.
-    pub(super) received: Vec<f64>,
-    /// Seconds owed per type from before the last reset (negative: ran ahead).
-    pub(super) carried: Vec<f64>,
-    /// Seconds run per type since the job was added.
-    pub(super) total_received: Vec<f64>,
+    /// The job alone: `X[m][·]` and the time it ran alone.
+    pub(super) share: Share,
     pub(super) added_at: f64,
+    /// The GPUs the job held in the last round, alone or in a pair.
     pub(super) lease: Option<Lease>,
 }
 
 /// One cluster under the round-based mechanism.
 ///
-/// Events (`add_job`, `remove_job`, `report_progress`, `update_throughput`, `worker_failed`,
-/// `worker_returned`) change the state; a change of the job set, the cluster or the throughputs
-/// makes the allocation stale, and the next `next_round` recomputes it with the session's policy
+/// Events (`add_job`, `remove_job`, `add_colocation`, `report_progress`, `update_throughput`,
+/// `worker_failed`, `worker_returned`) change the state; a change of the job set, the colocations,
+/// the cluster or the throughputs makes the allocation stale, and the next `next_round` recomputes it with the session's policy
 /// unless `Config::min_solve_interval` has not passed since the last solve. A recomputation resets
 /// the time received and carries each job's deficit over, bounded.
 #[derive(Debug, Clone)]
@@ -47,6 +44,10 @@ pub struct Session {
     pub(super) cluster: Cluster,
     pub(super) jobs: Vec<JobState>,
     pub(super) index: HashMap<JobId, usize>,
+    /// Pairs of active jobs that may share GPUs (space sharing), in the order of `Y`'s rows.
+    pub(super) pairs: Vec<PairState>,
+    /// A pair's tenants, in the order it was added, to its position in `pairs`.
+    pub(super) pair_index: HashMap<[JobId; 2], usize>,
     pub(super) time: f64,
     /// Session time since the last reset: what received fractions are fractions of.
     pub(super) elapsed: f64,
@@ -55,7 +56,7 @@ pub struct Session {
     pub(super) last_solve: Option<f64>,
 }
 
-fn unknown_job(id: &str) -> ArbiterError {
+pub(super) fn unknown_job(id: &str) -> ArbiterError {
     ArbiterError::at(
         ErrorCode::UnknownJob,
         "job",
@@ -122,6 +123,8 @@ impl Session {
             config,
             jobs: Vec::new(),
             index: HashMap::new(),
+            pairs: Vec::new(),
+            pair_index: HashMap::new(),
             time: 0.0,
             elapsed: 0.0,
             rounds: 0,
@@ -130,8 +133,9 @@ impl Session {
         })
     }
 
-    /// A session holding a validated problem's cluster and jobs, with its policy; the allocation
-    /// is solved by the first round (or `recompute_allocation`).
+    /// A session holding a validated problem's cluster and jobs (and, with space sharing, its
+    /// colocations), with its policy; the allocation is solved by the first round (or
+    /// `recompute_allocation`).
     pub fn from_problem(problem: &Problem, config: Config) -> Result<Session> {
         let types = problem.num_types();
         let base = Problem {
@@ -146,6 +150,12 @@ impl Session {
         let mut session = Session::with_base(base, config)?;
         for (m, job) in problem.jobs.iter().enumerate() {
             session.add_job(job.clone(), problem.measured.row(m))?;
+        }
+        if problem.space_sharing {
+            for c in &problem.colocations {
+                let [a, b] = c.jobs.map(|m| problem.jobs[m].id.as_str());
+                session.add_colocation(a, b, &c.throughput)?;
+            }
         }
         Ok(session)
     }
@@ -190,7 +200,7 @@ impl Session {
         self.jobs.iter().map(|j| &j.id)
     }
 
-    fn slot(&self, id: &str) -> Result<&JobState> {
+    pub(super) fn slot(&self, id: &str) -> Result<&JobState> {
         self.index.get(id).map(|&i| &self.jobs[i]).ok_or_else(|| unknown_job(id))
     }
 
@@ -207,48 +217,39 @@ impl Session {
     }
 
     /// `X[m][·]`, per worker type.
+    /// `X[m][·]`, per worker type: the job's time alone (time in a pair is the pair's, `Y`).
     pub fn allocation(&self, id: &str) -> Result<&[f64]> {
-        Ok(&self.slot(id)?.allocation)
+        Ok(&self.slot(id)?.share.allocation)
     }
 
-    /// Seconds run on each worker type since the last reset.
+    /// Seconds run alone on each worker type since the last reset.
     pub fn received(&self, id: &str) -> Result<&[f64]> {
-        Ok(&self.slot(id)?.received)
+        Ok(&self.slot(id)?.share.received)
     }
 
-    /// Seconds run on each worker type since the job was added.
+    /// Seconds run alone on each worker type since the job was added.
     pub fn total_received(&self, id: &str) -> Result<&[f64]> {
-        Ok(&self.slot(id)?.total_received)
+        Ok(&self.slot(id)?.share.total_received)
     }
 
-    /// Fraction of session time since the job was added that it ran on each type (0 before its
-    /// first round).
+    /// Fraction of session time since the job was added that it ran alone on each type (0 before
+    /// its first round).
     pub fn received_fraction(&self, id: &str) -> Result<Vec<f64>> {
         let j = self.slot(id)?;
-        let span = self.time - j.added_at;
-        Ok(j.total_received.iter().map(|r| if span > 0.0 { r / span } else { 0.0 }).collect())
+        Ok(j.share.received_fraction(self.time - j.added_at))
     }
 
-    /// Seconds owed on each type: carried deficit + `X · elapsed` − received (negative: ahead).
+    /// Seconds owed alone on each type: carried deficit + `X · elapsed` − received (negative:
+    /// ahead).
     pub fn deficit(&self, id: &str) -> Result<Vec<f64>> {
-        let j = self.slot(id)?;
-        Ok((0..self.cluster.num_types())
-            .map(|w| j.carried[w] + j.allocation[w] * self.elapsed - j.received[w])
-            .collect())
+        Ok(self.slot(id)?.share.deficit(self.elapsed))
     }
 
-    /// The job's current priority on each type, in seconds: how far behind its allocation it would
-    /// be at the end of the next round if it did not run in it, `deficit + X·R` (see
+    /// The job's current priority alone on each type, in seconds: how far behind its allocation it
+    /// would be at the end of the next round if it did not run in it, `deficit + X·R` (see
     /// `priority::priority`). Positive: due there.
     pub fn priorities(&self, id: &str) -> Result<Vec<f64>> {
-        let round_seconds = self.config.round_seconds;
-        let allocation = &self.slot(id)?.allocation;
-        Ok(self
-            .deficit(id)?
-            .into_iter()
-            .zip(allocation)
-            .map(|(owed, &x)| priority::priority(x, owed, round_seconds))
-            .collect())
+        Ok(self.slot(id)?.share.priorities(self.elapsed, self.config.round_seconds))
     }
 
     /// Smoothed measured steps/s on each type.
@@ -261,11 +262,11 @@ impl Session {
         Ok(self.slot(id)?.lease.as_ref())
     }
 
-    /// Worker types where the job has allocation but cannot be placed: its scale factor exceeds
-    /// the healthy GPUs there, or it cannot run there. Rounds never grant that share.
+    /// Worker types where the job has allocation alone but cannot be placed: its scale factor
+    /// exceeds the healthy GPUs there, or it cannot run there. Rounds never grant that share.
     pub fn unplaceable_types(&self, id: &str) -> Result<Vec<usize>> {
         let j = self.slot(id)?;
-        Ok((0..self.cluster.num_types()).filter(|&w| j.allocation[w] > 0.0 && !self.placeable(j, w)).collect())
+        Ok((0..self.cluster.num_types()).filter(|&w| j.share.allocation[w] > 0.0 && !self.placeable(j, w)).collect())
     }
 
     pub(super) fn placeable(&self, j: &JobState, w: usize) -> bool {
@@ -277,9 +278,9 @@ impl Session {
         (0..self.cluster.num_types()).map(|w| self.cluster.healthy_count(w)).collect()
     }
 
-    /// The job has allocation on a type it cannot be placed on.
+    /// The job has allocation alone on a type it cannot be placed on.
     pub(super) fn unplaceable(&self, j: &JobState) -> bool {
-        (0..self.cluster.num_types()).any(|w| j.allocation[w] > 0.0 && !self.placeable(j, w))
+        (0..self.cluster.num_types()).any(|w| j.share.allocation[w] > 0.0 && !self.placeable(j, w))
     }
 
     // ---- events ----
@@ -295,10 +296,7 @@ impl Session {
             id,
             job,
             throughput: throughput.to_vec(),
-            allocation: vec![0.0; types],
-            received: vec![0.0; types],
-            carried: vec![0.0; types],
-            total_received: vec![0.0; types],
+            share: Share::new(types),
             added_at: self.time,
             lease: None,
         });
@@ -407,7 +405,8 @@ impl Session {
         Ok(())
     }
 
-    /// A job finished or was withdrawn: it leaves at once, and its GPUs are free next round.
+    /// A job finished or was withdrawn: it leaves at once, with its colocations, and its GPUs are
+    /// free next round.
     pub fn remove_job(&mut self, id: &str) -> Result<Job> {
         let i = *self.index.get(id).ok_or_else(|| unknown_job(id))?;
         let removed = self.jobs.remove(i);
@@ -415,6 +414,7 @@ impl Session {
         for (k, j) in self.jobs.iter().enumerate().skip(i) {
             *self.index.get_mut(&j.id).expect("every active job is indexed") = k;
         }
+        self.drop_colocations_of(&removed.id);
         self.stale = true;
         Ok(removed.job)
     }

@@ -2,8 +2,10 @@
 //! validated `Problem` and returns an `Outcome` (allocation, objective, solver work); it does no
 //! parsing and no rendering. Each one reads like its page in `formulations/`.
 
+mod allox;
 mod fifo;
 mod finish_time_fairness;
+mod gandiva;
 mod hierarchical;
 mod isolated;
 mod max_min_fairness;
@@ -37,10 +39,12 @@ pub enum PolicyKind {
     MinCostSlo,
     Isolated,
     Proportional,
+    Gandiva,
+    Allox,
 }
 
 impl PolicyKind {
-    pub const ALL: [PolicyKind; 12] = [
+    pub const ALL: [PolicyKind; 14] = [
         PolicyKind::MaxMinFairness,
         PolicyKind::MaxMinFairnessWaterFilling,
         PolicyKind::Hierarchical,
@@ -53,6 +57,8 @@ impl PolicyKind {
         PolicyKind::MinCostSlo,
         PolicyKind::Isolated,
         PolicyKind::Proportional,
+        PolicyKind::Gandiva,
+        PolicyKind::Allox,
     ];
 
     pub fn name(self) -> &'static str {
@@ -69,6 +75,8 @@ impl PolicyKind {
             PolicyKind::MinCostSlo => "min_cost_slo",
             PolicyKind::Isolated => "isolated",
             PolicyKind::Proportional => "proportional",
+            PolicyKind::Gandiva => "gandiva",
+            PolicyKind::Allox => "allox",
         }
     }
 
@@ -86,12 +94,16 @@ impl PolicyKind {
                 | PolicyKind::FinishTimeFairness
                 | PolicyKind::MinMakespan
                 | PolicyKind::MaxSumThroughput
+                | PolicyKind::Gandiva
         )
     }
 
     /// Policies whose objective is defined by the jobs' remaining steps.
     pub fn needs_steps_remaining(self) -> bool {
-        matches!(self, PolicyKind::FinishTimeFairness | PolicyKind::MinMakespan | PolicyKind::ShortestJobFirst)
+        matches!(
+            self,
+            PolicyKind::FinishTimeFairness | PolicyKind::MinMakespan | PolicyKind::ShortestJobFirst | PolicyKind::Allox
+        )
     }
 
     /// The implementation, or `None` for a contract policy this version does not provide yet.
@@ -109,6 +121,8 @@ impl PolicyKind {
             PolicyKind::Proportional => &proportional::Proportional,
             PolicyKind::MaxMinFairnessWaterFilling => &max_min_fairness_water_filling::MaxMinFairnessWaterFilling,
             PolicyKind::Hierarchical => &hierarchical::Hierarchical,
+            PolicyKind::Gandiva => &gandiva::Gandiva,
+            PolicyKind::Allox => &allox::Allox,
         })
     }
 }

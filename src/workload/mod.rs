@@ -4,6 +4,9 @@
 //! - [`throughputs`]: Gavel's measured-throughput file, read into a [`ThroughputTable`].
 //! - [`generator`]: seeded continuous (Poisson) and static traces with Gavel's job mix.
 
+pub mod throughputs;
+pub mod trace;
+
 use serde::{Deserialize, Serialize};
 
 /// One job of a trace, as it arrives.

@@ -114,15 +114,30 @@ pub fn check_round(session: &Session, before: &HashMap<String, Option<Lease>>, r
     let mut runs: HashMap<String, usize> = HashMap::new();
     let mut used = vec![0u32; cluster.num_types()];
     for (p, placement) in round.placements.iter().enumerate() {
-        let Tenants::Single(job) = &placement.jobs else {
-            panic!("no pairs without space sharing");
-        };
-        assert!(runs.insert(job.to_string(), p).is_none(), "job {job} runs twice in one round");
-        let spec = session.job(job).expect("placed jobs are active");
         let w = placement.worker_type;
-        assert_eq!(placement.gpus.len(), spec.scale_factor as usize, "job {job} gets exactly its scale factor");
-        assert!(session.allocation(job).unwrap()[w] > 0.0, "{job} runs only where allocated");
-        assert!(session.throughput(job).unwrap()[w] > 0.0, "{job} runs only where it can");
+        for job in placement.jobs.as_slice() {
+            assert!(runs.insert(job.to_string(), p).is_none(), "job {job} runs twice in one round");
+            let spec = session.job(job).expect("placed jobs are active");
+            assert_eq!(placement.gpus.len(), spec.scale_factor as usize, "job {job} gets exactly its scale factor");
+        }
+        let job = placement.jobs.as_slice().iter().map(|j| j.to_string()).collect::<Vec<_>>().join("+");
+        match &placement.jobs {
+            Tenants::Single(id) => {
+                assert!(session.allocation(id).unwrap()[w] > 0.0, "{job} runs only where allocated");
+                assert!(session.throughput(id).unwrap()[w] > 0.0, "{job} runs only where it can");
+            }
+            Tenants::Pair([a, b]) => {
+                assert!(session.colocated_allocation(a, b).unwrap()[w] > 0.0, "pair {job} runs only where allocated");
+                let t = session.colocated_throughput(a, b).unwrap()[w];
+                assert!(t[0] > 0.0 && t[1] > 0.0, "pair {job} runs only where both progress");
+                let speeds = session.placement_throughput(placement);
+                assert_eq!(
+                    speeds,
+                    vec![(a.clone(), t[0]), (b.clone(), t[1])],
+                    "pair {job} runs at its paired throughputs"
+                );
+            }
+        }
         for &g in &placement.gpus {
             assert!((g.0 as usize) < cluster.num_gpus());
             assert_eq!(cluster.gpu_type(g), w, "{job}: all GPUs of one type");
@@ -142,7 +157,7 @@ pub fn check_round(session: &Session, before: &HashMap<String, Option<Lease>>, r
 
     let mut renewed_gpus = BTreeSet::new();
     let mut fresh: Vec<(usize, u32, usize, &Vec<GpuId>)> = Vec::new();
-    for (m, jr) in round.jobs.iter().enumerate() {
+    for jr in &round.jobs {
         let id = jr.job.to_string();
         assert_eq!(jr.placement, runs.get(&id).copied(), "{id}: placement index");
         let prev = before.get(&id).cloned().flatten();
@@ -158,7 +173,19 @@ pub fn check_round(session: &Session, before: &HashMap<String, Option<Lease>>, r
         };
         assert_eq!(jr.lease, expected, "{id}: lease change");
         if let (Some(old), Some(new)) = (&prev, now) {
-            if old.worker_type == new.worker_type && old.gpus.iter().all(|&g| cluster.is_healthy(g)) {
+            // Space sharing: a job may give up its GPUs to the other tenant of the pair it ran in
+            // (their leases were one), or join a partner on the partner's renewed GPUs.
+            let shared_before = old.gpus.iter().any(|&g| {
+                round.on_gpu(g).is_some_and(|p| {
+                    p.jobs.as_slice().iter().any(|o| o.as_ref() != id && before.get(&o.to_string()) == Some(&prev))
+                })
+            });
+            let joined = new.jobs.as_slice().iter().any(|o| {
+                o.as_ref() != id && before.get(&o.to_string()).cloned().flatten().is_some_and(|l| l.gpus == new.gpus)
+            });
+            let kept_for_other = shared_before || joined;
+            if old.worker_type == new.worker_type && old.gpus.iter().all(|&g| cluster.is_healthy(g)) && !kept_for_other
+            {
                 assert_eq!(jr.lease, LeaseChange::Renewed, "{id} stays on its type: keeps its GPUs");
             }
         }
@@ -167,15 +194,27 @@ pub fn check_round(session: &Session, before: &HashMap<String, Option<Lease>>, r
                 renewed_gpus.extend(p.gpus.iter().copied());
             } else {
                 let sf = p.gpus.len() as u32;
-                fresh.push((p.worker_type, sf, m, &p.gpus));
+                fresh.push((p.worker_type, sf, jr.placement.unwrap(), &p.gpus));
             }
         }
     }
-    // Fresh placements go in decreasing scale factor (session order among equals), each on the
-    // fewest servers the GPUs still free at its turn allow.
-    fresh.sort_by_key(|&(w, sf, m, _)| (w, std::cmp::Reverse(sf), m));
+    // A pair's GPUs are renewed for both tenants when either keeps its lease.
+    fresh.retain(|&(_, _, _, gpus)| !gpus.iter().any(|g| renewed_gpus.contains(g)));
+    fresh.sort_by_key(|&(_, _, p, _)| p);
+    fresh.dedup_by_key(|&mut (_, _, p, _)| p);
+    // Fresh placements go in decreasing scale factor (combination order among equals: jobs alone
+    // in session order, then pairs in colocation order), each on the fewest servers the GPUs
+    // still free at its turn allow.
+    let pairs: Vec<[String; 2]> = session.colocations().map(|[a, b]| [a.to_string(), b.to_string()]).collect();
+    let combination = |p: usize| match &round.placements[p].jobs {
+        Tenants::Single(id) => ids.iter().position(|j| j.as_str() == id.as_ref()).unwrap(),
+        Tenants::Pair([a, b]) => {
+            ids.len() + pairs.iter().position(|q| q[0] == a.as_ref() && q[1] == b.as_ref()).unwrap()
+        }
+    };
+    fresh.sort_by_key(|&(w, sf, p, _)| (w, std::cmp::Reverse(sf), combination(p)));
     let mut taken = renewed_gpus;
-    for (w, sf, m, gpus) in fresh {
+    for (w, sf, p, gpus) in fresh {
         let servers: Vec<_> = cluster.servers_of_type(w).collect();
         let free: Vec<u32> = servers
             .iter()
@@ -185,8 +224,8 @@ pub fn check_round(session: &Session, before: &HashMap<String, Option<Lease>>, r
         assert_eq!(
             spanned.len(),
             fewest_servers(&free, sf),
-            "job {} ({sf} GPUs) is not consolidated: free per server {free:?}",
-            round.jobs[m].job
+            "{:?} ({sf} GPUs) is not consolidated: free per server {free:?}",
+            round.placements[p].jobs
         );
         for g in gpus {
             assert!(taken.insert(*g), "GPU given twice");

@@ -1,0 +1,157 @@
+//! The `arbiter simulate` command: flags, reading the inputs, the progress bar, and writing the
+//! JSON report and plot. `src/main.rs` only dispatches here.
+
+use super::config::{parse_cluster, SimulationConfig};
+use super::plot;
+use super::progress::ProgressBar;
+use crate::error::{ArbiterError, ErrorCode, Result};
+use crate::lp::Backend;
+use crate::policies::PolicyKind;
+use crate::workload::throughputs::ThroughputTable;
+use crate::workload::trace;
+use std::path::{Path, PathBuf};
+
+/// Flags of `arbiter simulate`.
+#[derive(Debug, Clone, clap::Args)]
+pub struct SimulateArgs {
+    /// The trace: Gavel's tab-separated format, or our JSON (`{"jobs": [...]}`).
+    #[arg(long, value_name = "FILE")]
+    pub trace: PathBuf,
+    /// Gavel's throughput file (`simulation_throughputs.json` or `physical_cluster_throughputs.json`).
+    #[arg(long, value_name = "FILE")]
+    pub throughputs: PathBuf,
+    /// GPUs per worker type, e.g. `v100=8,p100=16,k80=24`.
+    #[arg(long)]
+    pub cluster: String,
+    /// GPUs per server, for every worker type.
+    #[arg(long, default_value_t = 4)]
+    pub gpus_per_server: u32,
+    /// Dollars per GPU-hour per worker type, e.g. `v100=2.48,p100=1.46,k80=0.45` (for `cost`).
+    #[arg(long)]
+    pub prices: Option<String>,
+    /// Policy, any of the contract's names.
+    #[arg(long)]
+    pub policy: String,
+    /// `false`: the policy sees every throughput as 1.
+    #[arg(long, default_value_t = true, action = clap::ArgAction::Set)]
+    pub heterogeneity_aware: bool,
+    /// Jobs of equal scale factor may share GPUs at the table's colocated throughputs.
+    #[arg(long)]
+    pub space_sharing: bool,
+    /// Length of a round, in seconds.
+    #[arg(long, default_value_t = 360.0)]
+    pub round_seconds: f64,
+    /// Measure jobs FIRST..LAST of the trace (0-based, LAST excluded); the run ends when they finish.
+    #[arg(long, value_name = "FIRST:LAST")]
+    pub window: Option<String>,
+    /// Grant every job exactly its allocation each round (no placement).
+    #[arg(long)]
+    pub ideal: bool,
+    /// Recompute the allocation at most this often, in seconds (0: on every arrival and completion).
+    #[arg(long, default_value_t = 0.0)]
+    pub min_solve_seconds: f64,
+    /// Give GPUs the allocation leaves idle to jobs ahead of their allocation.
+    #[arg(long, default_value_t = true, action = clap::ArgAction::Set)]
+    pub work_conserving: bool,
+    /// Recorded in the report; seeds any random choice.
+    #[arg(long, default_value_t = 0)]
+    pub seed: u64,
+    /// Where to write the JSON report (`-`: standard output).
+    #[arg(long, value_name = "FILE|-")]
+    pub output: String,
+    /// Also write the JCT CDF as an SVG.
+    #[arg(long, value_name = "FILE")]
+    pub plot: Option<PathBuf>,
+    /// Indent the JSON for people.
+    #[arg(long)]
+    pub pretty: bool,
+    /// LP backend: `highs` (default) or `microlp` when built with that feature.
+    #[arg(long, default_value_t = Backend::default().name().to_string())]
+    pub backend: String,
+}
+
+/// `--window 4000:5000` → `(4000, 5000)`.
+pub fn parse_window(text: &str) -> Result<(usize, usize)> {
+    let bad = || {
+        ArbiterError::at(
+            ErrorCode::MalformedRequest,
+            "window",
+            format!("--window must be FIRST:LAST (job indices), got {text:?}"),
+        )
+    };
+    let (a, b) = text.split_once(':').ok_or_else(bad)?;
+    Ok((a.trim().parse().map_err(|_| bad())?, b.trim().parse().map_err(|_| bad())?))
+}
+
+/// A policy by name, or `unknown_policy` listing the names.
+pub fn policy_named(name: &str) -> Result<PolicyKind> {
+    PolicyKind::from_name(name).ok_or_else(|| {
+        ArbiterError::at(
+            ErrorCode::UnknownPolicy,
+            "policy",
+            format!(
+                "unknown policy {name:?}; expected one of: {}",
+                PolicyKind::ALL.iter().map(|p| p.name()).collect::<Vec<_>>().join(", ")
+            ),
+        )
+    })
+}
+
+pub fn backend_named(name: &str) -> Result<Backend> {
+    Backend::from_name(name).ok_or_else(|| {
+        let known: Vec<&str> = Backend::available().iter().map(|b| b.name()).collect();
+        ArbiterError::new(
+            ErrorCode::Unsupported,
+            format!("unknown backend {name:?}; this build has: {}", known.join(", ")),
+        )
+    })
+}
+
+/// Writes text to a file, or to standard output for `-`.
+pub fn write_output(target: &str, text: &str) -> Result<()> {
+    if target == "-" {
+        use std::io::Write;
+        let _ = writeln!(std::io::stdout().lock(), "{text}");
+        return Ok(());
+    }
+    write_file(Path::new(target), text)
+}
+
+pub fn write_file(path: &Path, text: &str) -> Result<()> {
+    std::fs::write(path, text)
+        .map_err(|e| ArbiterError::new(ErrorCode::MalformedRequest, format!("cannot write {}: {e}", path.display())))
+}
+
+/// Runs `arbiter simulate`.
+pub fn run_simulate(args: &SimulateArgs) -> Result<()> {
+    let policy = policy_named(&args.policy)?;
+    let backend = backend_named(&args.backend)?;
+    let cluster = parse_cluster(&args.cluster, args.gpus_per_server, args.prices.as_deref())?;
+    let table = ThroughputTable::from_path(&args.throughputs)?;
+    let trace = trace::read_path(&args.trace, &table)?;
+    let config = SimulationConfig {
+        heterogeneity_aware: args.heterogeneity_aware,
+        space_sharing: args.space_sharing,
+        round_seconds: args.round_seconds,
+        ideal: args.ideal,
+        window: args.window.as_deref().map(parse_window).transpose()?,
+        min_solve_interval: args.min_solve_seconds,
+        work_conserving: args.work_conserving,
+        seed: args.seed,
+        backend,
+        ..SimulationConfig::new(cluster, policy)
+    };
+    let mut bar = ProgressBar::new(format!("simulate {}", policy.name()));
+    let result = super::simulate(&trace, &table, &config, &mut |p| bar.update(p));
+    bar.finish();
+    let report = result?;
+    let json = if args.pretty { serde_json::to_string_pretty(&report) } else { serde_json::to_string(&report) };
+    write_output(&args.output, &json.expect("a report always serializes"))?;
+    if let Some(path) = &args.plot {
+        let label = format!("{}{}", policy.name(), if args.heterogeneity_aware { "" } else { " (agnostic)" });
+        let chart =
+            plot::cdf_chart(format!("JCT CDF, {} jobs", report.jobs_measured), vec![plot::jct_cdf(label, &report)]);
+        write_file(path, &chart.to_svg())?;
+    }
+    Ok(())
+}

@@ -1,0 +1,189 @@
+//! What one simulation runs: the cluster, the policy and how the mechanism grants time, and which
+//! jobs are measured. Parsing of the command line's `--cluster v100=8,p100=16,k80=24` lives here.
+
+use crate::error::{ArbiterError, ErrorCode, Result};
+use crate::lp::Backend;
+use crate::policies::PolicyKind;
+use crate::problem::WorkerType;
+
+/// One simulation's settings.
+#[derive(Debug, Clone)]
+pub struct SimulationConfig {
+    /// Worker types with their GPU counts, servers and (optionally) prices, in this order.
+    pub cluster: Vec<WorkerType>,
+    pub policy: PolicyKind,
+    /// `false`: the policy sees every throughput as 1 (the classic, type-blind policy).
+    pub heterogeneity_aware: bool,
+    /// Jobs of equal scale factor may share GPUs, at the colocated throughputs of the table.
+    pub space_sharing: bool,
+    /// Length of a round, in seconds (Gavel: 360).
+    pub round_seconds: f64,
+    /// Grant every job exactly its allocation each round (the mechanism's `Mode::Ideal`).
+    pub ideal: bool,
+    /// Measured jobs: trace positions `first..last` (Gavel's `--window-start/--window-end`);
+    /// `None`: every job. The simulation ends when every measured job has finished.
+    pub window: Option<(usize, usize)>,
+    /// The allocation is recomputed on arrivals and completions, at most this often (seconds).
+    pub min_solve_interval: f64,
+    /// GPUs the allocation leaves idle go to jobs ahead of their allocation (as Gavel's mechanism
+    /// fills every GPU it can).
+    pub work_conserving: bool,
+    /// Recorded in the report; seeds generated traces (`sweep`) and any random choice a policy makes.
+    pub seed: u64,
+    pub backend: Backend,
+}
+
+impl SimulationConfig {
+    /// Gavel's settings for a policy on a cluster: 6-minute rounds, recomputation on every
+    /// arrival and completion, work-conserving rounds, every job measured.
+    pub fn new(cluster: Vec<WorkerType>, policy: PolicyKind) -> SimulationConfig {
+        SimulationConfig {
+            cluster,
+            policy,
+            heterogeneity_aware: true,
+            space_sharing: false,
+            round_seconds: 360.0,
+            ideal: false,
+            window: None,
+            min_solve_interval: 0.0,
+            work_conserving: true,
+            seed: 0,
+            backend: Backend::default(),
+        }
+    }
+
+    /// Refuses settings no simulation can run with, naming the field.
+    pub fn validate(&self, num_jobs: usize) -> Result<()> {
+        let invalid = |field: &str, message: String| Err(ArbiterError::at(ErrorCode::InvalidNumber, field, message));
+        if self.cluster.is_empty() || self.cluster.iter().all(|w| w.count <= 0.0) {
+            return Err(ArbiterError::at(ErrorCode::MissingField, "cluster", "the cluster needs at least one GPU"));
+        }
+        if !(self.round_seconds.is_finite() && self.round_seconds > 0.0) {
+            return invalid(
+                "round_seconds",
+                format!("round_seconds must be a finite number > 0, got {}", self.round_seconds),
+            );
+        }
+        if !(self.min_solve_interval.is_finite() && self.min_solve_interval >= 0.0) {
+            return invalid(
+                "min_solve_interval",
+                format!("min_solve_interval must be a finite number ≥ 0, got {}", self.min_solve_interval),
+            );
+        }
+        if let Some((first, last)) = self.window {
+            if first >= last || last > num_jobs {
+                return invalid(
+                    "window",
+                    format!("the window {first}:{last} must satisfy first < last ≤ {num_jobs} (the trace's jobs)"),
+                );
+            }
+        }
+        Ok(())
+    }
+
+    /// Whether trace job `i` is measured.
+    pub fn measures(&self, i: usize) -> bool {
+        self.window.is_none_or(|(first, last)| (first..last).contains(&i))
+    }
+}
+
+/// Parses `v100=8,p100=16,k80=24` into worker types with `gpus_per_server` GPUs per server.
+/// `prices` (`v100=2.48,...`, dollars per GPU-hour) may name any of them.
+pub fn parse_cluster(spec: &str, gpus_per_server: u32, prices: Option<&str>) -> Result<Vec<WorkerType>> {
+    if gpus_per_server == 0 {
+        return Err(ArbiterError::at(
+            ErrorCode::InvalidNumber,
+            "gpus_per_server",
+            "gpus_per_server must be at least 1",
+        ));
+    }
+    let mut types: Vec<WorkerType> = Vec::new();
+    for (name, count) in pairs(spec, "cluster")? {
+        if count.fract() != 0.0 || count < 0.0 || count > u32::MAX as f64 {
+            return Err(ArbiterError::at(
+                ErrorCode::InvalidNumber,
+                format!("cluster.{name}"),
+                format!("a GPU count must be a whole number ≥ 0, got {count}"),
+            ));
+        }
+        if types.iter().any(|w| w.name == name) {
+            return Err(ArbiterError::at(
+                ErrorCode::MalformedRequest,
+                format!("cluster.{name}"),
+                format!("worker type {name:?} is listed twice"),
+            ));
+        }
+        types.push(WorkerType { name, count, gpus_per_server, cost_per_hour: None });
+    }
+    if let Some(prices) = prices {
+        for (name, price) in pairs(prices, "prices")? {
+            let w = types.iter_mut().find(|w| w.name == name).ok_or_else(|| {
+                ArbiterError::at(
+                    ErrorCode::UnknownWorkerType,
+                    format!("prices.{name}"),
+                    format!("worker type {name:?} is not in the cluster"),
+                )
+            })?;
+            if price < 0.0 {
+                return Err(ArbiterError::at(
+                    ErrorCode::InvalidNumber,
+                    format!("prices.{name}"),
+                    format!("a price must be a finite number ≥ 0, got {price}"),
+                ));
+            }
+            w.cost_per_hour = Some(price);
+        }
+    }
+    Ok(types)
+}
+
+/// `name=value,name=value`, values finite numbers.
+fn pairs(spec: &str, what: &str) -> Result<Vec<(String, f64)>> {
+    let malformed = |message: String| ArbiterError::at(ErrorCode::MalformedRequest, what, message);
+    if spec.trim().is_empty() {
+        return Err(malformed(format!("{what} must be like v100=8,p100=16,k80=24, got an empty string")));
+    }
+    spec.split(',')
+        .map(|part| {
+            let (name, value) = part
+                .split_once('=')
+                .ok_or_else(|| malformed(format!("{what} entries must be NAME=NUMBER, got {part:?}")))?;
+            let name = name.trim();
+            let value: f64 = value
+                .trim()
+                .parse()
+                .ok()
+                .filter(|v: &f64| v.is_finite())
+                .ok_or_else(|| malformed(format!("{what} entries must be NAME=NUMBER, got {part:?}")))?;
+            if name.is_empty() {
+                return Err(malformed(format!("{what} entries need a worker type name, got {part:?}")));
+            }
+            Ok((name.to_string(), value))
+        })
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn parses_the_papers_cluster() {
+        let c = parse_cluster("v100=8,p100=16,k80=24", 4, Some("v100=2.48,k80=0.45")).unwrap();
+        let names: Vec<&str> = c.iter().map(|w| w.name.as_str()).collect();
+        assert_eq!(names, ["v100", "p100", "k80"]);
+        assert_eq!(c[1].count, 16.0);
+        assert_eq!(c[2].gpus_per_server, 4);
+        assert_eq!((c[0].cost_per_hour, c[1].cost_per_hour), (Some(2.48), None));
+    }
+
+    #[test]
+    fn refuses_bad_clusters() {
+        let code = |r: Result<Vec<WorkerType>>| r.unwrap_err().code;
+        assert_eq!(code(parse_cluster("v100", 4, None)), ErrorCode::MalformedRequest);
+        assert_eq!(code(parse_cluster("v100=1.5", 4, None)), ErrorCode::InvalidNumber);
+        assert_eq!(code(parse_cluster("v100=1,v100=2", 4, None)), ErrorCode::MalformedRequest);
+        assert_eq!(code(parse_cluster("v100=1", 0, None)), ErrorCode::InvalidNumber);
+        assert_eq!(code(parse_cluster("v100=1", 4, Some("a100=3"))), ErrorCode::UnknownWorkerType);
+    }
+}

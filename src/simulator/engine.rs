@@ -1,0 +1,387 @@
+//! The virtual clock: jobs arrive, the session (the same `mechanism::Session` the service runs)
+//! recomputes its allocation on arrivals and completions and decides every round's placements,
+//! and each placed job advances by its throughput × time, finishing mid-round.
+//!
+//! As in Gavel's simulator: a round ends when its last job stops (a full round unless every job
+//! placed in it finished early); a job that finishes mid-round leaves its GPUs idle until the next
+//! round; jobs that arrive during a round join the session when it ends, their JCT counted from
+//! their arrival; with no job present, the clock jumps to the next arrival.
+
+use super::config::SimulationConfig;
+use super::fairness;
+use super::report::{self, JobRecord, SimulationReport};
+use super::Progress;
+use crate::error::{ArbiterError, ErrorCode, Result};
+use crate::mechanism::{Config, JobId, LeaseChange, Mode, Session};
+use crate::problem::Job;
+use crate::workload::throughputs::ThroughputTable;
+use crate::workload::Trace;
+use std::collections::HashMap;
+use std::time::Instant;
+
+/// Steps left below this fraction of a job's total count as done (floating-point dust).
+const DONE_TOLERANCE: f64 = 1e-9;
+/// Rounds in a row in which no job may run, with no arrival to wait for, before giving up.
+const MAX_IDLE_ROUNDS: u32 = 10_000;
+
+/// Part of a job's time in a round: on `worker_type`, making `rate` steps/s of its progress,
+/// for `share` of its time (1 on a placement; its allocation in ideal mode).
+#[derive(Debug, Clone, Copy)]
+struct Part {
+    worker_type: usize,
+    rate: f64,
+    share: f64,
+}
+
+/// One trace job's progress.
+struct JobProgress {
+    /// Measured steps/s alone per worker type, in the cluster's order.
+    throughput: Vec<f64>,
+    remaining: f64,
+    start: Option<f64>,
+    finish: Option<f64>,
+}
+
+/// The simulation's state between rounds.
+struct Run<'a> {
+    trace: &'a Trace,
+    config: &'a SimulationConfig,
+    table: &'a ThroughputTable,
+    session: Session,
+    jobs: Vec<JobProgress>,
+    /// Session id → trace index, for active jobs.
+    active: HashMap<JobId, usize>,
+    now: f64,
+    /// Busy GPU-seconds per worker type.
+    busy: Vec<f64>,
+    preemptions: u64,
+    lease_renewals: u64,
+    solves: u64,
+    /// The last round granted nobody any time.
+    last_round_idle: bool,
+}
+
+/// The throughput-matrix row of every trace job on the cluster's types; refuses a job that can
+/// never be placed (no type where it has throughput and enough GPUs for its scale factor).
+fn throughput_rows(trace: &Trace, table: &ThroughputTable, config: &SimulationConfig) -> Result<Vec<Vec<f64>>> {
+    let names: Vec<String> = config.cluster.iter().map(|w| w.name.clone()).collect();
+    let mut cache: HashMap<(&str, u32), Vec<f64>> = HashMap::new();
+    trace
+        .jobs
+        .iter()
+        .enumerate()
+        .map(|(i, job)| {
+            let key = (job.job_type.as_str(), job.scale_factor);
+            if let Some(row) = cache.get(&key) {
+                return Ok(row.clone());
+            }
+            let row = table.row(&names, &job.job_type, job.scale_factor)?;
+            let placeable =
+                row.iter().zip(&config.cluster).any(|(&t, w)| t > 0.0 && w.count >= job.scale_factor as f64);
+            if !placeable {
+                return Err(ArbiterError::at(
+                    ErrorCode::JobCannotRun,
+                    format!("trace.jobs[{i}]"),
+                    format!(
+                        "job type {:?} at scale factor {} has no throughput on any worker type with {} GPUs",
+                        job.job_type, job.scale_factor, job.scale_factor
+                    ),
+                ));
+            }
+            cache.insert(key, row.clone());
+            Ok(row)
+        })
+        .collect()
+}
+
+/// Runs the trace to the end of its measured jobs and reports.
+pub fn run(
+    trace: &Trace,
+    table: &ThroughputTable,
+    config: &SimulationConfig,
+    progress: &mut dyn FnMut(Progress),
+) -> Result<SimulationReport> {
+    let started = Instant::now();
+    config.validate(trace.jobs.len())?;
+    for (i, job) in trace.jobs.iter().enumerate() {
+        crate::workload::trace::validate(i, job)?;
+    }
+    let rows = throughput_rows(trace, table, config)?;
+    let mechanism = Config {
+        round_seconds: config.round_seconds,
+        min_solve_interval: config.min_solve_interval,
+        work_conserving: config.work_conserving,
+        mode: if config.ideal { Mode::Ideal } else { Mode::Rounds },
+        backend: config.backend,
+        ..Config::default()
+    };
+    let session = Session::new(config.policy, config.heterogeneity_aware, config.cluster.clone(), mechanism)?;
+    let mut order: Vec<usize> = (0..trace.jobs.len()).collect();
+    order.sort_by(|&a, &b| trace.jobs[a].arrival_seconds.total_cmp(&trace.jobs[b].arrival_seconds).then(a.cmp(&b)));
+    let start_time = order.first().map_or(0.0, |&i| trace.jobs[i].arrival_seconds);
+    let mut run = Run {
+        trace,
+        config,
+        session,
+        jobs: rows
+            .into_iter()
+            .zip(&trace.jobs)
+            .map(|(throughput, job)| JobProgress { throughput, remaining: job.total_steps, start: None, finish: None })
+            .collect(),
+        active: HashMap::new(),
+        now: start_time,
+        busy: vec![0.0; config.cluster.len()],
+        preemptions: 0,
+        lease_renewals: 0,
+        solves: 0,
+        last_round_idle: false,
+        table,
+    };
+
+    let measured_total = (0..trace.jobs.len()).filter(|&i| config.measures(i)).count();
+    let mut measured_done = 0;
+    let mut next = 0;
+    let mut idle_rounds = 0;
+    while measured_done < measured_total {
+        while next < order.len() && trace.jobs[order[next]].arrival_seconds <= run.now {
+            run.arrive(order[next])?;
+            next += 1;
+        }
+        if run.active.is_empty() {
+            // Nothing to run: jump to the next arrival (there is one, or every job has finished).
+            run.now = trace.jobs[order[next]].arrival_seconds;
+            continue;
+        }
+        let finished = run.round()?;
+        if finished.is_empty() && run.last_round_idle {
+            idle_rounds += 1;
+            if idle_rounds >= MAX_IDLE_ROUNDS && next == order.len() {
+                return Err(ArbiterError::new(
+                    ErrorCode::Infeasible,
+                    format!(
+                        "no job could run for {MAX_IDLE_ROUNDS} rounds with {} jobs waiting: the policy gives them no \
+                         placeable allocation",
+                        run.active.len()
+                    ),
+                ));
+            }
+        } else {
+            idle_rounds = 0;
+        }
+        for i in finished {
+            run.session.remove_job(&i.to_string())?;
+            run.active.remove(i.to_string().as_str());
+            if config.measures(i) {
+                measured_done += 1;
+            }
+        }
+        progress(Progress {
+            now_seconds: run.now - start_time,
+            rounds: run.session.rounds(),
+            measured_finished: measured_done,
+            measured_total,
+            active_jobs: run.active.len(),
+        });
+    }
+    Ok(run.report(start_time, started.elapsed().as_secs_f64()))
+}
+
+impl Run<'_> {
+    fn arrive(&mut self, i: usize) -> Result<()> {
+        let t = &self.trace.jobs[i];
+        let id = i.to_string();
+        let job = Job {
+            id: id.clone(),
+            scale_factor: t.scale_factor,
+            weight: t.weight,
+            steps_remaining: Some(self.jobs[i].remaining),
+            time_elapsed: 0.0,
+            isolated_time_elapsed: 0.0,
+            slo_seconds: t.slo_seconds,
+            entity: None,
+            arrival: t.arrival_seconds,
+        };
+        self.session.add_job(job, &self.jobs[i].throughput)?;
+        self.active.insert(id.as_str().into(), i);
+        Ok(())
+    }
+
+    /// Runs one round from `now`; returns the trace indices of jobs that finished in it and moves
+    /// the clock to the round's end.
+    fn round(&mut self) -> Result<Vec<usize>> {
+        let round = self.session.next_round()?;
+        if round.allocation_recomputed {
+            self.solves += 1;
+        }
+        for j in &round.jobs {
+            match j.lease {
+                LeaseChange::Renewed => self.lease_renewals += 1,
+                LeaseChange::Preempted => self.preemptions += 1,
+                _ => {}
+            }
+        }
+        let seconds = self.config.round_seconds;
+        // Per job that runs: (trace index, [(worker type, steps/s it makes there, fraction of
+        // its time there)]); per placement: (worker type, GPUs, its tenants' trace indices).
+        let mut grants: Vec<(usize, Vec<Part>)> = Vec::new();
+        let mut placements: Vec<(usize, f64, Vec<usize>)> = Vec::new();
+        if self.config.ideal {
+            for (id, &i) in &self.active {
+                let allocation = self.session.allocation(id)?;
+                let row = &self.jobs[i].throughput;
+                let parts: Vec<Part> = (0..row.len())
+                    .filter(|&w| allocation[w] > 0.0 && row[w] > 0.0)
+                    .map(|w| Part { worker_type: w, rate: allocation[w] * row[w], share: allocation[w] })
+                    .collect();
+                if !parts.is_empty() {
+                    grants.push((i, parts));
+                }
+            }
+        } else {
+            for p in &round.placements {
+                let w = p.worker_type;
+                let tenants: Vec<usize> = p.jobs.as_slice().iter().map(|id| self.active[id]).collect();
+                let rates: Vec<f64> = match tenants[..] {
+                    [a, b] => {
+                        let (ta, tb) = (&self.trace.jobs[a], &self.trace.jobs[b]);
+                        let pair = self
+                            .table
+                            .colocated(
+                                &self.config.cluster[w].name,
+                                (&ta.job_type, ta.scale_factor),
+                                (&tb.job_type, tb.scale_factor),
+                            )
+                            .unwrap_or([0.0, 0.0]);
+                        pair.to_vec()
+                    }
+                    _ => tenants.iter().map(|&i| self.jobs[i].throughput[w]).collect(),
+                };
+                for (&i, rate) in tenants.iter().zip(rates) {
+                    grants.push((i, vec![Part { worker_type: w, rate, share: 1.0 }]));
+                }
+                placements.push((w, p.gpus.len() as f64, tenants));
+            }
+        }
+        grants.sort_by_key(|g| g.0);
+
+        let mut end = self.now;
+        let mut finished = Vec::new();
+        let mut ran_for: HashMap<usize, f64> = HashMap::with_capacity(grants.len());
+        for (i, parts) in &grants {
+            let i = *i;
+            let rate: f64 = parts.iter().map(|p| p.rate).sum();
+            if rate <= 0.0 {
+                continue;
+            }
+            let job = &mut self.jobs[i];
+            let steps = job.remaining.min(rate * seconds);
+            let ran = steps / rate;
+            job.remaining -= steps;
+            job.start.get_or_insert(self.now);
+            let stop = self.now + ran;
+            end = end.max(stop);
+            ran_for.insert(i, ran);
+            let id = i.to_string();
+            for &Part { worker_type: w, rate: part_rate, share } in parts {
+                if self.config.ideal {
+                    self.busy[w] += share * self.trace.jobs[i].scale_factor as f64 * ran;
+                }
+                // Steps made; the throughput estimate stays the table's (it is exact here).
+                self.session.report_progress(&id, w, part_rate * ran, job.throughput[w])?;
+            }
+            if job.remaining <= DONE_TOLERANCE * self.trace.jobs[i].total_steps {
+                job.remaining = 0.0;
+                job.finish = Some(stop);
+                finished.push(i);
+            }
+        }
+        // A placement's GPUs are busy while any of its tenants runs.
+        for (w, gpus, tenants) in &placements {
+            let ran = tenants.iter().filter_map(|i| ran_for.get(i)).fold(0.0_f64, |a, &b| a.max(b));
+            self.busy[*w] += gpus * ran;
+        }
+        self.last_round_idle = end <= self.now;
+        self.now = if end > self.now { end } else { self.now + seconds };
+        Ok(finished)
+    }
+
+    fn report(&self, start_time: f64, wall_seconds: f64) -> SimulationReport {
+        let config = self.config;
+        let trace = self.trace;
+        let intervals: Vec<(f64, f64)> =
+            trace.jobs.iter().zip(&self.jobs).map(|(t, p)| (t.arrival_seconds, p.finish.unwrap_or(self.now))).collect();
+        let crowd = fairness::Crowding::new(&intervals);
+        let total_gpus: f64 = config.cluster.iter().map(|w| w.count).sum();
+        let jobs: Vec<JobRecord> = trace
+            .jobs
+            .iter()
+            .zip(&self.jobs)
+            .enumerate()
+            .map(|(i, (t, p))| {
+                let jct = p.finish.map(|f| f - t.arrival_seconds);
+                let ftf_rho = jct.and_then(|jct| {
+                    let n = crowd.average(t.arrival_seconds, p.finish.unwrap_or(self.now));
+                    let isolated =
+                        fairness::isolated_seconds(&p.throughput, &config.cluster, t.scale_factor, n, t.total_steps)?;
+                    Some(jct / isolated)
+                });
+                JobRecord {
+                    id: i.to_string(),
+                    job_type: t.job_type.clone(),
+                    scale_factor: t.scale_factor,
+                    weight: t.weight,
+                    total_steps: t.total_steps,
+                    steps_done: t.total_steps - p.remaining,
+                    arrival_seconds: t.arrival_seconds,
+                    start_seconds: p.start,
+                    finish_seconds: p.finish,
+                    jct_seconds: jct,
+                    ftf_rho,
+                    slo_seconds: t.slo_seconds,
+                    measured: config.measures(i),
+                }
+            })
+            .collect();
+        let measured: Vec<&JobRecord> = jobs.iter().filter(|j| j.measured).collect();
+        let jcts: Vec<f64> = measured.iter().filter_map(|j| j.jct_seconds).collect();
+        let first_arrival = measured.iter().map(|j| j.arrival_seconds).fold(f64::INFINITY, f64::min);
+        let last_finish = measured.iter().filter_map(|j| j.finish_seconds).fold(f64::NEG_INFINITY, f64::max);
+        let span = self.now - start_time;
+        let busy: f64 = self.busy.iter().sum();
+        let cost_dollars = config
+            .cluster
+            .iter()
+            .zip(&self.busy)
+            .map(|(w, b)| w.cost_per_hour.map(|price| price * b / 3600.0))
+            .sum::<Option<f64>>();
+        SimulationReport {
+            policy: config.policy.name().to_string(),
+            heterogeneity_aware: config.heterogeneity_aware,
+            space_sharing: config.space_sharing,
+            mode: if config.ideal { "ideal" } else { "rounds" }.to_string(),
+            round_seconds: config.round_seconds,
+            seed: config.seed,
+            cluster: config.cluster.iter().map(|w| (w.name.clone(), w.count)).collect(),
+            jobs_total: jobs.len(),
+            jobs_measured: measured.len(),
+            jobs_finished: jobs.iter().filter(|j| j.finish_seconds.is_some()).count(),
+            average_jct_seconds: if jcts.is_empty() { f64::NAN } else { jcts.iter().sum::<f64>() / jcts.len() as f64 },
+            jct_percentiles_seconds: report::jct_percentiles(&jobs),
+            makespan_seconds: if last_finish.is_finite() { last_finish - first_arrival } else { 0.0 },
+            utilization: if span > 0.0 && total_gpus > 0.0 { busy / (span * total_gpus) } else { 0.0 },
+            ftf_rho: report::rho_summary(&jobs),
+            cost_dollars,
+            slo_violations: measured
+                .iter()
+                .filter(|j| matches!((j.jct_seconds, j.slo_seconds), (Some(jct), Some(slo)) if jct > slo))
+                .count(),
+            preemptions: self.preemptions,
+            lease_renewals: self.lease_renewals,
+            rounds: self.session.rounds(),
+            allocation_solves: self.solves,
+            simulated_seconds: span,
+            wall_seconds,
+            jobs,
+        }
+    }
+}

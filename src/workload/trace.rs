@@ -1,0 +1,205 @@
+//! Reading traces: Gavel's tab-separated trace format and our JSON (`{"jobs": [TraceJob, ...]}`),
+//! both into a [`Trace`]. Job `i` of a trace is the `i`-th line (or array entry); the simulator
+//! names it `"i"`, as Gavel numbers its job ids.
+//!
+//! A Gavel line has ten tab-separated fields: job type, command, working directory, steps flag,
+//! needs-data-dir, total steps, scale factor, priority weight, SLO (a multiple of the job's
+//! duration alone on its fastest worker type; -1 or 0: none), arrival time in seconds.
+
+use super::throughputs::ThroughputTable;
+use super::{Trace, TraceJob};
+use crate::error::{ArbiterError, ErrorCode, Result};
+use std::path::Path;
+
+const GAVEL_FIELDS: usize = 10;
+
+fn at(code: ErrorCode, field: impl Into<String>, message: impl Into<String>) -> ArbiterError {
+    ArbiterError::at(code, field, message)
+}
+
+/// Reads a trace file: JSON when its first character is `{`, else Gavel's format. `throughputs`
+/// turns Gavel's SLO multiples into seconds.
+pub fn read_path(path: &Path, throughputs: &ThroughputTable) -> Result<Trace> {
+    let text = std::fs::read_to_string(path).map_err(|e| {
+        at(ErrorCode::MalformedRequest, "trace", format!("cannot read trace file {}: {e}", path.display()))
+    })?;
+    if text.trim_start().starts_with('{') {
+        from_json_str(&text)
+    } else {
+        parse_gavel(&text, throughputs)
+    }
+}
+
+/// Parses our JSON trace and checks every job (`trace.jobs[i].<field>` on refusal).
+pub fn from_json_str(text: &str) -> Result<Trace> {
+    let de = &mut serde_json::Deserializer::from_str(text);
+    let trace: Trace = serde_path_to_error::deserialize(de).map_err(|e| {
+        let path = e.path().to_string();
+        let field = if path == "." { "trace".to_string() } else { format!("trace.{path}") };
+        at(ErrorCode::MalformedRequest, field, format!("the trace is not valid: {}", e.into_inner()))
+    })?;
+    for (i, job) in trace.jobs.iter().enumerate() {
+        validate(i, job)?;
+    }
+    Ok(trace)
+}
+
+/// Checks one job of a trace; refusals name `trace.jobs[i].<field>`.
+pub fn validate(i: usize, job: &TraceJob) -> Result<()> {
+    let field = |f: &str| format!("trace.jobs[{i}].{f}");
+    if job.job_type.is_empty() {
+        return Err(at(ErrorCode::MissingField, field("job_type"), "a job type must not be empty"));
+    }
+    let checks = [
+        ("total_steps", job.total_steps, job.total_steps.is_finite() && job.total_steps > 0.0, "> 0"),
+        ("weight", job.weight, job.weight.is_finite() && job.weight > 0.0, "> 0"),
+        ("arrival_seconds", job.arrival_seconds, job.arrival_seconds.is_finite() && job.arrival_seconds >= 0.0, "≥ 0"),
+    ];
+    for (name, value, ok, bound) in checks {
+        if !ok {
+            return Err(at(
+                ErrorCode::InvalidNumber,
+                field(name),
+                format!("{name} must be a finite number {bound}, got {value}"),
+            ));
+        }
+    }
+    if job.scale_factor < 1 {
+        return Err(at(ErrorCode::InvalidScaleFactor, field("scale_factor"), "a scale factor must be at least 1"));
+    }
+    if let Some(slo) = job.slo_seconds.filter(|s| !(s.is_finite() && *s > 0.0)) {
+        return Err(at(
+            ErrorCode::InvalidNumber,
+            field("slo_seconds"),
+            format!("slo_seconds must be a finite number > 0, got {slo}"),
+        ));
+    }
+    Ok(())
+}
+
+fn number(text: &str, line: usize, name: &str) -> Result<f64> {
+    text.trim().parse::<f64>().map_err(|_| {
+        at(
+            ErrorCode::MalformedRequest,
+            format!("trace.line[{line}].{name}"),
+            format!("{name} must be a number, got {text:?}"),
+        )
+    })
+}
+
+/// Parses Gavel's tab-separated trace. Blank lines are skipped; line numbers in refusals count
+/// from 1.
+pub fn parse_gavel(text: &str, throughputs: &ThroughputTable) -> Result<Trace> {
+    let mut jobs = Vec::new();
+    for (n, line) in text.lines().enumerate() {
+        let line_no = n + 1;
+        if line.trim().is_empty() {
+            continue;
+        }
+        let fields: Vec<&str> = line.split('\t').collect();
+        if fields.len() != GAVEL_FIELDS {
+            return Err(at(
+                ErrorCode::MalformedRequest,
+                format!("trace.line[{line_no}]"),
+                format!("a Gavel trace line has {GAVEL_FIELDS} tab-separated fields, this one has {}", fields.len()),
+            ));
+        }
+        let total_steps = number(fields[5], line_no, "total_steps")?;
+        let scale_factor = number(fields[6], line_no, "scale_factor")?;
+        if !(scale_factor >= 1.0 && scale_factor.fract() == 0.0 && scale_factor <= u32::MAX as f64) {
+            return Err(at(
+                ErrorCode::InvalidScaleFactor,
+                format!("trace.line[{line_no}].scale_factor"),
+                format!("a scale factor must be a whole number ≥ 1, got {}", fields[6].trim()),
+            ));
+        }
+        let job_type = fields[0].trim().to_string();
+        let slo = number(fields[8], line_no, "slo")?;
+        let slo_seconds = if slo > 0.0 {
+            Some(slo * isolated_duration(throughputs, &job_type, scale_factor as u32, total_steps, line_no)?)
+        } else {
+            None
+        };
+        let job = TraceJob {
+            job_type,
+            total_steps,
+            scale_factor: scale_factor as u32,
+            weight: number(fields[7], line_no, "priority_weight")?,
+            slo_seconds,
+            arrival_seconds: number(fields[9], line_no, "arrival_seconds")?,
+        };
+        validate(jobs.len(), &job).map_err(|e| ArbiterError {
+            field: e
+                .field
+                .map(|f| f.replace(&format!("trace.jobs[{}]", jobs.len()), &format!("trace.line[{line_no}]"))),
+            ..e
+        })?;
+        jobs.push(job);
+    }
+    Ok(Trace { jobs })
+}
+
+/// Seconds the job takes alone on its fastest worker type: what Gavel's SLO multiples multiply.
+fn isolated_duration(throughputs: &ThroughputTable, job_type: &str, sf: u32, steps: f64, line: usize) -> Result<f64> {
+    let best =
+        throughputs.worker_types().iter().filter_map(|w| throughputs.solo(w, job_type, sf)).fold(0.0_f64, f64::max);
+    if best <= 0.0 {
+        return Err(at(
+            ErrorCode::JobCannotRun,
+            format!("trace.line[{line}].slo"),
+            format!("job type {job_type:?} at scale factor {sf} has no throughput to measure its SLO against"),
+        ));
+    }
+    Ok(steps / best)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn table() -> ThroughputTable {
+        ThroughputTable::from_json_str(r#"{"v100": {"('A', 1)": {"null": 10.0}}, "k80": {"('A', 1)": {"null": 2.0}}}"#)
+            .unwrap()
+    }
+
+    #[test]
+    fn reads_gavel_lines() {
+        let text =
+            "A\tpython3 main.py\tdir\t--steps\t1\t1000\t1\t1\t-1.000000\t0\n\nA\tcmd\tdir\t-s\t0\t500\t1\t5\t2\t60.5\n";
+        let trace = parse_gavel(text, &table()).unwrap();
+        assert_eq!(trace.jobs.len(), 2);
+        assert_eq!(trace.jobs[0].total_steps, 1000.0);
+        assert_eq!(trace.jobs[0].slo_seconds, None);
+        assert_eq!(trace.jobs[1].weight, 5.0);
+        assert_eq!(trace.jobs[1].arrival_seconds, 60.5);
+        // 2 × (500 steps at 10 steps/s on the fastest type).
+        assert_eq!(trace.jobs[1].slo_seconds, Some(100.0));
+    }
+
+    #[test]
+    fn refusals_name_the_line() {
+        let e = parse_gavel("A\tcmd\n", &table()).unwrap_err();
+        assert_eq!((e.code, e.field.as_deref()), (ErrorCode::MalformedRequest, Some("trace.line[1]")));
+        let e = parse_gavel("A\tc\td\t-s\t1\tmany\t1\t1\t-1\t0\n", &table()).unwrap_err();
+        assert_eq!(e.field.as_deref(), Some("trace.line[1].total_steps"));
+        let e = parse_gavel("A\tc\td\t-s\t1\t10\t0\t1\t-1\t0\n", &table()).unwrap_err();
+        assert_eq!(e.code, ErrorCode::InvalidScaleFactor);
+        let e = parse_gavel("A\tc\td\t-s\t1\t10\t1\t1\t-1\t-5\n", &table()).unwrap_err();
+        assert_eq!((e.code, e.field.as_deref()), (ErrorCode::InvalidNumber, Some("trace.line[1].arrival_seconds")));
+        let e = parse_gavel("B\tc\td\t-s\t1\t10\t1\t1\t3\t0\n", &table()).unwrap_err();
+        assert_eq!(e.code, ErrorCode::JobCannotRun);
+    }
+
+    #[test]
+    fn reads_json_traces() {
+        let text = r#"{"jobs": [{"job_type": "A", "total_steps": 10, "scale_factor": 2, "weight": 1,
+            "slo_seconds": null, "arrival_seconds": 3}]}"#;
+        let trace = from_json_str(text).unwrap();
+        assert_eq!(trace.jobs[0].scale_factor, 2);
+        let e = from_json_str(r#"{"jobs": [{"job_type": "A"}]}"#).unwrap_err();
+        assert_eq!(e.code, ErrorCode::MalformedRequest);
+        let bad = text.replace("\"total_steps\": 10", "\"total_steps\": 0");
+        let e = from_json_str(&bad).unwrap_err();
+        assert_eq!(e.field.as_deref(), Some("trace.jobs[0].total_steps"));
+    }
+}
