@@ -71,6 +71,7 @@ fn request(policy: PolicyKind, n: usize, workload: Workload) -> Request {
         colocations: None,
         entities: None,
         max_solve_seconds: None,
+        ..Request::default()
     }
 }
 

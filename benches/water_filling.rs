@@ -124,6 +124,7 @@ fn request(case: Case, n: usize) -> Request {
         colocations: None,
         entities,
         max_solve_seconds: None,
+        ..Request::default()
     }
 }
 

@@ -26,11 +26,11 @@ impl Groups {
         pairs.iter().flat_map(|p| p.jobs).for_each(|m| paired[m] = true);
         let mut index: HashMap<(Vec<u64>, u32, Option<usize>), usize> = HashMap::new();
         let mut members: Vec<Vec<usize>> = Vec::new();
-        for m in 0..problem.num_jobs() {
+        for (m, &is_paired) in paired.iter().enumerate() {
             let key = (
                 problem.throughput.row(m).iter().map(|v| v.to_bits()).collect(),
                 problem.jobs[m].scale_factor,
-                paired[m].then_some(m),
+                is_paired.then_some(m),
             );
             let g = *index.entry(key).or_insert_with(|| {
                 members.push(Vec::new());

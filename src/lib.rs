@@ -18,6 +18,7 @@ pub mod formulation;
 pub mod lp;
 pub mod max_min_ratio;
 pub mod mechanism;
+pub mod partition;
 pub mod policies;
 pub mod problem;
 pub mod request;
@@ -42,8 +43,16 @@ pub fn solve(problem: &Problem, backend: lp::Backend) -> error::Result<Response>
         Some(seconds) => backend.within(seconds),
         None => backend,
     };
-    let outcome = policies::solve(problem, backend)?;
-    Ok(Response::new(problem, &outcome, backend.name(), start.elapsed().as_secs_f64()))
+    let (outcome, partitioning) = match partition::plan(problem)? {
+        Some((k, chosen)) => {
+            let (outcome, partitioning) = partition::solve(problem, backend, k, chosen)?;
+            (outcome, Some(partitioning))
+        }
+        None => (policies::solve(problem, backend)?, None),
+    };
+    let mut response = Response::new(problem, &outcome, backend.name(), start.elapsed().as_secs_f64());
+    response.stats.partitioning = partitioning;
+    Ok(response)
 }
 
 /// Parses, validates and solves a request given as JSON text.

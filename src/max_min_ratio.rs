@@ -291,6 +291,8 @@ pub struct Engine<'a> {
     last_totals: Option<Vec<ClassTotal>>,
     /// The pair time of that program.
     last_pair_time: Vec<Vec<f64>>,
+    /// `(pair, type)` columns with time in the last solution: they seed the next fresh model.
+    pair_pool: HashSet<(usize, usize)>,
 }
 
 /// A class's total time per type in a solution, and its jobs' needs there, largest first.
@@ -329,6 +331,81 @@ struct Kept {
     session: Box<dyn Session>,
     need_rows: Vec<NeedRow>,
     num_rows: usize,
+    /// The pair columns in the model (per pair, `(type, column)`), and the rows pricing reads
+    /// duals from.
+    pair_cols: Vec<Vec<(usize, usize)>>,
+    rows_of: RowIndex,
+}
+
+/// Where a fresh model put the rows a pair column enters: each type's capacity row, and each
+/// class's time row and class-total (need) row.
+#[derive(Clone, Default)]
+struct RowIndex {
+    capacity: Vec<Option<usize>>,
+    time: Vec<Option<usize>>,
+    total: Vec<Option<usize>>,
+}
+
+/// Pair columns priced in per round at most (the best by reduced cost); the loop goes on until
+/// none improves, so this bounds only the size of each step.
+const PRICED_PER_ROUND: usize = 2048;
+/// A pair column improves the program when its reduced cost exceeds this.
+const REDUCED_COST_TOLERANCE: f64 = 1e-9;
+
+/// Column generation over the pair columns not yet in the model: with the row duals `y`, the
+/// reduced cost of `Y[k][w]` is `0 − (sf·y_cap(w) + y_time(a) + y_time(b) + T_k[a][w]·y_need(a) +
+/// T_k[b][w]·y_need(b))`; the most improving ones are added. Returns how many were added. When
+/// none improves, the model's optimum is optimal over every pair column: that is the exactness
+/// argument, and it needs no column to be present up front.
+#[allow(clippy::too_many_arguments)]
+fn price_pairs(
+    pairs: &[Pair],
+    owners: &[[usize; 2]],
+    present: &[bool],
+    rows_of: &RowIndex,
+    duals: &[f64],
+    sense: Sense,
+    pair_cols: &mut [Vec<(usize, usize)>],
+    classes: &mut [Class],
+    session: &mut dyn Session,
+) -> usize {
+    // (gain, pair, type, the column's row entries)
+    type Candidate = (f64, usize, usize, Vec<(usize, f64)>);
+    let mut candidates: Vec<Candidate> = Vec::new();
+    for (i, pair) in pairs.iter().enumerate().filter(|&(i, _)| present[i]) {
+        let [ca, cb] = owners[i];
+        let (Some(ta), Some(tb), Some(na), Some(nb)) =
+            (rows_of.time[ca], rows_of.time[cb], rows_of.total[ca], rows_of.total[cb])
+        else {
+            continue;
+        };
+        for w in pair.types() {
+            if pair_cols[i].iter().any(|&(v, _)| v == w) {
+                continue;
+            }
+            let Some(cap) = rows_of.capacity[w] else { continue };
+            let [pa, pb] = pair.throughput[w];
+            let entries = vec![(cap, pair.scale_factor as f64), (ta, 1.0), (tb, 1.0), (na, pa), (nb, pb)];
+            let d = -entries.iter().map(|&(r, a)| a * duals[r]).sum::<f64>();
+            let gain = match sense {
+                Sense::Maximize => d,
+                Sense::Minimize => -d,
+            };
+            if gain > REDUCED_COST_TOLERANCE {
+                candidates.push((gain, i, w, entries));
+            }
+        }
+    }
+    candidates.sort_by(|a, b| b.0.total_cmp(&a.0));
+    candidates.truncate(PRICED_PER_ROUND);
+    for (_, i, w, entries) in &candidates {
+        let col = session.add_col(0.0, 0.0, 1.0, entries);
+        pair_cols[*i].push((*w, col));
+        let [ca, cb] = owners[*i];
+        classes[ca].pair_terms.push((col, pairs[*i].throughput[*w][0]));
+        classes[cb].pair_terms.push((col, pairs[*i].throughput[*w][1]));
+    }
+    candidates.len()
 }
 
 impl<'a> Engine<'a> {
@@ -340,9 +417,9 @@ impl<'a> Engine<'a> {
         }
         let mut index: HashMap<(Vec<u64>, u32, Option<usize>), usize> = HashMap::new();
         let mut shapes: Vec<ClassShape> = Vec::new();
-        for m in 0..instance.throughput.rows() {
+        for (m, &is_paired) in paired.iter().enumerate() {
             let row = instance.throughput.row(m);
-            let key = (row.iter().map(|v| v.to_bits()).collect(), instance.scale_factor[m], paired[m].then_some(m));
+            let key = (row.iter().map(|v| v.to_bits()).collect(), instance.scale_factor[m], is_paired.then_some(m));
             let c = *index.entry(key).or_insert_with(|| {
                 let mut types: Vec<usize> =
                     (0..num_types).filter(|&w| row[w] > 0.0 && instance.capacity[w] > 0.0).collect();
@@ -366,6 +443,7 @@ impl<'a> Engine<'a> {
             kept: None,
             last_totals: None,
             last_pair_time: Vec::new(),
+            pair_pool: HashSet::new(),
         }
     }
 
@@ -451,37 +529,43 @@ impl<'a> Engine<'a> {
                 Class { shape, jobs, cols, pair_terms: Vec::new() }
             })
             .collect();
-        // Pair columns after the classes', for pairs whose jobs both take part.
+        let signature = program.signature();
+        let kept = self.kept.take().filter(|k| program.keep_model && k.signature == signature);
+        // Pair columns after the classes', for pairs whose jobs both take part: those of the kept
+        // model, or, in a fresh one, those that had time last time; pricing adds the rest.
         let mut classes = classes;
         let mut class_of_job = vec![0; num_jobs];
         for (c, shape) in shapes.iter().enumerate() {
             shape.jobs.iter().for_each(|&m| class_of_job[m] = c);
         }
-        let mut pair_cols: Vec<Vec<(usize, usize)>> = Vec::with_capacity(self.instance.pairs.len());
-        for pair in &self.instance.pairs {
-            let owners = pair.jobs.map(|m| class_of_job[m]);
-            if owners.iter().any(|&c| classes[c].jobs.is_empty()) {
-                pair_cols.push(Vec::new());
-                continue;
-            }
-            let cols: Vec<(usize, usize)> = pair
-                .types()
-                .map(|w| {
-                    next_col += 1;
-                    (w, next_col - 1)
+        let owners: Vec<[usize; 2]> = self.instance.pairs.iter().map(|p| p.jobs.map(|m| class_of_job[m])).collect();
+        let present: Vec<bool> = owners.iter().map(|o| o.iter().all(|&c| !classes[c].jobs.is_empty())).collect();
+        let mut pair_cols: Vec<Vec<(usize, usize)>> = match &kept {
+            Some(kept) => kept.pair_cols.clone(),
+            None => (0..self.instance.pairs.len())
+                .map(|i| {
+                    if !present[i] {
+                        return Vec::new();
+                    }
+                    let seeded = self.instance.pairs[i].types().filter(|&w| self.pair_pool.contains(&(i, w)));
+                    seeded
+                        .map(|w| {
+                            next_col += 1;
+                            (w, next_col - 1)
+                        })
+                        .collect()
                 })
-                .collect();
-            for (i, &c) in owners.iter().enumerate() {
-                let terms = cols.iter().map(|&(w, col)| (col, pair.throughput[w][i]));
+                .collect(),
+        };
+        for (i, cols) in pair_cols.iter().enumerate() {
+            for (side, &c) in owners[i].iter().enumerate() {
+                let terms = cols.iter().map(|&(w, col)| (col, self.instance.pairs[i].throughput[w][side]));
                 classes[c].pair_terms.extend(terms);
             }
-            pair_cols.push(cols);
         }
-        let signature = program.signature();
         // The rows that carry needs in this program, aligned with `need_rows`.
         let mut rows: Vec<Row> = Vec::new();
-        let kept = self.kept.take().filter(|k| program.keep_model && k.signature == signature);
-        let (mut session, mut need_rows, mut num_rows) = match kept {
+        let (mut session, mut need_rows, mut num_rows, rows_of) = match kept {
             Some(mut kept) => {
                 let mut session = kept.session;
                 // Same rows, new needs: only the right-hand sides and the shared variables'
@@ -500,13 +584,13 @@ impl<'a> Engine<'a> {
                     need.sent = (lower, vars);
                     rows.push(row);
                 }
-                (session, kept.need_rows, kept.num_rows)
+                (session, kept.need_rows, kept.num_rows, kept.rows_of)
             }
             None => {
-                let (lp, need_rows) = self.build(&classes, &pair_cols, program, next_col);
+                let (lp, need_rows, rows_of) = self.build(&classes, &pair_cols, program, next_col);
                 rows.extend(need_rows.iter().map(|n| lp.rows[n.row].clone()));
                 let num_rows = lp.rows.len();
-                (self.backend.open(lp), need_rows, num_rows)
+                (self.backend.open(lp), need_rows, num_rows, rows_of)
             }
         };
 
@@ -533,11 +617,37 @@ impl<'a> Engine<'a> {
                     rows.push(row);
                 }
             }
-            if cuts.is_empty() {
+            if !cuts.is_empty() {
+                session.add_rows(&cuts);
+                continue;
+            }
+            if self.instance.pairs.is_empty() || solution.row_duals.is_empty() {
                 break solution;
             }
-            session.add_rows(&cuts);
+            let added = price_pairs(
+                &self.instance.pairs,
+                &owners,
+                &present,
+                &rows_of,
+                &solution.row_duals,
+                program.sense,
+                &mut pair_cols,
+                &mut classes,
+                session.as_mut(),
+            );
+            if added == 0 {
+                break solution;
+            }
         };
+        if !self.instance.pairs.is_empty() {
+            self.pair_pool = pair_cols
+                .iter()
+                .enumerate()
+                .flat_map(|(i, cols)| cols.iter().map(move |&(w, col)| (i, w, col)))
+                .filter(|&(_, _, col)| solution.values[col] > 0.0)
+                .map(|(i, w, _)| (i, w))
+                .collect();
+        }
         // One pass over the rows that carry needs: which pooled cuts were tight (they seed later
         // programs), and which rows have a nonzero dual (their members cannot rise).
         let mut binding = (!solution.row_duals.is_empty()).then(|| vec![false; num_jobs]);
@@ -588,7 +698,7 @@ impl<'a> Engine<'a> {
         }
         let used = classes.iter().filter(|c| !c.jobs.is_empty()).count();
         if program.keep_model {
-            self.kept = Some(Kept { signature, session, need_rows, num_rows });
+            self.kept = Some(Kept { signature, session, need_rows, num_rows, pair_cols, rows_of });
         }
         Ok(Solved { vars, allocation, pair_time, lp_solves, classes: used, binding })
     }
@@ -601,8 +711,13 @@ impl<'a> Engine<'a> {
         pair_cols: &[Vec<(usize, usize)>],
         program: &Program,
         num_cols: usize,
-    ) -> (LinearProgram, Vec<NeedRow>) {
+    ) -> (LinearProgram, Vec<NeedRow>, RowIndex) {
         let needs = &program.needs;
+        let mut rows_of = RowIndex {
+            capacity: vec![None; self.instance.throughput.cols()],
+            time: vec![None; classes.len()],
+            total: vec![None; classes.len()],
+        };
         let mut lp = LinearProgram::new(program.sense);
         for v in 0..program.cost.len() {
             lp.add_col(program.cost[v], program.lower[v], program.upper[v]);
@@ -635,7 +750,7 @@ impl<'a> Engine<'a> {
                 .chain(pairs)
                 .collect();
             if !coefs.is_empty() {
-                lp.add_row(Row::at_most(self.instance.capacity[w], coefs));
+                rows_of.capacity[w] = Some(lp.add_row(Row::at_most(self.instance.capacity[w], coefs)));
             }
         }
         let mut need_rows = Vec::new();
@@ -644,12 +759,13 @@ impl<'a> Engine<'a> {
             if !class.pair_terms.is_empty() {
                 time.extend(pair_time_of[&class.jobs[0]].iter().map(|&col| (col, 1.0)));
             }
-            lp.add_row(Row::at_most(class.jobs.len() as f64, time));
+            rows_of.time[c] = Some(lp.add_row(Row::at_most(class.jobs.len() as f64, time)));
             // The class total (k = n), at λ = 0.
             let lambda = class.cols.len();
             let cut = class.total(needs);
             let sent = need_part(&cut, program.cost.len());
             let row = lp.add_row(cut);
+            rows_of.total[c] = Some(row);
             need_rows.push(NeedRow { row, class: c, members: class.jobs.to_vec(), lambda, pool: None, sent });
         }
         for (i, cut) in self.pool.iter().enumerate().filter(|(_, c)| c.tight) {
@@ -668,7 +784,7 @@ impl<'a> Engine<'a> {
                 });
             }
         }
-        (lp, need_rows)
+        (lp, need_rows, rows_of)
     }
 
     /// A unit for a variable that multiplies `rate[m]` in job m's need: the largest value it can

@@ -284,6 +284,26 @@ impl Problem {
         })
     }
 
+    /// The same policy, cluster and settings with no jobs (no rows, no colocations): what a
+    /// sub-problem starts from without copying the whole request.
+    pub fn clone_without_jobs(&self) -> Problem {
+        Problem {
+            policy: self.policy,
+            heterogeneity_aware: self.heterogeneity_aware,
+            space_sharing: self.space_sharing,
+            worker_types: self.worker_types.clone(),
+            jobs: Vec::new(),
+            measured: Matrix::zeros(0, self.num_types()),
+            throughput: Matrix::zeros(0, self.num_types()),
+            colocations: Vec::new(),
+            colocation_threshold: self.colocation_threshold,
+            partitions: self.partitions,
+            entities: self.entities.clone(),
+            job_entity: Vec::new(),
+            max_solve_seconds: self.max_solve_seconds,
+        }
+    }
+
     /// A problem with a cluster and a policy but no jobs yet (jobs arrive later, as in a session).
     pub fn empty(policy: PolicyKind, heterogeneity_aware: bool, worker_types: Vec<WorkerType>) -> Problem {
         let types = worker_types.len();

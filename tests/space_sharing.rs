@@ -104,6 +104,7 @@ fn random_packed(rng: &mut SplitMix, policy: &str, jobs: usize) -> Value {
             "weight": weight,
             "steps_remaining": 1000.0 + 1e5 * rng.next_f64(),
             "time_elapsed": if policy == "finish_time_fairness" { 100.0 * rng.next_f64() } else { 0.0 },
+            "arrival": m,
         }));
         rows.push((row, sf));
     }
@@ -185,4 +186,34 @@ fn hierarchical_with_pairs() {
     for id in ["a", "b"] {
         assert!((levels[id].normalized_throughput - 7.0 / 11.0).abs() < 1e-7, "{levels:?}");
     }
+}
+
+/// POP: a partitioned answer is feasible for the whole cluster (each part had 1/k of every type),
+/// no better than the exact one, and `stats.partitioning` says how it was split.
+#[test]
+fn partitioned_answers_fit_the_whole_cluster() {
+    let mut rng = SplitMix::new(29);
+    for policy in ["max_min_fairness", "max_min_fairness_water_filling", "min_makespan", "max_sum_throughput"] {
+        let exact_request = random_packed(&mut rng, policy, 24);
+        let mut request = exact_request.clone();
+        request["partitions"] = json!(4);
+        let (_, exact, _) = solve_value(&exact_request);
+        let (_, split, _) = solve_value(&request);
+        let partitioning = split.stats.partitioning.as_ref().expect("partitioning reported");
+        assert_eq!(partitioning.partitions, 4);
+        assert_eq!(partitioning.chosen, "requested");
+        assert_eq!(partitioning.jobs.iter().sum::<usize>(), 24);
+        assert!(exact.stats.partitioning.is_none());
+        // The exact optimum is at least as good as any feasible allocation, the split one included.
+        let (e, s) = (exact.objective.unwrap(), split.objective.unwrap());
+        assert!(no_worse(policy, e, s), "{policy}: exact {e}, partitioned {s}");
+    }
+    // partitions: 1 solves whole; a policy without a part-wise objective refuses to be split.
+    let mut request = random_packed(&mut rng, "max_min_fairness", 8);
+    request["partitions"] = json!(1);
+    assert!(solve_value(&request).1.stats.partitioning.is_none());
+    let mut request = random_packed(&mut rng, "fifo", 8);
+    request["space_sharing"] = json!(false);
+    request["partitions"] = json!(2);
+    assert_eq!(solve_err(&request.to_string()).code, arbiter::ErrorCode::Unsupported);
 }

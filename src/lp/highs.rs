@@ -114,6 +114,25 @@ impl Session for HighsSession {
         }
     }
 
+    fn add_col(&mut self, cost: f64, lower: f64, upper: f64, entries: &[(usize, f64)]) -> usize {
+        let index: Vec<HighsInt> = entries.iter().map(|&(r, _)| r as HighsInt).collect();
+        let value: Vec<f64> = entries.iter().map(|&(r, v)| v / self.row_scale[r]).collect();
+        // SAFETY: index and value both hold entries.len() entries; HiGHS checks the row indices.
+        unsafe {
+            Highs_addCol(
+                self.ptr,
+                cost,
+                clamp_inf(lower),
+                clamp_inf(upper),
+                index.len() as HighsInt,
+                index.as_ptr(),
+                value.as_ptr(),
+            );
+        }
+        self.num_cols += 1;
+        self.num_cols - 1
+    }
+
     fn set_coef(&mut self, row: usize, col: usize, value: f64) {
         // SAFETY: ptr is live; HiGHS checks the indices and returns an error status if out of range.
         unsafe { Highs_changeCoeff(self.ptr, row as HighsInt, col as HighsInt, value / self.row_scale[row]) };

@@ -20,6 +20,14 @@ impl Session for MicrolpSession {
         self.lp.rows.extend_from_slice(rows);
     }
 
+    fn add_col(&mut self, cost: f64, lower: f64, upper: f64, entries: &[(usize, f64)]) -> usize {
+        let col = self.lp.add_col(cost, lower, upper);
+        for &(r, v) in entries {
+            self.lp.rows[r].coefs.push((col, v));
+        }
+        col
+    }
+
     fn set_coef(&mut self, row: usize, col: usize, value: f64) {
         let coefs = &mut self.lp.rows[row].coefs;
         match coefs.iter_mut().find(|(c, _)| *c == col) {

@@ -119,6 +119,8 @@ impl std::error::Error for SolveError {}
 /// A model loaded into a backend, which can grow by rows and be re-solved from its last basis.
 pub trait Session {
     fn add_rows(&mut self, rows: &[Row]);
+    /// Adds a column with its cost, bounds and `(row, coefficient)` entries; returns its index.
+    fn add_col(&mut self, cost: f64, lower: f64, upper: f64, entries: &[(usize, f64)]) -> usize;
     /// Replaces the coefficient of column `col` in row `row`.
     fn set_coef(&mut self, row: usize, col: usize, value: f64);
     /// Replaces the bounds of row `row`.
@@ -229,6 +231,9 @@ struct Bounded {
 impl Session for Bounded {
     fn add_rows(&mut self, rows: &[Row]) {
         self.inner.add_rows(rows)
+    }
+    fn add_col(&mut self, cost: f64, lower: f64, upper: f64, entries: &[(usize, f64)]) -> usize {
+        self.inner.add_col(cost, lower, upper, entries)
     }
     fn set_coef(&mut self, row: usize, col: usize, value: f64) {
         self.inner.set_coef(row, col, value)

@@ -1,0 +1,194 @@
+//! POP (Narayanan et al., SOSP 2021): split the jobs and every type's GPUs into `k` random,
+//! equal sub-problems, solve them in parallel, and put the allocations side by side. Each
+//! sub-problem is the same policy on `1/k` of every type's GPUs (so `X_equal`, and with it every
+//! normalized throughput, is unchanged) and on its own jobs with the pairs among them; the merged
+//! allocation is feasible for the whole cluster because the parts' capacities add up to it.
+//! It is an approximation: jobs cannot use GPUs of other parts, and pairs across parts are lost.
+//! See `formulations/partitioning.md`.
+
+use crate::error::{ArbiterError, ErrorCode, Result};
+use crate::lp::Backend;
+use crate::policies::{self, Outcome, PolicyKind, WaterFillingReport};
+use crate::problem::{Colocation, Matrix, Problem, WorkerType};
+use crate::response::Partitioning;
+use crate::space_sharing::Pairs;
+use rayon::prelude::*;
+use std::time::Instant;
+
+/// Automatic partitioning starts when the kept pairs exceed this many per part; `k` is the
+/// smallest power of two that brings the pairs left in each part (about `P / k²`) under it.
+pub const PAIRS_PER_PART: usize = 16_384;
+/// Automatic partitioning never makes parts smaller than this many jobs.
+pub const MIN_JOBS_PER_PART: usize = 64;
+
+/// Policies whose objective over the whole cluster follows from the parts' objectives (a
+/// minimum, a maximum or a sum over jobs).
+pub fn supports(policy: PolicyKind) -> bool {
+    policy.supports_space_sharing()
+}
+
+/// The partitioning to use: the request's `partitions`, or an automatic choice when space sharing
+/// keeps more pairs than one part should hold. `None`: solve whole.
+pub fn plan(problem: &Problem) -> Result<Option<(usize, &'static str)>> {
+    match problem.partitions {
+        Some(1) => Ok(None),
+        Some(k) => {
+            if !supports(problem.policy) {
+                return Err(ArbiterError::at(
+                    ErrorCode::Unsupported,
+                    "partitions",
+                    format!("{} cannot be partitioned; send partitions: 1", problem.policy.name()),
+                ));
+            }
+            Ok(Some((k.min(problem.num_jobs().max(1)), "requested")))
+        }
+        None => {
+            if !supports(problem.policy) || !problem.space_sharing {
+                return Ok(None);
+            }
+            let pairs = Pairs::of(problem).kept.len();
+            let mut k = 1;
+            while pairs / (k * k) > PAIRS_PER_PART && problem.num_jobs() / (2 * k) >= MIN_JOBS_PER_PART {
+                k *= 2;
+            }
+            Ok((k > 1).then_some((k, "automatic")))
+        }
+    }
+}
+
+/// A seeded shuffle of `0..n` (SplitMix64 driving Fisher–Yates), so a request always splits the
+/// same way.
+fn shuffled(n: usize, seed: u64) -> Vec<usize> {
+    let mut state = seed;
+    let mut next = || {
+        state = state.wrapping_add(0x9E37_79B9_7F4A_7C15);
+        let mut z = state;
+        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+        z ^ (z >> 31)
+    };
+    let mut order: Vec<usize> = (0..n).collect();
+    for i in (1..n).rev() {
+        let j = (next() % (i as u64 + 1)) as usize;
+        order.swap(i, j);
+    }
+    order
+}
+
+/// The sub-problem on `jobs` (original indices) with `1/k` of every type's GPUs.
+fn part(problem: &Problem, jobs: &[usize], k: usize) -> (Problem, Vec<usize>) {
+    let mut local = vec![usize::MAX; problem.num_jobs()];
+    jobs.iter().enumerate().for_each(|(i, &m)| local[m] = i);
+    let rows = |matrix: &Matrix| {
+        let mut sub = Matrix::zeros(jobs.len(), problem.num_types());
+        for (i, &m) in jobs.iter().enumerate() {
+            for w in 0..problem.num_types() {
+                sub.set(i, w, matrix.get(m, w));
+            }
+        }
+        sub
+    };
+    let mut colocations = Vec::new();
+    let mut colocation_index = Vec::new();
+    for (c, colocation) in problem.colocations.iter().enumerate() {
+        let [a, b] = colocation.jobs;
+        if local[a] != usize::MAX && local[b] != usize::MAX {
+            colocations.push(Colocation { jobs: [local[a], local[b]], throughput: colocation.throughput.clone() });
+            colocation_index.push(c);
+        }
+    }
+    let worker_types =
+        problem.worker_types.iter().map(|w| WorkerType { count: w.count / k as f64, ..w.clone() }).collect();
+    let sub = Problem {
+        worker_types,
+        jobs: jobs.iter().map(|&m| problem.jobs[m].clone()).collect(),
+        measured: rows(&problem.measured),
+        throughput: rows(&problem.throughput),
+        colocations,
+        partitions: Some(1),
+        job_entity: if problem.job_entity.is_empty() {
+            Vec::new()
+        } else {
+            jobs.iter().map(|&m| problem.job_entity[m]).collect()
+        },
+        ..problem.clone_without_jobs()
+    };
+    (sub, colocation_index)
+}
+
+/// Solves `problem` as `k` parts in parallel and merges them. The whole-cluster objective is the
+/// parts' minimum (max-min policies), maximum (makespan, finish-time fairness) or sum (total
+/// throughput).
+pub fn solve(problem: &Problem, backend: Backend, k: usize, chosen: &str) -> Result<(Outcome, Partitioning)> {
+    let n = problem.num_jobs();
+    let order = shuffled(n, 0x504f_5021 ^ n as u64);
+    let groups: Vec<Vec<usize>> = (0..k)
+        .map(|p| {
+            let mut jobs: Vec<usize> = order.iter().copied().skip(p).step_by(k).collect();
+            jobs.sort_unstable();
+            jobs
+        })
+        .filter(|jobs| !jobs.is_empty())
+        .collect();
+    let solved: Vec<(Outcome, Vec<usize>, f64)> = groups
+        .par_iter()
+        .map(|jobs| {
+            let start = Instant::now();
+            let (sub, colocation_index) = part(problem, jobs, k);
+            let outcome = policies::solve(&sub, backend)?;
+            Ok((outcome, colocation_index, start.elapsed().as_secs_f64()))
+        })
+        .collect::<Result<_>>()?;
+
+    let mut allocation = Matrix::zeros(n, problem.num_types());
+    let mut colocated = if problem.space_sharing {
+        Matrix::zeros(problem.colocations.len(), problem.num_types())
+    } else {
+        Matrix::zeros(0, 0)
+    };
+    let mut lp_solves = 0;
+    let mut report = WaterFillingReport {
+        normalized_throughput: vec![0.0; n],
+        level: vec![f64::NAN; n],
+        frozen_at: vec![0; n],
+        iterations: 0,
+    };
+    let mut has_report = false;
+    let mut objectives = Vec::new();
+    for ((outcome, colocation_index, _), jobs) in solved.iter().zip(&groups) {
+        for (i, &m) in jobs.iter().enumerate() {
+            for w in 0..problem.num_types() {
+                allocation.set(m, w, outcome.allocation.get(i, w));
+            }
+        }
+        for (local, &c) in colocation_index.iter().enumerate().take(outcome.colocated.rows()) {
+            for w in 0..problem.num_types() {
+                colocated.set(c, w, outcome.colocated.get(local, w));
+            }
+        }
+        if let Some(part_report) = &outcome.water_filling {
+            has_report = true;
+            for (i, &m) in jobs.iter().enumerate() {
+                report.normalized_throughput[m] = part_report.normalized_throughput[i];
+                report.level[m] = part_report.level[i];
+                report.frozen_at[m] = part_report.frozen_at[i];
+            }
+            report.iterations = report.iterations.max(part_report.iterations);
+        }
+        lp_solves += outcome.lp_solves;
+        objectives.extend(outcome.objective);
+    }
+    let objective = match problem.policy {
+        PolicyKind::MinMakespan | PolicyKind::FinishTimeFairness => objectives.iter().copied().reduce(f64::max),
+        PolicyKind::MaxSumThroughput => Some(objectives.iter().sum()),
+        _ => objectives.iter().copied().reduce(f64::min),
+    };
+    let partitioning = Partitioning {
+        partitions: groups.len(),
+        chosen: chosen.to_string(),
+        jobs: groups.iter().map(Vec::len).collect(),
+        slowest_seconds: solved.iter().map(|s| s.2).fold(0.0, f64::max),
+    };
+    let outcome = Outcome { allocation, objective, lp_solves, water_filling: has_report.then_some(report), colocated };
+    Ok((outcome, partitioning))
+}
