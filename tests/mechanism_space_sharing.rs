@@ -139,6 +139,29 @@ fn received_pair_time_tracks_y_over_many_rounds() {
     assert!(max_gap(&s) <= 0.02, "jobs alone: max |X − received| = {}", max_gap(&s));
 }
 
+/// Three jobs pairwise colocated at `Y = 0.5` each book every job's time exactly, yet any two of
+/// the pairs share a job, so a round runs one pair at most: the best any schedule does is 1/3
+/// each, and the rounds share the shortfall evenly.
+#[test]
+fn an_odd_cycle_of_pairs_is_shared_evenly() {
+    let mut s = session(&[("v100", 3, 4)], Config::default());
+    for id in ["a", "b", "c"] {
+        add(&mut s, id, 1, &[1.0]);
+    }
+    for (a, b) in [("a", "b"), ("b", "c"), ("c", "a")] {
+        s.add_colocation(a, b, &[[0.9, 0.9]]).unwrap();
+    }
+    s.set_colocated_allocation(&Matrix::zeros(3, 1), &matrix(&[&[0.5], &[0.5], &[0.5]])).unwrap();
+    for _ in 0..300 {
+        let r = round(&mut s);
+        assert_eq!(r.placements.len(), 1, "one pair per round, every round");
+    }
+    for (a, b) in [("a", "b"), ("b", "c"), ("c", "a")] {
+        let got = s.colocated_received_fraction(a, b).unwrap()[0];
+        assert!(close(got, 1.0 / 3.0, 0.01), "{a}+{b}: {got}");
+    }
+}
+
 #[test]
 fn a_pair_occupies_scale_factor_gpus_of_one_server() {
     let mut s = session(&[("v100", 8, 4)], Config::default());
