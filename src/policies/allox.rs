@@ -28,6 +28,16 @@ impl Policy for Allox {
             }
         }
         let processing = processing_times(problem);
+        if let Some(m) = processing.iter().position(|row| row.iter().all(|p| !p.is_finite())) {
+            return Err(ArbiterError::at(
+                ErrorCode::InvalidNumber,
+                format!("jobs[{m}].steps_remaining"),
+                format!(
+                    "job {:?} would need more than f64::MAX seconds on every type with GPUs (steps_remaining / throughput)",
+                    problem.jobs[m].id
+                ),
+            ));
+        }
         let slots = slots(problem);
         let cost: Vec<Vec<f64>> = (0..problem.num_jobs())
             .map(|m| slots.iter().map(|s| s.position as f64 * processing[m][s.worker_type]).collect())
