@@ -106,6 +106,53 @@ fn simulate_refuses_bad_input_with_the_error_object() {
     }
 }
 
+#[test]
+fn sweep_writes_one_row_per_simulation_and_plots() {
+    let dir = scratch("sweep");
+    let table = write(&dir, "t.json", TABLE);
+    let (csv, plot, cdf) = (dir.join("s.csv"), dir.join("jct.svg"), dir.join("cdf.svg"));
+    let out = arbiter(&[
+        "sweep",
+        "--throughputs",
+        &table,
+        "--cluster",
+        "v100=2,k80=2",
+        "--gpus-per-server",
+        "2",
+        "--policies",
+        "max_min_fairness:agnostic,max_min_fairness",
+        "--loads",
+        "1,2",
+        "--seeds",
+        "0,1",
+        "--jobs",
+        "20",
+        "--window",
+        "5:15",
+        "--threads",
+        "2",
+        "--output",
+        csv.to_str().unwrap(),
+        "--plot",
+        plot.to_str().unwrap(),
+        "--cdf-plot",
+        cdf.to_str().unwrap(),
+    ]);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let text = std::fs::read_to_string(&csv).unwrap();
+    let rows: Vec<&str> = text.lines().collect();
+    assert_eq!(rows.len(), 1 + 2 * 2 * 2, "{text}");
+    assert!(rows[0].starts_with("variant,policy,heterogeneity_aware"));
+    // Every simulation measured its 10 jobs and none failed.
+    assert!(rows[1..].iter().all(|r| r.contains(",10,") && r.ends_with(',')), "{text}");
+    for svg in [plot, cdf] {
+        let svg = std::fs::read_to_string(svg).unwrap();
+        assert_eq!(svg.matches("<polyline").count(), 2);
+    }
+    let bad = arbiter(&["sweep", "--throughputs", &table, "--cluster", "v100=2", "--policies", "las", "--output", "-"]);
+    assert_eq!(bad.status.code(), Some(2));
+}
+
 /// Gavel's data, when this checkout sits next to it (`ARBITER_GAVEL_DATA` or `../shared/data/gavel`).
 fn gavel_data() -> Option<PathBuf> {
     let dir = std::env::var_os("ARBITER_GAVEL_DATA")
