@@ -66,6 +66,9 @@ enum Command {
     ///
     /// Bad input exits with status 2 and prints the contract's error object on stderr.
     Simulate(arbiter::simulator::cli::SimulateArgs),
+    /// Simulate a grid of policies × input loads × seeds on generated traces, in parallel, and
+    /// write one CSV row per simulation (and plots of average JCT against load and JCT CDFs).
+    Sweep(arbiter::simulator::cli::SweepArgs),
     /// Print the service's OpenAPI 3.1 document (the one `GET /openapi.json` serves).
     Openapi {
         /// Write it to this file instead (the checked-in copy is `openapi/openapi.json`).
@@ -213,6 +216,9 @@ fn main() -> ExitCode {
         Command::Openapi { output } => run_openapi(output),
         Command::Simulate(args) => {
             arbiter::simulator::cli::run_simulate(&args).map_or_else(|e| fail(&e), |()| ExitCode::SUCCESS)
+        }
+        Command::Sweep(args) => {
+            arbiter::simulator::cli::run_sweep(&args).map_or_else(|e| fail(&e), |()| ExitCode::SUCCESS)
         }
     }
 }

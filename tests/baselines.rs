@@ -386,3 +386,47 @@ fn baselines_with_no_jobs_return_an_empty_allocation() {
         assert_eq!(out.allocation.rows(), 0);
     }
 }
+
+/// Extreme but valid numbers (throughputs from 1e-300 to 1e300, zero steps, types with no GPUs,
+/// huge counts): every request is answered with a feasible allocation or refused with an error,
+/// never a panic.
+#[test]
+fn baselines_never_panic_on_extreme_numbers() {
+    let mut rng = Lcg(0xe87e);
+    let values = [0.0, 1e-300, 1e-9, 1.0, 3.0, 1e9, 1e300];
+    for case in 0..400 {
+        let mut pick = |choices: &[f64]| choices[(rng.next() * choices.len() as f64) as usize];
+        let jobs: Vec<Value> = (0..1 + case % 7)
+            .map(|m| {
+                json!({"id": format!("j{m}"), "steps_remaining": pick(&[0.0, 1.0, 1e6, 1e300]),
+                       "throughput": {"v100": pick(&values[1..]), "k80": pick(&values)}})
+            })
+            .collect();
+        let colocations: Vec<Value> = (1..jobs.len())
+            .map(|m| {
+                json!({"jobs": ["j0", format!("j{m}")], "throughput": {
+                    "v100": [pick(&values), pick(&values)], "k80": [pick(&values), pick(&values)]}})
+            })
+            .collect();
+        let cluster = json!({"worker_types": {"v100": {"count": pick(&[1.0, 2.0, 4e9])}, "k80": {"count": pick(&[0.0, 1.0, 3.0])}}});
+        for policy in ["gandiva", "allox"] {
+            let request = json!({"policy": policy, "cluster": cluster, "jobs": jobs, "colocations": colocations});
+            let text = request.to_string();
+            if let Ok(p) = Problem::from_json(&text) {
+                match policies::solve(&p, Backend::default()) {
+                    Ok(_) => {
+                        solve_checked(&request);
+                    }
+                    Err(e) => assert!(!e.message.is_empty()),
+                }
+            }
+        }
+    }
+}
+
+#[test]
+fn allox_refuses_a_job_whose_remaining_time_overflows() {
+    let request = json!({"policy": "allox", "cluster": {"worker_types": {"v100": {"count": 1}}},
+        "jobs": [{"id": "a", "throughput": {"v100": 1e-300}, "steps_remaining": 1e300}]});
+    assert_error(&solve_err(&request.to_string()), ErrorCode::InvalidNumber, Some("jobs[0].steps_remaining"));
+}

@@ -139,3 +139,45 @@ fn bad_input_exits_2_with_the_error_object() {
     }
     std::fs::remove_dir_all(&dir).ok();
 }
+
+#[test]
+fn rounds_with_space_sharing_report_pairs() {
+    let dir = std::env::temp_dir().join(format!("arbiter-rounds-pairs-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let input = dir.join("pairs.json");
+    std::fs::write(
+        &input,
+        r#"{"policy": "max_min_fairness", "space_sharing": true,
+            "cluster": {"worker_types": {"v100": {"count": 2, "gpus_per_server": 2}}},
+            "jobs": [{"id": "a", "throughput": {"v100": 1.0}}, {"id": "b", "throughput": {"v100": 1.0}},
+                     {"id": "c", "throughput": {"v100": 1.0}}, {"id": "d", "throughput": {"v100": 1.0}}],
+            "colocations": [{"jobs": ["a", "b"], "throughput": {"v100": [0.8, 0.8]}},
+                            {"jobs": ["c", "d"], "throughput": {"v100": [0.8, 0.8]}}]}"#,
+    )
+    .unwrap();
+    let report = rounds(&["rounds", "--input", input.to_str().unwrap(), "--rounds", "20"]);
+    std::fs::remove_dir_all(&dir).ok();
+    let pairs = report["pairs"].as_array().expect("a pairs section");
+    assert_eq!(pairs.len(), 2);
+    assert_eq!(pairs[0]["jobs"], serde_json::json!(["a", "b"]));
+    let mut paired_rounds = 0;
+    for round in report["rounds"].as_array().unwrap() {
+        let mut placed = BTreeSet::new();
+        for p in round["placements"].as_array().unwrap() {
+            let ids = p["jobs"].as_array().unwrap();
+            assert!(ids.len() == 1 || ids.len() == 2);
+            paired_rounds += (ids.len() == 2) as usize;
+            for id in ids {
+                assert!(placed.insert(id.as_str().unwrap().to_string()), "{id} twice in a round");
+            }
+            assert_eq!(p["gpus"].as_array().unwrap().len(), 1);
+        }
+    }
+    // Each pair ran together in exactly the fraction of rounds it reports.
+    let together: f64 = pairs.iter().map(|p| p["received"]["v100"].as_f64().unwrap() * 20.0).sum();
+    assert_eq!(together.round() as usize, paired_rounds);
+    for p in pairs {
+        let (y, got) = (p["allocation"]["v100"].as_f64().unwrap(), p["received"]["v100"].as_f64().unwrap());
+        assert!((y - got).abs() <= 0.05 + 1e-9, "{p}");
+    }
+}

@@ -107,7 +107,12 @@ impl Session {
             }
             None => {
                 let jobs: [JobId; 2] = [self.slot(a)?.id.clone(), self.slot(b)?.id.clone()];
-                self.pair_index.insert(jobs.clone(), self.pairs.len());
+                let k = self.pairs.len();
+                for id in &jobs {
+                    let m = self.index[id];
+                    self.jobs[m].pairs.push(k as u32);
+                }
+                self.pair_index.insert(jobs.clone(), k);
                 let mut pair = PairState {
                     jobs,
                     throughput: Vec::new(),
@@ -308,9 +313,10 @@ impl Session {
     pub fn effective_throughput(&self, id: &str) -> Result<f64> {
         let j = self.slot(id)?;
         let alone: f64 = j.throughput.iter().zip(&j.share.allocation).map(|(t, x)| t * x).sum();
-        let paired: f64 = self
+        let paired: f64 = j
             .pairs
             .iter()
+            .map(|&k| &self.pairs[k as usize])
             .filter_map(|p| p.tenant(id).map(|i| (p, i)))
             .map(|(p, i)| p.throughput.iter().zip(&p.share.allocation).map(|(t, y)| t[i] * y).sum::<f64>())
             .sum();
@@ -333,5 +339,15 @@ impl Session {
             keep
         });
         self.pair_index = self.pairs.iter().enumerate().map(|(k, p)| (p.jobs.clone(), k)).collect();
+        for j in &mut self.jobs {
+            j.pairs.clear();
+        }
+        for (k, p) in self.pairs.iter().enumerate() {
+            for id in &p.jobs {
+                if let Some(&m) = self.index.get(id) {
+                    self.jobs[m].pairs.push(k as u32);
+                }
+            }
+        }
     }
 }

@@ -1,5 +1,6 @@
 //! The `arbiter rounds` run: a fixed, validated request, its policy solved once, N rounds with no
-//! arrivals, and the JSON reporting each round's placements and each job's received time.
+//! arrivals, and the JSON reporting each round's placements (jobs alone and, with space sharing,
+//! colocated pairs) and each job's and pair's received time.
 
 use super::session::Session;
 use super::{Config, LeaseChange, Tenants};
@@ -18,6 +19,9 @@ pub struct RoundsReport {
     pub rounds: Vec<RoundReport>,
     /// Per job, in the request's order.
     pub jobs: IndexMap<String, JobReport>,
+    /// Per colocated pair, in the request's order (space sharing only).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub pairs: Vec<PairReport>,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize)]
@@ -39,10 +43,21 @@ pub struct PlacementReport {
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize)]
-pub struct JobReport {
-    /// `X[m][w]` of the policy.
+pub struct PairReport {
+    pub jobs: [String; 2],
+    /// `Y[k][w]` of the policy.
     pub allocation: IndexMap<String, f64>,
-    /// Fraction of the rounds the job ran on each type.
+    /// Fraction of the rounds the pair ran together on each type.
+    pub received: IndexMap<String, f64>,
+    /// Types where the pair has allocation but can never be placed.
+    pub unplaceable: Vec<String>,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct JobReport {
+    /// `X[m][w]` of the policy: the job alone.
+    pub allocation: IndexMap<String, f64>,
+    /// Fraction of the rounds the job ran alone on each type.
     pub received: IndexMap<String, f64>,
     /// Types where the job has allocation but can never be placed (its scale factor exceeds the
     /// type's GPUs, or it cannot run there): `received` stays 0 there.
@@ -89,6 +104,16 @@ pub fn run(problem: &Problem, rounds: u32, config: Config) -> Result<RoundsRepor
             },
         );
     }
+    let pair_ids: Vec<[String; 2]> = session.colocations().map(|[a, b]| [a.to_string(), b.to_string()]).collect();
+    let mut pairs = Vec::with_capacity(pair_ids.len());
+    for [a, b] in pair_ids {
+        pairs.push(PairReport {
+            allocation: by_type(session.colocated_allocation(&a, &b)?),
+            received: by_type(&session.colocated_received_fraction(&a, &b)?),
+            unplaceable: session.colocated_unplaceable_types(&a, &b)?.into_iter().map(|w| names[w].clone()).collect(),
+            jobs: [a, b],
+        });
+    }
     Ok(RoundsReport {
         policy: problem.policy.name().to_string(),
         mode: config.mode.name().to_string(),
@@ -96,6 +121,7 @@ pub fn run(problem: &Problem, rounds: u32, config: Config) -> Result<RoundsRepor
         round_seconds: config.round_seconds,
         rounds: reports,
         jobs,
+        pairs,
     })
 }
 

@@ -26,6 +26,8 @@ pub(super) struct JobState {
     pub(super) added_at: f64,
     /// The GPUs the job held in the last round, alone or in a pair.
     pub(super) lease: Option<Lease>,
+    /// Positions in `Session::pairs` of the colocations the job is in.
+    pub(super) pairs: Vec<u32>,
 }
 
 /// One cluster under the round-based mechanism.
@@ -299,6 +301,7 @@ impl Session {
             share: Share::new(types),
             added_at: self.time,
             lease: None,
+            pairs: Vec::new(),
         });
         self.stale = true;
         Ok(())

@@ -32,7 +32,7 @@ fn oversubscribed(problem: &Problem) -> bool {
 /// summed over types as Gavel sums it, is at least 1. Solo throughputs are the measured ones
 /// (the allocation is type-blind, the packing test is not); a type where a job cannot run alone
 /// adds nothing to the sum.
-pub(crate) fn packing_helps(problem: &Problem, k: usize) -> bool {
+fn packing_helps(problem: &Problem, k: usize) -> bool {
     let colocation = &problem.colocations[k];
     let [a, b] = colocation.jobs;
     let mut normalized = 0.0;

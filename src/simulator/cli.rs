@@ -155,3 +155,133 @@ pub fn run_simulate(args: &SimulateArgs) -> Result<()> {
     }
     Ok(())
 }
+
+/// Flags of `arbiter sweep`.
+#[derive(Debug, Clone, clap::Args)]
+pub struct SweepArgs {
+    /// Gavel's throughput file; generated jobs draw their types from it.
+    #[arg(long, value_name = "FILE")]
+    pub throughputs: PathBuf,
+    /// GPUs per worker type, e.g. `v100=36,p100=36,k80=36`.
+    #[arg(long)]
+    pub cluster: String,
+    /// GPUs per server, for every worker type.
+    #[arg(long, default_value_t = 4)]
+    pub gpus_per_server: u32,
+    /// Comma-separated `POLICY[:agnostic][:space_sharing]`, e.g.
+    /// `max_min_fairness:agnostic,max_min_fairness,max_min_fairness:space_sharing`.
+    #[arg(long)]
+    pub policies: String,
+    /// Comma-separated input loads in jobs per hour (Poisson arrivals).
+    #[arg(long, default_value = "1")]
+    pub loads: String,
+    /// Comma-separated seeds: one generated trace per (load, seed).
+    #[arg(long, default_value = "0")]
+    pub seeds: String,
+    /// Jobs per generated trace.
+    #[arg(long, default_value_t = 1000)]
+    pub jobs: usize,
+    /// Measure jobs FIRST..LAST of each trace (0-based, LAST excluded).
+    #[arg(long, value_name = "FIRST:LAST")]
+    pub window: Option<String>,
+    /// Every job at t = 0 (a static trace; loads are ignored).
+    #[arg(long = "static")]
+    pub static_trace: bool,
+    /// Scale factors 1/2/4/8 with probabilities 70/10/15/5%.
+    #[arg(long)]
+    pub multi_gpu: bool,
+    /// 20% of jobs get priority weight 5.
+    #[arg(long)]
+    pub multi_priority: bool,
+    /// Length of a round, in seconds.
+    #[arg(long, default_value_t = 360.0)]
+    pub round_seconds: f64,
+    /// Grant every job exactly its allocation each round (no placement).
+    #[arg(long)]
+    pub ideal: bool,
+    /// Simulations run at once (default: one per core).
+    #[arg(long)]
+    pub threads: Option<usize>,
+    /// The CSV, one row per simulation (`-`: standard output).
+    #[arg(long, value_name = "FILE|-")]
+    pub output: String,
+    /// Average JCT against input load, as SVG.
+    #[arg(long, value_name = "FILE")]
+    pub plot: Option<PathBuf>,
+    /// JCT CDF per policy at `--cdf-load`, as SVG.
+    #[arg(long, value_name = "FILE")]
+    pub cdf_plot: Option<PathBuf>,
+    /// The load of the CDF plot (default: the middle of `--loads`).
+    #[arg(long)]
+    pub cdf_load: Option<f64>,
+    /// LP backend: `highs` (default) or `microlp` when built with that feature.
+    #[arg(long, default_value_t = Backend::default().name().to_string())]
+    pub backend: String,
+}
+
+fn number_list<T: std::str::FromStr>(text: &str, field: &str) -> Result<Vec<T>> {
+    text.split(',')
+        .map(|s| {
+            s.trim().parse().map_err(|_| {
+                ArbiterError::at(
+                    ErrorCode::MalformedRequest,
+                    field,
+                    format!("--{field} must be comma-separated numbers, got {s:?}"),
+                )
+            })
+        })
+        .collect()
+}
+
+/// Runs `arbiter sweep`.
+pub fn run_sweep(args: &SweepArgs) -> Result<()> {
+    use super::sweep::{self, SweepConfig, Variant};
+    let variants = args.policies.split(',').map(Variant::parse).collect::<Result<Vec<_>>>()?;
+    let loads: Vec<f64> = if args.static_trace { vec![0.0] } else { number_list(&args.loads, "loads")? };
+    let positive = |l: &&f64| l.is_finite() && **l > 0.0;
+    if let Some(bad) = loads.iter().find(|l| !args.static_trace && !positive(l)) {
+        return Err(ArbiterError::at(
+            ErrorCode::InvalidNumber,
+            "loads",
+            format!("a load must be > 0 jobs/hour, got {bad}"),
+        ));
+    }
+    let config = SweepConfig {
+        cluster: parse_cluster(&args.cluster, args.gpus_per_server, None)?,
+        variants,
+        loads: loads.clone(),
+        seeds: number_list(&args.seeds, "seeds")?,
+        num_jobs: args.jobs,
+        window: args.window.as_deref().map(parse_window).transpose()?,
+        static_trace: args.static_trace,
+        multi_gpu: args.multi_gpu,
+        multi_priority: args.multi_priority,
+        round_seconds: args.round_seconds,
+        ideal: args.ideal,
+        backend: backend_named(&args.backend)?,
+    };
+    let table = ThroughputTable::from_path(&args.throughputs)?;
+    let pool = rayon::ThreadPoolBuilder::new().num_threads(args.threads.unwrap_or(0)).build().map_err(|e| {
+        ArbiterError::new(ErrorCode::Unsupported, format!("cannot start {:?} threads: {e}", args.threads))
+    })?;
+    let terminal = std::io::IsTerminal::is_terminal(&std::io::stderr());
+    let report = |done: usize, total: usize| {
+        if terminal {
+            eprint!("\rsweep: {done}/{total} simulations ");
+        }
+    };
+    let points = pool.install(|| sweep::run(&config, &table, &report))?;
+    if terminal {
+        eprintln!();
+    }
+    write_output(&args.output, sweep::csv(&points).trim_end())?;
+    let title = format!("{} jobs per trace on {}", args.jobs, args.cluster);
+    if let Some(path) = &args.plot {
+        write_file(path, &sweep::jct_vs_load(&points, &title).to_svg())?;
+    }
+    if let Some(path) = &args.cdf_plot {
+        let load = args.cdf_load.unwrap_or(loads[loads.len() / 2]);
+        write_file(path, &sweep::cdf_at_load(&points, load).to_svg())?;
+    }
+    Ok(())
+}

@@ -13,6 +13,7 @@ use super::report::{self, JobRecord, SimulationReport};
 use super::Progress;
 use crate::error::{ArbiterError, ErrorCode, Result};
 use crate::mechanism::{Config, JobId, LeaseChange, Mode, Session};
+use crate::policies::PolicyKind;
 use crate::problem::Job;
 use crate::workload::throughputs::ThroughputTable;
 use crate::workload::Trace;
@@ -24,13 +25,10 @@ const DONE_TOLERANCE: f64 = 1e-9;
 /// Rounds in a row in which no job may run, with no arrival to wait for, before giving up.
 const MAX_IDLE_ROUNDS: u32 = 10_000;
 
-/// Part of a job's time in a round: on `worker_type`, making `rate` steps/s of its progress,
-/// for `share` of its time (1 on a placement; its allocation in ideal mode).
-#[derive(Debug, Clone, Copy)]
-struct Part {
-    worker_type: usize,
-    rate: f64,
-    share: f64,
+/// What one round did: when its last job stopped, and which jobs finished.
+struct RoundStep {
+    end: f64,
+    finished: Vec<usize>,
 }
 
 /// One trace job's progress.
@@ -202,7 +200,43 @@ impl Run<'_> {
             arrival: t.arrival_seconds,
         };
         self.session.add_job(job, &self.jobs[i].throughput)?;
+        if self.colocating() {
+            self.offer_pairs(i)?;
+        }
         self.active.insert(id.as_str().into(), i);
+        Ok(())
+    }
+
+    /// Space sharing is on, or the policy packs jobs by itself (Gandiva).
+    fn colocating(&self) -> bool {
+        self.config.space_sharing || self.config.policy == PolicyKind::Gandiva
+    }
+
+    /// Offers the session every pair of the arriving job `i` with an active job of its scale
+    /// factor, at the table's colocated throughputs (as Gavel's scheduler offers every pair).
+    /// Pairs that can share no worker type are left out.
+    fn offer_pairs(&mut self, i: usize) -> Result<()> {
+        let t = &self.trace.jobs[i];
+        let mut partners: Vec<usize> =
+            self.active.values().copied().filter(|&o| self.trace.jobs[o].scale_factor == t.scale_factor).collect();
+        partners.sort_unstable();
+        for o in partners {
+            let other = &self.trace.jobs[o];
+            let throughput: Vec<[f64; 2]> = self
+                .config
+                .cluster
+                .iter()
+                .map(|w| {
+                    self.table
+                        .colocated(&w.name, (&t.job_type, t.scale_factor), (&other.job_type, other.scale_factor))
+                        .filter(|pair| pair[0] > 0.0 && pair[1] > 0.0)
+                        .unwrap_or([0.0, 0.0])
+                })
+                .collect();
+            if throughput.iter().any(|pair| pair[0] > 0.0) {
+                self.session.add_colocation(&i.to_string(), &o.to_string(), &throughput)?;
+            }
+        }
         Ok(())
     }
 
@@ -220,89 +254,95 @@ impl Run<'_> {
                 _ => {}
             }
         }
-        let seconds = self.config.round_seconds;
-        // Per job that runs: (trace index, [(worker type, steps/s it makes there, fraction of
-        // its time there)]); per placement: (worker type, GPUs, its tenants' trace indices).
-        let mut grants: Vec<(usize, Vec<Part>)> = Vec::new();
-        let mut placements: Vec<(usize, f64, Vec<usize>)> = Vec::new();
+        let mut step = RoundStep { end: self.now, finished: Vec::new() };
         if self.config.ideal {
-            for (id, &i) in &self.active {
-                let allocation = self.session.allocation(id)?;
-                let row = &self.jobs[i].throughput;
-                let parts: Vec<Part> = (0..row.len())
-                    .filter(|&w| allocation[w] > 0.0 && row[w] > 0.0)
-                    .map(|w| Part { worker_type: w, rate: allocation[w] * row[w], share: allocation[w] })
-                    .collect();
-                if !parts.is_empty() {
-                    grants.push((i, parts));
-                }
-            }
+            self.grant_ideal(&mut step)?;
         } else {
             for p in &round.placements {
                 let w = p.worker_type;
-                let tenants: Vec<usize> = p.jobs.as_slice().iter().map(|id| self.active[id]).collect();
-                let rates: Vec<f64> = match tenants[..] {
-                    [a, b] => {
-                        let (ta, tb) = (&self.trace.jobs[a], &self.trace.jobs[b]);
-                        let pair = self
-                            .table
-                            .colocated(
-                                &self.config.cluster[w].name,
-                                (&ta.job_type, ta.scale_factor),
-                                (&tb.job_type, tb.scale_factor),
-                            )
-                            .unwrap_or([0.0, 0.0]);
-                        pair.to_vec()
-                    }
-                    _ => tenants.iter().map(|&i| self.jobs[i].throughput[w]).collect(),
-                };
-                for (&i, rate) in tenants.iter().zip(rates) {
-                    grants.push((i, vec![Part { worker_type: w, rate, share: 1.0 }]));
+                let tenants = self.session.placement_throughput(p);
+                let mut steps = [0.0; 2];
+                let mut longest = 0.0_f64;
+                for (k, (id, rate)) in tenants.iter().enumerate().take(2) {
+                    let i = self.active[id];
+                    let (made, ran) = self.advance(i, *rate, &mut step);
+                    steps[k] = made;
+                    longest = longest.max(ran);
                 }
-                placements.push((w, p.gpus.len() as f64, tenants));
+                // A placement's GPUs are busy while any of its tenants runs.
+                self.busy[w] += p.gpus.len() as f64 * longest;
+                // Steps made, at the throughputs the session expects (exact here: they are the table's).
+                match &tenants[..] {
+                    [(id, rate)] if *rate > 0.0 => self.session.report_progress(id, w, steps[0], *rate)?,
+                    [(a, ra), (b, rb)] if *ra > 0.0 && *rb > 0.0 => {
+                        self.session.report_colocated_progress(a, b, w, steps, [*ra, *rb])?
+                    }
+                    _ => {}
+                }
             }
         }
-        grants.sort_by_key(|g| g.0);
+        let RoundStep { end, mut finished } = step;
+        finished.sort_unstable();
+        self.last_round_idle = end <= self.now;
+        self.now = if end > self.now { end } else { self.now + self.config.round_seconds };
+        Ok(finished)
+    }
 
-        let mut end = self.now;
-        let mut finished = Vec::new();
-        let mut ran_for: HashMap<usize, f64> = HashMap::with_capacity(grants.len());
-        for (i, parts) in &grants {
-            let i = *i;
-            let rate: f64 = parts.iter().map(|p| p.rate).sum();
-            if rate <= 0.0 {
+    /// Moves job `i` forward by up to a round at `rate` steps/s from `now`: returns the steps it
+    /// made and the seconds it ran, and records its start and (if it got there) its finish.
+    fn advance(&mut self, i: usize, rate: f64, step: &mut RoundStep) -> (f64, f64) {
+        if rate <= 0.0 {
+            return (0.0, 0.0);
+        }
+        let job = &mut self.jobs[i];
+        let steps = job.remaining.min(rate * self.config.round_seconds);
+        let ran = steps / rate;
+        job.remaining -= steps;
+        job.start.get_or_insert(self.now);
+        let stop = self.now + ran;
+        step.end = step.end.max(stop);
+        if job.remaining <= DONE_TOLERANCE * self.trace.jobs[i].total_steps {
+            job.remaining = 0.0;
+            job.finish = Some(stop);
+            step.finished.push(i);
+        }
+        (steps, ran)
+    }
+
+    /// Ideal mode: every job runs the round at its effective throughput under the allocation
+    /// (alone and in pairs), and occupies its allocation's share of GPUs (half a pair's each).
+    fn grant_ideal(&mut self, step: &mut RoundStep) -> Result<()> {
+        let types = self.config.cluster.len();
+        let mut shares: HashMap<usize, Vec<f64>> = HashMap::new();
+        for pair in self.session.colocations() {
+            let y = self.session.colocated_allocation(&pair[0], &pair[1])?;
+            for id in pair {
+                let share = shares.entry(self.active[id]).or_insert_with(|| vec![0.0; types]);
+                share.iter_mut().zip(y).for_each(|(s, y)| *s += y / 2.0);
+            }
+        }
+        let mut running: Vec<(usize, JobId)> = self.active.iter().map(|(id, &i)| (i, id.clone())).collect();
+        running.sort_unstable_by_key(|r| r.0);
+        for (i, id) in running {
+            let rate = self.session.effective_throughput(&id)?;
+            let x = self.session.allocation(&id)?.to_vec();
+            let (made, ran) = self.advance(i, rate, step);
+            if ran <= 0.0 {
                 continue;
             }
-            let job = &mut self.jobs[i];
-            let steps = job.remaining.min(rate * seconds);
-            let ran = steps / rate;
-            job.remaining -= steps;
-            job.start.get_or_insert(self.now);
-            let stop = self.now + ran;
-            end = end.max(stop);
-            ran_for.insert(i, ran);
-            let id = i.to_string();
-            for &Part { worker_type: w, rate: part_rate, share } in parts {
-                if self.config.ideal {
-                    self.busy[w] += share * self.trace.jobs[i].scale_factor as f64 * ran;
-                }
-                // Steps made; the throughput estimate stays the table's (it is exact here).
-                self.session.report_progress(&id, w, part_rate * ran, job.throughput[w])?;
+            let sf = self.trace.jobs[i].scale_factor as f64;
+            let paired = shares.get(&i);
+            for w in 0..types {
+                self.busy[w] += (x[w] + paired.map_or(0.0, |p| p[w])) * sf * ran;
             }
-            if job.remaining <= DONE_TOLERANCE * self.trace.jobs[i].total_steps {
-                job.remaining = 0.0;
-                job.finish = Some(stop);
-                finished.push(i);
+            // Steps made; reported on a type the job runs on, at its own throughput there, so the
+            // estimate stays as it is.
+            let row = &self.jobs[i].throughput;
+            if let Some(w) = (0..types).find(|&w| row[w] > 0.0) {
+                self.session.report_progress(&id, w, made, row[w])?;
             }
         }
-        // A placement's GPUs are busy while any of its tenants runs.
-        for (w, gpus, tenants) in &placements {
-            let ran = tenants.iter().filter_map(|i| ran_for.get(i)).fold(0.0_f64, |a, &b| a.max(b));
-            self.busy[*w] += gpus * ran;
-        }
-        self.last_round_idle = end <= self.now;
-        self.now = if end > self.now { end } else { self.now + seconds };
-        Ok(finished)
+        Ok(())
     }
 
     fn report(&self, start_time: f64, wall_seconds: f64) -> SimulationReport {

@@ -8,7 +8,8 @@
 //! - [`report`]: the JSON report and its aggregates.
 //! - [`plot`]: SVG charts (JCT CDF, JCT against load).
 //! - [`progress`]: a progress bar for terminals.
-//! - [`cli`]: the `arbiter simulate` command.
+//! - [`sweep`]: policies × loads × seeds in parallel, CSV and plots.
+//! - [`cli`]: the `arbiter simulate` and `arbiter sweep` commands.
 //!
 //! It is not a cluster emulator: jobs run at the throughput table's rates, with no checkpoint or
 //! start-up cost, as in Gavel's simulator.
@@ -20,6 +21,7 @@ pub mod fairness;
 pub mod plot;
 pub mod progress;
 pub mod report;
+pub mod sweep;
 
 pub use config::{parse_cluster, SimulationConfig};
 pub use report::{JobRecord, SimulationReport};

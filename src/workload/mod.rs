@@ -4,6 +4,7 @@
 //! - [`throughputs`]: Gavel's measured-throughput file, read into a [`ThroughputTable`].
 //! - [`generator`]: seeded continuous (Poisson) and static traces with Gavel's job mix.
 
+pub mod generator;
 pub mod throughputs;
 pub mod trace;
 

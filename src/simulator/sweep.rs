@@ -1,0 +1,281 @@
+//! A grid of simulations: policy variants × input loads (jobs per hour) × seeds, each on its own
+//! generated trace, run in parallel (rayon), summarized as CSV rows and plotted as average JCT
+//! against load and as JCT CDFs per variant.
+
+use super::config::SimulationConfig;
+use super::plot::{self, Chart, Series};
+use super::report::SimulationReport;
+use crate::error::{ArbiterError, ErrorCode, Result};
+use crate::lp::Backend;
+use crate::policies::PolicyKind;
+use crate::problem::WorkerType;
+use crate::workload::generator::{self, Arrivals, GeneratorOptions};
+use crate::workload::throughputs::ThroughputTable;
+use rayon::prelude::*;
+use std::fmt::Write;
+use std::sync::atomic::{AtomicUsize, Ordering};
+
+/// One policy as a sweep runs it: `max_min_fairness`, `max_min_fairness:agnostic`,
+/// `max_min_fairness:space_sharing`.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Variant {
+    pub label: String,
+    pub policy: PolicyKind,
+    pub heterogeneity_aware: bool,
+    pub space_sharing: bool,
+}
+
+impl Variant {
+    /// Parses `POLICY[:agnostic][:space_sharing]`.
+    pub fn parse(spec: &str) -> Result<Variant> {
+        let mut parts = spec.split(':');
+        let name = parts.next().unwrap_or_default().trim();
+        let policy = PolicyKind::from_name(name).ok_or_else(|| {
+            ArbiterError::at(
+                ErrorCode::UnknownPolicy,
+                "policies",
+                format!(
+                    "unknown policy {name:?}; expected one of: {}",
+                    PolicyKind::ALL.iter().map(|p| p.name()).collect::<Vec<_>>().join(", ")
+                ),
+            )
+        })?;
+        let mut variant =
+            Variant { label: spec.trim().to_string(), policy, heterogeneity_aware: true, space_sharing: false };
+        for modifier in parts {
+            match modifier.trim() {
+                "agnostic" => variant.heterogeneity_aware = false,
+                "space_sharing" => variant.space_sharing = true,
+                other => {
+                    return Err(ArbiterError::at(
+                        ErrorCode::MalformedRequest,
+                        "policies",
+                        format!("unknown modifier {other:?} in {spec:?}; expected agnostic or space_sharing"),
+                    ))
+                }
+            }
+        }
+        Ok(variant)
+    }
+}
+
+/// The grid and what every simulation of it shares.
+#[derive(Debug, Clone)]
+pub struct SweepConfig {
+    pub cluster: Vec<WorkerType>,
+    pub variants: Vec<Variant>,
+    /// Input loads in jobs per hour (Poisson arrivals); ignored for static traces.
+    pub loads: Vec<f64>,
+    pub seeds: Vec<u64>,
+    /// Jobs per generated trace.
+    pub num_jobs: usize,
+    /// Measured jobs (trace positions `first..last`); `None`: all.
+    pub window: Option<(usize, usize)>,
+    /// Every job at t = 0 instead of Poisson arrivals.
+    pub static_trace: bool,
+    pub multi_gpu: bool,
+    pub multi_priority: bool,
+    pub round_seconds: f64,
+    pub ideal: bool,
+    pub backend: Backend,
+}
+
+/// One simulation of the grid.
+#[derive(Debug, Clone)]
+pub struct SweepPoint {
+    pub variant: Variant,
+    pub jobs_per_hour: f64,
+    pub seed: u64,
+    /// The simulation's report, or why it failed.
+    pub outcome: std::result::Result<SimulationReport, String>,
+}
+
+/// Runs every (variant, load, seed) in parallel; `progress(done, total)` hears after each.
+pub fn run(
+    config: &SweepConfig,
+    table: &ThroughputTable,
+    progress: &(dyn Fn(usize, usize) + Sync),
+) -> Result<Vec<SweepPoint>> {
+    if config.variants.is_empty() || config.seeds.is_empty() || (!config.static_trace && config.loads.is_empty()) {
+        return Err(ArbiterError::at(
+            ErrorCode::MissingField,
+            "sweep",
+            "a sweep needs at least one policy, one seed and (for continuous traces) one load",
+        ));
+    }
+    let loads = if config.static_trace { vec![0.0] } else { config.loads.clone() };
+    let mut grid = Vec::new();
+    for variant in &config.variants {
+        for &load in &loads {
+            for &seed in &config.seeds {
+                grid.push((variant.clone(), load, seed));
+            }
+        }
+    }
+    // Generate every trace once up front, so a bad option fails before any simulation runs.
+    let mut traces = Vec::new();
+    for &load in &loads {
+        for &seed in &config.seeds {
+            let options = GeneratorOptions {
+                num_jobs: config.num_jobs,
+                arrivals: if config.static_trace {
+                    Arrivals::Static
+                } else {
+                    Arrivals::Poisson { jobs_per_hour: load }
+                },
+                seed,
+                multi_gpu: config.multi_gpu,
+                multi_priority: config.multi_priority,
+                ..GeneratorOptions::default()
+            };
+            traces.push(((load.to_bits(), seed), generator::generate(table, &options)?));
+        }
+    }
+    let total = grid.len();
+    let done = AtomicUsize::new(0);
+    let points = grid
+        .into_par_iter()
+        .map(|(variant, load, seed)| {
+            let trace = &traces.iter().find(|(key, _)| *key == (load.to_bits(), seed)).expect("generated above").1;
+            let sim = SimulationConfig {
+                heterogeneity_aware: variant.heterogeneity_aware,
+                space_sharing: variant.space_sharing,
+                round_seconds: config.round_seconds,
+                ideal: config.ideal,
+                window: config.window,
+                seed,
+                backend: config.backend,
+                ..SimulationConfig::new(config.cluster.clone(), variant.policy)
+            };
+            let outcome = super::simulate(trace, table, &sim, &mut |_| {}).map_err(|e| e.to_string());
+            progress(done.fetch_add(1, Ordering::Relaxed) + 1, total);
+            SweepPoint { variant, jobs_per_hour: load, seed, outcome }
+        })
+        .collect();
+    Ok(points)
+}
+
+/// The CSV of a sweep: one row per simulation.
+pub fn csv(points: &[SweepPoint]) -> String {
+    let mut out = String::from(
+        "variant,policy,heterogeneity_aware,space_sharing,jobs_per_hour,seed,jobs_measured,jobs_finished,\
+         average_jct_hours,p50_jct_hours,p95_jct_hours,p99_jct_hours,makespan_hours,utilization,\
+         preemptions,rounds,wall_seconds,error\n",
+    );
+    for p in points {
+        let v = &p.variant;
+        let _ = write!(
+            out,
+            "{},{},{},{},{},{},",
+            v.label,
+            v.policy.name(),
+            v.heterogeneity_aware,
+            v.space_sharing,
+            p.jobs_per_hour,
+            p.seed
+        );
+        match &p.outcome {
+            Ok(r) => {
+                let h = |s: f64| s / 3600.0;
+                let q = r.jct_percentiles_seconds;
+                let _ = writeln!(
+                    out,
+                    "{},{},{:.4},{:.4},{:.4},{:.4},{:.4},{:.4},{},{},{:.3},",
+                    r.jobs_measured,
+                    r.jobs_finished,
+                    h(r.average_jct_seconds),
+                    h(q.p50),
+                    h(q.p95),
+                    h(q.p99),
+                    h(r.makespan_seconds),
+                    r.utilization,
+                    r.preemptions,
+                    r.rounds,
+                    r.wall_seconds
+                );
+            }
+            Err(e) => {
+                let _ = writeln!(out, ",,,,,,,,,,,\"{}\"", e.replace('"', "'"));
+            }
+        }
+    }
+    out
+}
+
+/// Average JCT (mean over seeds) against input load, one curve per variant.
+pub fn jct_vs_load(points: &[SweepPoint], title: &str) -> Chart {
+    let mut series: Vec<Series> = Vec::new();
+    for p in points {
+        let Ok(report) = &p.outcome else { continue };
+        let label = &p.variant.label;
+        let index = match series.iter().position(|s| &s.label == label) {
+            Some(i) => i,
+            None => {
+                series.push(Series { label: label.clone(), points: Vec::new() });
+                series.len() - 1
+            }
+        };
+        series[index].points.push((p.jobs_per_hour, report.average_jct_seconds / 3600.0));
+    }
+    for s in &mut series {
+        s.points.sort_by(|a, b| a.0.total_cmp(&b.0));
+        // Mean over the seeds of each load.
+        let mut merged: Vec<(f64, f64, f64)> = Vec::new();
+        for &(x, y) in &s.points {
+            match merged.last_mut() {
+                Some(last) if last.0 == x => {
+                    last.1 += y;
+                    last.2 += 1.0;
+                }
+                _ => merged.push((x, y, 1.0)),
+            }
+        }
+        s.points = merged.into_iter().map(|(x, y, n)| (x, y / n)).collect();
+    }
+    Chart {
+        title: title.into(),
+        x_label: "input load (jobs/hour)".into(),
+        y_label: "average JCT (hours)".into(),
+        series,
+    }
+}
+
+/// JCT CDFs per variant at one load (every seed's measured jobs pooled).
+pub fn cdf_at_load(points: &[SweepPoint], jobs_per_hour: f64) -> Chart {
+    let mut series: Vec<Series> = Vec::new();
+    let mut labels: Vec<&str> = Vec::new();
+    for p in points.iter().filter(|p| p.jobs_per_hour == jobs_per_hour) {
+        if !labels.contains(&p.variant.label.as_str()) {
+            labels.push(&p.variant.label);
+        }
+    }
+    for label in labels {
+        let mut pooled: Vec<f64> = Vec::new();
+        for p in points.iter().filter(|p| p.jobs_per_hour == jobs_per_hour && p.variant.label == label) {
+            if let Ok(r) = &p.outcome {
+                pooled.extend(r.jobs.iter().filter(|j| j.measured).filter_map(|j| j.jct_seconds));
+            }
+        }
+        pooled.sort_by(f64::total_cmp);
+        let n = pooled.len() as f64;
+        let mut curve = vec![(0.0, 0.0)];
+        curve.extend(pooled.iter().enumerate().map(|(k, &s)| (s / 3600.0, (k + 1) as f64 / n)));
+        series.push(Series { label: label.to_string(), points: curve });
+    }
+    plot::cdf_chart(format!("JCT CDF at {jobs_per_hour} jobs/hour"), series)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn parses_variants() {
+        let v = Variant::parse("max_min_fairness:agnostic").unwrap();
+        assert_eq!((v.policy, v.heterogeneity_aware, v.space_sharing), (PolicyKind::MaxMinFairness, false, false));
+        let v = Variant::parse("max_min_fairness:space_sharing").unwrap();
+        assert!(v.heterogeneity_aware && v.space_sharing);
+        assert_eq!(Variant::parse("las").unwrap_err().code, ErrorCode::UnknownPolicy);
+        assert_eq!(Variant::parse("fifo:fast").unwrap_err().code, ErrorCode::MalformedRequest);
+    }
+}
