@@ -44,6 +44,12 @@ pub struct Instance<'a> {
     pub capacity: Vec<f64>,
     /// Colocated pairs that may share GPUs (empty without space sharing).
     pub pairs: Vec<Pair>,
+    /// Placement sensitivity: `T^u[m][w]`, job m's throughput on `w` when its GPUs span servers
+    /// (0: no such column). `None` when no job is placement-sensitive.
+    pub unconsolidated: Option<Matrix>,
+    /// Per type, `(scale factor s, GPUs)`: at most that many GPUs of the type can hold jobs of
+    /// size s consolidated (whole jobs inside servers). Empty without placement sensitivity.
+    pub consolidated_slots: Vec<Vec<(u32, f64)>>,
 }
 
 /// A job's required throughput: `base + Σ (var, coef)`.
@@ -121,6 +127,8 @@ pub struct Solved {
     pub allocation: Matrix,
     /// `pair_time[i][w]`: time of `Instance::pairs[i]` on type `w`.
     pub pair_time: Vec<Vec<f64>>,
+    /// `U[m][w]`: time of job m on `w` unconsolidated (0 × 0 without placement sensitivity).
+    pub unconsolidated: Matrix,
     pub lp_solves: usize,
     pub classes: usize,
     /// Jobs that provably cannot exceed their need in any optimal solution: the members of a
@@ -137,6 +145,8 @@ pub struct RatioSolution {
     pub allocation: Matrix,
     /// `pair_time[i][w]`: time of `Instance::pairs[i]` on type `w`.
     pub pair_time: Vec<Vec<f64>>,
+    /// `U[m][w]`: time of job m on `w` unconsolidated (0 × 0 without placement sensitivity).
+    pub unconsolidated: Matrix,
     pub lp_solves: usize,
     pub classes: usize,
 }
@@ -291,6 +301,8 @@ pub struct Engine<'a> {
     last_totals: Option<Vec<ClassTotal>>,
     /// The pair time of that program.
     last_pair_time: Vec<Vec<f64>>,
+    /// The unconsolidated time of that program.
+    last_unconsolidated: Matrix,
     /// `(pair, type)` columns with time in the last solution: they seed the next fresh model.
     pair_pool: HashSet<(usize, usize)>,
 }
@@ -334,6 +346,8 @@ struct Kept {
     /// The pair columns in the model (per pair, `(type, column)`), and the rows pricing reads
     /// duals from.
     pair_cols: Vec<Vec<(usize, usize)>>,
+    /// The unconsolidated columns in the model, `(job, type, column)`.
+    extra_cols: Vec<(usize, usize, usize)>,
     rows_of: RowIndex,
 }
 
@@ -415,6 +429,10 @@ impl<'a> Engine<'a> {
         for pair in &instance.pairs {
             pair.jobs.iter().for_each(|&m| paired[m] = true);
         }
+        // A placement-sensitive job is set apart by its unconsolidated columns.
+        if let Some(tu) = &instance.unconsolidated {
+            (0..tu.rows()).filter(|&m| tu.row(m).iter().any(|&v| v > 0.0)).for_each(|m| paired[m] = true);
+        }
         let mut index: HashMap<(Vec<u64>, u32, Option<usize>), usize> = HashMap::new();
         let mut shapes: Vec<ClassShape> = Vec::new();
         for (m, &is_paired) in paired.iter().enumerate() {
@@ -443,6 +461,7 @@ impl<'a> Engine<'a> {
             kept: None,
             last_totals: None,
             last_pair_time: Vec::new(),
+            last_unconsolidated: Matrix::zeros(0, 0),
             pair_pool: HashSet::new(),
         }
     }
@@ -462,15 +481,33 @@ impl<'a> Engine<'a> {
         self.last_pair_time.clone()
     }
 
+    /// The unconsolidated time of that program.
+    pub fn last_unconsolidated(&self) -> Matrix {
+        self.last_unconsolidated.clone()
+    }
+
+    /// No unconsolidated time, in the shape this instance reports it.
+    pub fn no_unconsolidated(&self) -> Matrix {
+        match &self.instance.unconsolidated {
+            Some(tu) => Matrix::zeros(tu.rows(), tu.cols()),
+            None => Matrix::zeros(0, 0),
+        }
+    }
+
     /// The pairs the engine formulates with.
     pub fn pairs(&self) -> &[Pair] {
         &self.instance.pairs
     }
 
-    /// `thr_m = Σ_w T[m][w]·X[m][w] + Σ_{k∋m} Σ_w T_k[m][w]·Y[k][w]`.
-    pub fn throughputs(&self, allocation: &Matrix, pair_time: &[Vec<f64>]) -> Vec<f64> {
+    /// `thr_m = Σ_w T[m][w]·X[m][w] + Σ_{k∋m} Σ_w T_k[m][w]·Y[k][w] + Σ_w T^u[m][w]·U[m][w]`.
+    pub fn throughputs(&self, allocation: &Matrix, pair_time: &[Vec<f64>], unconsolidated: &Matrix) -> Vec<f64> {
         let t = self.instance.throughput;
         let mut thr: Vec<f64> = (0..t.rows()).map(|m| crate::problem::dot(t.row(m), allocation.row(m))).collect();
+        if let Some(tu) = &self.instance.unconsolidated {
+            for (m, thr_m) in thr.iter_mut().enumerate().take(unconsolidated.rows()) {
+                *thr_m += crate::problem::dot(tu.row(m), unconsolidated.row(m));
+            }
+        }
         for (pair, time) in self.instance.pairs.iter().zip(pair_time) {
             for (w, &y) in time.iter().enumerate() {
                 thr[pair.jobs[0]] += pair.throughput[w][0] * y;
@@ -538,6 +575,28 @@ impl<'a> Engine<'a> {
         for (c, shape) in shapes.iter().enumerate() {
             shape.jobs.iter().for_each(|&m| class_of_job[m] = c);
         }
+        // Unconsolidated columns `U[m][w]` right after the classes': fixed, every present job's.
+        let extra_cols: Vec<(usize, usize, usize)> = match &kept {
+            Some(kept) => kept.extra_cols.clone(),
+            None => match &self.instance.unconsolidated {
+                None => Vec::new(),
+                Some(tu) => {
+                    let mut cols = Vec::new();
+                    for m in (0..num_jobs).filter(|&m| !classes[class_of_job[m]].jobs.is_empty()) {
+                        for w in (0..num_types).filter(|&w| tu.get(m, w) > 0.0 && self.instance.capacity[w] > 0.0) {
+                            cols.push((m, w, next_col));
+                            next_col += 1;
+                        }
+                    }
+                    cols
+                }
+            },
+        };
+        if let Some(tu) = &self.instance.unconsolidated {
+            for &(m, w, col) in &extra_cols {
+                classes[class_of_job[m]].pair_terms.push((col, tu.get(m, w)));
+            }
+        }
         let owners: Vec<[usize; 2]> = self.instance.pairs.iter().map(|p| p.jobs.map(|m| class_of_job[m])).collect();
         let present: Vec<bool> = owners.iter().map(|o| o.iter().all(|&c| !classes[c].jobs.is_empty())).collect();
         let mut pair_cols: Vec<Vec<(usize, usize)>> = match &kept {
@@ -587,7 +646,7 @@ impl<'a> Engine<'a> {
                 (session, kept.need_rows, kept.num_rows, kept.rows_of)
             }
             None => {
-                let (lp, need_rows, rows_of) = self.build(&classes, &pair_cols, program, next_col);
+                let (lp, need_rows, rows_of) = self.build(&classes, &extra_cols, &pair_cols, program, next_col);
                 rows.extend(need_rows.iter().map(|n| lp.rows[n.row].clone()));
                 let num_rows = lp.rows.len();
                 (self.backend.open(lp), need_rows, num_rows, rows_of)
@@ -687,6 +746,13 @@ impl<'a> Engine<'a> {
                 time
             })
             .collect();
+        let unconsolidated = if self.instance.unconsolidated.is_some() {
+            let mut u = Matrix::zeros(num_jobs, num_types);
+            extra_cols.iter().for_each(|&(m, w, col)| u.set(m, w, solution.values[col].max(0.0)));
+            u
+        } else {
+            Matrix::zeros(0, 0)
+        };
         let mut allocation = Matrix::zeros(num_jobs, num_types);
         if program.allocate {
             for total in &totals {
@@ -695,12 +761,13 @@ impl<'a> Engine<'a> {
         } else {
             self.last_totals = Some(totals);
             self.last_pair_time = pair_time.clone();
+            self.last_unconsolidated = unconsolidated.clone();
         }
         let used = classes.iter().filter(|c| !c.jobs.is_empty()).count();
         if program.keep_model {
-            self.kept = Some(Kept { signature, session, need_rows, num_rows, pair_cols, rows_of });
+            self.kept = Some(Kept { signature, session, need_rows, num_rows, pair_cols, extra_cols, rows_of });
         }
-        Ok(Solved { vars, allocation, pair_time, lp_solves, classes: used, binding })
+        Ok(Solved { vars, allocation, pair_time, unconsolidated, lp_solves, classes: used, binding })
     }
 
     /// A fresh LP for `classes`: capacities, class time and class totals, and the pooled cuts
@@ -708,6 +775,7 @@ impl<'a> Engine<'a> {
     fn build(
         &self,
         classes: &[Class],
+        extra_cols: &[(usize, usize, usize)],
         pair_cols: &[Vec<(usize, usize)>],
         program: &Program,
         num_cols: usize,
@@ -727,12 +795,18 @@ impl<'a> Engine<'a> {
                 lp.add_col(0.0, 0.0, class.jobs.len() as f64);
             }
         }
+        for _ in extra_cols {
+            lp.add_col(0.0, 0.0, 1.0);
+        }
         for _ in pair_cols.iter().flatten() {
             lp.add_col(0.0, 0.0, 1.0);
         }
         debug_assert_eq!(lp.num_cols(), num_cols);
-        // Each job's pair columns, for its time row.
+        // Each job's pair and unconsolidated columns, for its time row.
         let mut pair_time_of: HashMap<usize, Vec<usize>> = HashMap::new();
+        for &(m, _, col) in extra_cols {
+            pair_time_of.entry(m).or_default().push(col);
+        }
         for (pair, cols) in self.instance.pairs.iter().zip(pair_cols) {
             for &m in &pair.jobs {
                 pair_time_of.entry(m).or_default().extend(cols.iter().map(|&(_, col)| col));
@@ -748,9 +822,26 @@ impl<'a> Engine<'a> {
                     c.cols.iter().filter(|&&(v, _)| v == w).map(move |&(_, col)| (col, c.shape.scale_factor as f64))
                 })
                 .chain(pairs)
+                .chain(
+                    extra_cols
+                        .iter()
+                        .filter(|e| e.1 == w)
+                        .map(|&(m, _, col)| (col, self.instance.scale_factor[m] as f64)),
+                )
                 .collect();
             if !coefs.is_empty() {
                 rows_of.capacity[w] = Some(lp.add_row(Row::at_most(self.instance.capacity[w], coefs)));
+            }
+            // Consolidated placements of each size fit in the servers' whole-job slots.
+            for &(size, gpus) in self.instance.consolidated_slots.get(w).into_iter().flatten() {
+                let coefs: Vec<(usize, f64)> = classes
+                    .iter()
+                    .filter(|c| c.shape.scale_factor == size && !c.jobs.is_empty())
+                    .flat_map(|c| c.cols.iter().filter(|&&(v, _)| v == w).map(|&(_, col)| (col, size as f64)))
+                    .collect();
+                if !coefs.is_empty() {
+                    lp.add_row(Row::at_most(gpus, coefs));
+                }
             }
         }
         let mut need_rows = Vec::new();
@@ -809,13 +900,15 @@ impl<'a> Engine<'a> {
         let Some(unit) = self.natural_unit(demand) else {
             let allocation = Matrix::zeros(self.instance.throughput.rows(), self.instance.throughput.cols());
             let pair_time = vec![vec![0.0; allocation.cols()]; self.instance.pairs.len()];
-            return Ok(RatioSolution { z: None, allocation, pair_time, lp_solves: 0, classes: 0 });
+            let unconsolidated = self.no_unconsolidated();
+            return Ok(RatioSolution { z: None, allocation, pair_time, unconsolidated, lp_solves: 0, classes: 0 });
         };
         if unit == 0.0 {
             // Some job with a demand can run nowhere: no z > 0 is feasible.
             let allocation = Matrix::zeros(self.instance.throughput.rows(), self.instance.throughput.cols());
             let pair_time = vec![vec![0.0; allocation.cols()]; self.instance.pairs.len()];
-            return Ok(RatioSolution { z: Some(0.0), allocation, pair_time, lp_solves: 0, classes: 0 });
+            let unconsolidated = self.no_unconsolidated();
+            return Ok(RatioSolution { z: Some(0.0), allocation, pair_time, unconsolidated, lp_solves: 0, classes: 0 });
         }
         // z measured in its natural unit, so the LP is well scaled whatever the demands' units.
         let needs = demand.iter().map(|d| Need { base: 0.0, terms: vec![(0, d * unit)] }).collect();
@@ -826,6 +919,7 @@ impl<'a> Engine<'a> {
             z: Some(solved.vars[0] * unit),
             allocation: solved.allocation,
             pair_time: solved.pair_time,
+            unconsolidated: solved.unconsolidated,
             lp_solves: solved.lp_solves,
             classes: solved.classes,
         })
@@ -998,7 +1092,14 @@ mod tests {
         // Two identical jobs, each needing 1.5 from one fast (2) and one slow (1) GPU:
         // taking the fastest time first would starve the second job.
         let t = two_types(&[[2.0, 1.0], [2.0, 1.0]]);
-        let inst = Instance { throughput: &t, scale_factor: vec![1, 1], capacity: vec![1.0, 1.0], pairs: Vec::new() };
+        let inst = Instance {
+            throughput: &t,
+            scale_factor: vec![1, 1],
+            capacity: vec![1.0, 1.0],
+            pairs: Vec::new(),
+            unconsolidated: None,
+            consolidated_slots: Vec::new(),
+        };
         let sol = solve(&inst, &[1.0, 1.0], Backend::default()).unwrap();
         let z = sol.z.unwrap();
         assert!((z - 1.5).abs() < 1e-7, "{z}");
@@ -1013,7 +1114,14 @@ mod tests {
         // Same class, demands 3:1 on one fast (2) and one slow (1) GPU. Without the k = 1 cut the
         // class total would allow z = 3/4, but the big job alone gets at most 2 → z = 2/3.
         let t = two_types(&[[2.0, 1.0], [2.0, 1.0]]);
-        let inst = Instance { throughput: &t, scale_factor: vec![1, 1], capacity: vec![1.0, 1.0], pairs: Vec::new() };
+        let inst = Instance {
+            throughput: &t,
+            scale_factor: vec![1, 1],
+            capacity: vec![1.0, 1.0],
+            pairs: Vec::new(),
+            unconsolidated: None,
+            consolidated_slots: Vec::new(),
+        };
         let sol = solve(&inst, &[3.0, 1.0], Backend::default()).unwrap();
         assert!((sol.z.unwrap() - 2.0 / 3.0).abs() < 1e-7, "{:?}", sol.z);
         assert!(sol.lp_solves >= 2);
@@ -1025,7 +1133,14 @@ mod tests {
         // all of type 0 and cannot improve; job 1 could take more of type 1? It already has it all:
         // with floors (1, 0.5) job 1 can rise (to 1), job 0 cannot.
         let t = two_types(&[[1.0, 0.0], [1.0, 1.0]]);
-        let inst = Instance { throughput: &t, scale_factor: vec![1, 1], capacity: vec![1.0, 1.0], pairs: Vec::new() };
+        let inst = Instance {
+            throughput: &t,
+            scale_factor: vec![1, 1],
+            capacity: vec![1.0, 1.0],
+            pairs: Vec::new(),
+            unconsolidated: None,
+            consolidated_slots: Vec::new(),
+        };
         let (flags, _) = bottlenecks(&inst, &[1.0, 0.5], &[true, true], Backend::default()).unwrap();
         assert_eq!(flags, vec![true, false]);
     }

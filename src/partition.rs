@@ -105,6 +105,7 @@ fn part(problem: &Problem, jobs: &[usize], k: usize) -> (Problem, Vec<usize>) {
         measured: rows(&problem.measured),
         throughput: rows(&problem.throughput),
         colocations,
+        unconsolidated: problem.unconsolidated.as_ref().map(rows),
         partitions: Some(1),
         job_entity: if problem.job_entity.is_empty() {
             Vec::new()
@@ -146,6 +147,10 @@ pub fn solve(problem: &Problem, backend: Backend, k: usize, chosen: &str) -> Res
     } else {
         Matrix::zeros(0, 0)
     };
+    let mut unconsolidated = match problem.unconsolidated {
+        Some(_) => Matrix::zeros(n, problem.num_types()),
+        None => Matrix::zeros(0, 0),
+    };
     let mut lp_solves = 0;
     let mut report = WaterFillingReport {
         normalized_throughput: vec![0.0; n],
@@ -159,6 +164,13 @@ pub fn solve(problem: &Problem, backend: Backend, k: usize, chosen: &str) -> Res
         for (i, &m) in jobs.iter().enumerate() {
             for w in 0..problem.num_types() {
                 allocation.set(m, w, outcome.allocation.get(i, w));
+            }
+        }
+        if outcome.unconsolidated.rows() > 0 {
+            for (i, &m) in jobs.iter().enumerate() {
+                for w in 0..problem.num_types() {
+                    unconsolidated.set(m, w, outcome.unconsolidated.get(i, w));
+                }
             }
         }
         for (local, &c) in colocation_index.iter().enumerate().take(outcome.colocated.rows()) {
@@ -189,6 +201,13 @@ pub fn solve(problem: &Problem, backend: Backend, k: usize, chosen: &str) -> Res
         jobs: groups.iter().map(Vec::len).collect(),
         slowest_seconds: solved.iter().map(|s| s.2).fold(0.0, f64::max),
     };
-    let outcome = Outcome { allocation, objective, lp_solves, water_filling: has_report.then_some(report), colocated };
+    let outcome = Outcome {
+        allocation,
+        objective,
+        lp_solves,
+        water_filling: has_report.then_some(report),
+        colocated,
+        unconsolidated,
+    };
     Ok((outcome, partitioning))
 }

@@ -104,6 +104,9 @@ pub struct Problem {
     /// The matrix the policy optimizes over: `measured`, or all ones when heterogeneity-agnostic.
     pub throughput: Matrix,
     pub colocations: Vec<Colocation>,
+    /// Placement sensitivity: measured steps/s of each multi-GPU job with its GPUs spread over
+    /// servers (0: not given). `None` when no job gives one.
+    pub unconsolidated: Option<Matrix>,
     /// Space sharing keeps a colocation on a type only above this combined normalized throughput.
     pub colocation_threshold: f64,
     /// Requested number of POP partitions (`None`: chosen by size).
@@ -188,6 +191,7 @@ impl Problem {
         let mut seen = std::collections::HashMap::with_capacity(req.jobs.len());
         let mut jobs = Vec::with_capacity(req.jobs.len());
         let mut measured = Matrix::zeros(req.jobs.len(), worker_types.len());
+        let mut unconsolidated: Option<Matrix> = None;
         for (m, spec) in req.jobs.iter().enumerate() {
             if let Some(first) = seen.insert(spec.id.as_str(), m) {
                 return Err(ArbiterError::at(
@@ -217,6 +221,34 @@ impl Problem {
                     format!("jobs[{m}].throughput"),
                     format!("job {:?} has no positive throughput on any worker type with GPUs", spec.id),
                 ));
+            }
+            for (name, value) in &spec.unconsolidated_throughput {
+                let field = || format!("jobs[{m}].unconsolidated_throughput.{name}");
+                let w = type_index(name).ok_or_else(|| {
+                    ArbiterError::at(
+                        ErrorCode::UnknownWorkerType,
+                        field(),
+                        format!("worker type {name:?} is not in cluster.worker_types"),
+                    )
+                })?;
+                let Some(v) = value else { continue };
+                let v = finite_at_least(*v, 0.0, field, "a throughput")?;
+                if !policy.supports_placement_sensitivity() {
+                    return Err(ArbiterError::at(
+                        ErrorCode::Unsupported,
+                        field(),
+                        format!(
+                            "{} does not model placement sensitivity; leave out unconsolidated_throughput",
+                            policy.name()
+                        ),
+                    ));
+                }
+                // One GPU is always consolidated: only multi-GPU jobs have the second column.
+                if jobs[m].scale_factor > 1 && v > 0.0 {
+                    unconsolidated
+                        .get_or_insert_with(|| Matrix::zeros(req.jobs.len(), worker_types.len()))
+                        .set(m, w, v);
+                }
             }
         }
         if policy == PolicyKind::MinCostSlo && jobs.iter().all(|j| j.slo_seconds.is_none()) {
@@ -273,6 +305,7 @@ impl Problem {
             measured,
             throughput,
             colocations,
+            unconsolidated,
             colocation_threshold,
             partitions,
             entities,
@@ -282,6 +315,54 @@ impl Problem {
                 .map(|s| positive(s, || "max_solve_seconds".to_string(), "max_solve_seconds"))
                 .transpose()?,
         })
+    }
+
+    /// `T^u` in the policy's units: the measured unconsolidated throughput, or, when
+    /// heterogeneity-agnostic, the fraction of the consolidated speed it keeps (solo counts 1).
+    pub fn unconsolidated_throughput(&self) -> Option<Matrix> {
+        let measured = self.unconsolidated.as_ref()?;
+        let mut t = measured.clone();
+        if !self.heterogeneity_aware {
+            for m in 0..t.rows() {
+                for w in 0..t.cols() {
+                    let solo = self.measured.get(m, w);
+                    t.set(m, w, if solo > 0.0 { measured.get(m, w) / solo * self.throughput.get(m, w) } else { 0.0 });
+                }
+            }
+        }
+        Some(t)
+    }
+
+    /// Per type, `(s, GPUs)` for every scale factor s > 1 of the jobs: the GPUs that can hold
+    /// jobs of size s consolidated. With `g` GPUs per server, `F` full servers and `r` GPUs on a
+    /// last partial one: `s·(⌊g/s⌋·F + ⌊r/s⌋)` when `s ≤ g` (whole jobs inside servers), else
+    /// `s·⌊F / ⌈s/g⌉⌋` (jobs on the fewest servers possible). Empty without placement sensitivity.
+    pub fn consolidated_slots(&self) -> Vec<Vec<(u32, f64)>> {
+        if self.unconsolidated.is_none() {
+            return Vec::new();
+        }
+        let mut sizes: Vec<u32> = self.jobs.iter().map(|j| j.scale_factor).filter(|&s| s > 1).collect();
+        sizes.sort_unstable();
+        sizes.dedup();
+        self.worker_types
+            .iter()
+            .map(|wt| {
+                let g = wt.gpus_per_server.max(1) as f64;
+                let (full, rest) = ((wt.count / g).floor(), wt.count - (wt.count / g).floor() * g);
+                sizes
+                    .iter()
+                    .map(|&s| {
+                        let s_f = s as f64;
+                        let slots = if s_f <= g {
+                            (g / s_f).floor() * full + (rest / s_f).floor()
+                        } else {
+                            (full / (s_f / g).ceil()).floor()
+                        };
+                        (s, slots * s_f)
+                    })
+                    .collect()
+            })
+            .collect()
     }
 
     /// The same policy, cluster and settings with no jobs (no rows, no colocations): what a
@@ -296,6 +377,7 @@ impl Problem {
             measured: Matrix::zeros(0, self.num_types()),
             throughput: Matrix::zeros(0, self.num_types()),
             colocations: Vec::new(),
+            unconsolidated: None,
             colocation_threshold: self.colocation_threshold,
             partitions: self.partitions,
             entities: self.entities.clone(),
@@ -316,6 +398,7 @@ impl Problem {
             measured: Matrix::zeros(0, types),
             throughput: Matrix::zeros(0, types),
             colocations: Vec::new(),
+            unconsolidated: None,
             colocation_threshold: crate::space_sharing::DEFAULT_THRESHOLD,
             partitions: None,
             entities: Vec::new(),

@@ -68,6 +68,10 @@ pub struct JobSpec {
     pub entity: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub arrival: Option<f64>,
+    /// Placement sensitivity: steps/s on each type when the job's `scale_factor` GPUs are spread
+    /// over servers (`throughput` is then the consolidated rate). Only read for multi-GPU jobs.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub unconsolidated_throughput: BTreeMap<String, Option<f64>>,
 }
 
 #[derive(Debug, Clone, Default, Serialize, Deserialize, utoipa::ToSchema)]

@@ -12,6 +12,10 @@ pub struct Response {
     /// `allocation[job][worker type]`: fraction of wall-clock time on that type.
     pub allocation: IndexMap<String, IndexMap<String, f64>>,
     pub colocated_allocation: Vec<ColocatedAllocation>,
+    /// Placement sensitivity: `unconsolidated_allocation[job][worker type]`, the time the job runs
+    /// with its GPUs spread over servers (at its unconsolidated throughput); only jobs with some.
+    #[serde(default, skip_serializing_if = "IndexMap::is_empty")]
+    pub unconsolidated_allocation: IndexMap<String, IndexMap<String, f64>>,
     /// Steps/s each job gets from its allocation, with its measured throughputs.
     pub effective_throughput: IndexMap<String, f64>,
     /// The policy's objective as the contract defines it, recomputed from the allocation.
@@ -84,6 +88,17 @@ impl Response {
         let mut effective_throughput = IndexMap::with_capacity(problem.num_jobs());
         let mut thr: Vec<f64> =
             (0..problem.num_jobs()).map(|m| dot(problem.measured.row(m), outcome.allocation.row(m))).collect();
+        let mut unconsolidated_allocation = IndexMap::new();
+        if let Some(tu) = &problem.unconsolidated {
+            for (m, thr_m) in thr.iter_mut().enumerate().take(outcome.unconsolidated.rows()) {
+                let time = outcome.unconsolidated.row(m);
+                if time.iter().any(|&u| u > 0.0) {
+                    *thr_m += dot(tu.row(m), time);
+                    let row = names.iter().map(|n| n.to_string()).zip(time.iter().copied()).collect();
+                    unconsolidated_allocation.insert(problem.jobs[m].id.clone(), row);
+                }
+            }
+        }
         let mut colocated_allocation = Vec::new();
         for k in 0..outcome.colocated.rows() {
             let time = outcome.colocated.row(k);
@@ -130,6 +145,7 @@ impl Response {
             policy: problem.policy.name().to_string(),
             allocation,
             colocated_allocation,
+            unconsolidated_allocation,
             effective_throughput,
             objective: outcome.objective,
             levels,

@@ -54,6 +54,7 @@ impl Policy for Allox {
             lp_solves: 0,
             water_filling: None,
             colocated: Matrix::zeros(0, 0),
+            unconsolidated: Matrix::zeros(0, 0),
         })
     }
 }

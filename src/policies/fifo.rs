@@ -49,6 +49,7 @@ impl Policy for Fifo {
             lp_solves: 1,
             water_filling: None,
             colocated: Matrix::zeros(0, 0),
+            unconsolidated: Matrix::zeros(0, 0),
         })
     }
 }

@@ -75,9 +75,11 @@ impl Policy for FinishTimeFairness {
                 .collect();
             let mut engine = engine(problem, backend);
             let solution = engine.max_ratio(&demand)?;
-            let objective = terms.max_rho(&engine.throughputs(&solution.allocation, &solution.pair_time));
+            let objective =
+                terms.max_rho(&engine.throughputs(&solution.allocation, &solution.pair_time, &solution.unconsolidated));
             return Ok(Outcome {
                 colocated: colocated(problem, engine.pairs(), &solution.pair_time),
+                unconsolidated: solution.unconsolidated,
                 allocation: solution.allocation,
                 objective: Some(objective),
                 lp_solves: solution.lp_solves,
@@ -93,8 +95,8 @@ impl Policy for FinishTimeFairness {
         let mut engine = engine(problem, backend);
         let isolated = problem.isolated_allocation();
         let no_pairs = vec![vec![0.0; problem.num_types()]; engine.pairs().len()];
-        let mut hi = active_rho(&engine.throughputs(&isolated, &no_pairs));
-        let mut best = (isolated, no_pairs);
+        let mut hi = active_rho(&engine.throughputs(&isolated, &no_pairs, &engine.no_unconsolidated()));
+        let mut best = (isolated, no_pairs, engine.no_unconsolidated());
         let mut lo = active.iter().map(|&m| terms.elapsed[m] / terms.isolated_finish[m]).fold(0.0, f64::max);
         let mut lp_solves = 0;
         for _ in 0..MAX_PROBES {
@@ -105,10 +107,11 @@ impl Policy for FinishTimeFairness {
             let solution = engine.max_ratio(&terms.demand(rho))?;
             lp_solves += solution.lp_solves;
             // Every probe's allocation is feasible: its ρ tightens the upper bracket.
-            let achieved = active_rho(&engine.throughputs(&solution.allocation, &solution.pair_time));
+            let achieved =
+                active_rho(&engine.throughputs(&solution.allocation, &solution.pair_time, &solution.unconsolidated));
             if achieved < hi {
                 hi = achieved;
-                best = (solution.allocation, solution.pair_time);
+                best = (solution.allocation, solution.pair_time, solution.unconsolidated);
             }
             if solution.z.is_some_and(|z| z < 1.0) {
                 lo = rho;
@@ -116,10 +119,11 @@ impl Policy for FinishTimeFairness {
                 hi = hi.min(rho);
             }
         }
-        let (allocation, pair_time) = best;
+        let (allocation, pair_time, unconsolidated) = best;
         Ok(Outcome {
-            objective: Some(terms.max_rho(&engine.throughputs(&allocation, &pair_time))),
+            objective: Some(terms.max_rho(&engine.throughputs(&allocation, &pair_time, &unconsolidated))),
             colocated: colocated(problem, engine.pairs(), &pair_time),
+            unconsolidated,
             allocation,
             lp_solves,
             water_filling: None,

@@ -17,7 +17,14 @@ impl Policy for Gandiva {
     fn solve(&self, problem: &Problem, _backend: Backend) -> Result<Outcome> {
         let pairs = if oversubscribed(problem) { random_pairs(problem) } else { Vec::new() };
         let (allocation, colocated) = equal_time_shares(problem, &pairs);
-        Ok(Outcome { allocation, objective: None, lp_solves: 0, water_filling: None, colocated })
+        Ok(Outcome {
+            allocation,
+            objective: None,
+            lp_solves: 0,
+            water_filling: None,
+            colocated,
+            unconsolidated: Matrix::zeros(0, 0),
+        })
     }
 }
 

@@ -17,6 +17,7 @@ impl Policy for Isolated {
             lp_solves: 0,
             water_filling: None,
             colocated: Matrix::zeros(0, 0),
+            unconsolidated: Matrix::zeros(0, 0),
         })
     }
 }

@@ -31,10 +31,11 @@ impl Policy for MaxMinFairness {
             .collect();
         let mut engine = engine(problem, backend);
         let solution = engine.max_ratio(&demand)?;
-        let thr = engine.throughputs(&solution.allocation, &solution.pair_time);
+        let thr = engine.throughputs(&solution.allocation, &solution.pair_time, &solution.unconsolidated);
         let objective = weighted_normalized_throughputs(problem, &thr).into_iter().fold(f64::INFINITY, f64::min);
         Ok(Outcome {
             colocated: colocated(problem, engine.pairs(), &solution.pair_time),
+            unconsolidated: solution.unconsolidated,
             allocation: solution.allocation,
             objective: Some(objective),
             lp_solves: solution.lp_solves,

@@ -37,6 +37,7 @@ impl Policy for MaxSumThroughput {
             lp_solves: 1,
             water_filling: None,
             colocated: colocated(problem, &pairs, &pair_time),
+            unconsolidated: crate::problem::Matrix::zeros(0, 0),
         })
     }
 }

@@ -97,5 +97,6 @@ pub(super) fn cheapest(problem: &Problem, backend: Backend, floor: &[f64]) -> Re
         lp_solves: 2,
         water_filling: None,
         colocated: Matrix::zeros(0, 0),
+        unconsolidated: Matrix::zeros(0, 0),
     })
 }

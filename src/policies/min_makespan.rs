@@ -21,9 +21,11 @@ impl Policy for MinMakespan {
         let demand: Vec<f64> = (0..problem.num_jobs()).map(|m| problem.steps_remaining(m)).collect();
         let mut engine = engine(problem, backend);
         let solution = engine.max_ratio(&demand)?;
-        let objective = makespan(problem, &engine.throughputs(&solution.allocation, &solution.pair_time));
+        let objective =
+            makespan(problem, &engine.throughputs(&solution.allocation, &solution.pair_time, &solution.unconsolidated));
         Ok(Outcome {
             colocated: colocated(problem, engine.pairs(), &solution.pair_time),
+            unconsolidated: solution.unconsolidated,
             allocation: solution.allocation,
             objective: Some(objective),
             lp_solves: solution.lp_solves,

@@ -98,6 +98,19 @@ impl PolicyKind {
         )
     }
 
+    /// Policies that formulate consolidated and unconsolidated placements
+    /// (`unconsolidated_throughput`): those on the exact engine.
+    pub fn supports_placement_sensitivity(self) -> bool {
+        matches!(
+            self,
+            PolicyKind::MaxMinFairness
+                | PolicyKind::MaxMinFairnessWaterFilling
+                | PolicyKind::Hierarchical
+                | PolicyKind::FinishTimeFairness
+                | PolicyKind::MinMakespan
+        )
+    }
+
     /// Policies whose objective is defined by the jobs' remaining steps.
     pub fn needs_steps_remaining(self) -> bool {
         matches!(
@@ -139,6 +152,9 @@ pub struct Outcome {
     /// Space sharing: `colocated.row(k)[w]` is the fraction of time pair `k` of
     /// `Problem::colocations` runs together on type `w` (`Y[k][w]`). No rows without sharing.
     pub colocated: Matrix,
+    /// Placement sensitivity: `U[m][w]`, the time job m runs on `w` with its GPUs spread over
+    /// servers, at its unconsolidated throughput. No rows without placement sensitivity.
+    pub unconsolidated: Matrix,
 }
 
 /// Per job (by index): the normalized throughput `nt_m = thr_m / thr_equal_m` of the final
@@ -166,6 +182,7 @@ pub fn solve(problem: &Problem, backend: Backend) -> Result<Outcome> {
             lp_solves: 0,
             water_filling: None,
             colocated: Matrix::zeros(0, 0),
+            unconsolidated: Matrix::zeros(0, 0),
         });
     }
     let policy = problem.policy.policy().ok_or_else(|| {
@@ -195,6 +212,8 @@ pub(crate) fn engine(problem: &Problem, backend: Backend) -> Engine<'_> {
         scale_factor: scale_factors(problem),
         capacity: capacities(problem),
         pairs: Pairs::of(problem).kept,
+        unconsolidated: problem.unconsolidated_throughput(),
+        consolidated_slots: problem.consolidated_slots(),
     };
     Engine::new(instance, backend)
 }

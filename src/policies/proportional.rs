@@ -21,6 +21,13 @@ impl Policy for Proportional {
                 *x = share[w] * s;
             }
         }
-        Ok(Outcome { allocation, objective: None, lp_solves: 0, water_filling: None, colocated: Matrix::zeros(0, 0) })
+        Ok(Outcome {
+            allocation,
+            objective: None,
+            lp_solves: 0,
+            water_filling: None,
+            colocated: Matrix::zeros(0, 0),
+            unconsolidated: Matrix::zeros(0, 0),
+        })
     }
 }

@@ -57,6 +57,7 @@ impl Policy for ShortestJobFirst {
             lp_solves: 0,
             water_filling: None,
             colocated: Matrix::zeros(0, 0),
+            unconsolidated: Matrix::zeros(0, 0),
         })
     }
 }

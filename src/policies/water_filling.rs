@@ -148,7 +148,8 @@ pub fn water_fill(problem: &Problem, backend: Backend, reweighting: &dyn Reweigh
     // The last level meets every final floor (later levels of height 0 move none).
     let allocation = engine.last_allocation();
     let pair_time = engine.last_pair_time();
-    let thr = engine.throughputs(&allocation, &pair_time);
+    let unconsolidated = engine.last_unconsolidated();
+    let thr = engine.throughputs(&allocation, &pair_time, &unconsolidated);
     let nt: Vec<f64> = (0..n).map(|m| thr[m] / thr_equal[m]).collect();
     let first = first_weights.unwrap_or_else(|| vec![0.0; n]);
     let objective =
@@ -159,5 +160,6 @@ pub fn water_fill(problem: &Problem, backend: Backend, reweighting: &dyn Reweigh
         lp_solves,
         water_filling: Some(WaterFillingReport { normalized_throughput: nt, level, frozen_at, iterations }),
         colocated: colocated(problem, engine.pairs(), &pair_time),
+        unconsolidated,
     })
 }

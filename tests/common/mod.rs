@@ -113,10 +113,22 @@ pub fn checked_allocation(p: &Problem, r: &Response) -> Vec<Vec<f64>> {
     x
 }
 
-/// What the response's colocated pairs use and give: per job the time and the steps/s (measured),
+/// What the response's colocated pairs and unconsolidated time use and give: per job the time and the steps/s (measured),
 /// per type the GPUs. Every pair must be one the request offered, with space sharing on.
 pub fn colocated_use(p: &Problem, r: &Response) -> (Vec<f64>, Vec<f64>, Vec<f64>) {
     let (mut busy, mut used, mut thr) = (vec![0.0; p.num_jobs()], vec![0.0; p.num_types()], vec![0.0; p.num_jobs()]);
+    // Placement sensitivity: unconsolidated time is the job's time on sf GPUs at T^u.
+    for (id, row) in &r.unconsolidated_allocation {
+        let tu = p.unconsolidated.as_ref().expect("unconsolidated time only with unconsolidated throughputs");
+        let m = p.jobs.iter().position(|j| &j.id == id).unwrap_or_else(|| panic!("unknown job {id}"));
+        for (name, &u) in row {
+            let w = p.worker_types.iter().position(|t| &t.name == name).expect("a known type");
+            assert!(u.is_finite() && u >= 0.0, "job {id}: U = {u}");
+            busy[m] += u;
+            used[w] += p.jobs[m].scale_factor as f64 * u;
+            thr[m] += tu.get(m, w) * u;
+        }
+    }
     if r.colocated_allocation.is_empty() {
         return (busy, used, thr);
     }
