@@ -6,7 +6,7 @@
 //! k = 2, 4, 8, 16 side by side: runtime, and quality = partitioned objective / exact objective.
 //!
 //! `cargo bench --bench packed [-- SIZES]` (default `256,512,1024`); sizes above
-//! `ARBITER_ALL_PAIRS_UP_TO` (default 1024) offer each job pairs with 64 random partners instead
+//! `ARBITER_ALL_PAIRS_UP_TO` (default 1024) offer each job pairs with `ARBITER_PARTNERS` (default 64) random partners instead
 //! of all n−1, and skip the exact solve above `ARBITER_EXACT_UP_TO` (default 4096). Needs Gavel's data
 //! (`ARBITER_GAVEL_DATA`, default `../shared/data/gavel`); skips when it is absent.
 
@@ -123,7 +123,8 @@ fn main() {
     );
     for n in sizes {
         let all = n <= all_pairs_up_to;
-        let mut req = request(&table, n, all, 64, 0x5eed ^ n as u64);
+        let partners = env_usize("ARBITER_PARTNERS", 64);
+        let mut req = request(&table, n, all, partners, 0x5eed ^ n as u64);
         let offered = req.colocations.as_ref().map_or(0, |c| c.len());
         let mut exact = None;
         for k in [1usize, 2, 4, 8, 16] {

@@ -360,9 +360,12 @@ struct RowIndex {
     total: Vec<Option<usize>>,
 }
 
-/// Pair columns priced in per round at most (the best by reduced cost); the loop goes on until
-/// none improves, so this bounds only the size of each step.
-const PRICED_PER_ROUND: usize = 2048;
+/// Pair columns priced in per round at most (the best by reduced cost, at most
+/// `PRICED_PER_JOB` per job); the loop goes on until none improves, so these bound only the size
+/// of each step. Spreading a round's columns over the jobs keeps each re-solve short: with
+/// Gavel's throughputs at 1,024 jobs, 2 per job solves in a fifth of the time of the best 8,192.
+const PRICED_PER_ROUND: usize = 8192;
+const PRICED_PER_JOB: usize = 2;
 /// A pair column improves the program when its reduced cost exceeds this.
 const REDUCED_COST_TOLERANCE: f64 = 1e-9;
 
@@ -411,6 +414,16 @@ fn price_pairs(
         }
     }
     candidates.sort_by(|a, b| b.0.total_cmp(&a.0));
+    // At most a few new columns per job and round, so one round's columns spread over the jobs.
+    let mut taken: HashMap<usize, usize> = HashMap::new();
+    candidates.retain(|&(_, i, _, _)| {
+        let jobs = pairs[i].jobs;
+        let ok = jobs.iter().all(|m| taken.get(m).copied().unwrap_or(0) < PRICED_PER_JOB);
+        if ok {
+            jobs.iter().for_each(|&m| *taken.entry(m).or_default() += 1);
+        }
+        ok
+    });
     candidates.truncate(PRICED_PER_ROUND);
     for (_, i, w, entries) in &candidates {
         let col = session.add_col(0.0, 0.0, 1.0, entries);

@@ -75,8 +75,9 @@ fn shuffled(n: usize, seed: u64) -> Vec<usize> {
     order
 }
 
-/// The sub-problem on `jobs` (original indices) with `1/k` of every type's GPUs.
-fn part(problem: &Problem, jobs: &[usize], k: usize) -> (Problem, Vec<usize>) {
+/// The sub-problem on `jobs` (original indices) with `1/k` of every type's GPUs and the
+/// colocations `inside` (indices into `problem.colocations`, both jobs among `jobs`).
+fn part(problem: &Problem, jobs: &[usize], inside: &[usize], k: usize) -> (Problem, Vec<usize>) {
     let mut local = vec![usize::MAX; problem.num_jobs()];
     jobs.iter().enumerate().for_each(|(i, &m)| local[m] = i);
     let rows = |matrix: &Matrix| {
@@ -88,15 +89,14 @@ fn part(problem: &Problem, jobs: &[usize], k: usize) -> (Problem, Vec<usize>) {
         }
         sub
     };
-    let mut colocations = Vec::new();
-    let mut colocation_index = Vec::new();
-    for (c, colocation) in problem.colocations.iter().enumerate() {
-        let [a, b] = colocation.jobs;
-        if local[a] != usize::MAX && local[b] != usize::MAX {
-            colocations.push(Colocation { jobs: [local[a], local[b]], throughput: colocation.throughput.clone() });
-            colocation_index.push(c);
-        }
-    }
+    let colocations = inside
+        .iter()
+        .map(|&c| {
+            let colocation = &problem.colocations[c];
+            Colocation { jobs: colocation.jobs.map(|m| local[m]), throughput: colocation.throughput.clone() }
+        })
+        .collect();
+    let colocation_index = inside.to_vec();
     let worker_types =
         problem.worker_types.iter().map(|w| WorkerType { count: w.count / k as f64, ..w.clone() }).collect();
     let sub = Problem {
@@ -131,11 +131,24 @@ pub fn solve(problem: &Problem, backend: Backend, k: usize, chosen: &str) -> Res
         })
         .filter(|jobs| !jobs.is_empty())
         .collect();
+    // Each colocation goes to the part holding both its jobs, if one does (one pass over them).
+    let mut part_of = vec![0; n];
+    for (p, jobs) in groups.iter().enumerate() {
+        jobs.iter().for_each(|&m| part_of[m] = p);
+    }
+    let mut inside: Vec<Vec<usize>> = vec![Vec::new(); groups.len()];
+    for (c, colocation) in problem.colocations.iter().enumerate() {
+        let [a, b] = colocation.jobs;
+        if part_of[a] == part_of[b] {
+            inside[part_of[a]].push(c);
+        }
+    }
     let solved: Vec<(Outcome, Vec<usize>, f64)> = groups
         .par_iter()
-        .map(|jobs| {
+        .zip(&inside)
+        .map(|(jobs, inside)| {
             let start = Instant::now();
-            let (sub, colocation_index) = part(problem, jobs, k);
+            let (sub, colocation_index) = part(problem, jobs, inside, k);
             let outcome = policies::solve(&sub, backend)?;
             Ok((outcome, colocation_index, start.elapsed().as_secs_f64()))
         })
