@@ -3,8 +3,8 @@
 //! session warmed up for a few rounds (leases to renew, deficits spread out); `after_reset` is the
 //! first round after an allocation is installed (nothing received yet, nothing to renew). The
 //! `pairs` cases add space sharing: about half the jobs are colocated in pairs of equal scale
-//! factor (2,5xx pairs), each job giving half its time to its pair, so rounds choose among
-//! 12,5xx job combinations and place pairs.
+//! factor (2,483 pairs of 4,966 jobs), each paired job giving half its time to its pair, so rounds
+//! choose among 12,483 job combinations and place pairs.
 //!
 //! `cargo bench --bench round`; the goal is under 10 ms per round.
 

@@ -30,8 +30,9 @@ struct Case {
     name: &'static str,
     trace: Trace,
     config: SimulationConfig,
-    /// Gavel's simulator on the same trace, as quoted in the issue: (text, seconds for the ratio).
-    gavel: Option<(&'static str, f64)>,
+    /// Gavel's simulator on the same trace, as quoted in the issue: (text, fewest seconds, most
+    /// seconds; `None`: open-ended).
+    gavel: Option<(&'static str, f64, Option<f64>)>,
     goal_seconds: Option<f64>,
 }
 
@@ -87,14 +88,14 @@ fn main() {
             name: "max_min_fairness.trace, LAS (aware)",
             trace: las.clone(),
             config: config(paper, PolicyKind::MaxMinFairness, true),
-            gavel: Some(("2.1–2.5 s", 2.1)),
+            gavel: Some(("2.1–2.5 s", 2.1, Some(2.5))),
             goal_seconds: Some(0.05),
         },
         Case {
             name: "max_min_fairness.trace, LAS (type-blind)",
             trace: las,
             config: config(paper, PolicyKind::MaxMinFairness, false),
-            gavel: Some(("2.1–2.5 s", 2.1)),
+            gavel: Some(("2.1–2.5 s", 2.1, Some(2.5))),
             goal_seconds: Some(0.05),
         },
         Case {
@@ -108,7 +109,7 @@ fn main() {
             name: "minimize_makespan.trace, gandiva",
             trace: makespan,
             config: config(paper, PolicyKind::Gandiva, true),
-            gavel: Some(("10 s", 10.0)),
+            gavel: Some(("10 s", 10.0, Some(10.0))),
             goal_seconds: None,
         },
         Case {
@@ -119,7 +120,7 @@ fn main() {
             },
             trace: big,
             config: config("v100=36,p100=36,k80=36", PolicyKind::MaxMinFairness, true),
-            gavel: full.then_some(("hours", 3600.0)),
+            gavel: full.then_some(("hours", 3600.0, None)),
             goal_seconds: full.then_some(60.0),
         },
     ];
@@ -134,7 +135,11 @@ fn main() {
             None => String::new(),
         };
         let (quote, ratio) = match case.gavel {
-            Some((text, s)) => (text.to_string(), format!("≥ {:.0}×", s / seconds)),
+            Some((text, low, Some(high))) if high > low => {
+                (text.to_string(), format!("{:.0}–{:.0}×", low / seconds, high / seconds))
+            }
+            Some((text, low, Some(_))) => (text.to_string(), format!("{:.0}×", low / seconds)),
+            Some((text, low, None)) => (text.to_string(), format!("≥ {:.0}×", low / seconds)),
             None => (String::new(), String::new()),
         };
         println!(

@@ -53,7 +53,7 @@ pub struct SimulateArgs {
     /// Give GPUs the allocation leaves idle to jobs ahead of their allocation.
     #[arg(long, default_value_t = true, action = clap::ArgAction::Set)]
     pub work_conserving: bool,
-    /// Recorded in the report; seeds any random choice.
+    /// Recorded in the report (the simulation itself is deterministic: ties break by job order).
     #[arg(long, default_value_t = 0)]
     pub seed: u64,
     /// Where to write the JSON report (`-`: standard output).

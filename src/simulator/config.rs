@@ -28,7 +28,8 @@ pub struct SimulationConfig {
     /// GPUs the allocation leaves idle go to jobs ahead of their allocation (as Gavel's mechanism
     /// fills every GPU it can).
     pub work_conserving: bool,
-    /// Recorded in the report; seeds generated traces (`sweep`) and any random choice a policy makes.
+    /// Recorded in the report. A simulation makes no random choice of its own (ties break by job
+    /// order, `gandiva` pairs by a hash of job ids); `sweep` seeds its generated traces with it.
     pub seed: u64,
     pub backend: Backend,
 }

@@ -146,8 +146,11 @@ pub fn run(
             next += 1;
         }
         if run.active.is_empty() {
-            // Nothing to run: jump to the next arrival (there is one, or every job has finished).
-            run.now = trace.jobs[order[next]].arrival_seconds;
+            // Nothing to run: jump to the next arrival (with none left, every job has finished).
+            match order.get(next) {
+                Some(&i) => run.now = trace.jobs[i].arrival_seconds,
+                None => break,
+            }
             continue;
         }
         let finished = run.round()?;
@@ -193,7 +196,9 @@ impl Run<'_> {
             scale_factor: t.scale_factor,
             weight: t.weight,
             steps_remaining: Some(self.jobs[i].remaining),
-            time_elapsed: 0.0,
+            // It may have arrived during the last round: its time since arrival counts (Gavel's
+            // `times_since_start`).
+            time_elapsed: (self.now - t.arrival_seconds).max(0.0),
             isolated_time_elapsed: 0.0,
             slo_seconds: t.slo_seconds,
             entity: None,
