@@ -216,7 +216,7 @@ proptest! {
     #[test]
     fn mutated_request_values(
         seed in any::<Index>(),
-        policy in select(POLICIES.to_vec()),
+        policy in select(POLICIES.iter().copied().chain(["gandiva", "allox"]).collect::<Vec<_>>()),
         edits in prop::collection::vec(
             (prop::collection::vec(any::<Index>(), 1..6), any::<Index>(), select(vec![0u8, 0, 0, 1, 2, 3])),
             1..3,

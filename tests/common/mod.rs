@@ -132,7 +132,11 @@ pub fn colocated_use(p: &Problem, r: &Response) -> (Vec<f64>, Vec<f64>, Vec<f64>
     if r.colocated_allocation.is_empty() {
         return (busy, used, thr);
     }
-    assert!(p.space_sharing, "a colocated allocation without space sharing");
+    // Gandiva pairs jobs by its own rule, whatever space_sharing says (formulations/gandiva.md).
+    assert!(
+        p.space_sharing || p.policy == arbiter::PolicyKind::Gandiva,
+        "a colocated allocation without space sharing"
+    );
     let index = |id: &str| p.jobs.iter().position(|j| j.id == id).unwrap_or_else(|| panic!("unknown job {id}"));
     for pair in &r.colocated_allocation {
         let jobs = [index(&pair.jobs[0]), index(&pair.jobs[1])];
