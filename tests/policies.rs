@@ -418,3 +418,28 @@ fn a_type_with_zero_gpus_gets_nothing() {
         assert_eq!(row[a100], 0.0);
     }
 }
+
+/// Type-blind policies spread each job's time over the types in proportion to their GPUs (the
+/// evenly spread optimum Gavel's solver returns), keeping the objective; a vertex would pin each
+/// job to one type.
+#[test]
+fn type_blind_allocations_are_spread_over_types() {
+    let request = json!({
+        "policy": "max_min_fairness",
+        "heterogeneity_aware": false,
+        "cluster": {"worker_types": {"v100": {"count": 2}, "p100": {"count": 4}, "k80": {"count": 6}}},
+        "jobs": (0..8).map(|m| json!({"id": format!("j{m}"), "throughput": {"v100": 4.0, "p100": 2.0, "k80": 1.0},
+            "scale_factor": 1 + m % 2})).collect::<Vec<_>>()
+    });
+    for policy in ["max_min_fairness", "max_min_fairness_water_filling", "max_sum_throughput"] {
+        let mut request = request.clone();
+        request["policy"] = json!(policy);
+        let (p, _, x) = solve_value(&request);
+        for row in &x {
+            let time: f64 = row.iter().sum();
+            for (w, wt) in p.worker_types.iter().enumerate() {
+                assert!((row[w] - time * wt.count / 12.0).abs() < 1e-12, "{policy}: {row:?}");
+            }
+        }
+    }
+}

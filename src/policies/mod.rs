@@ -192,7 +192,48 @@ pub fn solve(problem: &Problem, backend: Backend) -> Result<Outcome> {
             format!("policy {} is part of the contract but not available in this version", problem.policy.name()),
         )
     })?;
-    policy.solve(problem, backend)
+    let mut outcome = policy.solve(problem, backend)?;
+    if spreads_type_blind(problem, &outcome) {
+        spread_over_types(problem, &mut outcome.allocation);
+    }
+    Ok(outcome)
+}
+
+/// Type-blind (`heterogeneity_aware: false`) policies whose objective reads only each job's total
+/// time have many optimal allocations; a simplex vertex pins a job to one type, which the round
+/// mechanism then honours for the job's whole life. Gavel's solver returns the evenly spread one.
+fn spreads_type_blind(problem: &Problem, outcome: &Outcome) -> bool {
+    let time_only = matches!(
+        problem.policy,
+        PolicyKind::MaxMinFairness
+            | PolicyKind::MaxMinFairnessWaterFilling
+            | PolicyKind::Hierarchical
+            | PolicyKind::FinishTimeFairness
+            | PolicyKind::MinMakespan
+            | PolicyKind::MaxSumThroughput
+            | PolicyKind::Fifo
+            | PolicyKind::ShortestJobFirst
+    );
+    let extra_columns = (0..outcome.colocated.rows()).any(|k| outcome.colocated.row(k).iter().any(|&y| y > 0.0))
+        || outcome.unconsolidated.rows() > 0;
+    !problem.heterogeneity_aware && time_only && !extra_columns
+}
+
+/// Keeps each job's total time `t_m = Σ_w X[m][w]` and spreads it over the types in proportion to
+/// their GPUs: `X[m][w] = t_m·count_w / Σ_v count_v`. With every throughput 1 the objective is
+/// unchanged, and it stays feasible: type w then holds `(count_w / C)·Σ_m sf_m t_m ≤ count_w`,
+/// because the capacity rows of any feasible allocation sum to `Σ_m sf_m t_m ≤ C`.
+fn spread_over_types(problem: &Problem, allocation: &mut Matrix) {
+    let total: f64 = problem.worker_types.iter().map(|w| w.count).sum();
+    if total <= 0.0 {
+        return;
+    }
+    for m in 0..allocation.rows() {
+        let time: f64 = allocation.row(m).iter().sum();
+        for (w, worker_type) in problem.worker_types.iter().enumerate() {
+            allocation.set(m, w, time * worker_type.count / total);
+        }
+    }
 }
 
 /// The shared shape every policy's capacity constraints use.
