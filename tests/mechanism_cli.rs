@@ -173,6 +173,7 @@ fn rounds_with_space_sharing_report_pairs() {
             assert_eq!(p["gpus"].as_array().unwrap().len(), 1);
         }
     }
+    assert!(paired_rounds > 0, "max-min fairness pairs jobs that keep 80% of their speed together");
     // Each pair ran together in exactly the fraction of rounds it reports.
     let together: f64 = pairs.iter().map(|p| p["received"]["v100"].as_f64().unwrap() * 20.0).sum();
     assert_eq!(together.round() as usize, paired_rounds);
