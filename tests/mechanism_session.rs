@@ -300,6 +300,25 @@ fn a_work_conserving_session_fills_gpus_the_allocation_leaves_unused() {
     }
 }
 
+/// Work-conserving rounds also fill a type the allocation leaves out, as Gavel's scheduler fills
+/// idle GPUs: two jobs share one V100 half and half; the K80 beside it is allocated to nobody, so
+/// only the work-conserving session runs the waiting job there, every round.
+#[test]
+fn a_work_conserving_session_fills_types_the_allocation_leaves_out() {
+    for (work_conserving, expected_k80) in [(false, 0.0), (true, 1.0)] {
+        let config = Config { work_conserving, ..Config::default() };
+        let mut s = session(&[("v100", 1, 1), ("k80", 1, 1)], PolicyKind::MaxMinFairness, config);
+        s.add_job(job("a", 1), &[2.0, 1.0]).unwrap();
+        s.add_job(job("b", 1), &[2.0, 1.0]).unwrap();
+        s.set_allocation(&matrix(&[&[0.5, 0.0], &[0.5, 0.0]])).unwrap();
+        run(&mut s, 40);
+        let k80: f64 = ["a", "b"].iter().map(|id| s.received_fraction(id).unwrap()[1]).sum();
+        let v100: f64 = ["a", "b"].iter().map(|id| s.received_fraction(id).unwrap()[0]).sum();
+        assert!((k80 - expected_k80).abs() < 1e-9, "{work_conserving}: K80 busy {k80}");
+        assert!((v100 - 1.0).abs() < 1e-9, "{work_conserving}: V100 busy {v100}");
+    }
+}
+
 #[test]
 fn a_policy_failure_is_returned_and_changes_nothing() {
     let mut s = session(&[("v100", 2, 2)], PolicyKind::MaxMinFairnessWaterFilling, Config::default());

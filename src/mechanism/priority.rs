@@ -52,7 +52,7 @@ struct Candidate {
 /// behind first; ties by larger allocation, then combination order, then type), skipping one with
 /// a job already chosen and any needing more GPUs than remain of the type. Only due candidates
 /// (priority > 0) are taken unless `work_conserving`, which lets the others fill what is left,
-/// least ahead first. `capacity[w]` is the healthy GPU count of type `w`; candidates that can
+/// least ahead first, and then single jobs on types their allocation does not use. `capacity[w]` is the healthy GPU count of type `w`; candidates that can
 /// never fit (scale factor above it, or a type the combination cannot run on) are not candidates
 /// at all. `jobs` is the number of jobs the tenants index.
 pub(super) fn select(
@@ -67,7 +67,22 @@ pub(super) fn select(
     for (c, s) in standings.iter().enumerate() {
         for (w, &cap) in capacity.iter().enumerate() {
             let x = s.allocation[w];
-            if x <= 0.0 || !placeable(s.scale_factor, s.throughput[w], cap) {
+            if !placeable(s.scale_factor, s.throughput[w], cap) {
+                continue;
+            }
+            if x <= 0.0 {
+                // Work-conserving, a job alone may also fill a type its allocation does not use
+                // (as Gavel's scheduler fills idle GPUs with any job that runs there), after every
+                // candidate the allocation asks for.
+                if work_conserving && s.tenants.len() == 1 {
+                    let filler = Candidate {
+                        priority: f64::NEG_INFINITY,
+                        allocation: 0.0,
+                        combination: c as u32,
+                        worker_type: w as u32,
+                    };
+                    candidates.push(filler);
+                }
                 continue;
             }
             let owed = s.carried[w] + x * elapsed - s.received[w];
