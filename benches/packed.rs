@@ -12,6 +12,7 @@
 
 use arbiter::lp::Backend;
 use arbiter::request::{ClusterSpec, ColocationSpec, JobSpec, Request, WorkerTypeSpec};
+use arbiter::workload::generator::Rng;
 use arbiter::workload::throughputs::ThroughputTable;
 use arbiter::Problem;
 use std::collections::BTreeMap;
@@ -20,27 +21,13 @@ use std::time::Instant;
 
 const TYPES: [&str; 3] = ["v100", "p100", "k80"];
 
-struct Rng(u64);
-impl Rng {
-    fn next_u64(&mut self) -> u64 {
-        self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
-        let mut z = self.0;
-        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-        z ^ (z >> 31)
-    }
-    fn below(&mut self, n: usize) -> usize {
-        ((self.next_u64() >> 11) as f64 / (1u64 << 53) as f64 * n as f64) as usize
-    }
-}
-
 fn env_usize(name: &str, default: usize) -> usize {
     std::env::var(name).ok().and_then(|v| v.parse().ok()).unwrap_or(default)
 }
 
 /// A packed LAS request with `n` jobs; all pairs offered when `all_pairs`, else `partners` each.
 fn request(table: &ThroughputTable, n: usize, all_pairs: bool, partners: usize, seed: u64) -> Request {
-    let mut rng = Rng(seed);
+    let mut rng = Rng::new(seed);
     let models = table.job_types(1);
     let count = (n / 4).max(1) as f64;
     let worker_types: BTreeMap<String, WorkerTypeSpec> = TYPES

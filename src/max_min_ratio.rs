@@ -1100,19 +1100,24 @@ mod tests {
         assert!((latest_window(&[2.0, 1.0], &[1.0, 1.0], 1.0) - 1.0).abs() < 1e-12);
     }
 
-    #[test]
-    fn equal_demands_share_fast_and_slow_time() {
-        // Two identical jobs, each needing 1.5 from one fast (2) and one slow (1) GPU:
-        // taking the fastest time first would starve the second job.
-        let t = two_types(&[[2.0, 1.0], [2.0, 1.0]]);
-        let inst = Instance {
-            throughput: &t,
+    /// Two single-GPU jobs on one GPU of each of two types.
+    fn one_gpu_each(t: &Matrix) -> Instance<'_> {
+        Instance {
+            throughput: t,
             scale_factor: vec![1, 1],
             capacity: vec![1.0, 1.0],
             pairs: Vec::new(),
             unconsolidated: None,
             consolidated_slots: Vec::new(),
-        };
+        }
+    }
+
+    #[test]
+    fn equal_demands_share_fast_and_slow_time() {
+        // Two identical jobs, each needing 1.5 from one fast (2) and one slow (1) GPU:
+        // taking the fastest time first would starve the second job.
+        let t = two_types(&[[2.0, 1.0], [2.0, 1.0]]);
+        let inst = one_gpu_each(&t);
         let sol = solve(&inst, &[1.0, 1.0], Backend::default()).unwrap();
         let z = sol.z.unwrap();
         assert!((z - 1.5).abs() < 1e-7, "{z}");
@@ -1127,14 +1132,7 @@ mod tests {
         // Same class, demands 3:1 on one fast (2) and one slow (1) GPU. Without the k = 1 cut the
         // class total would allow z = 3/4, but the big job alone gets at most 2 → z = 2/3.
         let t = two_types(&[[2.0, 1.0], [2.0, 1.0]]);
-        let inst = Instance {
-            throughput: &t,
-            scale_factor: vec![1, 1],
-            capacity: vec![1.0, 1.0],
-            pairs: Vec::new(),
-            unconsolidated: None,
-            consolidated_slots: Vec::new(),
-        };
+        let inst = one_gpu_each(&t);
         let sol = solve(&inst, &[3.0, 1.0], Backend::default()).unwrap();
         assert!((sol.z.unwrap() - 2.0 / 3.0).abs() < 1e-7, "{:?}", sol.z);
         assert!(sol.lp_solves >= 2);
@@ -1146,14 +1144,7 @@ mod tests {
         // all of type 0 and cannot improve; job 1 could take more of type 1? It already has it all:
         // with floors (1, 0.5) job 1 can rise (to 1), job 0 cannot.
         let t = two_types(&[[1.0, 0.0], [1.0, 1.0]]);
-        let inst = Instance {
-            throughput: &t,
-            scale_factor: vec![1, 1],
-            capacity: vec![1.0, 1.0],
-            pairs: Vec::new(),
-            unconsolidated: None,
-            consolidated_slots: Vec::new(),
-        };
+        let inst = one_gpu_each(&t);
         let (flags, _) = bottlenecks(&inst, &[1.0, 0.5], &[true, true], Backend::default()).unwrap();
         assert_eq!(flags, vec![true, false]);
     }

@@ -12,6 +12,7 @@ use crate::policies::{self, Outcome, PolicyKind, WaterFillingReport};
 use crate::problem::{Colocation, Matrix, Problem, WorkerType};
 use crate::response::Partitioning;
 use crate::space_sharing::Pairs;
+use crate::workload::generator::Rng;
 use rayon::prelude::*;
 use std::time::Instant;
 
@@ -56,21 +57,12 @@ pub fn plan(problem: &Problem) -> Result<Option<(usize, &'static str)>> {
     }
 }
 
-/// A seeded shuffle of `0..n` (SplitMix64 driving Fisher–Yates), so a request always splits the
-/// same way.
+/// A seeded Fisher–Yates shuffle of `0..n`, so a request always splits the same way.
 fn shuffled(n: usize, seed: u64) -> Vec<usize> {
-    let mut state = seed;
-    let mut next = || {
-        state = state.wrapping_add(0x9E37_79B9_7F4A_7C15);
-        let mut z = state;
-        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-        z ^ (z >> 31)
-    };
+    let mut rng = Rng::new(seed);
     let mut order: Vec<usize> = (0..n).collect();
     for i in (1..n).rev() {
-        let j = (next() % (i as u64 + 1)) as usize;
-        order.swap(i, j);
+        order.swap(i, rng.below(i + 1));
     }
     order
 }

@@ -146,6 +146,31 @@ fn positive(value: f64, field: impl Fn() -> String, what: &str) -> Result<f64> {
 /// two scale factors within 1e6, so no job's share of a capacity row is ever dropped.
 pub const MAX_SCALE_FACTOR: u32 = 1 << 20;
 
+/// A job's per-type steps/s map (`throughput` or `unconsolidated_throughput`, at `path`) as
+/// `(type index, value)` for the entries with a value: unknown types and bad numbers are refused
+/// with the entry's field.
+fn throughput_entries(
+    entries: &std::collections::BTreeMap<String, Option<f64>>,
+    path: &str,
+    type_index: &dyn Fn(&str) -> Option<usize>,
+) -> Result<Vec<(usize, f64)>> {
+    let mut out = Vec::with_capacity(entries.len());
+    for (name, value) in entries {
+        let field = || format!("{path}.{name}");
+        let w = type_index(name).ok_or_else(|| {
+            ArbiterError::at(
+                ErrorCode::UnknownWorkerType,
+                field(),
+                format!("worker type {name:?} is not in cluster.worker_types"),
+            )
+        })?;
+        if let Some(v) = value {
+            out.push((w, finite_at_least(*v, 0.0, field, "a throughput")?));
+        }
+    }
+    Ok(out)
+}
+
 fn whole(value: f64, field: impl Fn() -> String, what: &str) -> Result<f64> {
     finite_at_least(value, 0.0, &field, what)?;
     if value.fract() != 0.0 || value > u32::MAX as f64 {
@@ -201,18 +226,8 @@ impl Problem {
                 ));
             }
             jobs.push(validate_job(m, spec, policy)?);
-            for (name, value) in &spec.throughput {
-                let field = || format!("jobs[{m}].throughput.{name}");
-                let w = type_index(name).ok_or_else(|| {
-                    ArbiterError::at(
-                        ErrorCode::UnknownWorkerType,
-                        field(),
-                        format!("worker type {name:?} is not in cluster.worker_types"),
-                    )
-                })?;
-                if let Some(v) = value {
-                    measured.set(m, w, finite_at_least(*v, 0.0, field, "a throughput")?);
-                }
+            for (w, v) in throughput_entries(&spec.throughput, &format!("jobs[{m}].throughput"), &type_index)? {
+                measured.set(m, w, v);
             }
             let runnable = (0..worker_types.len()).any(|w| measured.get(m, w) > 0.0 && worker_types[w].count > 0.0);
             if !runnable {
@@ -222,21 +237,12 @@ impl Problem {
                     format!("job {:?} has no positive throughput on any worker type with GPUs", spec.id),
                 ));
             }
-            for (name, value) in &spec.unconsolidated_throughput {
-                let field = || format!("jobs[{m}].unconsolidated_throughput.{name}");
-                let w = type_index(name).ok_or_else(|| {
-                    ArbiterError::at(
-                        ErrorCode::UnknownWorkerType,
-                        field(),
-                        format!("worker type {name:?} is not in cluster.worker_types"),
-                    )
-                })?;
-                let Some(v) = value else { continue };
-                let v = finite_at_least(*v, 0.0, field, "a throughput")?;
+            let path = format!("jobs[{m}].unconsolidated_throughput");
+            for (w, v) in throughput_entries(&spec.unconsolidated_throughput, &path, &type_index)? {
                 if !policy.supports_placement_sensitivity() {
                     return Err(ArbiterError::at(
                         ErrorCode::Unsupported,
-                        field(),
+                        format!("{path}.{}", worker_types[w].name),
                         format!(
                             "{} does not model placement sensitivity; leave out unconsolidated_throughput",
                             policy.name()

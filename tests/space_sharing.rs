@@ -4,7 +4,7 @@
 
 mod common;
 
-use common::random::SplitMix;
+use arbiter::workload::generator::Rng;
 use common::*;
 use serde_json::{json, Value};
 
@@ -87,23 +87,23 @@ fn dominated_pairs_are_pruned() {
 }
 
 /// A random request in Gavel's shape with every same-size pair offered.
-fn random_packed(rng: &mut SplitMix, policy: &str, jobs: usize) -> Value {
+fn random_packed(rng: &mut Rng, policy: &str, jobs: usize) -> Value {
     let types = ["v100", "p100", "k80"];
     let count = (jobs / 4).max(1) as f64;
     let mut list = Vec::new();
     let mut rows = Vec::new();
     for m in 0..jobs {
-        let base = 1.0 + 9.0 * rng.next_f64();
-        let row: Vec<f64> = (0..3).map(|w| base * [3.0, 2.0, 1.0][w] * (0.5 + rng.next_f64())).collect();
-        let sf = if rng.next_f64() < 0.8 { 1 } else { 2 };
-        let weight = if rng.next_f64() < 0.2 { 5.0 } else { 1.0 };
+        let base = 1.0 + 9.0 * rng.uniform();
+        let row: Vec<f64> = (0..3).map(|w| base * [3.0, 2.0, 1.0][w] * (0.5 + rng.uniform())).collect();
+        let sf = if rng.uniform() < 0.8 { 1 } else { 2 };
+        let weight = if rng.uniform() < 0.2 { 5.0 } else { 1.0 };
         list.push(json!({
             "id": format!("j{m}"),
             "throughput": {"v100": row[0], "p100": row[1], "k80": row[2]},
             "scale_factor": sf,
             "weight": weight,
-            "steps_remaining": 1000.0 + 1e5 * rng.next_f64(),
-            "time_elapsed": if policy == "finish_time_fairness" { 100.0 * rng.next_f64() } else { 0.0 },
+            "steps_remaining": 1000.0 + 1e5 * rng.uniform(),
+            "time_elapsed": if policy == "finish_time_fairness" { 100.0 * rng.uniform() } else { 0.0 },
             "arrival": m,
         }));
         rows.push((row, sf));
@@ -117,8 +117,8 @@ fn random_packed(rng: &mut SplitMix, policy: &str, jobs: usize) -> Value {
             let mut throughput = serde_json::Map::new();
             for (w, name) in types.iter().enumerate() {
                 // Each keeps 30–90% of its solo speed: some pairs help, some do not.
-                let pa = rows[a].0[w] * (0.3 + 0.6 * rng.next_f64());
-                let pb = rows[b].0[w] * (0.3 + 0.6 * rng.next_f64());
+                let pa = rows[a].0[w] * (0.3 + 0.6 * rng.uniform());
+                let pb = rows[b].0[w] * (0.3 + 0.6 * rng.uniform());
                 throughput.insert(name.to_string(), json!([pa, pb]));
             }
             colocations.push(json!({"jobs": [format!("j{a}"), format!("j{b}")], "throughput": throughput}));
@@ -149,7 +149,7 @@ fn no_worse(policy: &str, packed: f64, unpacked: f64) -> bool {
 /// pairs counted (`solve_value` checks).
 #[test]
 fn sharing_never_hurts() {
-    let mut rng = SplitMix::new(17);
+    let mut rng = Rng::new(17);
     let policies = [
         "max_min_fairness",
         "max_min_fairness_water_filling",
@@ -192,7 +192,7 @@ fn hierarchical_with_pairs() {
 /// no better than the exact one, and `stats.partitioning` says how it was split.
 #[test]
 fn partitioned_answers_fit_the_whole_cluster() {
-    let mut rng = SplitMix::new(29);
+    let mut rng = Rng::new(29);
     for policy in ["max_min_fairness", "max_min_fairness_water_filling", "min_makespan", "max_sum_throughput"] {
         let exact_request = random_packed(&mut rng, policy, 24);
         let mut request = exact_request.clone();
