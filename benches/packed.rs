@@ -97,11 +97,13 @@ fn main() {
         println!("skipped: Gavel's throughputs are not at {} (set ARBITER_GAVEL_DATA)", path.display());
         return;
     };
+    // `cargo test` runs this once without `--bench`: one small size, to show it works.
+    let test_mode = !std::env::args().any(|a| a == "--bench");
     let sizes: Vec<usize> = std::env::args()
         .skip(1)
         .find(|a| !a.starts_with('-'))
         .map(|a| a.split(',').filter_map(|s| s.parse().ok()).collect())
-        .unwrap_or_else(|| vec![256, 512, 1024]);
+        .unwrap_or_else(|| if test_mode { vec![64] } else { vec![256, 512, 1024] });
     let all_pairs_up_to = env_usize("ARBITER_ALL_PAIRS_UP_TO", 1024);
     let exact_up_to = env_usize("ARBITER_EXACT_UP_TO", 4096);
     println!(
