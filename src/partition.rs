@@ -1,5 +1,5 @@
 //! POP (Narayanan et al., SOSP 2021): split the jobs and every type's GPUs into `k` random,
-//! equal sub-problems, solve them in parallel, and put the allocations side by side. Each
+//! equal sub-problems (stratified: each part gets the same mix of job kinds), solve them in parallel, and put the allocations side by side. Each
 //! sub-problem is the same policy on `1/k` of every type's GPUs (so `X_equal`, and with it every
 //! normalized throughput, is unchanged) and on its own jobs with the pairs among them; the merged
 //! allocation is feasible for the whole cluster because the parts' capacities add up to it.
@@ -114,7 +114,15 @@ fn part(problem: &Problem, jobs: &[usize], inside: &[usize], k: usize) -> (Probl
 /// throughput).
 pub fn solve(problem: &Problem, backend: Backend, k: usize, chosen: &str) -> Result<(Outcome, Partitioning)> {
     let n = problem.num_jobs();
-    let order = shuffled(n, 0x504f_5021 ^ n as u64);
+    // Stratified: jobs alike (scale factor, weight, throughput row) sit next to each other, in a
+    // random order among themselves, so dealing round-robin gives every part the same mix.
+    let mut order = shuffled(n, 0x504f_5021 ^ n as u64);
+    let key = |m: usize| {
+        let job = &problem.jobs[m];
+        let row: Vec<u64> = problem.throughput.row(m).iter().map(|v| v.to_bits()).collect();
+        (job.scale_factor, job.weight.to_bits(), row)
+    };
+    order.sort_by_cached_key(|&m| key(m));
     let groups: Vec<Vec<usize>> = (0..k)
         .map(|p| {
             let mut jobs: Vec<usize> = order.iter().copied().skip(p).step_by(k).collect();
