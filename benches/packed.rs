@@ -122,7 +122,7 @@ fn main() {
             }
             req.partitions = Some(k as f64);
             let problem = Problem::from_request(&req).expect("a valid request");
-            let kept = arbiter::space_sharing::Pairs::of(&problem).kept.len();
+            let kept = arbiter::space_sharing::count_kept(&problem);
             let (seconds, objective) = solve(&problem);
             if k == 1 {
                 exact = Some(objective);

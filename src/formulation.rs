@@ -22,24 +22,27 @@ impl Groups {
     /// Jobs with the same throughput row and scale factor together; a job in one of `pairs` is
     /// set apart by them and stays alone.
     pub fn identical_jobs(problem: &Problem, pairs: &[Pair]) -> Groups {
-        let mut paired = vec![false; problem.num_jobs()];
-        pairs.iter().flat_map(|p| p.jobs).for_each(|m| paired[m] = true);
-        let mut index: HashMap<(Vec<u64>, u32, Option<usize>), usize> = HashMap::new();
-        let mut members: Vec<Vec<usize>> = Vec::new();
-        for (m, &is_paired) in paired.iter().enumerate() {
-            let key = (
-                problem.throughput.row(m).iter().map(|v| v.to_bits()).collect(),
-                problem.jobs[m].scale_factor,
-                is_paired.then_some(m),
-            );
-            let g = *index.entry(key).or_insert_with(|| {
-                members.push(Vec::new());
-                members.len() - 1
-            });
-            members[g].push(m);
-        }
-        Groups { members }
+        let mut apart = vec![false; problem.num_jobs()];
+        pairs.iter().flat_map(|p| p.jobs).for_each(|m| apart[m] = true);
+        let scale_factors: Vec<u32> = problem.jobs.iter().map(|j| j.scale_factor).collect();
+        Groups { members: group_identical(&problem.throughput, &scale_factors, &apart) }
     }
+}
+
+/// Jobs (rows of `throughput`) with the same row and scale factor, in order of first appearance;
+/// a job with `apart[m]` is a group of its own.
+pub fn group_identical(throughput: &Matrix, scale_factor: &[u32], apart: &[bool]) -> Vec<Vec<usize>> {
+    let mut index: HashMap<(Vec<u64>, u32, Option<usize>), usize> = HashMap::new();
+    let mut members: Vec<Vec<usize>> = Vec::new();
+    for (m, &alone) in apart.iter().enumerate() {
+        let key = (throughput.row(m).iter().map(|v| v.to_bits()).collect(), scale_factor[m], alone.then_some(m));
+        let g = *index.entry(key).or_insert_with(|| {
+            members.push(Vec::new());
+            members.len() - 1
+        });
+        members[g].push(m);
+    }
+    members
 }
 
 /// An LP over group columns `X[g][w]` with the base constraints in place.

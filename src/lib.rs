@@ -43,14 +43,17 @@ pub fn solve(problem: &Problem, backend: lp::Backend) -> error::Result<Response>
         Some(seconds) => backend.within(seconds),
         None => backend,
     };
-    let (outcome, partitioning) = match partition::plan(problem)? {
+    // Counted once: automatic partitioning and the response's pair stats both read it.
+    let kept_pairs = problem.space_sharing.then(|| space_sharing::count_kept(problem));
+    let (outcome, partitioning) = match partition::plan(problem, kept_pairs.unwrap_or(0))? {
         Some((k, chosen)) => {
             let (outcome, partitioning) = partition::solve(problem, backend, k, chosen)?;
             (outcome, Some(partitioning))
         }
         None => (policies::solve(problem, backend)?, None),
     };
-    let mut response = Response::new(problem, &outcome, backend.name(), start.elapsed().as_secs_f64());
+    let seconds = start.elapsed().as_secs_f64();
+    let mut response = Response::new(problem, &outcome, kept_pairs, backend.name(), seconds);
     response.stats.partitioning = partitioning;
     Ok(response)
 }

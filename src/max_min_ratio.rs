@@ -23,6 +23,7 @@
 //! terms sit in them directly; no cut is ever needed for it.
 
 use crate::error::Result;
+use crate::formulation::group_identical;
 use crate::lp::{Backend, LinearProgram, Row, Sense, Session};
 use crate::problem::Matrix;
 use crate::space_sharing::Pair;
@@ -387,7 +388,7 @@ fn price_pairs(
     session: &mut dyn Session,
 ) -> usize {
     // (gain, pair, type, the column's row entries)
-    type Candidate = (f64, usize, usize, Vec<(usize, f64)>);
+    type Candidate = (f64, usize, usize, [(usize, f64); 5]);
     let mut candidates: Vec<Candidate> = Vec::new();
     for (i, pair) in pairs.iter().enumerate().filter(|&(i, _)| present[i]) {
         let [ca, cb] = owners[i];
@@ -402,7 +403,7 @@ fn price_pairs(
             }
             let Some(cap) = rows_of.capacity[w] else { continue };
             let [pa, pb] = pair.throughput[w];
-            let entries = vec![(cap, pair.scale_factor as f64), (ta, 1.0), (tb, 1.0), (na, pa), (nb, pb)];
+            let entries = [(cap, pair.scale_factor as f64), (ta, 1.0), (tb, 1.0), (na, pa), (nb, pb)];
             let d = -entries.iter().map(|&(r, a)| a * duals[r]).sum::<f64>();
             let gain = match sense {
                 Sense::Maximize => d,
@@ -426,7 +427,7 @@ fn price_pairs(
     });
     candidates.truncate(PRICED_PER_ROUND);
     for (_, i, w, entries) in &candidates {
-        let col = session.add_col(0.0, 0.0, 1.0, entries);
+        let col = session.add_col(0.0, 0.0, 1.0, entries.as_slice());
         pair_cols[*i].push((*w, col));
         let [ca, cb] = owners[*i];
         classes[ca].pair_terms.push((col, pairs[*i].throughput[*w][0]));
@@ -446,25 +447,16 @@ impl<'a> Engine<'a> {
         if let Some(tu) = &instance.unconsolidated {
             (0..tu.rows()).filter(|&m| tu.row(m).iter().any(|&v| v > 0.0)).for_each(|m| paired[m] = true);
         }
-        let mut index: HashMap<(Vec<u64>, u32, Option<usize>), usize> = HashMap::new();
-        let mut shapes: Vec<ClassShape> = Vec::new();
-        for (m, &is_paired) in paired.iter().enumerate() {
-            let row = instance.throughput.row(m);
-            let key = (row.iter().map(|v| v.to_bits()).collect(), instance.scale_factor[m], is_paired.then_some(m));
-            let c = *index.entry(key).or_insert_with(|| {
+        let shapes: Vec<ClassShape> = group_identical(instance.throughput, &instance.scale_factor, &paired)
+            .into_iter()
+            .map(|jobs| {
+                let row = instance.throughput.row(jobs[0]);
                 let mut types: Vec<usize> =
                     (0..num_types).filter(|&w| row[w] > 0.0 && instance.capacity[w] > 0.0).collect();
                 types.sort_by(|&a, &b| row[b].total_cmp(&row[a]));
-                shapes.push(ClassShape {
-                    jobs: Vec::new(),
-                    row: row.to_vec(),
-                    scale_factor: instance.scale_factor[m],
-                    types,
-                });
-                shapes.len() - 1
-            });
-            shapes[c].jobs.push(m);
-        }
+                ClassShape { row: row.to_vec(), scale_factor: instance.scale_factor[jobs[0]], types, jobs }
+            })
+            .collect();
         Engine {
             instance,
             backend,
@@ -815,16 +807,6 @@ impl<'a> Engine<'a> {
             lp.add_col(0.0, 0.0, 1.0);
         }
         debug_assert_eq!(lp.num_cols(), num_cols);
-        // Each job's pair and unconsolidated columns, for its time row.
-        let mut pair_time_of: HashMap<usize, Vec<usize>> = HashMap::new();
-        for &(m, _, col) in extra_cols {
-            pair_time_of.entry(m).or_default().push(col);
-        }
-        for (pair, cols) in self.instance.pairs.iter().zip(pair_cols) {
-            for &m in &pair.jobs {
-                pair_time_of.entry(m).or_default().extend(cols.iter().map(|&(_, col)| col));
-            }
-        }
         for w in 0..self.instance.throughput.cols() {
             let pairs = self.instance.pairs.iter().zip(pair_cols).flat_map(|(pair, cols)| {
                 cols.iter().filter(move |&&(v, _)| v == w).map(move |&(_, col)| (col, pair.scale_factor as f64))
@@ -859,10 +841,15 @@ impl<'a> Engine<'a> {
         }
         let mut need_rows = Vec::new();
         for (c, class) in classes.iter().enumerate().filter(|(_, c)| !c.jobs.is_empty()) {
-            let mut time: Vec<(usize, f64)> = class.cols.iter().map(|&(_, col)| (col, 1.0)).collect();
-            if !class.pair_terms.is_empty() {
-                time.extend(pair_time_of[&class.jobs[0]].iter().map(|&col| (col, 1.0)));
-            }
+            // A paired or placement-sensitive job's time row holds its pair and unconsolidated
+            // columns too: the ones its need row carries.
+            let time: Vec<(usize, f64)> = class
+                .cols
+                .iter()
+                .map(|&(_, col)| col)
+                .chain(class.pair_terms.iter().map(|&(col, _)| col))
+                .map(|col| (col, 1.0))
+                .collect();
             rows_of.time[c] = Some(lp.add_row(Row::at_most(class.jobs.len() as f64, time)));
             // The class total (k = n), at λ = 0.
             let lambda = class.cols.len();
@@ -908,20 +895,27 @@ impl<'a> Engine<'a> {
             .reduce(f64::min)
     }
 
+    /// A solution with `z` and no time for anyone, solved by no LP.
+    fn nothing_allocated(&self, z: Option<f64>) -> RatioSolution {
+        let (rows, cols) = (self.instance.throughput.rows(), self.instance.throughput.cols());
+        RatioSolution {
+            z,
+            allocation: Matrix::zeros(rows, cols),
+            pair_time: vec![vec![0.0; cols]; self.instance.pairs.len()],
+            unconsolidated: self.no_unconsolidated(),
+            lp_solves: 0,
+            classes: 0,
+        }
+    }
+
     /// Solves `max z s.t. thr_m ≥ z·demand_m` exactly. Jobs with zero demand get nothing.
     pub fn max_ratio(&mut self, demand: &[f64]) -> Result<RatioSolution> {
         let Some(unit) = self.natural_unit(demand) else {
-            let allocation = Matrix::zeros(self.instance.throughput.rows(), self.instance.throughput.cols());
-            let pair_time = vec![vec![0.0; allocation.cols()]; self.instance.pairs.len()];
-            let unconsolidated = self.no_unconsolidated();
-            return Ok(RatioSolution { z: None, allocation, pair_time, unconsolidated, lp_solves: 0, classes: 0 });
+            return Ok(self.nothing_allocated(None));
         };
         if unit == 0.0 {
             // Some job with a demand can run nowhere: no z > 0 is feasible.
-            let allocation = Matrix::zeros(self.instance.throughput.rows(), self.instance.throughput.cols());
-            let pair_time = vec![vec![0.0; allocation.cols()]; self.instance.pairs.len()];
-            let unconsolidated = self.no_unconsolidated();
-            return Ok(RatioSolution { z: Some(0.0), allocation, pair_time, unconsolidated, lp_solves: 0, classes: 0 });
+            return Ok(self.nothing_allocated(Some(0.0)));
         }
         // z measured in its natural unit, so the LP is well scaled whatever the demands' units.
         let needs = demand.iter().map(|d| Need { base: 0.0, terms: vec![(0, d * unit)] }).collect();

@@ -11,7 +11,6 @@ use crate::lp::Backend;
 use crate::policies::{self, Outcome, PolicyKind, WaterFillingReport};
 use crate::problem::{Colocation, Matrix, Problem, WorkerType};
 use crate::response::Partitioning;
-use crate::space_sharing::Pairs;
 use crate::workload::generator::Rng;
 use rayon::prelude::*;
 use std::time::Instant;
@@ -29,8 +28,9 @@ pub fn supports(policy: PolicyKind) -> bool {
 }
 
 /// The partitioning to use: the request's `partitions`, or an automatic choice when space sharing
-/// keeps more pairs than one part should hold. `None`: solve whole.
-pub fn plan(problem: &Problem) -> Result<Option<(usize, &'static str)>> {
+/// keeps more pairs (`kept_pairs`, from `space_sharing::count_kept`) than one part should hold.
+/// `None`: solve whole.
+pub fn plan(problem: &Problem, kept_pairs: usize) -> Result<Option<(usize, &'static str)>> {
     match problem.partitions {
         Some(1) => Ok(None),
         Some(k) => {
@@ -47,9 +47,8 @@ pub fn plan(problem: &Problem) -> Result<Option<(usize, &'static str)>> {
             if !supports(problem.policy) || !problem.space_sharing {
                 return Ok(None);
             }
-            let pairs = Pairs::of(problem).kept.len();
             let mut k = 1;
-            while pairs / (k * k) > PAIRS_PER_PART && problem.num_jobs() / (2 * k) >= MIN_JOBS_PER_PART {
+            while kept_pairs / (k * k) > PAIRS_PER_PART && problem.num_jobs() / (2 * k) >= MIN_JOBS_PER_PART {
                 k *= 2;
             }
             Ok((k > 1).then_some((k, "automatic")))

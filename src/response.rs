@@ -82,7 +82,15 @@ pub struct Partitioning {
 }
 
 impl Response {
-    pub fn new(problem: &Problem, outcome: &Outcome, backend: &str, solve_seconds: f64) -> Response {
+    /// `kept_pairs`: with space sharing, how many offered colocations the formulations kept
+    /// (`space_sharing::count_kept`); `None` without it.
+    pub fn new(
+        problem: &Problem,
+        outcome: &Outcome,
+        kept_pairs: Option<usize>,
+        backend: &str,
+        solve_seconds: f64,
+    ) -> Response {
         let names: Vec<&str> = problem.worker_types.iter().map(|w| w.name.as_str()).collect();
         let mut allocation = IndexMap::with_capacity(problem.num_jobs());
         let mut effective_throughput = IndexMap::with_capacity(problem.num_jobs());
@@ -120,9 +128,9 @@ impl Response {
             allocation.insert(job.id.clone(), names.iter().map(|n| n.to_string()).zip(row.iter().copied()).collect());
             effective_throughput.insert(job.id.clone(), thr[m]);
         }
-        let pairs = problem.space_sharing.then(|| PairStats {
+        let pairs = kept_pairs.map(|kept| PairStats {
             offered: problem.colocations.len(),
-            kept: crate::space_sharing::Pairs::of(problem).kept.len(),
+            kept,
             used: colocated_allocation.len(),
             threshold: problem.colocation_threshold,
         });

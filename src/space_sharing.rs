@@ -44,65 +44,49 @@ impl Pair {
     }
 }
 
-/// The pairs a formulation uses, and how many were offered.
-#[derive(Debug, Clone, Default, PartialEq)]
-pub struct Pairs {
-    pub kept: Vec<Pair>,
-    pub offered: usize,
+/// Job `a`'s and job `b`'s throughput in colocation `k` on type `w`, in the policy's units, when
+/// that (pair, type) is kept: both jobs can run on `w` alone, the type has GPUs, and
+/// `p_a + p_b > threshold`. `None` where it is pruned.
+fn kept_on(problem: &Problem, k: usize, w: usize) -> Option<[f64; 2]> {
+    let colocation = &problem.colocations[k];
+    let [a, b] = colocation.jobs;
+    let (solo_a, solo_b) = (problem.measured.get(a, w), problem.measured.get(b, w));
+    let [pa, pb] = colocation.throughput[w];
+    let usable = solo_a > 0.0 && solo_b > 0.0 && problem.worker_types[w].count > 0.0;
+    if !usable || pa / solo_a + pb / solo_b <= problem.colocation_threshold {
+        return None;
+    }
+    Some(if problem.heterogeneity_aware {
+        [pa, pb]
+    } else {
+        [pa / solo_a * problem.throughput.get(a, w), pb / solo_b * problem.throughput.get(b, w)]
+    })
 }
 
-impl Pairs {
-    /// No pairs: space sharing is off.
-    pub fn none() -> Pairs {
-        Pairs::default()
+/// The problem's offered colocations with every dominated or unusable (pair, type) dropped, and
+/// the pairs left with no type at all. Empty unless `space_sharing` is on.
+pub fn kept_pairs(problem: &Problem) -> Vec<Pair> {
+    if !problem.space_sharing {
+        return Vec::new();
     }
+    (0..problem.colocations.len())
+        .filter_map(|k| {
+            let throughput: Vec<[f64; 2]> =
+                (0..problem.num_types()).map(|w| kept_on(problem, k, w).unwrap_or([0.0, 0.0])).collect();
+            let jobs = problem.colocations[k].jobs;
+            let pair = Pair { colocation: k, jobs, scale_factor: problem.jobs[jobs[0]].scale_factor, throughput };
+            let runs_somewhere = pair.types().next().is_some();
+            runs_somewhere.then_some(pair)
+        })
+        .collect()
+}
 
-    /// The problem's offered colocations with every dominated or unusable (pair, type) dropped:
-    /// kept on `w` only when both jobs can run there alone, the type has GPUs, and
-    /// `p_a + p_b > threshold`. Empty unless `space_sharing` is on.
-    pub fn of(problem: &Problem) -> Pairs {
-        if !problem.space_sharing {
-            return Pairs::none();
-        }
-        let threshold = problem.colocation_threshold;
-        let mut kept = Vec::new();
-        for (k, colocation) in problem.colocations.iter().enumerate() {
-            let [a, b] = colocation.jobs;
-            let throughput: Vec<[f64; 2]> = (0..problem.num_types())
-                .map(|w| {
-                    let (solo_a, solo_b) = (problem.measured.get(a, w), problem.measured.get(b, w));
-                    let [pa, pb] = colocation.throughput[w];
-                    let usable = solo_a > 0.0 && solo_b > 0.0 && problem.worker_types[w].count > 0.0;
-                    if !usable || pa / solo_a + pb / solo_b <= threshold {
-                        return [0.0, 0.0];
-                    }
-                    if problem.heterogeneity_aware {
-                        [pa, pb]
-                    } else {
-                        [pa / solo_a * problem.throughput.get(a, w), pb / solo_b * problem.throughput.get(b, w)]
-                    }
-                })
-                .collect();
-            let pair = Pair { colocation: k, jobs: [a, b], scale_factor: problem.jobs[a].scale_factor, throughput };
-            if pair.types().next().is_some() {
-                kept.push(pair);
-            }
-        }
-        Pairs { kept, offered: problem.colocations.len() }
+/// How many pairs `kept_pairs` keeps, without building them.
+pub fn count_kept(problem: &Problem) -> usize {
+    if !problem.space_sharing {
+        return 0;
     }
-
-    pub fn is_empty(&self) -> bool {
-        self.kept.is_empty()
-    }
-
-    /// `of_job[m]`: indices into `kept` of the pairs job `m` belongs to.
-    pub fn of_job(&self, num_jobs: usize) -> Vec<Vec<usize>> {
-        let mut of_job = vec![Vec::new(); num_jobs];
-        for (i, pair) in self.kept.iter().enumerate() {
-            for &m in &pair.jobs {
-                of_job[m].push(i);
-            }
-        }
-        of_job
-    }
+    (0..problem.colocations.len())
+        .filter(|&k| (0..problem.num_types()).any(|w| kept_on(problem, k, w).is_some()))
+        .count()
 }

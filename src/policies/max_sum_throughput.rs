@@ -6,13 +6,13 @@ use crate::error::Result;
 use crate::formulation::{BaseLp, Groups};
 use crate::lp::{Backend, LinearProgram, Sense};
 use crate::problem::Problem;
-use crate::space_sharing::Pairs;
+use crate::space_sharing::kept_pairs;
 
 pub struct MaxSumThroughput;
 
 impl Policy for MaxSumThroughput {
     fn solve(&self, problem: &Problem, backend: Backend) -> Result<Outcome> {
-        let pairs = Pairs::of(problem).kept;
+        let pairs = kept_pairs(problem);
         let groups = Groups::identical_jobs(problem, &pairs);
         let mut base = BaseLp::with_pairs(problem, groups, &pairs, LinearProgram::new(Sense::Maximize), None);
         base.set_objective(|m, w| problem.throughput.get(m, w));

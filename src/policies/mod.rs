@@ -22,7 +22,7 @@ use crate::error::{ArbiterError, ErrorCode, Result};
 use crate::lp::Backend;
 use crate::max_min_ratio::{Engine, Instance};
 use crate::problem::{Matrix, Problem};
-use crate::space_sharing::{Pair, Pairs};
+use crate::space_sharing::{kept_pairs, Pair};
 
 /// Every policy name of the contract.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -84,8 +84,8 @@ impl PolicyKind {
         PolicyKind::ALL.into_iter().find(|p| p.name() == name)
     }
 
-    /// Policies that can give time to colocated pairs (`space_sharing: true`).
-    pub fn supports_space_sharing(self) -> bool {
+    /// Policies solved by the exact max-min engine (`max_min_ratio`).
+    fn on_exact_engine(self) -> bool {
         matches!(
             self,
             PolicyKind::MaxMinFairness
@@ -93,22 +93,18 @@ impl PolicyKind {
                 | PolicyKind::Hierarchical
                 | PolicyKind::FinishTimeFairness
                 | PolicyKind::MinMakespan
-                | PolicyKind::MaxSumThroughput
-                | PolicyKind::Gandiva
         )
+    }
+
+    /// Policies that can give time to colocated pairs (`space_sharing: true`).
+    pub fn supports_space_sharing(self) -> bool {
+        self.on_exact_engine() || matches!(self, PolicyKind::MaxSumThroughput | PolicyKind::Gandiva)
     }
 
     /// Policies that formulate consolidated and unconsolidated placements
     /// (`unconsolidated_throughput`): those on the exact engine.
     pub fn supports_placement_sensitivity(self) -> bool {
-        matches!(
-            self,
-            PolicyKind::MaxMinFairness
-                | PolicyKind::MaxMinFairnessWaterFilling
-                | PolicyKind::Hierarchical
-                | PolicyKind::FinishTimeFairness
-                | PolicyKind::MinMakespan
-        )
+        self.on_exact_engine()
     }
 
     /// Policies whose objective is defined by the jobs' remaining steps.
@@ -203,17 +199,8 @@ pub fn solve(problem: &Problem, backend: Backend) -> Result<Outcome> {
 /// time have many optimal allocations; a simplex vertex pins a job to one type, which the round
 /// mechanism then honours for the job's whole life. Gavel's solver returns the evenly spread one.
 fn spreads_type_blind(problem: &Problem, outcome: &Outcome) -> bool {
-    let time_only = matches!(
-        problem.policy,
-        PolicyKind::MaxMinFairness
-            | PolicyKind::MaxMinFairnessWaterFilling
-            | PolicyKind::Hierarchical
-            | PolicyKind::FinishTimeFairness
-            | PolicyKind::MinMakespan
-            | PolicyKind::MaxSumThroughput
-            | PolicyKind::Fifo
-            | PolicyKind::ShortestJobFirst
-    );
+    let time_only = problem.policy.on_exact_engine()
+        || matches!(problem.policy, PolicyKind::MaxSumThroughput | PolicyKind::Fifo | PolicyKind::ShortestJobFirst);
     let extra_columns = (0..outcome.colocated.rows()).any(|k| outcome.colocated.row(k).iter().any(|&y| y > 0.0))
         || outcome.unconsolidated.rows() > 0;
     !problem.heterogeneity_aware && time_only && !extra_columns
@@ -252,7 +239,7 @@ pub(crate) fn engine(problem: &Problem, backend: Backend) -> Engine<'_> {
         throughput: &problem.throughput,
         scale_factor: scale_factors(problem),
         capacity: capacities(problem),
-        pairs: Pairs::of(problem).kept,
+        pairs: kept_pairs(problem),
         unconsolidated: problem.unconsolidated_throughput(),
         consolidated_slots: problem.consolidated_slots(),
     };
