@@ -35,6 +35,9 @@ pub enum ErrorCode {
     MissingField,
     /// The request asks for something this version does not do.
     Unsupported,
+    /// Too few throughputs are measured to estimate the others at the chosen rank, or the
+    /// reference matrix has too few jobs.
+    TooFewMeasurements,
     /// The problem has no feasible allocation (for example SLOs that cannot all be met).
     Infeasible,
     /// The LP solver failed.

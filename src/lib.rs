@@ -14,6 +14,7 @@
 
 pub mod demo;
 pub mod error;
+pub mod estimator;
 pub mod formulation;
 pub mod lp;
 pub mod max_min_ratio;
@@ -58,7 +59,22 @@ pub fn solve(problem: &Problem, backend: lp::Backend) -> error::Result<Response>
     Ok(response)
 }
 
-/// Parses, validates and solves a request given as JSON text.
+/// Parses, validates and solves a request given as JSON text. A request with
+/// `estimate_missing` needs a reference: use [`solve_request`].
 pub fn solve_json(text: &str, backend: lp::Backend) -> error::Result<Response> {
-    solve(&Problem::from_json(text)?, backend)
+    solve_request(Request::from_json(text)?, None, backend)
+}
+
+/// Solves a request of the contract; with `estimate_missing`, the throughputs its jobs leave out
+/// are first estimated against `reference` (the estimator, `estimator::fill`), and the response
+/// lists them.
+pub fn solve_request(
+    mut request: Request,
+    reference: Option<&workload::throughputs::ThroughputTable>,
+    backend: lp::Backend,
+) -> error::Result<Response> {
+    let estimated = estimator::fill::fill_missing(&mut request, reference)?;
+    let mut response = solve(&Problem::from_request(&request)?, backend)?;
+    response.estimated_throughput = estimated;
+    Ok(response)
 }

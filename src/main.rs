@@ -39,6 +39,9 @@ enum Command {
         /// LP backend: `highs` (default) or `microlp` when built with that feature.
         #[arg(long, default_value_t = Backend::default().name().to_string())]
         backend: String,
+        /// The reference matrix for requests with `estimate_missing` (Gavel's throughput file format).
+        #[arg(long, value_name = "FILE")]
+        reference_throughputs: Option<std::path::PathBuf>,
     },
     /// Solve the embedded demo cluster and jobs, and print the allocation as a table.
     Demo {
@@ -69,6 +72,10 @@ enum Command {
     /// Simulate a grid of policies × input loads × seeds on generated traces, in parallel, and
     /// write one CSV row per simulation (and plots of average JCT against load and JCT CDFs).
     Sweep(arbiter::simulator::cli::SweepArgs),
+    /// Estimate a job's throughputs on the types (and beside the reference jobs) it was not
+    /// measured on, by matrix completion against a reference file; or, with --evaluate, measure
+    /// how good those estimates are on the reference itself.
+    Estimate(arbiter::estimator::cli::EstimateArgs),
     /// Print the service's OpenAPI 3.1 document (the one `GET /openapi.json` serves).
     Openapi {
         /// Write it to this file instead (the checked-in copy is `openapi/openapi.json`).
@@ -117,8 +124,12 @@ fn backend_named(name: &str) -> Result<Backend, ArbiterError> {
     })
 }
 
-fn run_solve(input: &str, pretty: bool, backend: &str) -> ExitCode {
-    let response = backend_named(backend).and_then(|backend| arbiter::solve_json(&read_input(input)?, backend));
+fn run_solve(input: &str, pretty: bool, backend: &str, reference: Option<&std::path::Path>) -> ExitCode {
+    let response = backend_named(backend).and_then(|backend| {
+        let reference = reference.map(arbiter::workload::throughputs::ThroughputTable::from_path).transpose()?;
+        let request = arbiter::Request::from_json(&read_input(input)?)?;
+        arbiter::solve_request(request, reference.as_ref(), backend)
+    });
     match response {
         Ok(response) => {
             let out = if pretty { serde_json::to_string_pretty(&response) } else { serde_json::to_string(&response) };
@@ -209,7 +220,9 @@ fn run_openapi(output: Option<std::path::PathBuf>) -> ExitCode {
 
 fn main() -> ExitCode {
     match Cli::parse().command {
-        Command::Solve { input, pretty, backend } => run_solve(&input, pretty, &backend),
+        Command::Solve { input, pretty, backend, reference_throughputs } => {
+            run_solve(&input, pretty, &backend, reference_throughputs.as_deref())
+        }
         Command::Demo { policy, json } => run_demo(&policy, json),
         Command::Rounds(args) => run_rounds(args),
         Command::Serve(config) => run_serve(config),
@@ -220,5 +233,6 @@ fn main() -> ExitCode {
         Command::Sweep(args) => {
             arbiter::simulator::cli::run_sweep(&args).map_or_else(|e| fail(&e), |()| ExitCode::SUCCESS)
         }
+        Command::Estimate(args) => arbiter::estimator::cli::run(&args).map_or_else(|e| fail(&e), |text| emit(&text)),
     }
 }

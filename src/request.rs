@@ -29,6 +29,11 @@ pub struct Request {
     /// (POP). 1: solve whole. Absent: whole below `partition_threshold_jobs`, else automatic.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub partitions: Option<f64>,
+    /// Estimate every job's throughputs on the cluster's worker types it leaves out (absent or
+    /// null) from those it gives, against the reference matrix (`--reference-throughputs`);
+    /// the response lists them in `estimated_throughput`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub estimate_missing: Option<bool>,
 }
 
 #[derive(Debug, Clone, Default, Serialize, Deserialize, utoipa::ToSchema)]

@@ -23,6 +23,10 @@ pub struct Response {
     /// Water-filling policies: per job, its normalized throughput and the level it froze at.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub levels: Option<IndexMap<String, JobLevel>>,
+    /// With `estimate_missing`: `estimated_throughput[job][worker type]`, the throughputs the
+    /// estimator filled in (the others were given).
+    #[serde(default, skip_serializing_if = "IndexMap::is_empty")]
+    pub estimated_throughput: crate::estimator::fill::Estimated,
     pub stats: Stats,
 }
 
@@ -157,6 +161,7 @@ impl Response {
             effective_throughput,
             objective: outcome.objective,
             levels,
+            estimated_throughput: Default::default(),
             stats: Stats {
                 backend: backend.to_string(),
                 solve_seconds,

@@ -36,10 +36,15 @@ pub async fn solve(State(state): State<SharedState>, request: axum::extract::Req
     let json = state
         .limiter
         .run(move || -> ApiResult<Vec<u8>> {
-            let problem = Problem::from_request(&parse(body.text()?)?)?;
+            let mut request = parse(body.text()?)?;
+            let estimated = crate::estimator::fill::fill_missing(&mut request, shared.reference.as_deref())?;
+            let problem = Problem::from_request(&request)?;
             let backend = Backend::default().within(shared.config.max_solve_seconds);
             let start = Instant::now();
-            let result = crate::solve(&problem, backend);
+            let result = crate::solve(&problem, backend).map(|mut response| {
+                response.estimated_throughput = estimated;
+                response
+            });
             let outcome =
                 result.as_ref().map_or_else(|e| super::error::Code::Library(e.code).as_str(), |_| "ok".into());
             shared.metrics.observe_solve("allocations", start.elapsed().as_secs_f64(), &outcome);

@@ -69,6 +69,11 @@ pub struct Config {
     /// Do not create the embedded demo session (`demo`) at start.
     #[arg(long, env = "ARBITER_NO_DEMO", value_parser = clap::builder::BoolishValueParser::new())]
     pub no_demo: bool,
+
+    /// The reference matrix of `POST /v1/throughputs/estimate` when a request posts none: a
+    /// measured-throughput file in Gavel's format (e.g. `simulation_throughputs.json`).
+    #[arg(long, env = "ARBITER_REFERENCE_THROUGHPUTS", value_name = "FILE")]
+    pub reference_throughputs: Option<PathBuf>,
 }
 
 fn positive_seconds(text: &str) -> Result<f64, String> {
@@ -94,6 +99,7 @@ impl Config {
             log: "info".to_string(),
             log_format: LogFormat::Text,
             no_demo: false,
+            reference_throughputs: None,
         }
     }
 

@@ -17,6 +17,7 @@ pub mod server;
 pub mod sessions;
 pub mod state;
 pub mod store;
+pub mod throughputs;
 
 pub use config::Config;
 pub use server::{router, run, serve};

@@ -38,6 +38,7 @@ use utoipa::OpenApi;
         super::sessions::handlers::allocation,
         super::sessions::handlers::recompute,
         super::sessions::handlers::round,
+        super::throughputs::estimate,
         super::health::healthz,
         super::metrics::metrics,
         super::health::openapi,
@@ -46,6 +47,7 @@ use utoipa::OpenApi;
     tags(
         (name = "allocations", description = "Stateless: the contract's request in, its response out"),
         (name = "sessions", description = "A cluster under the round-based mechanism; every change is durable before it is acknowledged"),
+        (name = "throughputs", description = "Throughputs a job was not measured on, estimated against a reference matrix"),
         (name = "operations", description = "Health, metrics and this document"),
     )
 )]

@@ -8,7 +8,7 @@ use super::sessions::handlers::{self as h, solve_now};
 use super::sessions::registry::apply_live;
 use super::sessions::spec::CreateSession;
 use super::state::{AppState, SharedState};
-use super::{allocations, health, metrics};
+use super::{allocations, health, metrics, throughputs};
 use axum::extract::DefaultBodyLimit;
 use axum::http::{HeaderValue, Method, Uri};
 use axum::routing::{delete, get, post, put};
@@ -33,6 +33,7 @@ pub fn router(state: SharedState) -> Router {
         .route("/metrics", get(metrics::metrics))
         .route("/openapi.json", get(health::openapi))
         .route("/v1/allocations", post(allocations::solve))
+        .route("/v1/throughputs/estimate", post(throughputs::estimate))
         .route("/v1/sessions", get(h::list).post(h::create))
         .route("/v1/sessions/{id}", get(h::get).delete(h::delete))
         .route("/v1/sessions/{id}/jobs", post(h::add_job))

@@ -6,6 +6,7 @@ use super::limits::SolveLimiter;
 use super::metrics::Metrics;
 use super::sessions::registry::{Broken, Sessions};
 use super::store::{Store, StoreError};
+use crate::workload::throughputs::ThroughputTable;
 use axum::body::Bytes;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -19,6 +20,8 @@ pub struct AppState {
     /// `GET /openapi.json`, rendered once.
     pub openapi: Bytes,
     pub started: Instant,
+    /// `--reference-throughputs`, read once at start.
+    pub reference: Option<Arc<ThroughputTable>>,
 }
 
 pub type SharedState = Arc<AppState>;
@@ -26,6 +29,10 @@ pub type SharedState = Arc<AppState>;
 impl AppState {
     /// Opens the store and rebuilds its sessions; returns those that could not be rebuilt too.
     pub fn open(config: Config) -> Result<(SharedState, Vec<Broken>), StoreError> {
+        let reference = match &config.reference_throughputs {
+            Some(path) => Some(Arc::new(ThroughputTable::from_path(path).map_err(|e| StoreError(e.to_string()))?)),
+            None => None,
+        };
         let store = Arc::new(Store::open(&config.db)?);
         let (sessions, broken) = Sessions::load(store)?;
         let limiter = SolveLimiter::new(
@@ -41,6 +48,7 @@ impl AppState {
             metrics: Metrics::default(),
             openapi: Bytes::from(super::openapi::json()),
             started: Instant::now(),
+            reference,
         };
         Ok((Arc::new(state), broken))
     }

@@ -1,0 +1,102 @@
+//! The `arbiter estimate` command: complete partial throughput rows against a reference file, or
+//! measure the estimator on that reference (leave-one-job-out). `src/main.rs` only dispatches here.
+
+use super::api::{self, EstimateRequest};
+use super::evaluation::{Accuracy, Method};
+use super::{EstimateOptions, Estimator, ReferenceMatrix, DEFAULT_REGULARIZATION};
+use crate::error::{ArbiterError, ErrorCode, Result};
+use crate::workload::throughputs::ThroughputTable;
+use std::fmt::Write as _;
+use std::path::PathBuf;
+
+/// Flags of `arbiter estimate`.
+#[derive(Debug, Clone, clap::Args)]
+pub struct EstimateArgs {
+    /// The reference: a measured-throughput file in Gavel's format (e.g.
+    /// `../shared/data/gavel/simulation_throughputs.json`). A request may post its own instead.
+    #[arg(long, value_name = "FILE")]
+    pub reference_throughputs: Option<PathBuf>,
+    /// A request (`{"jobs": [{"id", "throughput": {...}, "colocated": {...}}]}`), or `-` for
+    /// standard input; its completed rows are printed as JSON.
+    #[arg(long, short, value_name = "FILE|-", conflicts_with = "evaluate")]
+    pub input: Option<String>,
+    /// Instead: hold out each reference job in turn, hide all but k of its worker types (and
+    /// with or without a few pair entries), and print the estimator's error beside two trivial
+    /// estimates (the nearest job on the measured entries, the column mean).
+    #[arg(long)]
+    pub evaluate: bool,
+    /// With --evaluate: the scale factor whose reference jobs are evaluated.
+    #[arg(long, default_value_t = 1)]
+    pub scale_factor: u32,
+    /// With --evaluate: worker types, comma-separated (default: the file's, without `*_unconsolidated`).
+    #[arg(long, value_delimiter = ',')]
+    pub worker_types: Option<Vec<String>>,
+    /// With --evaluate: factors per row (default: as many as the measurements allow, up to 3).
+    #[arg(long)]
+    pub rank: Option<usize>,
+    /// With --evaluate: ridge weight on the factors.
+    #[arg(long, default_value_t = DEFAULT_REGULARIZATION)]
+    pub regularization: f64,
+    /// Print JSON (the table's rows with --evaluate).
+    #[arg(long)]
+    pub json: bool,
+}
+
+/// Runs the command and returns what it prints.
+pub fn run(args: &EstimateArgs) -> Result<String> {
+    let table = args.reference_throughputs.as_deref().map(ThroughputTable::from_path).transpose()?;
+    if args.evaluate {
+        let table = table.ok_or_else(|| {
+            ArbiterError::at(
+                ErrorCode::MissingField,
+                "reference_throughputs",
+                "--evaluate needs --reference-throughputs FILE",
+            )
+        })?;
+        let types = api::worker_types(&table, args.worker_types.as_deref())?;
+        let estimator = Estimator::new(ReferenceMatrix::from_table(&table, &types, args.scale_factor, true))?;
+        let rows = estimator.evaluate(EstimateOptions { rank: args.rank, regularization: args.regularization });
+        return Ok(if args.json {
+            serde_json::to_string_pretty(&rows).expect("rows serialize")
+        } else {
+            render_table(&rows, estimator.reference().jobs.len(), &types)
+        });
+    }
+    let input = args.input.as_deref().ok_or_else(|| {
+        ArbiterError::at(ErrorCode::MissingField, "input", "give --input FILE|- (partial rows) or --evaluate")
+    })?;
+    let text = if input == "-" { std::io::read_to_string(std::io::stdin()) } else { std::fs::read_to_string(input) }
+        .map_err(|e| ArbiterError::new(ErrorCode::MalformedRequest, format!("cannot read {input}: {e}")))?;
+    let request: EstimateRequest = serde_path_to_error::deserialize(&mut serde_json::Deserializer::from_str(&text))
+        .map_err(|e| ArbiterError::at(ErrorCode::MalformedRequest, e.path().to_string(), e.inner().to_string()))?;
+    let response = api::estimate(&request, table.as_ref())?;
+    Ok(serde_json::to_string_pretty(&response).expect("a response serializes"))
+}
+
+fn render_table(rows: &[Accuracy], jobs: usize, types: &[String]) -> String {
+    let percent = |v: f64| if v.is_nan() { "—".to_string() } else { format!("{:.1}%", 100.0 * v) };
+    let mut out = String::new();
+    let _ = writeln!(out, "leave-one-job-out over {jobs} reference jobs on {}", types.join(", "));
+    let _ = writeln!(out, "| types measured | pairs measured | method | solo median | solo p90 | pair median | pair p90 | type order kept |");
+    let _ = writeln!(out, "|---:|---|---|---:|---:|---:|---:|---:|");
+    for r in rows {
+        let method = match r.method {
+            Method::Estimator => "estimator",
+            Method::NearestJob => "nearest job",
+            Method::ColumnMean => "column mean",
+        };
+        let _ = writeln!(
+            out,
+            "| {} | {} | {} | {} | {} | {} | {} | {} |",
+            r.known_types,
+            if r.pairs_known { super::evaluation::PAIRS_PER_TYPE.to_string() + " per type" } else { "none".into() },
+            method,
+            percent(r.solo_median),
+            percent(r.solo_p90),
+            percent(r.pair_median),
+            percent(r.pair_p90),
+            percent(r.order_kept)
+        );
+    }
+    out
+}

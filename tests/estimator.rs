@@ -1,0 +1,328 @@
+//! The throughput estimator: exact recovery of a synthetic low-rank table, refusals, measured
+//! zeros and bad numbers, the CLI and, where Gavel's data is beside the checkout, that it beats
+//! the trivial estimates on leave-one-job-out.
+
+mod service_support;
+
+use arbiter::estimator::api::{estimate, EstimateRequest, PartialRow};
+use arbiter::estimator::evaluation::Method;
+use arbiter::estimator::{EstimateOptions, Estimator, ReferenceMatrix};
+use arbiter::workload::throughputs::ThroughputTable;
+use arbiter::ErrorCode;
+use indexmap::IndexMap;
+use serde_json::{json, Value};
+use std::path::PathBuf;
+use std::process::Command;
+
+const TYPES: [&str; 6] = ["a", "b", "c", "d", "e", "f"];
+
+/// ln T = 1 + 0.2·w + bias_i + u_i·f(w) + v_i·g(w): rank 2 after the row and column offsets.
+fn synthetic_log(i: usize, w: usize) -> f64 {
+    let (u, v, bias) = ((i as f64 * 0.37).sin(), (i as f64 * 0.91).cos(), 0.1 * i as f64);
+    1.0 + 0.2 * w as f64 + bias + u * (w as f64 * 0.5).cos() + v * (w as f64 * 0.3).sin()
+}
+
+/// A reference in Gavel's format: `jobs` job types on the six types, alone only.
+fn synthetic_table(jobs: usize) -> Value {
+    let mut table = serde_json::Map::new();
+    for (w, name) in TYPES.iter().enumerate() {
+        let mut entries = serde_json::Map::new();
+        for i in 0..jobs {
+            entries.insert(format!("('job{i}', 1)"), json!({"null": synthetic_log(i, w).exp()}));
+        }
+        table.insert(name.to_string(), Value::Object(entries));
+    }
+    Value::Object(table)
+}
+
+fn partial(id: &str, measured: &[(&str, f64)]) -> PartialRow {
+    PartialRow {
+        id: id.into(),
+        throughput: measured.iter().map(|&(w, v)| (w.to_string(), v)).collect::<IndexMap<_, _>>(),
+        ..PartialRow::default()
+    }
+}
+
+#[test]
+fn a_rank_two_table_is_recovered_exactly_from_three_measurements() {
+    let new = 12;
+    let request = EstimateRequest {
+        reference: Some(synthetic_table(new)),
+        pairs: Some(false),
+        rank: Some(2),
+        regularization: Some(0.0),
+        jobs: vec![partial(
+            "new",
+            &[
+                ("a", synthetic_log(new, 0).exp()),
+                ("c", synthetic_log(new, 2).exp()),
+                ("f", synthetic_log(new, 5).exp()),
+            ],
+        )],
+        ..EstimateRequest::default()
+    };
+    let response = estimate(&request, None).unwrap();
+    let row = &response.jobs[0];
+    assert_eq!(row.rank, 2);
+    for (w, name) in TYPES.iter().enumerate() {
+        let entry = &row.throughput[*name];
+        let truth = synthetic_log(new, w).exp();
+        assert!((entry.steps_per_second - truth).abs() < 1e-8 * truth, "{name}: {} vs {truth}", entry.steps_per_second);
+        assert_eq!(entry.estimated, !["a", "c", "f"].contains(name));
+        assert_eq!(entry.expected_relative_error.is_some(), entry.estimated);
+    }
+    // The estimate of a reference job's own row is that job: its fingerprint.
+    let again = EstimateRequest {
+        jobs: vec![partial(
+            "copy",
+            &[("a", synthetic_log(4, 0).exp()), ("b", synthetic_log(4, 1).exp()), ("e", synthetic_log(4, 4).exp())],
+        )],
+        ..request
+    };
+    let row = &estimate(&again, None).unwrap().jobs[0];
+    assert_eq!(row.fingerprint.job_type, "job4");
+    assert!(row.fingerprint.distance < 1e-8);
+}
+
+#[test]
+fn too_few_measurements_for_the_rank_are_refused_with_the_field() {
+    let base =
+        EstimateRequest { reference: Some(synthetic_table(10)), pairs: Some(false), ..EstimateRequest::default() };
+    let e = estimate(
+        &EstimateRequest { rank: Some(2), jobs: vec![partial("x", &[("a", 3.0), ("b", 2.0)])], ..base.clone() },
+        None,
+    )
+    .unwrap_err();
+    assert_eq!(e.code, ErrorCode::TooFewMeasurements);
+    assert_eq!(e.field.as_deref(), Some("rank"));
+    // Nothing positive measured: nothing to say.
+    let e = estimate(&EstimateRequest { jobs: vec![partial("x", &[("a", 0.0)])], ..base.clone() }, None).unwrap_err();
+    assert_eq!(e.code, ErrorCode::TooFewMeasurements);
+    assert_eq!(e.field.as_deref(), Some("jobs[0]"));
+    // A reference of one job cannot be completed.
+    let e = estimate(
+        &EstimateRequest {
+            reference: Some(synthetic_table(1)),
+            jobs: vec![partial("x", &[("a", 1.0)])],
+            ..base.clone()
+        },
+        None,
+    )
+    .unwrap_err();
+    assert_eq!(e.code, ErrorCode::TooFewMeasurements);
+    // With the automatic rank, one measurement is enough (a bias only).
+    let row = &estimate(&EstimateRequest { jobs: vec![partial("x", &[("a", 3.0)])], ..base }, None).unwrap().jobs[0];
+    assert_eq!(row.rank, 0);
+}
+
+#[test]
+fn zeros_stay_zeros_and_bad_numbers_are_refused() {
+    let base =
+        EstimateRequest { reference: Some(synthetic_table(10)), pairs: Some(false), ..EstimateRequest::default() };
+    let row = &estimate(&EstimateRequest { jobs: vec![partial("x", &[("a", 3.0), ("b", 0.0)])], ..base.clone() }, None)
+        .unwrap()
+        .jobs[0];
+    assert_eq!(row.throughput["b"].steps_per_second, 0.0);
+    assert!(!row.throughput["b"].estimated);
+    assert!(row.throughput["c"].steps_per_second > 0.0);
+    for bad in [f64::NAN, -1.0, f64::INFINITY] {
+        let e =
+            estimate(&EstimateRequest { jobs: vec![partial("x", &[("a", bad)])], ..base.clone() }, None).unwrap_err();
+        assert_eq!(e.code, ErrorCode::InvalidNumber, "{bad}");
+    }
+    let e = estimate(&EstimateRequest { jobs: vec![partial("x", &[("zz", 1.0)])], ..base.clone() }, None).unwrap_err();
+    assert_eq!(e.code, ErrorCode::UnknownWorkerType);
+    assert_eq!(e.field.as_deref(), Some("jobs[0].throughput.zz"));
+    let e = estimate(&EstimateRequest { jobs: vec![partial("x", &[("a", 1.0)])], reference: None, ..base }, None)
+        .unwrap_err();
+    assert_eq!(e.code, ErrorCode::MissingField);
+}
+
+#[test]
+fn zero_rows_and_empty_columns_in_the_reference_do_not_break_it() {
+    let mut table = synthetic_table(8);
+    // A job that runs nowhere, and a worker type nobody was measured on.
+    for w in TYPES {
+        table[w]["('dead', 1)"] = json!({"null": 0.0});
+    }
+    table["g"] = json!({"('job0', 1)": {"null": 0.0}});
+    let table = ThroughputTable::from_json_str(&table.to_string()).unwrap();
+    let types: Vec<String> = TYPES.iter().map(|s| s.to_string()).chain(["g".to_string()]).collect();
+    let estimator = Estimator::new(ReferenceMatrix::from_table(&table, &types, 1, false)).unwrap();
+    let estimate = estimator.estimate(&[(0, 2.0), (1, 3.0)], EstimateOptions::default()).unwrap();
+    assert!(estimate.values[..6].iter().all(|v| v.is_some_and(|v| v.is_finite() && v > 0.0)));
+    assert_eq!(estimate.values[6], None, "no reference measurement on g: nothing to estimate");
+    assert!(estimate.fingerprint_distance.is_finite());
+}
+
+fn gavel_data() -> Option<PathBuf> {
+    let dir = std::env::var_os("ARBITER_GAVEL_DATA")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../shared/data/gavel"));
+    let file = dir.join("simulation_throughputs.json");
+    if file.exists() {
+        Some(file)
+    } else {
+        eprintln!("note: Gavel's data not found at {} (set ARBITER_GAVEL_DATA); skipping", dir.display());
+        None
+    }
+}
+
+#[test]
+fn on_gavels_data_the_estimator_beats_the_trivial_estimates() {
+    let Some(file) = gavel_data() else { return };
+    let table = ThroughputTable::from_path(&file).unwrap();
+    let types: Vec<String> = ["k80", "p100", "v100"].iter().map(|s| s.to_string()).collect();
+    let estimator = Estimator::new(ReferenceMatrix::from_table(&table, &types, 1, true)).unwrap();
+    let rows = estimator.evaluate(EstimateOptions::default());
+    let find = |k: usize, pairs: bool, method: Method| {
+        rows.iter().find(|r| r.known_types == k && r.pairs_known == pairs && r.method == method).unwrap().clone()
+    };
+    for (k, pairs) in [(1, false), (2, false), (2, true)] {
+        let ours = find(k, pairs, Method::Estimator);
+        for other in [Method::NearestJob, Method::ColumnMean] {
+            let theirs = find(k, pairs, other);
+            assert!(ours.solo_median < theirs.solo_median, "k={k} pairs={pairs}: {ours:?} vs {theirs:?}");
+        }
+    }
+    let ours = find(3, true, Method::Estimator);
+    assert!(ours.pair_median < 0.10, "pair entries with every type and 3 pairs per type measured: {ours:?}");
+    assert!(ours.pair_median < find(3, true, Method::NearestJob).pair_median);
+}
+
+#[test]
+fn the_cli_completes_rows_and_evaluates() {
+    let dir = std::env::temp_dir().join(format!("arbiter-estimate-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let reference = dir.join("reference.json");
+    std::fs::write(&reference, synthetic_table(10).to_string()).unwrap();
+    let input = dir.join("input.json");
+    std::fs::write(
+        &input,
+        json!({"pairs": false, "jobs": [{"id": "j", "throughput": {"a": 2.0, "b": 3.0}}]}).to_string(),
+    )
+    .unwrap();
+    let bin = env!("CARGO_BIN_EXE_arbiter");
+    let out = Command::new(bin)
+        .args(["estimate", "--reference-throughputs", reference.to_str().unwrap(), "--input", input.to_str().unwrap()])
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let response: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(response["jobs"][0]["throughput"]["a"]["steps_per_second"], 2.0);
+    assert_eq!(response["jobs"][0]["throughput"]["c"]["estimated"], true);
+
+    let out = Command::new(bin)
+        .args([
+            "estimate",
+            "--reference-throughputs",
+            reference.to_str().unwrap(),
+            "--evaluate",
+            "--worker-types",
+            "a,b,c",
+        ])
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let table = String::from_utf8(out.stdout).unwrap();
+    assert!(table.contains("| 2 | none | estimator |"), "{table}");
+
+    let out = Command::new(bin).args(["estimate", "--evaluate"]).output().unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    let error: Value = serde_json::from_slice(&out.stderr).unwrap();
+    assert_eq!(error["error"]["code"], "missing_field");
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+/// Reference jobs the request's jobs behave like (the request does not say so).
+const LIKE: [usize; 3] = [2, 5, 8];
+
+/// A request of the contract on the six synthetic types whose jobs give three throughputs each.
+fn partial_request() -> Value {
+    let jobs: Vec<Value> = LIKE
+        .iter()
+        .map(|&i| (i, format!("j{i}")))
+        .map(|(i, id)| {
+            json!({"id": id, "steps_remaining": 1000,
+                   "throughput": {"a": synthetic_log(i, 0).exp(), "c": synthetic_log(i, 2).exp(), "f": synthetic_log(i, 5).exp()}})
+        })
+        .collect();
+    let types: serde_json::Map<String, Value> = TYPES.iter().map(|w| (w.to_string(), json!({"count": 1}))).collect();
+    json!({"policy": "max_min_fairness", "estimate_missing": true, "cluster": {"worker_types": types}, "jobs": jobs})
+}
+
+#[test]
+fn estimate_missing_fills_the_throughput_matrix_before_the_policy_runs() {
+    let table = ThroughputTable::from_json_str(&synthetic_table(10).to_string()).unwrap();
+    let request: arbiter::Request = serde_json::from_value(partial_request()).unwrap();
+    let response = arbiter::solve_request(request.clone(), Some(&table), arbiter::lp::Backend::default()).unwrap();
+    assert_eq!(response.estimated_throughput.len(), 3);
+    for i in LIKE {
+        let row = &response.estimated_throughput[&format!("j{i}")];
+        let filled: Vec<&str> = row.keys().map(String::as_str).collect();
+        assert_eq!(filled, ["b", "d", "e"], "only the types the job left out");
+        for (w, entry) in row {
+            let truth = synthetic_log(i, TYPES.iter().position(|t| t == w).unwrap()).exp();
+            // Close, not exact: the default ridge shrinks the fit (exact recovery is tested above).
+            assert!((entry.steps_per_second / truth - 1.0).abs() < 0.05, "{w}: {} vs {truth}", entry.steps_per_second);
+            assert_eq!(entry.fingerprint, format!("job{i}"));
+        }
+        // The policy used the estimates: the job has time on the types it was not measured on.
+        let allocation = &response.allocation[&format!("j{i}")];
+        assert!(allocation.values().sum::<f64>() > 0.0);
+    }
+    // Without the flag the same request runs on what it gives; without a reference it is refused.
+    let mut plain = request.clone();
+    plain.estimate_missing = None;
+    assert!(arbiter::solve_request(plain, None, arbiter::lp::Backend::default())
+        .unwrap()
+        .estimated_throughput
+        .is_empty());
+    let e = arbiter::solve_request(request, None, arbiter::lp::Backend::default()).unwrap_err();
+    assert_eq!(e.code, ErrorCode::MissingField);
+    assert_eq!(e.field.as_deref(), Some("estimate_missing"));
+}
+
+#[test]
+fn the_service_estimates_and_solves_with_its_reference() {
+    use service_support::*;
+    let dir = TempDir::new("estimate-reference");
+    let reference = dir.path("reference.json");
+    std::fs::write(&reference, synthetic_table(10).to_string()).unwrap();
+    let f = Fixture::start("estimate", &["--no-demo", "--reference-throughputs", reference.to_str().unwrap()]);
+    let mut c = f.client();
+    let reply = c
+        .post(
+            "/v1/throughputs/estimate",
+            &bytes(&json!({"pairs": false, "jobs": [{"id": "x", "throughput": {"a": 2.0}}]})),
+        )
+        .unwrap();
+    assert_eq!(reply.status, 200, "{}", reply.text());
+    let body = reply.json();
+    assert_eq!(body["jobs"][0]["throughput"]["a"]["estimated"], false);
+    assert_eq!(body["jobs"][0]["throughput"]["b"]["estimated"], true);
+    let reply = c.post("/v1/allocations", &bytes(&partial_request())).unwrap();
+    assert_eq!(reply.status, 200, "{}", reply.text());
+    assert_eq!(reply.json()["estimated_throughput"]["j2"].as_object().unwrap().len(), 3);
+
+    let reply = c
+        .post(
+            "/v1/throughputs/estimate",
+            &bytes(&json!({"rank": 2, "pairs": false, "jobs": [{"id": "x", "throughput": {"a": 2.0}}]})),
+        )
+        .unwrap();
+    assert_error(&reply, 400, "too_few_measurements", Some("rank"));
+    let reply =
+        c.post("/v1/throughputs/estimate", &bytes(&json!({"jobs": [{"id": "x", "throughput": {"a": -2.0}}]}))).unwrap();
+    assert_error(&reply, 400, "invalid_number", Some("jobs[0]"));
+    let reply = c.post("/v1/throughputs/estimate", &bytes(&json!({"jobs": [{"id": "x", "speed": 1}]}))).unwrap();
+    assert_eq!(reply.status, 400);
+
+    // A server without a reference says what to do.
+    let bare = Fixture::start("estimate-bare", &["--no-demo"]);
+    let reply = bare
+        .client()
+        .post("/v1/throughputs/estimate", &bytes(&json!({"jobs": [{"id": "x", "throughput": {"a": 2.0}}]})))
+        .unwrap();
+    assert_error(&reply, 400, "missing_field", Some("reference"));
+}
