@@ -84,6 +84,7 @@ fn simulate_refuses_bad_input_with_the_error_object() {
         (vec!["--cluster", "a100=4"], "unknown_worker_type", "cluster"),
         (vec!["--window", "2:1"], "invalid_number", "window"),
         (vec!["--round-seconds", "0"], "invalid_number", "round_seconds"),
+        (vec!["--profiled-types", "0"], "invalid_number", "profiled_types"),
         (vec!["--trace", &unknown_type], "job_cannot_run", "trace.jobs[0]"),
         (vec!["--trace", &short_line], "malformed_request", "trace.line[1]"),
         (vec!["--throughputs", &bad_table], "malformed_request", "throughputs.v100.('a', 1).null"),
@@ -209,4 +210,26 @@ fn table3_traces() {
     let gandiva = table3(&data, "minimize_makespan.trace", "gandiva", &[]);
     assert!(within(hours(&gandiva, "makespan_seconds"), 21.1), "{}", hours(&gandiva, "makespan_seconds"));
     assert!(hours(&makespan, "makespan_seconds") < hours(&gandiva, "makespan_seconds"));
+}
+
+/// Estimated throughputs (`--profiled-types K`): with every type profiled nothing is estimated and
+/// the run is today's to the second; with one type profiled every job still finishes and the
+/// average JCT stays between the aware and the type-blind policy's.
+#[test]
+fn estimated_throughputs_cost_little_and_vanish_when_every_type_is_measured() {
+    let Some(data) = gavel_data() else { return };
+    let jct = |r: &serde_json::Value| r["average_jct_seconds"].as_f64().unwrap();
+    let truth = table3(&data, "max_min_fairness.trace", "max_min_fairness", &[]);
+    let all = table3(&data, "max_min_fairness.trace", "max_min_fairness", &["--profiled-types", "3"]);
+    assert_eq!(jct(&all), jct(&truth));
+    let one = table3(&data, "max_min_fairness.trace", "max_min_fairness", &["--profiled-types", "1"]);
+    let blind = table3(&data, "max_min_fairness.trace", "max_min_fairness", &["--heterogeneity-aware", "false"]);
+    assert_eq!(one["jobs_measured"], truth["jobs_measured"]);
+    assert!(
+        jct(&one) >= jct(&truth) * 0.99 && jct(&one) < jct(&blind),
+        "{} vs {} / {}",
+        jct(&one),
+        jct(&truth),
+        jct(&blind)
+    );
 }

@@ -56,6 +56,11 @@ pub struct SimulateArgs {
     /// Recorded in the report (the simulation itself is deterministic: ties break by job order).
     #[arg(long, default_value_t = 0)]
     pub seed: u64,
+    /// The policy sees throughputs estimated from K measured worker types per job (the
+    /// throughput estimator against the table without the job's own type); jobs still progress at
+    /// their true throughputs, and measured progress refines the estimates.
+    #[arg(long, value_name = "K")]
+    pub profiled_types: Option<usize>,
     /// Where to write the JSON report (`-`: standard output).
     #[arg(long, value_name = "FILE|-")]
     pub output: String,
@@ -139,6 +144,7 @@ pub fn run_simulate(args: &SimulateArgs) -> Result<()> {
         work_conserving: args.work_conserving,
         seed: args.seed,
         backend,
+        profiled_types: args.profiled_types,
         ..SimulationConfig::new(cluster, policy)
     };
     let mut bar = ProgressBar::new(format!("simulate {}", policy.name()));

@@ -32,6 +32,9 @@ pub struct SimulationConfig {
     /// order, `gandiva` pairs by a hash of job ids); `sweep` seeds its generated traces with it.
     pub seed: u64,
     pub backend: Backend,
+    /// `Some(K)`: the policy sees each job's throughputs estimated from K measured worker types
+    /// (`estimated.rs`), while jobs progress at their true throughputs.
+    pub profiled_types: Option<usize>,
 }
 
 impl SimulationConfig {
@@ -50,6 +53,7 @@ impl SimulationConfig {
             work_conserving: true,
             seed: 0,
             backend: Backend::default(),
+            profiled_types: None,
         }
     }
 
@@ -70,6 +74,18 @@ impl SimulationConfig {
                 "min_solve_interval",
                 format!("min_solve_interval must be a finite number ≥ 0, got {}", self.min_solve_interval),
             );
+        }
+        if let Some(k) = self.profiled_types {
+            if k == 0 {
+                return invalid("profiled_types", "a job is profiled on at least one worker type".to_string());
+            }
+            if self.space_sharing || self.ideal || self.policy == PolicyKind::Gandiva {
+                return Err(ArbiterError::at(
+                    ErrorCode::Unsupported,
+                    "profiled_types",
+                    "estimated throughputs are simulated for jobs running alone in rounds (no space sharing, gandiva or --ideal)",
+                ));
+            }
         }
         if let Some((first, last)) = self.window {
             if first >= last || last > num_jobs {

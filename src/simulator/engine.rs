@@ -35,6 +35,8 @@ struct RoundStep {
 struct JobProgress {
     /// Measured steps/s alone per worker type, in the cluster's order.
     throughput: Vec<f64>,
+    /// The row the policy starts from: `throughput`, or its estimate (`--profiled-types`).
+    believed: Vec<f64>,
     remaining: f64,
     start: Option<f64>,
     finish: Option<f64>,
@@ -105,6 +107,10 @@ pub fn run(
         crate::workload::trace::validate(i, job)?;
     }
     let rows = throughput_rows(trace, table, config)?;
+    let believed = match config.profiled_types {
+        Some(k) => super::estimated::believed_rows(trace, table, config, &rows, k)?,
+        None => rows.clone(),
+    };
     let mechanism = Config {
         round_seconds: config.round_seconds,
         min_solve_interval: config.min_solve_interval,
@@ -123,8 +129,15 @@ pub fn run(
         session,
         jobs: rows
             .into_iter()
+            .zip(believed)
             .zip(&trace.jobs)
-            .map(|(throughput, job)| JobProgress { throughput, remaining: job.total_steps, start: None, finish: None })
+            .map(|((throughput, believed), job)| JobProgress {
+                throughput,
+                believed,
+                remaining: job.total_steps,
+                start: None,
+                finish: None,
+            })
             .collect(),
         active: HashMap::new(),
         now: start_time,
@@ -204,7 +217,7 @@ impl Run<'_> {
             entity: None,
             arrival: t.arrival_seconds,
         };
-        self.session.add_job(job, &self.jobs[i].throughput)?;
+        self.session.add_job(job, &self.jobs[i].believed)?;
         if self.colocating() {
             self.offer_pairs(i)?;
         }
@@ -265,7 +278,11 @@ impl Run<'_> {
         } else {
             for p in &round.placements {
                 let w = p.worker_type;
-                let tenants = self.session.placement_throughput(p);
+                let mut tenants = self.session.placement_throughput(p);
+                // Alone, a job runs at its true throughput, whatever the session believes.
+                if let [(id, rate)] = &mut tenants[..] {
+                    *rate = self.jobs[self.active[&*id]].throughput[w];
+                }
                 let mut steps = [0.0; 2];
                 let mut longest = 0.0_f64;
                 for (k, (id, rate)) in tenants.iter().enumerate().take(2) {
@@ -276,7 +293,7 @@ impl Run<'_> {
                 }
                 // A placement's GPUs are busy while any of its tenants runs.
                 self.busy[w] += p.gpus.len() as f64 * longest;
-                // Steps made, at the throughputs the session expects (exact here: they are the table's).
+                // Steps made, at the rates they were made at: the session smooths them into its rows.
                 match &tenants[..] {
                     [(id, rate)] if *rate > 0.0 => self.session.report_progress(id, w, steps[0], *rate)?,
                     [(a, ra), (b, rb)] if *ra > 0.0 && *rb > 0.0 => {

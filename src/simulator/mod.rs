@@ -17,6 +17,7 @@
 pub mod cli;
 pub mod config;
 pub mod engine;
+pub mod estimated;
 pub mod fairness;
 pub mod plot;
 pub mod progress;
