@@ -326,3 +326,51 @@ fn the_service_estimates_and_solves_with_its_reference() {
         .unwrap();
     assert_error(&reply, 400, "missing_field", Some("reference"));
 }
+
+#[test]
+fn sessions_estimate_new_jobs_and_let_measured_progress_win() {
+    use service_support::*;
+    let dir = TempDir::new("estimate-session");
+    let reference = dir.path("reference.json");
+    std::fs::write(&reference, synthetic_table(10).to_string()).unwrap();
+    let flags = ["--no-demo", "--reference-throughputs", reference.to_str().unwrap()];
+    let db = dir.path("arbiter.db");
+    let mut server = Server::start(&db, &dir.path("first.log"), &flags);
+    let mut c = server.client();
+    let types: serde_json::Map<String, Value> = TYPES.iter().map(|w| (w.to_string(), json!({"count": 1}))).collect();
+    let create = json!({"policy": "max_min_fairness", "estimate_missing": true, "cluster": {"worker_types": types},
+        "jobs": [{"id": "first", "throughput": {"a": 3.0, "b": 2.0}}]});
+    let reply = c.post("/v1/sessions", &bytes(&create)).unwrap();
+    assert_eq!(reply.status, 201, "{}", reply.text());
+    let id = reply.json()["id"].as_str().unwrap().to_string();
+    let reply =
+        c.post(&format!("/v1/sessions/{id}/jobs"), &bytes(&json!({"id": "new", "throughput": {"a": 2.0}}))).unwrap();
+    assert_eq!(reply.status, 201, "{}", reply.text());
+    let view = reply.json();
+    assert_eq!(view["still_estimated"], json!(["b", "c", "d", "e", "f"]));
+    let estimate_c = view["estimated_throughput"]["c"].as_f64().unwrap();
+    assert_eq!(view["throughput"]["c"].as_f64().unwrap(), estimate_c);
+
+    // Progress measured on c replaces the estimate there (no smoothing with it); it stays readable.
+    let progress = json!({"worker_type": "c", "steps": 100, "throughput": 7.5});
+    let reply = c.post(&format!("/v1/sessions/{id}/jobs/new/progress"), &bytes(&progress)).unwrap();
+    assert_eq!(reply.status, 200, "{}", reply.text());
+    let job = |c: &mut service_support::http::Client| {
+        let session = c.get(&format!("/v1/sessions/{id}")).unwrap().json();
+        session["jobs"].as_array().unwrap().iter().find(|j| j["id"] == "new").unwrap().clone()
+    };
+    let view = job(&mut c);
+    assert_eq!(view["throughput"]["c"], 7.5);
+    assert_eq!(view["estimated_throughput"]["c"].as_f64().unwrap(), estimate_c);
+    assert_eq!(view["still_estimated"], json!(["b", "d", "e", "f"]));
+
+    // Replayed from the store, without asking the reference again: the same job.
+    server.kill();
+    let server = Server::start(&db, &dir.path("second.log"), &["--no-demo"]);
+    let mut c = server.client();
+    assert_eq!(job(&mut c), view);
+    // A session that asks for estimates on a server without a reference is told what is missing.
+    let reply =
+        c.post(&format!("/v1/sessions/{id}/jobs"), &bytes(&json!({"id": "late", "throughput": {"a": 2.0}}))).unwrap();
+    assert_error(&reply, 400, "missing_field", Some("estimate_missing"));
+}

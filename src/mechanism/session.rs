@@ -28,6 +28,10 @@ pub(super) struct JobState {
     pub(super) lease: Option<Lease>,
     /// Positions in `Session::pairs` of the colocations the job is in.
     pub(super) pairs: Vec<u32>,
+    /// Per type, the estimate the job's row started from there (kept for comparison), if any.
+    pub(super) estimate: Vec<Option<f64>>,
+    /// Per type, whether the row there is still the estimate (no progress measured yet).
+    pub(super) unmeasured: Vec<bool>,
 }
 
 /// One cluster under the round-based mechanism.
@@ -302,6 +306,8 @@ impl Session {
             added_at: self.time,
             lease: None,
             pairs: Vec::new(),
+            estimate: vec![None; types],
+            unmeasured: vec![false; types],
         });
         self.stale = true;
         Ok(())
@@ -446,7 +452,9 @@ impl Session {
             *r = (*r - steps).max(0.0);
         }
         let old = j.throughput[worker_type];
-        let new = if old > 0.0 { smoothing * throughput + (1.0 - smoothing) * old } else { throughput };
+        // The first measurement where the row held an estimate replaces it: measured wins.
+        let estimated = std::mem::take(&mut j.unmeasured[worker_type]);
+        let new = if old > 0.0 && !estimated { smoothing * throughput + (1.0 - smoothing) * old } else { throughput };
         j.throughput[worker_type] = new;
         if (old > 0.0) != (new > 0.0) || (new - old).abs() > threshold * old {
             self.stale = true;
@@ -465,9 +473,33 @@ impl Session {
                 format!("job {id:?} would have no positive throughput on any worker type"),
             ));
         }
-        self.slot_mut(id)?.throughput.copy_from_slice(throughput);
+        let slot = self.slot_mut(id)?;
+        slot.throughput.copy_from_slice(throughput);
+        slot.unmeasured.fill(false);
         self.stale = true;
         Ok(())
+    }
+
+    /// Marks job `id`'s throughput on `worker_type` as an estimate (its current value): the first
+    /// progress measured there replaces it, and the estimate stays readable (`estimates`).
+    pub fn mark_estimated(&mut self, id: &str, worker_type: usize) -> Result<()> {
+        let slot = self.slot_mut(id)?;
+        let Some(&value) = slot.throughput.get(worker_type) else {
+            return Err(ArbiterError::at(
+                ErrorCode::UnknownWorkerType,
+                "worker_type",
+                format!("no worker type {worker_type}"),
+            ));
+        };
+        slot.estimate[worker_type] = Some(value);
+        slot.unmeasured[worker_type] = true;
+        Ok(())
+    }
+
+    /// Per type: the estimate job `id`'s row started from (if any), and whether it still holds it.
+    pub fn estimates(&self, id: &str) -> Result<Vec<(Option<f64>, bool)>> {
+        let slot = self.slot(id)?;
+        Ok(slot.estimate.iter().copied().zip(slot.unmeasured.iter().copied()).collect())
     }
 
     /// Replaces the whole throughput matrix, rows in `job_ids` order; all or nothing.
@@ -478,6 +510,7 @@ impl Session {
         }
         for (m, j) in self.jobs.iter_mut().enumerate() {
             j.throughput.copy_from_slice(throughput.row(m));
+            j.unmeasured.fill(false);
         }
         self.stale = true;
         Ok(())

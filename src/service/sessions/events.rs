@@ -135,6 +135,7 @@ pub fn apply(spec: &Spec, session: &mut Session, event: &Event) -> ApiResult<App
             let job: JobSpec = parse_object(body)?;
             let (job, throughput) = spec.job(&job, session.time())?;
             session.add_job(job, &throughput).map_err(relative_to_job)?;
+            super::estimates::mark(session, body)?;
         }
         Event::RemoveJob { job } => {
             session.remove_job(job)?;

@@ -63,7 +63,13 @@ pub async fn list(State(state): State<SharedState>) -> Json<SessionList> {
 pub async fn create(State(state): State<SharedState>, body: Body) -> ApiResult<Response> {
     let id = state.sessions.new_id();
     let shared = state.clone();
-    let entry = state.limiter.run(move || shared.sessions.create(id, body.text()?)).await??;
+    let entry = state
+        .limiter
+        .run(move || {
+            let text = super::estimates::fill_created(body.text()?, shared.reference.as_deref())?;
+            shared.sessions.create(id, &text)
+        })
+        .await??;
     let view = views::session(&entry.id, entry.created_at, &entry.spec, &entry.current())?;
     let location = format!("/v1/sessions/{}", entry.id);
     Ok((StatusCode::CREATED, [(header::LOCATION, location)], Json(view)).into_response())
@@ -107,8 +113,12 @@ pub async fn add_job(
     Params(id): Params<String>,
     body: Body,
 ) -> ApiResult<(StatusCode, Json<JobView>)> {
-    let event = Event::AddJob { body: body.text()?.to_string() };
+    let text = body.text()?.to_string();
+    let reference = state.reference.clone();
     let view = update(&state, &id, false, move |entry, session| {
+        let estimate = entry.spec.create.estimate_missing == Some(true);
+        let body = super::estimates::fill_added_job(&text, &entry.spec.create.cluster, estimate, reference.as_deref())?;
+        let event = Event::AddJob { body };
         let (event, _) = apply_live(entry, session, event)?;
         let added = session.job_ids().last().cloned().ok_or_else(|| ApiError::Internal("no job added".into()))?;
         Ok((event, views::job(session, &added)?))

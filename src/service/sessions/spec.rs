@@ -50,6 +50,11 @@ pub struct CreateSession {
     /// Budget of each of this session's solves, in seconds; the server's ceiling still applies.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub max_solve_seconds: Option<f64>,
+    /// Estimate every job's throughputs on the types it leaves out, from those it gives, against
+    /// the server's `--reference-throughputs`; the first progress measured on such a type replaces
+    /// the estimate, which the job's view keeps for comparison.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub estimate_missing: Option<bool>,
 }
 
 /// A validated session creation: what every event of the session is checked against.
@@ -117,7 +122,8 @@ impl Spec {
             backend: Backend::default(),
             ..defaults
         };
-        let session = Session::from_problem(&problem, config)?;
+        let mut session = Session::from_problem(&problem, config)?;
+        super::estimates::mark_created(&mut session, text)?;
         let types = problem.num_types();
         let max_solve_seconds = problem.max_solve_seconds;
         let base = Problem {

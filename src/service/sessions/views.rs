@@ -95,6 +95,13 @@ pub struct JobView {
     pub lease: Option<LeaseView>,
     /// Types where the job has allocation but cannot be placed (scale factor above the healthy GPUs).
     pub unplaceable: Vec<String>,
+    /// With `estimate_missing`: per type, the estimate the job's row started from (kept for
+    /// comparison once progress has been measured there).
+    #[serde(default, skip_serializing_if = "IndexMap::is_empty")]
+    pub estimated_throughput: IndexMap<String, f64>,
+    /// Types whose throughput is still the estimate: no progress measured there yet.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub still_estimated: Vec<String>,
 }
 
 #[derive(Debug, Clone, Serialize, ToSchema)]
@@ -223,6 +230,7 @@ pub fn job(session: &Session, id: &str) -> ApiResult<JobView> {
     let names = type_names(session);
     let cluster = session.cluster();
     let j = session.job(id)?;
+    let estimates = session.estimates(id)?;
     let lease = session.lease(id)?.map(|l| LeaseView {
         worker_type: names[l.worker_type].clone(),
         gpus: l.gpus.iter().map(|&g| cluster.gpu_name(g)).collect(),
@@ -244,6 +252,8 @@ pub fn job(session: &Session, id: &str) -> ApiResult<JobView> {
         deficit_seconds: by_type(&names, &session.deficit(id)?),
         lease,
         unplaceable: session.unplaceable_types(id)?.into_iter().map(|w| names[w].clone()).collect(),
+        estimated_throughput: estimates.iter().zip(&names).filter_map(|(e, n)| Some((n.clone(), e.0?))).collect(),
+        still_estimated: estimates.iter().zip(&names).filter(|(e, _)| e.1).map(|(_, n)| n.clone()).collect(),
     })
 }
 
