@@ -73,8 +73,9 @@ pub fn solve_request(
     reference: Option<&workload::throughputs::ThroughputTable>,
     backend: lp::Backend,
 ) -> error::Result<Response> {
-    let estimated = estimator::fill::fill_missing(&mut request, reference)?;
+    let filled = estimator::fill::fill_missing(&mut request, reference)?;
     let mut response = solve(&Problem::from_request(&request)?, backend)?;
-    response.estimated_throughput = estimated;
+    response.estimated_throughput = filled.throughput;
+    response.estimated_colocations = filled.colocations;
     Ok(response)
 }

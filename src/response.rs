@@ -27,6 +27,9 @@ pub struct Response {
     /// estimator filled in (the others were given).
     #[serde(default, skip_serializing_if = "IndexMap::is_empty")]
     pub estimated_throughput: crate::estimator::fill::Estimated,
+    /// With `estimate_missing`: the colocated throughputs the estimator filled in.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub estimated_colocations: Vec<crate::estimator::fill::EstimatedColocation>,
     pub stats: Stats,
 }
 
@@ -162,6 +165,7 @@ impl Response {
             objective: outcome.objective,
             levels,
             estimated_throughput: Default::default(),
+            estimated_colocations: Vec::new(),
             stats: Stats {
                 backend: backend.to_string(),
                 solve_seconds,

@@ -374,3 +374,41 @@ fn sessions_estimate_new_jobs_and_let_measured_progress_win() {
         c.post(&format!("/v1/sessions/{id}/jobs"), &bytes(&json!({"id": "late", "throughput": {"a": 2.0}}))).unwrap();
     assert_error(&reply, 400, "missing_field", Some("estimate_missing"));
 }
+
+/// A colocation that gives no worker type is filled from each job's completed row beside the
+/// other's fingerprint; one that gives every type is left alone.
+#[test]
+fn estimate_missing_fills_colocations_from_the_fingerprints() {
+    let Some(file) = gavel_data() else { return };
+    let table = ThroughputTable::from_path(&file).unwrap();
+    let solo = |job: &str, w: &str| table.solo(w, job, 1).unwrap();
+    let (resnet, transformer) = ("ResNet-50 (batch size 64)", "Transformer (batch size 32)");
+    let row = |job: &str| json!({"v100": solo(job, "v100"), "p100": solo(job, "p100"), "k80": solo(job, "k80")});
+    let request = json!({
+        "policy": "max_min_fairness", "space_sharing": true, "estimate_missing": true,
+        "cluster": {"worker_types": {"v100": {"count": 1}, "p100": {"count": 1}, "k80": {"count": 1}}},
+        "jobs": [{"id": "r", "throughput": row(resnet)}, {"id": "t", "throughput": row(transformer)},
+                 {"id": "u", "throughput": row(transformer)}],
+        "colocations": [{"jobs": ["r", "t"]}, {"jobs": ["t", "u"], "throughput": {"v100": [1, 1], "p100": [1, 1], "k80": [1, 1]}}]
+    });
+    let request: arbiter::Request = serde_json::from_value(request).unwrap();
+    let response = arbiter::solve_request(request, Some(&table), arbiter::lp::Backend::default()).unwrap();
+    assert!(response.estimated_throughput.is_empty(), "every solo throughput was given");
+    assert_eq!(response.estimated_colocations.len(), 1);
+    let filled = &response.estimated_colocations[0];
+    assert_eq!(filled.jobs, ["r", "t"]);
+    // Pair entries estimated from solo measurements alone: leave-one-job-out puts their median
+    // error near 15% with a long tail (docs/estimator.md), so the check is on the median here.
+    let mut errors = Vec::new();
+    for w in ["v100", "p100", "k80"] {
+        let truth = table.colocated(w, (resnet, 1), (transformer, 1)).unwrap();
+        let got = filled.throughput[w];
+        for k in 0..2 {
+            let ratio = got[k] / truth[k];
+            assert!((1.0 / 3.0..3.0).contains(&ratio), "{w}[{k}]: {} vs {}", got[k], truth[k]);
+            errors.push((ratio - 1.0).abs());
+        }
+    }
+    errors.sort_by(f64::total_cmp);
+    assert!(errors[errors.len() / 2] < 0.3, "median error {:?}", errors);
+}

@@ -1,13 +1,15 @@
 //! `estimate_missing` in a request of the contract: every job's throughputs on the cluster's
 //! worker types that it leaves out (absent or null) are estimated from those it gives, before
-//! validation, so the policies see a full throughput matrix. What was estimated is reported.
+//! validation, so the policies see a full throughput matrix, and so are the worker types a
+//! colocation leaves out. What was estimated is reported.
 
-use super::{ByScaleFactor, Column, EstimateOptions};
+use super::{ByScaleFactor, Column, Estimate, EstimateOptions};
 use crate::error::{ArbiterError, ErrorCode, Result};
 use crate::request::Request;
 use crate::workload::throughputs::ThroughputTable;
 use indexmap::IndexMap;
 use serde::{Deserialize, Serialize};
+use std::collections::{HashMap, HashSet};
 
 /// One estimated entry of the request's throughput matrix.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, utoipa::ToSchema)]
@@ -23,12 +25,29 @@ pub struct EstimatedThroughput {
 /// `estimated[job][worker type]`: the entries the estimator filled in.
 pub type Estimated = IndexMap<String, IndexMap<String, EstimatedThroughput>>;
 
+/// With `estimate_missing`: colocated throughputs a colocation leaves out on a worker type, as
+/// `[first job, second job]` steps/s while sharing it.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, utoipa::ToSchema)]
+pub struct EstimatedColocation {
+    pub jobs: [String; 2],
+    pub throughput: IndexMap<String, [f64; 2]>,
+}
+
+/// What the estimator filled in a request.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Filled {
+    pub throughput: Estimated,
+    pub colocations: Vec<EstimatedColocation>,
+}
+
 /// Fills the throughputs `request` leaves out when it asks (`estimate_missing: true`); a no-op
-/// otherwise. Worker types the reference lacks are left as the request has them.
-pub fn fill_missing(request: &mut Request, reference: Option<&ThroughputTable>) -> Result<Estimated> {
-    let mut estimated = Estimated::new();
+/// otherwise. Worker types the reference lacks are left as the request has them. A colocation's
+/// missing worker types are filled from each job's completed row beside the reference job that is
+/// the other's fingerprint.
+pub fn fill_missing(request: &mut Request, reference: Option<&ThroughputTable>) -> Result<Filled> {
+    let mut filled = Filled::default();
     if request.estimate_missing != Some(true) {
-        return Ok(estimated);
+        return Ok(filled);
     }
     let table = reference.ok_or_else(|| {
         ArbiterError::at(
@@ -39,11 +58,18 @@ pub fn fill_missing(request: &mut Request, reference: Option<&ThroughputTable>) 
     })?;
     let known_types = table.worker_types();
     let types: Vec<String> = request.cluster.worker_types.keys().filter(|w| known_types.contains(w)).cloned().collect();
-    let mut estimators = ByScaleFactor::new(table, types.clone(), false);
+    let colocations = request.colocations.clone().unwrap_or_default();
+    let paired: HashSet<&str> = colocations
+        .iter()
+        .filter(|c| types.iter().any(|w| !c.throughput.contains_key(w)))
+        .flat_map(|c| c.jobs.iter().map(String::as_str))
+        .collect();
+    let mut estimators = ByScaleFactor::new(table, types.clone(), !paired.is_empty());
+    let mut rows: HashMap<String, (u32, Estimate)> = HashMap::new();
     for (i, job) in request.jobs.iter_mut().enumerate() {
         let missing: Vec<&String> =
             types.iter().filter(|w| job.throughput.get(*w).copied().flatten().is_none()).collect();
-        if missing.is_empty() {
+        if missing.is_empty() && !paired.contains(job.id.as_str()) {
             continue;
         }
         // An invalid scale factor is validation's to refuse, with its own message.
@@ -53,14 +79,12 @@ pub fn fill_missing(request: &mut Request, reference: Option<&ThroughputTable>) 
         };
         let field = format!("jobs[{i}].throughput");
         let estimator = estimators.get(scale_factor, &field)?;
-        let mut measured = Vec::new();
-        for (w, value) in &job.throughput {
-            if let (Some(v), Some(j)) =
-                (value, estimator.reference().column_index(&Column::Solo { worker_type: w.clone() }))
-            {
-                measured.push((j, *v));
-            }
-        }
+        let reference = estimator.reference();
+        let measured: Vec<(usize, f64)> = job
+            .throughput
+            .iter()
+            .filter_map(|(w, v)| Some((reference.column_index(&Column::Solo { worker_type: w.clone() })?, (*v)?)))
+            .collect();
         let estimate = estimator.estimate(&measured, EstimateOptions::default()).map_err(|e| ArbiterError {
             message: format!("{} (job {:?}, estimate_missing)", e.message, job.id),
             field: Some(field.clone()),
@@ -68,9 +92,7 @@ pub fn fill_missing(request: &mut Request, reference: Option<&ThroughputTable>) 
         })?;
         let mut row = IndexMap::new();
         for w in missing {
-            let Some(j) = estimator.reference().column_index(&Column::Solo { worker_type: w.clone() }) else {
-                continue;
-            };
+            let Some(j) = reference.column_index(&Column::Solo { worker_type: w.clone() }) else { continue };
             let Some(value) = estimate.values[j] else { continue };
             let error = estimate.expected_relative_error[j];
             row.insert(
@@ -86,8 +108,31 @@ pub fn fill_missing(request: &mut Request, reference: Option<&ThroughputTable>) 
             job.throughput.insert(w.clone(), Some(entry.steps_per_second));
         }
         if !row.is_empty() {
-            estimated.insert(job.id.clone(), row);
+            filled.throughput.insert(job.id.clone(), row);
+        }
+        rows.insert(job.id.clone(), (scale_factor, estimate));
+    }
+    for (k, colocation) in request.colocations.iter_mut().flatten().enumerate() {
+        let [a, b] = &colocation.jobs;
+        let (Some((sa, ea)), Some((sb, eb))) = (rows.get(a), rows.get(b)) else { continue };
+        if sa != sb {
+            continue; // unequal scale factors: validation refuses the colocation
+        }
+        let estimator = estimators.get(*sa, &format!("colocations[{k}]"))?;
+        let beside = |estimate: &Estimate, partner: &Estimate, w: &String| {
+            let column = Column::Pair { worker_type: w.clone(), partner: partner.fingerprint.clone() };
+            estimator.reference().column_index(&column).and_then(|j| estimate.values[j])
+        };
+        let mut added = IndexMap::new();
+        for w in types.iter().filter(|w| !colocation.throughput.contains_key(*w)) {
+            if let (Some(x), Some(y)) = (beside(ea, eb, w), beside(eb, ea, w)) {
+                added.insert(w.clone(), [x, y]);
+            }
+        }
+        colocation.throughput.extend(added.iter().map(|(w, v)| (w.clone(), *v)));
+        if !added.is_empty() {
+            filled.colocations.push(EstimatedColocation { jobs: colocation.jobs.clone(), throughput: added });
         }
     }
-    Ok(estimated)
+    Ok(filled)
 }

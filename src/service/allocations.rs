@@ -37,12 +37,13 @@ pub async fn solve(State(state): State<SharedState>, request: axum::extract::Req
         .limiter
         .run(move || -> ApiResult<Vec<u8>> {
             let mut request = parse(body.text()?)?;
-            let estimated = crate::estimator::fill::fill_missing(&mut request, shared.reference.as_deref())?;
+            let filled = crate::estimator::fill::fill_missing(&mut request, shared.reference.as_deref())?;
             let problem = Problem::from_request(&request)?;
             let backend = Backend::default().within(shared.config.max_solve_seconds);
             let start = Instant::now();
             let result = crate::solve(&problem, backend).map(|mut response| {
-                response.estimated_throughput = estimated;
+                response.estimated_throughput = filled.throughput;
+                response.estimated_colocations = filled.colocations;
                 response
             });
             let outcome =

@@ -31,7 +31,7 @@ fn fill_job(job: &Value, cluster: &ClusterSpec, reference: Option<&ThroughputTab
         .map_err(|e| ArbiterError::new(ErrorCode::MalformedRequest, format!("malformed job: {e}")))?;
     let mut request =
         Request { cluster: cluster.clone(), jobs: vec![spec], estimate_missing: Some(true), ..Request::default() };
-    let estimated = fill_missing(&mut request, reference).map_err(super::spec::relative_to_job)?;
+    let estimated = fill_missing(&mut request, reference).map_err(super::spec::relative_to_job)?.throughput;
     let mut filled = job.clone();
     let Some(row) = estimated.get(&request.jobs[0].id) else { return Ok(filled) };
     let object = filled.as_object_mut().expect("a job is an object");
