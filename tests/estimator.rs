@@ -364,6 +364,36 @@ fn sessions_estimate_new_jobs_and_let_measured_progress_win() {
     assert_eq!(view["estimated_throughput"]["c"].as_f64().unwrap(), estimate_c);
     assert_eq!(view["still_estimated"], json!(["b", "d", "e", "f"]));
 
+    // A job added for profiling runs once on each type where its row is an estimate, first.
+    let reply = c
+        .post(
+            &format!("/v1/sessions/{id}/jobs"),
+            &bytes(&json!({"id": "prof", "profile": true, "throughput": {"a": 2.0, "c": 0.0}})),
+        )
+        .unwrap();
+    assert_eq!(reply.status, 201, "{}", reply.text());
+    assert_eq!(reply.json()["profiling"], json!(["b", "d", "e", "f"]));
+    for expected in ["b", "d", "e", "f"] {
+        let round = c.post(&format!("/v1/sessions/{id}/rounds"), b"").unwrap().json();
+        let on = round["placements"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|p| p["jobs"] == json!(["prof"]))
+            .expect("the profiled job runs");
+        assert_eq!(on["worker_type"], expected, "{round}");
+        let progress = json!({"worker_type": expected, "steps": 10, "throughput": 1.25});
+        assert_eq!(c.post(&format!("/v1/sessions/{id}/jobs/prof/progress"), &bytes(&progress)).unwrap().status, 200);
+    }
+    let prof = {
+        let session = c.get(&format!("/v1/sessions/{id}")).unwrap().json();
+        session["jobs"].as_array().unwrap().iter().find(|j| j["id"] == "prof").unwrap().clone()
+    };
+    assert!(prof.get("profiling").is_none(), "{prof}");
+    assert!(prof.get("still_estimated").is_none(), "every estimate measured: {prof}");
+    assert_eq!(prof["throughput"]["b"], 1.25);
+    let view = job(&mut c);
+
     // Replayed from the store, without asking the reference again: the same job.
     server.kill();
     let server = Server::start(&db, &dir.path("second.log"), &["--no-demo"]);

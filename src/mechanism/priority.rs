@@ -17,6 +17,9 @@ pub(super) struct Standing<'a> {
     /// Steps/s on each type (for a pair, the slower tenant's paired throughput); 0 means the
     /// combination cannot run there.
     pub throughput: &'a [f64],
+    /// A type to profile the job on this round (it has no measurement there yet): taken before
+    /// every other candidate, if it fits.
+    pub profile: Option<usize>,
 }
 
 /// How far behind its allocation a job on one type would be at the end of this round if it did not
@@ -65,6 +68,15 @@ pub(super) fn select(
 ) -> Vec<Option<usize>> {
     let mut candidates = Vec::with_capacity(standings.len() * capacity.len());
     for (c, s) in standings.iter().enumerate() {
+        if let Some(w) = s.profile.filter(|&w| placeable(s.scale_factor, s.throughput[w], capacity[w])) {
+            let x = s.allocation[w];
+            candidates.push(Candidate {
+                priority: f64::INFINITY,
+                allocation: x,
+                combination: c as u32,
+                worker_type: w as u32,
+            });
+        }
         for (w, &cap) in capacity.iter().enumerate() {
             let x = s.allocation[w];
             if !placeable(s.scale_factor, s.throughput[w], cap) {

@@ -136,6 +136,7 @@ impl Session {
                 received: &j.share.received,
                 carried: &j.share.carried,
                 throughput: &j.throughput,
+                profile: j.profile_next(),
             });
         }
         for (p, tenants) in self.pairs.iter().zip(&pair_tenants) {
@@ -146,6 +147,7 @@ impl Session {
                 received: &p.share.received,
                 carried: &p.share.carried,
                 throughput: &p.slowest,
+                profile: None,
             });
         }
         let chosen = priority::select(&standings, n, self.elapsed, seconds, &capacity, self.config.work_conserving);
@@ -180,6 +182,7 @@ impl Session {
             }
             if c < n {
                 self.jobs[c].share.grant(w, seconds);
+                self.jobs[c].ran_on[w] = true;
             } else {
                 self.pairs[c - n].share.grant(w, seconds);
             }

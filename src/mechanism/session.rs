@@ -32,6 +32,21 @@ pub(super) struct JobState {
     pub(super) estimate: Vec<Option<f64>>,
     /// Per type, whether the row there is still the estimate (no progress measured yet).
     pub(super) unmeasured: Vec<bool>,
+    /// Profile the job: run it once on each type where its row is still an estimate.
+    pub(super) profiling: bool,
+    /// Per type, whether the job has run there alone.
+    pub(super) ran_on: Vec<bool>,
+}
+
+impl JobState {
+    /// The type a profiling job runs on next: the first whose throughput is still an estimate
+    /// and where it has not run yet.
+    pub(super) fn profile_next(&self) -> Option<usize> {
+        if !self.profiling {
+            return None;
+        }
+        (0..self.unmeasured.len()).find(|&w| self.unmeasured[w] && !self.ran_on[w] && self.throughput[w] > 0.0)
+    }
 }
 
 /// One cluster under the round-based mechanism.
@@ -308,6 +323,8 @@ impl Session {
             pairs: Vec::new(),
             estimate: vec![None; types],
             unmeasured: vec![false; types],
+            profiling: false,
+            ran_on: vec![false; types],
         });
         self.stale = true;
         Ok(())
@@ -494,6 +511,25 @@ impl Session {
         slot.estimate[worker_type] = Some(value);
         slot.unmeasured[worker_type] = true;
         Ok(())
+    }
+
+    /// Profiles job `id`: before anything its allocation asks for, it runs one round on each type
+    /// where its throughput is still an estimate (as Gavel profiles new jobs), so measured
+    /// progress replaces those estimates.
+    pub fn mark_for_profiling(&mut self, id: &str) -> Result<()> {
+        self.slot_mut(id)?.profiling = true;
+        Ok(())
+    }
+
+    /// The types job `id` will still be profiled on.
+    pub fn profiling_pending(&self, id: &str) -> Result<Vec<usize>> {
+        let slot = self.slot(id)?;
+        Ok(match slot.profile_next() {
+            None => Vec::new(),
+            Some(_) => (0..slot.unmeasured.len())
+                .filter(|&w| slot.unmeasured[w] && !slot.ran_on[w] && slot.throughput[w] > 0.0)
+                .collect(),
+        })
     }
 
     /// Per type: the estimate job `id`'s row started from (if any), and whether it still holds it.

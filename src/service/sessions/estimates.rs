@@ -2,7 +2,8 @@
 //! measured on are estimated (the server's `--reference-throughputs`) when the job is added, and
 //! stored in the event itself, beside the list of what was estimated (`estimated_throughput`), so
 //! a replay needs no reference and gives the same session. The mechanism then lets the first
-//! measured progress on such a type replace the estimate (`Session::mark_estimated`).
+//! measured progress on such a type replace the estimate (`Session::mark_estimated`), and a job
+//! added with `"profile": true` runs once on each such type first (`Session::mark_for_profiling`).
 
 use super::super::error::ApiResult;
 use crate::error::{ArbiterError, ErrorCode};
@@ -23,6 +24,9 @@ struct Marks {
     id: String,
     #[serde(default)]
     estimated_throughput: BTreeMap<String, f64>,
+    /// Run the job once on each type where its throughput is an estimate, first.
+    #[serde(default)]
+    profile: bool,
 }
 
 /// A job object (JSON) with its missing throughputs estimated and listed under `KEY`.
@@ -98,6 +102,9 @@ pub fn mark(session: &mut Session, job: &str) -> ApiResult<()> {
             )
         })?;
         session.mark_estimated(&marks.id, index)?;
+    }
+    if marks.profile {
+        session.mark_for_profiling(&marks.id)?;
     }
     Ok(())
 }

@@ -102,6 +102,9 @@ pub struct JobView {
     /// Types whose throughput is still the estimate: no progress measured there yet.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub still_estimated: Vec<String>,
+    /// Types the job will still be profiled on (added with `"profile": true`).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub profiling: Vec<String>,
 }
 
 #[derive(Debug, Clone, Serialize, ToSchema)]
@@ -254,6 +257,7 @@ pub fn job(session: &Session, id: &str) -> ApiResult<JobView> {
         unplaceable: session.unplaceable_types(id)?.into_iter().map(|w| names[w].clone()).collect(),
         estimated_throughput: estimates.iter().zip(&names).filter_map(|(e, n)| Some((n.clone(), e.0?))).collect(),
         still_estimated: estimates.iter().zip(&names).filter(|(e, _)| e.1).map(|(_, n)| n.clone()).collect(),
+        profiling: session.profiling_pending(id)?.into_iter().map(|w| names[w].clone()).collect(),
     })
 }
 
