@@ -14,7 +14,7 @@
 //!   fastest total), from the server's GPU-pair bandwidth table; jobs larger than a server are
 //!   consolidated.
 
-use super::state::{ClusterState, GpuIndex, JobState};
+use super::state::{ClusterState, GpuIndex, JobState, Server};
 use crate::workload::generator::Rng;
 use std::fmt::Debug;
 
@@ -26,20 +26,17 @@ pub trait Placement: Debug + Send {
     fn place(&mut self, job: &JobState, worker_type: u32, cluster: &ClusterState) -> Option<Vec<GpuIndex>>;
 }
 
-/// Servers of `worker_type` with free GPUs and room for the job's host demand.
-fn candidates(job: &JobState, worker_type: u32, cluster: &ClusterState) -> Vec<u32> {
-    (0..cluster.servers.len() as u32)
-        .filter(|&s| {
-            let server = &cluster.servers[s as usize];
-            server.worker_type == worker_type && server.free_gpus > 0 && cluster.fits_host(s, job)
-        })
-        .collect()
+/// Servers of `worker_type` with free GPUs and room for the job's host demand, in index order.
+fn candidates<'a>(job: &'a JobState, worker_type: u32, cluster: &'a ClusterState) -> impl Iterator<Item = u32> + 'a {
+    cluster
+        .servers_of(worker_type)
+        .filter(move |&s| cluster.servers[s as usize].free_gpus > 0 && cluster.fits_host(s, job))
 }
 
 /// Takes free GPUs from `servers` in the given order until `need` are taken.
-fn take(cluster: &ClusterState, servers: &[u32], need: u32) -> Option<Vec<GpuIndex>> {
+fn take(cluster: &ClusterState, servers: impl IntoIterator<Item = u32>, need: u32) -> Option<Vec<GpuIndex>> {
     let mut gpus = Vec::with_capacity(need as usize);
-    for &s in servers {
+    for s in servers {
         gpus.extend(cluster.free_on(s).take(need as usize - gpus.len()));
         if gpus.len() == need as usize {
             return Some(gpus);
@@ -51,13 +48,36 @@ fn take(cluster: &ClusterState, servers: &[u32], need: u32) -> Option<Vec<GpuInd
 /// Gavel's consolidation: the fullest server that fits, else the emptiest servers first.
 fn consolidate(job: &JobState, worker_type: u32, cluster: &ClusterState) -> Option<Vec<GpuIndex>> {
     let need = job.scale_factor;
-    let mut servers = candidates(job, worker_type, cluster);
-    let free = |s: &u32| cluster.servers[*s as usize].free_gpus;
-    if let Some(&best) = servers.iter().filter(|s| free(s) >= need).min_by_key(|s| (free(s), **s)) {
-        return take(cluster, &[best], need);
+    let free = |s: u32| cluster.servers[s as usize].free_gpus;
+    let mut best: Option<u32> = None;
+    for s in candidates(job, worker_type, cluster) {
+        if free(s) >= need && best.is_none_or(|b| free(s) < free(b)) {
+            best = Some(s);
+            if free(s) == need {
+                break; // an exact fit: nothing fuller fits
+            }
+        }
     }
-    servers.sort_by_key(|s| (std::cmp::Reverse(free(s)), *s));
-    take(cluster, &servers, need)
+    if let Some(best) = best {
+        return take(cluster, [best], need);
+    }
+    let mut servers: Vec<u32> = candidates(job, worker_type, cluster).collect();
+    servers.sort_by_key(|&s| (std::cmp::Reverse(free(s)), s));
+    take(cluster, servers, need)
+}
+
+/// Servers by increasing free GPUs, index order within a count (a counting sort: servers are
+/// small, so this is linear where sorting was the cost of a round).
+fn fullest_first(servers: impl Iterator<Item = u32>, cluster: &ClusterState) -> Vec<u32> {
+    let mut buckets: Vec<Vec<u32>> = Vec::new();
+    for s in servers {
+        let free = cluster.servers[s as usize].free_gpus as usize;
+        if buckets.len() <= free {
+            buckets.resize_with(free + 1, Vec::new);
+        }
+        buckets[free].push(s);
+    }
+    buckets.into_iter().flatten().collect()
 }
 
 /// Only on the fewest servers that can hold the job (`⌈sf / largest server⌉`), else `None`.
@@ -72,9 +92,7 @@ fn strictly_consolidate(job: &JobState, worker_type: u32, cluster: &ClusterState
 
 /// Fullest servers first (fewest free GPUs), leaving whole servers for sensitive jobs.
 fn pack(job: &JobState, worker_type: u32, cluster: &ClusterState) -> Option<Vec<GpuIndex>> {
-    let mut servers = candidates(job, worker_type, cluster);
-    servers.sort_by_key(|&s| (cluster.servers[s as usize].free_gpus, s));
-    take(cluster, &servers, job.scale_factor)
+    take(cluster, fullest_first(candidates(job, worker_type, cluster), cluster), job.scale_factor)
 }
 
 #[derive(Debug, Clone, Copy, Default)]
@@ -85,7 +103,7 @@ impl Placement for FirstFree {
         "first_free".into()
     }
     fn place(&mut self, job: &JobState, worker_type: u32, cluster: &ClusterState) -> Option<Vec<GpuIndex>> {
-        take(cluster, &candidates(job, worker_type, cluster), job.scale_factor)
+        take(cluster, candidates(job, worker_type, cluster), job.scale_factor)
     }
 }
 
@@ -118,9 +136,24 @@ impl Placement for Random {
         format!("random={}", self.seed)
     }
     fn place(&mut self, job: &JobState, worker_type: u32, cluster: &ClusterState) -> Option<Vec<GpuIndex>> {
-        let mut free: Vec<GpuIndex> =
-            candidates(job, worker_type, cluster).into_iter().flat_map(|s| cluster.free_on(s)).collect();
         let need = job.scale_factor as usize;
+        // Draw GPUs of the type until `need` distinct usable ones; a crowded type falls back to
+        // drawing from the list of its free GPUs.
+        let range = cluster.gpus_of(worker_type);
+        let usable = |g: GpuIndex| cluster.is_free(g) && cluster.fits_host(cluster.gpus[g as usize].server, job);
+        let mut drawn: Vec<GpuIndex> = Vec::with_capacity(need);
+        if !range.is_empty() {
+            for _ in 0..64 * need {
+                let g = range.start + self.rng.below(range.len()) as GpuIndex;
+                if usable(g) && !drawn.contains(&g) {
+                    drawn.push(g);
+                    if drawn.len() == need {
+                        return Some(drawn);
+                    }
+                }
+            }
+        }
+        let mut free: Vec<GpuIndex> = candidates(job, worker_type, cluster).flat_map(|s| cluster.free_on(s)).collect();
         if free.len() < need {
             return None;
         }
@@ -193,30 +226,67 @@ fn subsets(items: &[GpuIndex], k: usize, out: &mut Vec<Vec<GpuIndex>>, current: 
     }
 }
 
+/// The weakest and the total pair bandwidth of a set of a server's GPUs.
+fn links(server: &Server, set: &[GpuIndex]) -> (f64, f64) {
+    let (mut weakest, mut total) = (f64::INFINITY, 0.0);
+    for (i, &a) in set.iter().enumerate() {
+        for &b in &set[i + 1..] {
+            let bw = server.pair_bandwidth(a, b);
+            weakest = weakest.min(bw);
+            total += bw;
+        }
+    }
+    (weakest, total)
+}
+
 impl Placement for Bandwidth {
     fn name(&self) -> String {
         "bandwidth".into()
     }
     fn place(&mut self, job: &JobState, worker_type: u32, cluster: &ClusterState) -> Option<Vec<GpuIndex>> {
         let need = job.scale_factor as usize;
+        if need == 1 {
+            return consolidate(job, worker_type, cluster); // no pair: the fullest server
+        }
+        // Fullest servers first; stop at the first set whose weakest link is the fastest any
+        // server of the type offers (nothing emptier can beat it).
+        let servers = fullest_first(
+            candidates(job, worker_type, cluster).filter(|&s| {
+                let free = cluster.servers[s as usize].free_gpus as usize;
+                free >= need && free <= 16
+            }),
+            cluster,
+        );
+        // The best score any server could give (its whole table), per distinct table.
+        let mut ceiling = (0.0_f64, 0.0_f64);
+        let mut last_table: Option<&Vec<f64>> = None;
+        for &s in &servers {
+            let server = &cluster.servers[s as usize];
+            if server.bandwidth.is_some() && server.bandwidth.as_ref() == last_table {
+                continue;
+            }
+            last_table = server.bandwidth.as_ref();
+            let all: Vec<GpuIndex> = server.gpus().collect();
+            let mut sets = Vec::new();
+            subsets(&all, need, &mut sets, &mut Vec::new(), 0);
+            for set in sets {
+                let score = links(server, &set);
+                if score.0 > ceiling.0 || (score.0 == ceiling.0 && score.1 > ceiling.1) {
+                    ceiling = score;
+                }
+            }
+        }
         let mut best: Option<((f64, f64, std::cmp::Reverse<u32>), Vec<GpuIndex>)> = None;
-        for s in candidates(job, worker_type, cluster) {
+        for s in servers {
             let server = &cluster.servers[s as usize];
             let free: Vec<GpuIndex> = cluster.free_on(s).collect();
-            if free.len() < need || free.len() > 16 {
-                continue;
+            if best.as_ref().is_some_and(|(b, _)| (b.0, b.1) >= ceiling) {
+                break;
             }
             let mut sets = Vec::new();
             subsets(&free, need, &mut sets, &mut Vec::new(), 0);
             for set in sets {
-                let (mut weakest, mut total) = (f64::INFINITY, 0.0);
-                for (i, &a) in set.iter().enumerate() {
-                    for &b in &set[i + 1..] {
-                        let bw = server.pair_bandwidth(a, b);
-                        weakest = weakest.min(bw);
-                        total += bw;
-                    }
-                }
+                let (weakest, total) = links(server, &set);
                 // Prefer the fastest weakest link, then total, then the fullest server.
                 let score = (weakest, total, std::cmp::Reverse(server.free_gpus));
                 let better = match &best {

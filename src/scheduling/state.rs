@@ -212,6 +212,20 @@ impl ClusterState {
         self
     }
 
+    /// Servers of `worker_type`, in index order (a type's servers are contiguous).
+    pub fn servers_of(&self, worker_type: u32) -> impl Iterator<Item = u32> + '_ {
+        let start = self.servers.partition_point(|s| s.worker_type < worker_type);
+        let end = self.servers.partition_point(|s| s.worker_type <= worker_type);
+        start as u32..end as u32
+    }
+
+    /// GPUs of `worker_type` (contiguous).
+    pub fn gpus_of(&self, worker_type: u32) -> std::ops::Range<GpuIndex> {
+        let start = self.gpus.partition_point(|g| g.worker_type < worker_type);
+        let end = self.gpus.partition_point(|g| g.worker_type <= worker_type);
+        start as GpuIndex..end as GpuIndex
+    }
+
     pub fn num_types(&self) -> usize {
         self.type_names.len()
     }
