@@ -9,11 +9,17 @@
 //! preempts and places. The baseline, timed in the same run, is sorting the 10,000 jobs' keys
 //! alone: the floor of any list policy's round.
 //!
-//! `cargo bench --bench pipeline` (or `scripts/bench-pipeline`). Without `--bench` (as
-//! `cargo test --benches` runs it) each case runs 3 rounds on 1,000 jobs and GPUs.
+//! Then the synthesizer's check (`scheduling::synthesizer`): Blox's nine compositions forked from
+//! a 1,000-job state on 128 GPUs and played 24 rounds each, in parallel on every core (goal < 2 s
+//! on 2 cores), against the same nine played one after another on one thread in the same run.
+//!
+//! `cargo bench --bench pipeline`. Without `--bench` (as `cargo test --benches` runs it) each case
+//! runs 3 rounds on 1,000 jobs and GPUs, and the synthesizer's check on 100 jobs.
 
 use arbiter::problem::WorkerType;
+use arbiter::scheduling::simulation::play_round;
 use arbiter::scheduling::state::P3_8XLARGE_BANDWIDTH;
+use arbiter::scheduling::synthesizer::{blox_candidates, Metric, Synthesizer};
 use arbiter::scheduling::{ClusterState, Composition, JobState, Pipeline};
 use arbiter::workload::generator::Rng;
 use std::time::{Duration, Instant};
@@ -114,4 +120,43 @@ fn main() {
         println!("| {} | {:.2} | {:.1} | {} |", c.name(), ms(t), t.as_secs_f64() / baseline.as_secs_f64(), verdict);
     }
     println!("\nslowest round: {:.2} ms", ms(worst));
+    synthesizer_check(if full { 1000 } else { 100 });
+}
+
+/// Times one synthesizer check on `n` jobs (128 GPUs, 12 rounds played first).
+fn synthesizer_check(n: usize) {
+    let gpus = WorkerType { name: "v100".into(), count: 128.0, gpus_per_server: 4, cost_per_hour: None };
+    let candidates = blox_candidates();
+    let mut p = Pipeline::new(&candidates[0], ClusterState::new(&[gpus]), 0).expect("a valid composition");
+    let mut rng = Rng::new(9);
+    for i in 0..n {
+        p.submit(job(&mut rng, i, 0.0)).expect("fits");
+    }
+    for _ in 0..12 {
+        play_round(&mut p, ROUND_SECONDS);
+    }
+    let parallel = Synthesizer::new(candidates.clone(), 12, 24, Metric::Jct).expect("valid");
+    let time = |threads: usize| {
+        let pool = rayon::ThreadPoolBuilder::new().num_threads(threads).build().expect("a pool");
+        let mut times = Vec::new();
+        for _ in 0..3 {
+            let t = Instant::now();
+            let forecasts = pool.install(|| parallel.forecast(&p, ROUND_SECONDS)).expect("forecasts");
+            times.push(t.elapsed());
+            std::hint::black_box(forecasts);
+        }
+        times.sort();
+        times[1]
+    };
+    let cores = std::thread::available_parallelism().map_or(1, |c| c.get());
+    let (one, all) = (time(1), time(cores));
+    println!(
+        "\nsynthesizer check, 9 compositions × 24 rounds from {} jobs on 128 GPUs: {:.1} ms on {cores} threads, \
+         {:.1} ms on 1 thread ({:.2}×); goal < 2 s: {}",
+        p.active().len() + p.waiting().len(),
+        all.as_secs_f64() * 1e3,
+        one.as_secs_f64() * 1e3,
+        one.as_secs_f64() / all.as_secs_f64(),
+        if all < Duration::from_secs(2) { "met" } else { "missed" }
+    );
 }

@@ -10,6 +10,8 @@
 //! - [`composition`]: stage names ↔ stages, and Gavel's composition (an LP policy run by
 //!   `crate::mechanism`, whose results it keeps exactly).
 //! - [`simulation`]: a trace through a composition on a virtual clock.
+//! - [`synthesizer`]: every N rounds, the candidate compositions simulated from the live state in
+//!   parallel, and a switch to the best for a metric (Blox §5.2).
 //!
 //! See `formulations/pipeline.md`.
 
@@ -20,6 +22,7 @@ pub mod policies;
 pub mod preemption;
 pub mod simulation;
 pub mod state;
+pub mod synthesizer;
 pub mod workload;
 
 pub use composition::{Composition, CompositionRequest, SchedulingSpec};
@@ -90,6 +93,29 @@ impl Pipeline {
             now: 0.0,
             rounds: 0,
         })
+    }
+
+    /// The same state under another composition's stages (the synthesizer's what-if runs).
+    pub fn fork(&self, composition: &Composition, seed: u64) -> Result<Pipeline> {
+        let mut fork = Pipeline::new(composition, self.cluster.clone(), seed)?;
+        fork.jobs = self.jobs.clone();
+        fork.waiting = self.waiting.clone();
+        fork.active = self.active.clone();
+        fork.now = self.now;
+        fork.rounds = self.rounds;
+        Ok(fork)
+    }
+
+    /// Swaps every stage for `composition`'s from the next round on; jobs already admitted stay
+    /// admitted, running jobs keep their leases unless the new stages suspend them.
+    pub fn recompose(&mut self, composition: &Composition, seed: u64) -> Result<()> {
+        composition.validate()?;
+        self.admission = composition.admission()?;
+        self.scheduling = composition.list_scheduling()?;
+        self.placement = composition.placement(seed)?;
+        self.preemption = composition.preemption()?;
+        self.composition = composition.clone();
+        Ok(())
     }
 
     pub fn composition(&self) -> &Composition {

@@ -19,7 +19,7 @@ use crate::workload::generator::Rng;
 use std::fmt::Debug;
 
 /// Chooses GPUs for a starting job.
-pub trait Placement: Debug + Send {
+pub trait Placement: Debug + Send + Sync {
     fn name(&self) -> String;
     /// `job.scale_factor` free GPUs of `worker_type`, on servers with room for its CPU cores and
     /// memory; `None`: the job waits this round.

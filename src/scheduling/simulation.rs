@@ -7,13 +7,15 @@
 //! idle until the round ends; jobs arriving during a round are submitted when it ends, their JCT
 //! counted from their arrival; with no job present the clock jumps to the next arrival.
 
-use super::state::{ClusterState, JobState};
-use super::{Composition, Pipeline};
+use super::state::{ClusterState, JobIndex, JobState};
+use super::synthesizer::Synthesizer;
+use super::{Composition, Pipeline, RoundDecision};
 use crate::error::{ArbiterError, ErrorCode, Result};
 use crate::simulator::report::{self, SimulationReport};
 use crate::simulator::{Progress, SimulationConfig};
 use crate::workload::throughputs::ThroughputTable;
 use crate::workload::Trace;
+use std::collections::HashSet;
 use std::time::Instant;
 
 /// Steps left below this fraction of a job's total count as done (floating-point dust).
@@ -21,12 +23,68 @@ const DONE_TOLERANCE: f64 = 1e-9;
 /// Rounds in a row with jobs present, none running and no arrival to wait for, before giving up.
 const MAX_IDLE_ROUNDS: u32 = 10_000;
 
+/// What one round did to the jobs.
+pub struct PlayedRound {
+    pub decision: RoundDecision,
+    /// Seconds each running job ran (after any restart overhead).
+    pub ran: Vec<(JobIndex, f64)>,
+    /// Jobs that finished, and when; they have left the pipeline.
+    pub finished: Vec<(JobIndex, f64)>,
+    /// Busy GPU-seconds per worker type (restart overhead included).
+    pub busy: Vec<(usize, f64)>,
+}
+
+/// One round of `round` seconds from the pipeline's clock: the pipeline decides, every running
+/// job advances by its throughput × the time it runs, finished jobs leave, and the clock moves
+/// to the round's end.
+pub fn play_round(pipeline: &mut Pipeline, round: f64) -> PlayedRound {
+    let now = pipeline.now();
+    let restart = pipeline.restart_seconds();
+    let decision = pipeline.next_round();
+    let launched: HashSet<JobIndex> = decision.launched.iter().copied().collect();
+    let (mut ran, mut finished, mut busy) = (Vec::new(), Vec::new(), Vec::new());
+    for j in decision.running() {
+        let job = &mut pipeline.jobs[j];
+        let w = pipeline.cluster.gpus[job.gpus[0] as usize].worker_type as usize;
+        let overhead = if launched.contains(&j) && job.suspended { restart.min(round) } else { 0.0 };
+        let rate = job.throughput[w];
+        let steps = job.remaining_steps.min(rate * (round - overhead));
+        let secs = if rate > 0.0 { steps / rate } else { 0.0 };
+        job.remaining_steps -= steps;
+        busy.push((w, job.scale_factor as f64 * (overhead + secs)));
+        ran.push((j, secs));
+        if job.remaining_steps <= DONE_TOLERANCE * job.total_steps {
+            job.remaining_steps = 0.0;
+            finished.push((j, now + overhead + secs));
+        }
+    }
+    pipeline.account(&decision, &ran, round);
+    for &(j, at) in &finished {
+        pipeline.complete(j, at);
+    }
+    pipeline.advance_to(now + round);
+    PlayedRound { decision, ran, finished, busy }
+}
+
 /// Runs `trace` under `composition` on `config`'s cluster until every measured job finished.
 pub fn run(
     trace: &Trace,
     table: &ThroughputTable,
     config: &SimulationConfig,
     composition: &Composition,
+    progress: &mut dyn FnMut(Progress),
+) -> Result<SimulationReport> {
+    run_with(trace, table, config, composition, None, progress)
+}
+
+/// `run`, starting from `composition` and letting `synthesizer` (if any) switch compositions
+/// every `every_rounds` rounds; the report lists its choices.
+pub fn run_with(
+    trace: &Trace,
+    table: &ThroughputTable,
+    config: &SimulationConfig,
+    composition: &Composition,
+    synthesizer: Option<&Synthesizer>,
     progress: &mut dyn FnMut(Progress),
 ) -> Result<SimulationReport> {
     let started = Instant::now();
@@ -47,7 +105,7 @@ pub fn run(
     order.sort_by(|&a, &b| trace.jobs[a].arrival_seconds.total_cmp(&trace.jobs[b].arrival_seconds).then(a.cmp(&b)));
     let start_time = order.first().map_or(0.0, |&i| trace.jobs[i].arrival_seconds);
     let round = config.round_seconds;
-    let restart = pipeline.restart_seconds();
+    let mut choices = Vec::new();
 
     // Pipeline index ↔ trace index.
     let mut trace_of: Vec<usize> = Vec::with_capacity(trace.jobs.len());
@@ -77,28 +135,19 @@ pub fn run(
             continue;
         }
         pipeline.advance_to(now);
-        let decision = pipeline.next_round();
-        preemptions += decision.suspended.len() as u64;
-        renewals += decision.renewed.len() as u64;
-        let launched: std::collections::HashSet<usize> = decision.launched.iter().copied().collect();
-        let mut ran = Vec::new();
-        let mut finished = Vec::new();
-        for j in decision.running() {
-            let job = &mut pipeline.jobs[j];
-            let w = pipeline.cluster.gpus[job.gpus[0] as usize].worker_type as usize;
-            let overhead = if launched.contains(&j) && job.suspended { restart.min(round) } else { 0.0 };
-            let rate = job.throughput[w];
-            let steps = job.remaining_steps.min(rate * (round - overhead));
-            let secs = if rate > 0.0 { steps / rate } else { 0.0 };
-            job.remaining_steps -= steps;
-            busy[w] += job.scale_factor as f64 * (overhead + secs);
-            ran.push((j, secs));
-            if job.remaining_steps <= DONE_TOLERANCE * job.total_steps {
-                job.remaining_steps = 0.0;
-                finished.push((j, now + overhead + secs));
+        if let Some(synthesizer) = synthesizer {
+            if pipeline.rounds() > 0 && pipeline.rounds() % synthesizer.every_rounds == 0 {
+                choices.push(synthesizer.choose_and_switch(&mut pipeline, round)?);
             }
         }
-        pipeline.account(&decision, &ran, round);
+        let played = play_round(&mut pipeline, round);
+        preemptions += played.decision.suspended.len() as u64;
+        renewals += played.decision.renewed.len() as u64;
+        for (w, b) in played.busy {
+            busy[w] += b;
+        }
+        let ran = played.ran;
+        let finished = played.finished;
         if ran.is_empty() && next == order.len() {
             idle_rounds += 1;
             if idle_rounds >= MAX_IDLE_ROUNDS {
@@ -114,8 +163,7 @@ pub fn run(
         } else {
             idle_rounds = 0;
         }
-        for (j, at) in finished {
-            pipeline.complete(j, at);
+        for (j, _) in finished {
             if config.measures(trace_of[j]) {
                 measured_done += 1;
             }
@@ -166,6 +214,10 @@ pub fn run(
             wall_seconds: started.elapsed().as_secs_f64(),
         },
     );
+    if synthesizer.is_some() {
+        report.composition = format!("synthesizer from {}", composition.name());
+        report.synthesis = choices;
+    }
     report.policy = match &composition.scheduling {
         super::SchedulingSpec::List { name, .. } => name.clone(),
         super::SchedulingSpec::Allocation(p) => p.name().to_string(),

@@ -102,6 +102,9 @@ pub struct SimulationReport {
     pub simulated_seconds: f64,
     /// Wall-clock time the simulation took.
     pub wall_seconds: f64,
+    /// The synthesizer's choices, when one ran (`scheduling::synthesizer`).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub synthesis: Vec<crate::scheduling::synthesizer::Choice>,
     pub jobs: Vec<JobRecord>,
 }
 
@@ -236,6 +239,7 @@ pub fn assemble(trace: &Trace, config: &SimulationConfig, outcomes: &[JobOutcome
         allocation_solves: totals.allocation_solves,
         simulated_seconds: span,
         wall_seconds: totals.wall_seconds,
+        synthesis: Vec::new(),
         jobs,
     }
 }

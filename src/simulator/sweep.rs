@@ -9,6 +9,7 @@ use crate::error::{ArbiterError, ErrorCode, Result};
 use crate::lp::Backend;
 use crate::policies::PolicyKind;
 use crate::problem::WorkerType;
+use crate::scheduling::synthesizer::{Metric, Synthesizer};
 use crate::scheduling::Composition;
 use crate::workload::generator::{self, Arrivals, GeneratorOptions};
 use crate::workload::throughputs::ThroughputTable;
@@ -24,6 +25,9 @@ pub struct Variant {
     pub policy: PolicyKind,
     /// A list policy's composition (`las:admission=accept_x=1.2`); `None`: Gavel's, with `policy`.
     pub composition: Option<Composition>,
+    /// `synthesizer[:every=N][:horizon=N][:metric=jct|responsiveness|both]`: Blox's nine
+    /// candidates, starting from the first.
+    pub synthesizer: Option<Synthesizer>,
     pub heterogeneity_aware: bool,
     pub space_sharing: bool,
 }
@@ -33,6 +37,9 @@ impl Variant {
     pub fn parse(spec: &str) -> Result<Variant> {
         let mut parts = spec.split(':');
         let name = parts.next().unwrap_or_default().trim();
+        if name == "synthesizer" {
+            return Variant::parse_synthesizer(spec, parts);
+        }
         if crate::scheduling::composition::LIST_POLICIES.contains(&name.split('=').next().unwrap_or_default()) {
             return Variant::parse_composition(spec, name, parts);
         }
@@ -50,6 +57,7 @@ impl Variant {
             label: spec.trim().to_string(),
             policy,
             composition: None,
+            synthesizer: None,
             heterogeneity_aware: true,
             space_sharing: false,
         };
@@ -71,6 +79,37 @@ impl Variant {
 }
 
 impl Variant {
+    /// `synthesizer[:every=N][:horizon=N][:metric=M]` (defaults: every 12 rounds, a 24-round
+    /// horizon, average JCT).
+    fn parse_synthesizer<'a>(spec: &str, parts: impl Iterator<Item = &'a str>) -> Result<Variant> {
+        let (mut every, mut horizon, mut metric) = (12u64, 24u64, Metric::Jct);
+        for part in parts {
+            let bad = || {
+                ArbiterError::at(
+                    ErrorCode::MalformedRequest,
+                    "policies",
+                    format!("synthesizer options are every=N, horizon=N, metric=jct|responsiveness|both, got {part:?}"),
+                )
+            };
+            let (key, value) = part.trim().split_once('=').ok_or_else(bad)?;
+            match key {
+                "every" => every = value.parse().map_err(|_| bad())?,
+                "horizon" => horizon = value.parse().map_err(|_| bad())?,
+                "metric" => metric = Metric::from_name(value)?,
+                _ => return Err(bad()),
+            }
+        }
+        let candidates = crate::scheduling::synthesizer::blox_candidates();
+        Ok(Variant {
+            label: spec.trim().to_string(),
+            policy: PolicyKind::MaxMinFairness,
+            composition: Some(candidates[0].clone()),
+            synthesizer: Some(Synthesizer::new(candidates, every, horizon, metric)?),
+            heterogeneity_aware: true,
+            space_sharing: false,
+        })
+    }
+
     /// `SCHEDULING[:admission=A][:placement=P][:preemption=Q]` with a list policy.
     fn parse_composition<'a>(spec: &str, scheduling: &str, parts: impl Iterator<Item = &'a str>) -> Result<Variant> {
         let (mut admission, mut placement, mut preemption) = (None, None, None);
@@ -102,6 +141,7 @@ impl Variant {
             label: spec.trim().to_string(),
             policy: PolicyKind::MaxMinFairness,
             composition: Some(composition),
+            synthesizer: None,
             heterogeneity_aware: true,
             space_sharing: false,
         })
@@ -203,7 +243,14 @@ pub fn run(
                 ..SimulationConfig::new(config.cluster.clone(), variant.policy)
             };
             let outcome = match &variant.composition {
-                Some(c) => crate::scheduling::simulation::run(trace, table, &sim, c, &mut |_| {}),
+                Some(c) => crate::scheduling::simulation::run_with(
+                    trace,
+                    table,
+                    &sim,
+                    c,
+                    variant.synthesizer.as_ref(),
+                    &mut |_| {},
+                ),
                 None => super::simulate(trace, table, &sim, &mut |_| {}),
             }
             .map_err(|e| e.to_string());
@@ -227,7 +274,11 @@ pub fn csv(points: &[SweepPoint]) -> String {
             out,
             "{},{},{},{},{},{},",
             v.label,
-            v.composition.as_ref().map_or(v.policy.name().to_string(), Composition::name),
+            match (&v.synthesizer, &v.composition) {
+                (Some(_), _) => "synthesizer".to_string(),
+                (None, Some(c)) => c.name(),
+                (None, None) => v.policy.name().to_string(),
+            },
             v.heterogeneity_aware,
             v.space_sharing,
             p.jobs_per_hour,
