@@ -284,3 +284,98 @@ proptest! {
         }
     }
 }
+
+// ---- the command line ----
+
+fn arbiter(args: &[&str]) -> std::process::Output {
+    std::process::Command::new(env!("CARGO_BIN_EXE_arbiter")).args(args).output().unwrap()
+}
+
+const DATA: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../shared/data/gavel");
+
+#[test]
+fn simulate_and_sweep_take_compositions_and_refuse_bad_stages() {
+    let dir = std::env::temp_dir().join(format!("arbiter-pipeline-cli-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let out = dir.join("r.json");
+    let (trace, table) =
+        (format!("{DATA}/traces/max_min_fairness.trace"), format!("{DATA}/simulation_throughputs.json"));
+    let base = ["simulate", "--trace", &trace, "--throughputs", &table, "--cluster", "v100=8,p100=16,k80=24"];
+    let mut args: Vec<&str> = base.to_vec();
+    let out_s = out.to_str().unwrap();
+    args.extend([
+        "--admission",
+        "accept_x=1.2",
+        "--scheduling",
+        "tiresias",
+        "--placement",
+        "consolidated",
+        "--preemption",
+        "lease=30",
+        "--output",
+        out_s,
+    ]);
+    let o = arbiter(&args);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let report: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(&out).unwrap()).unwrap();
+    assert_eq!(report["composition"], "accept_x=1.2+tiresias+consolidated+lease=30");
+    assert_eq!(report["policy"], "tiresias");
+    assert_eq!(report["jobs_finished"], report["jobs_total"]);
+    assert!(report["average_responsiveness_seconds"].as_f64().unwrap() >= 0.0);
+    assert!(report["jobs"][0]["preemptions"].is_u64());
+
+    for (flag, value, code) in [
+        ("--scheduling", "lass", "unknown_policy"),
+        ("--admission", "accept_x=-2", "invalid_number"),
+        ("--placement", "spread", "unknown_policy"),
+    ] {
+        let mut args: Vec<&str> = base.to_vec();
+        args.extend(["--output", out_s, flag, value]);
+        if flag != "--scheduling" {
+            args.extend(["--scheduling", "las"]);
+        }
+        let o = arbiter(&args);
+        assert_eq!(o.status.code(), Some(2), "{flag} {value}");
+        let err: serde_json::Value = serde_json::from_slice(&o.stderr).unwrap();
+        assert_eq!(err["error"]["code"], code, "{flag} {value}");
+    }
+
+    let mut args: Vec<&str> = base.to_vec();
+    args.extend(["--output", out_s, "--synthesizer", "every=2,horizon=6,metric=both", "--round-seconds", "300"]);
+    let o = arbiter(&args);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let report: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(&out).unwrap()).unwrap();
+    let checks = report["synthesis"].as_array().unwrap();
+    assert!(!checks.is_empty());
+    assert_eq!(checks[0]["scores"].as_array().unwrap().len(), 9);
+    assert!(checks[0]["reason"].as_str().unwrap().contains("both"), "{}", checks[0]);
+    assert!(report["composition"].as_str().unwrap().starts_with("synthesizer from accept_all+fifo"));
+    let mut args: Vec<&str> = base.to_vec();
+    args.extend(["--output", out_s, "--synthesizer", "every=0"]);
+    assert_eq!(arbiter(&args).status.code(), Some(2));
+
+    let csv = dir.join("s.csv");
+    let o = arbiter(&[
+        "sweep",
+        "--throughputs",
+        &table,
+        "--cluster",
+        "v100=16",
+        "--policies",
+        "las:admission=accept_x=1.2,synthesizer:every=4:horizon=8",
+        "--loads",
+        "4",
+        "--jobs",
+        "40",
+        "--round-seconds",
+        "300",
+        "--output",
+        csv.to_str().unwrap(),
+    ]);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let text = std::fs::read_to_string(&csv).unwrap();
+    let rows: Vec<&str> = text.lines().collect();
+    assert_eq!(rows.len(), 3, "{text}");
+    assert!(rows[1].contains("accept_x=1.2+las+consolidated+lease") && rows[1].ends_with(','), "{text}");
+    assert!(rows[2].starts_with("synthesizer:every=4:horizon=8,synthesizer,") && rows[2].ends_with(','), "{text}");
+}

@@ -109,6 +109,29 @@ impl Synthesizer {
         Ok(Synthesizer { candidates, every_rounds, horizon_rounds, metric })
     }
 
+    /// Blox's nine candidates with options `every=N`, `horizon=N`, `metric=jct|responsiveness|both`
+    /// (defaults: every 12 rounds, a 24-round horizon, average JCT).
+    pub fn parse<'a>(options: impl IntoIterator<Item = &'a str>) -> Result<Synthesizer> {
+        let (mut every, mut horizon, mut metric) = (12u64, 24u64, Metric::Jct);
+        for part in options.into_iter().map(str::trim).filter(|p| !p.is_empty()) {
+            let bad = || {
+                ArbiterError::at(
+                    ErrorCode::MalformedRequest,
+                    "synthesizer",
+                    format!("synthesizer options are every=N, horizon=N, metric=jct|responsiveness|both, got {part:?}"),
+                )
+            };
+            let (key, value) = part.split_once('=').ok_or_else(bad)?;
+            match key.trim() {
+                "every" => every = value.trim().parse().map_err(|_| bad())?,
+                "horizon" => horizon = value.trim().parse().map_err(|_| bad())?,
+                "metric" => metric = Metric::from_name(value.trim())?,
+                _ => return Err(bad()),
+            }
+        }
+        Synthesizer::new(blox_candidates(), every, horizon, metric)
+    }
+
     /// Forecasts of every candidate from `pipeline`'s state, in candidate order.
     pub fn forecast(&self, pipeline: &Pipeline, round_seconds: f64) -> Result<Vec<(f64, f64)>> {
         let present: Vec<usize> = pipeline.active().iter().chain(pipeline.waiting()).copied().collect();

@@ -46,6 +46,11 @@ pub struct SimulateArgs {
     /// Preemption stage: `lease[=RESTART_SECONDS]` (default) or `none` (run to completion).
     #[arg(long)]
     pub preemption: Option<String>,
+    /// Let the synthesizer switch among Blox's nine compositions (FIFO, SRTF, LAS × accept_all,
+    /// accept_x=1.2, accept_x=1.5), options `every=N,horizon=N,metric=jct|responsiveness|both`
+    /// (empty: every 12 rounds, 24-round horizon, JCT); it starts from `--scheduling` or FIFO.
+    #[arg(long, value_name = "OPTIONS", num_args = 0..=1, default_missing_value = "")]
+    pub synthesizer: Option<String>,
     /// `false`: the policy sees every throughput as 1.
     #[arg(long, default_value_t = true, action = clap::ArgAction::Set)]
     pub heterogeneity_aware: bool,
@@ -141,13 +146,28 @@ pub fn run_simulate(args: &SimulateArgs) -> Result<()> {
     if let Some(p) = &args.policy {
         policy_named(p)?;
     }
-    let composition = crate::scheduling::Composition::from_flags(
-        args.policy.as_deref(),
-        args.admission.as_deref(),
-        args.scheduling.as_deref(),
-        args.placement.as_deref(),
-        args.preemption.as_deref(),
-    )?;
+    let synthesizer = args
+        .synthesizer
+        .as_deref()
+        .map(|o| crate::scheduling::synthesizer::Synthesizer::parse(o.split(',')))
+        .transpose()?;
+    let composition = match &synthesizer {
+        Some(s) if args.policy.is_none() && args.scheduling.is_none() => s.candidates[0].clone(),
+        _ => crate::scheduling::Composition::from_flags(
+            args.policy.as_deref(),
+            args.admission.as_deref(),
+            args.scheduling.as_deref(),
+            args.placement.as_deref(),
+            args.preemption.as_deref(),
+        )?,
+    };
+    if synthesizer.is_some() && composition.is_gavel() {
+        return Err(ArbiterError::at(
+            ErrorCode::Unsupported,
+            "synthesizer",
+            "the synthesizer switches among list-policy compositions; it cannot start from an LP policy",
+        ));
+    }
     let policy = match composition.scheduling {
         crate::scheduling::SchedulingSpec::Allocation(p) => p,
         crate::scheduling::SchedulingSpec::List { .. } => PolicyKind::MaxMinFairness,
@@ -172,7 +192,9 @@ pub fn run_simulate(args: &SimulateArgs) -> Result<()> {
     let result = if composition.is_gavel() {
         super::simulate(&trace, &table, &config, &mut |p| bar.update(p))
     } else {
-        crate::scheduling::simulation::run(&trace, &table, &config, &composition, &mut |p| bar.update(p))
+        crate::scheduling::simulation::run_with(&trace, &table, &config, &composition, synthesizer.as_ref(), &mut |p| {
+            bar.update(p)
+        })
     };
     bar.finish();
     let report = result?;

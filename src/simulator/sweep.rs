@@ -9,7 +9,7 @@ use crate::error::{ArbiterError, ErrorCode, Result};
 use crate::lp::Backend;
 use crate::policies::PolicyKind;
 use crate::problem::WorkerType;
-use crate::scheduling::synthesizer::{Metric, Synthesizer};
+use crate::scheduling::synthesizer::Synthesizer;
 use crate::scheduling::Composition;
 use crate::workload::generator::{self, Arrivals, GeneratorOptions};
 use crate::workload::throughputs::ThroughputTable;
@@ -79,32 +79,14 @@ impl Variant {
 }
 
 impl Variant {
-    /// `synthesizer[:every=N][:horizon=N][:metric=M]` (defaults: every 12 rounds, a 24-round
-    /// horizon, average JCT).
+    /// `synthesizer[:every=N][:horizon=N][:metric=M]`, starting from the first of Blox's nine.
     fn parse_synthesizer<'a>(spec: &str, parts: impl Iterator<Item = &'a str>) -> Result<Variant> {
-        let (mut every, mut horizon, mut metric) = (12u64, 24u64, Metric::Jct);
-        for part in parts {
-            let bad = || {
-                ArbiterError::at(
-                    ErrorCode::MalformedRequest,
-                    "policies",
-                    format!("synthesizer options are every=N, horizon=N, metric=jct|responsiveness|both, got {part:?}"),
-                )
-            };
-            let (key, value) = part.trim().split_once('=').ok_or_else(bad)?;
-            match key {
-                "every" => every = value.parse().map_err(|_| bad())?,
-                "horizon" => horizon = value.parse().map_err(|_| bad())?,
-                "metric" => metric = Metric::from_name(value)?,
-                _ => return Err(bad()),
-            }
-        }
-        let candidates = crate::scheduling::synthesizer::blox_candidates();
+        let synthesizer = Synthesizer::parse(parts)?;
         Ok(Variant {
             label: spec.trim().to_string(),
             policy: PolicyKind::MaxMinFairness,
-            composition: Some(candidates[0].clone()),
-            synthesizer: Some(Synthesizer::new(candidates, every, horizon, metric)?),
+            composition: Some(synthesizer.candidates[0].clone()),
+            synthesizer: Some(synthesizer),
             heterogeneity_aware: true,
             space_sharing: false,
         })
