@@ -226,6 +226,9 @@ fn subsets(items: &[GpuIndex], k: usize, out: &mut Vec<Vec<GpuIndex>>, current: 
     }
 }
 
+/// A candidate set's weakest link, total bandwidth, and its server's fullness (higher is better).
+type LinkScore = (f64, f64, std::cmp::Reverse<u32>);
+
 /// The weakest and the total pair bandwidth of a set of a server's GPUs.
 fn links(server: &Server, set: &[GpuIndex]) -> (f64, f64) {
     let (mut weakest, mut total) = (f64::INFINITY, 0.0);
@@ -276,7 +279,7 @@ impl Placement for Bandwidth {
                 }
             }
         }
-        let mut best: Option<((f64, f64, std::cmp::Reverse<u32>), Vec<GpuIndex>)> = None;
+        let mut best: Option<(LinkScore, Vec<GpuIndex>)> = None;
         for s in servers {
             let server = &cluster.servers[s as usize];
             let free: Vec<GpuIndex> = cluster.free_on(s).collect();
