@@ -24,6 +24,7 @@ pub mod policies;
 pub mod problem;
 pub mod request;
 pub mod response;
+pub mod scheduling;
 pub mod service;
 pub mod simulator;
 pub mod space_sharing;

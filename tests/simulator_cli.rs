@@ -150,7 +150,8 @@ fn sweep_writes_one_row_per_simulation_and_plots() {
         let svg = std::fs::read_to_string(svg).unwrap();
         assert_eq!(svg.matches("<polyline").count(), 2);
     }
-    let bad = arbiter(&["sweep", "--throughputs", &table, "--cluster", "v100=2", "--policies", "las", "--output", "-"]);
+    let bad =
+        arbiter(&["sweep", "--throughputs", &table, "--cluster", "v100=2", "--policies", "lass", "--output", "-"]);
     assert_eq!(bad.status.code(), Some(2));
 }
 

@@ -29,9 +29,28 @@ pub struct SimulateArgs {
     /// Dollars per GPU-hour per worker type, e.g. `v100=2.48,p100=1.46,k80=0.45` (for `cost`).
     #[arg(long)]
     pub prices: Option<String>,
-    /// Policy, any of the contract's names.
+    /// Policy, any of the contract's names: the scheduling stage of Gavel's composition.
     #[arg(long)]
-    pub policy: String,
+    pub policy: Option<String>,
+    /// Admission stage: `accept_all` (default) or `accept_x=X` (FIFO within X × the GPUs).
+    #[arg(long)]
+    pub admission: Option<String>,
+    /// Scheduling stage: a list policy (`fifo`, `fifo_priority`, `las`, `tiresias[=GPU_SECONDS]`,
+    /// `srtf`, `optimus`, `themis`) or an LP policy (as `--policy`).
+    #[arg(long)]
+    pub scheduling: Option<String>,
+    /// Placement stage: `consolidated` (default), `first_free`, `random[=SEED]`, `profile_guided`,
+    /// `skew[=THRESHOLD]`, `bandwidth`.
+    #[arg(long)]
+    pub placement: Option<String>,
+    /// Preemption stage: `lease[=RESTART_SECONDS]` (default) or `none` (run to completion).
+    #[arg(long)]
+    pub preemption: Option<String>,
+    /// Let the synthesizer switch among Blox's nine compositions (FIFO, SRTF, LAS × accept_all,
+    /// accept_x=1.2, accept_x=1.5), options `every=N,horizon=N,metric=jct|responsiveness|both`
+    /// (empty: every 12 rounds, 24-round horizon, JCT); it starts from `--scheduling` or FIFO.
+    #[arg(long, value_name = "OPTIONS", num_args = 0..=1, default_missing_value = "")]
+    pub synthesizer: Option<String>,
     /// `false`: the policy sees every throughput as 1.
     #[arg(long, default_value_t = true, action = clap::ArgAction::Set)]
     pub heterogeneity_aware: bool,
@@ -129,7 +148,35 @@ pub fn write_file(path: &Path, text: &str) -> Result<()> {
 
 /// Runs `arbiter simulate`.
 pub fn run_simulate(args: &SimulateArgs) -> Result<()> {
-    let policy = policy_named(&args.policy)?;
+    if let Some(p) = &args.policy {
+        policy_named(p)?;
+    }
+    let synthesizer = args
+        .synthesizer
+        .as_deref()
+        .map(|o| crate::scheduling::synthesizer::Synthesizer::parse(o.split(',')))
+        .transpose()?;
+    let composition = match &synthesizer {
+        Some(s) if args.policy.is_none() && args.scheduling.is_none() => s.candidates[0].clone(),
+        _ => crate::scheduling::Composition::from_flags(
+            args.policy.as_deref(),
+            args.admission.as_deref(),
+            args.scheduling.as_deref(),
+            args.placement.as_deref(),
+            args.preemption.as_deref(),
+        )?,
+    };
+    if synthesizer.is_some() && composition.is_gavel() {
+        return Err(ArbiterError::at(
+            ErrorCode::Unsupported,
+            "synthesizer",
+            "the synthesizer switches among list-policy compositions; it cannot start from an LP policy",
+        ));
+    }
+    let policy = match composition.scheduling {
+        crate::scheduling::SchedulingSpec::Allocation(p) => p,
+        crate::scheduling::SchedulingSpec::List { .. } => PolicyKind::MaxMinFairness,
+    };
     let backend = backend_named(&args.backend)?;
     let cluster = parse_cluster(&args.cluster, args.gpus_per_server, args.prices.as_deref())?;
     let table = ThroughputTable::from_path(&args.throughputs)?;
@@ -147,14 +194,20 @@ pub fn run_simulate(args: &SimulateArgs) -> Result<()> {
         profiled_types: args.profiled_types,
         ..SimulationConfig::new(cluster, policy)
     };
-    let mut bar = ProgressBar::new(format!("simulate {}", policy.name()));
-    let result = super::simulate(&trace, &table, &config, &mut |p| bar.update(p));
+    let mut bar = ProgressBar::new(format!("simulate {}", composition.name()));
+    let result = if composition.is_gavel() {
+        super::simulate(&trace, &table, &config, &mut |p| bar.update(p))
+    } else {
+        crate::scheduling::simulation::run_with(&trace, &table, &config, &composition, synthesizer.as_ref(), &mut |p| {
+            bar.update(p)
+        })
+    };
     bar.finish();
     let report = result?;
     let json = if args.pretty { serde_json::to_string_pretty(&report) } else { serde_json::to_string(&report) };
     write_output(&args.output, &json.expect("a report always serializes"))?;
     if let Some(path) = &args.plot {
-        let label = format!("{}{}", policy.name(), if args.heterogeneity_aware { "" } else { " (agnostic)" });
+        let label = format!("{}{}", report.policy, if args.heterogeneity_aware { "" } else { " (agnostic)" });
         let chart =
             plot::cdf_chart(format!("JCT CDF, {} jobs", report.jobs_measured), vec![plot::jct_cdf(label, &report)]);
         write_file(path, &chart.to_svg())?;
@@ -175,7 +228,8 @@ pub struct SweepArgs {
     #[arg(long, default_value_t = 4)]
     pub gpus_per_server: u32,
     /// Comma-separated `POLICY[:agnostic][:space_sharing]`, e.g.
-    /// `max_min_fairness:agnostic,max_min_fairness,max_min_fairness:space_sharing`.
+    /// `max_min_fairness:agnostic,max_min_fairness,max_min_fairness:space_sharing`; or a list
+    /// policy with stages, `las:admission=accept_x=1.2:placement=consolidated:preemption=lease`.
     #[arg(long)]
     pub policies: String,
     /// Comma-separated input loads in jobs per hour (Poisson arrivals).
@@ -187,6 +241,9 @@ pub struct SweepArgs {
     /// Jobs per generated trace.
     #[arg(long, default_value_t = 1000)]
     pub jobs: usize,
+    /// Adds this many jobs in the first hour of every day of each trace (a burst of arrivals).
+    #[arg(long, default_value_t = 0)]
+    pub burst_jobs: usize,
     /// Measure jobs FIRST..LAST of each trace (0-based, LAST excluded).
     #[arg(long, value_name = "FIRST:LAST")]
     pub window: Option<String>,
@@ -258,6 +315,7 @@ pub fn run_sweep(args: &SweepArgs) -> Result<()> {
         loads: loads.clone(),
         seeds: number_list(&args.seeds, "seeds")?,
         num_jobs: args.jobs,
+        burst_jobs: args.burst_jobs,
         window: args.window.as_deref().map(parse_window).transpose()?,
         static_trace: args.static_trace,
         multi_gpu: args.multi_gpu,

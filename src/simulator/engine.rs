@@ -8,8 +8,7 @@
 //! their arrival; with no job present, the clock jumps to the next arrival.
 
 use super::config::SimulationConfig;
-use super::fairness;
-use super::report::{self, JobRecord, SimulationReport};
+use super::report::{self, SimulationReport};
 use super::Progress;
 use crate::error::{ArbiterError, ErrorCode, Result};
 use crate::mechanism::{Config, JobId, LeaseChange, Mode, Session};
@@ -63,7 +62,11 @@ struct Run<'a> {
 
 /// The throughput-matrix row of every trace job on the cluster's types; refuses a job that can
 /// never be placed (no type where it has throughput and enough GPUs for its scale factor).
-fn throughput_rows(trace: &Trace, table: &ThroughputTable, config: &SimulationConfig) -> Result<Vec<Vec<f64>>> {
+pub(crate) fn throughput_rows(
+    trace: &Trace,
+    table: &ThroughputTable,
+    config: &SimulationConfig,
+) -> Result<Vec<Vec<f64>>> {
     let names: Vec<String> = config.cluster.iter().map(|w| w.name.clone()).collect();
     let mut cache: HashMap<(&str, u32), Vec<f64>> = HashMap::new();
     trace
@@ -368,82 +371,32 @@ impl Run<'_> {
     }
 
     fn report(&self, start_time: f64, wall_seconds: f64) -> SimulationReport {
-        let config = self.config;
-        let trace = self.trace;
-        let intervals: Vec<(f64, f64)> =
-            trace.jobs.iter().zip(&self.jobs).map(|(t, p)| (t.arrival_seconds, p.finish.unwrap_or(self.now))).collect();
-        let crowd = fairness::Crowding::new(&intervals);
-        let total_gpus: f64 = config.cluster.iter().map(|w| w.count).sum();
-        let jobs: Vec<JobRecord> = trace
+        let outcomes: Vec<report::JobOutcome> = self
             .jobs
             .iter()
-            .zip(&self.jobs)
-            .enumerate()
-            .map(|(i, (t, p))| {
-                let jct = p.finish.map(|f| f - t.arrival_seconds);
-                let ftf_rho = jct.and_then(|jct| {
-                    let n = crowd.average(t.arrival_seconds, p.finish.unwrap_or(self.now));
-                    let isolated =
-                        fairness::isolated_seconds(&p.throughput, &config.cluster, t.scale_factor, n, t.total_steps)?;
-                    Some(jct / isolated)
-                });
-                JobRecord {
-                    id: i.to_string(),
-                    job_type: t.job_type.clone(),
-                    scale_factor: t.scale_factor,
-                    weight: t.weight,
-                    total_steps: t.total_steps,
-                    steps_done: t.total_steps - p.remaining,
-                    arrival_seconds: t.arrival_seconds,
-                    start_seconds: p.start,
-                    finish_seconds: p.finish,
-                    jct_seconds: jct,
-                    ftf_rho,
-                    slo_seconds: t.slo_seconds,
-                    measured: config.measures(i),
-                }
+            .map(|p| report::JobOutcome {
+                throughput: &p.throughput,
+                remaining: p.remaining,
+                start: p.start,
+                finish: p.finish,
+                preemptions: None,
             })
             .collect();
-        let measured: Vec<&JobRecord> = jobs.iter().filter(|j| j.measured).collect();
-        let jcts: Vec<f64> = measured.iter().filter_map(|j| j.jct_seconds).collect();
-        let first_arrival = measured.iter().map(|j| j.arrival_seconds).fold(f64::INFINITY, f64::min);
-        let last_finish = measured.iter().filter_map(|j| j.finish_seconds).fold(f64::NEG_INFINITY, f64::max);
-        let span = self.now - start_time;
-        let busy: f64 = self.busy.iter().sum();
-        let cost_dollars = config
-            .cluster
-            .iter()
-            .zip(&self.busy)
-            .map(|(w, b)| w.cost_per_hour.map(|price| price * b / 3600.0))
-            .sum::<Option<f64>>();
-        SimulationReport {
-            policy: config.policy.name().to_string(),
-            heterogeneity_aware: config.heterogeneity_aware,
-            space_sharing: config.space_sharing,
-            mode: if config.ideal { "ideal" } else { "rounds" }.to_string(),
-            round_seconds: config.round_seconds,
-            seed: config.seed,
-            cluster: config.cluster.iter().map(|w| (w.name.clone(), w.count)).collect(),
-            jobs_total: jobs.len(),
-            jobs_measured: measured.len(),
-            jobs_finished: jobs.iter().filter(|j| j.finish_seconds.is_some()).count(),
-            average_jct_seconds: if jcts.is_empty() { f64::NAN } else { jcts.iter().sum::<f64>() / jcts.len() as f64 },
-            jct_percentiles_seconds: report::jct_percentiles(&jobs),
-            makespan_seconds: if last_finish.is_finite() { last_finish - first_arrival } else { 0.0 },
-            utilization: if span > 0.0 && total_gpus > 0.0 { busy / (span * total_gpus) } else { 0.0 },
-            ftf_rho: report::rho_summary(&jobs),
-            cost_dollars,
-            slo_violations: measured
-                .iter()
-                .filter(|j| matches!((j.jct_seconds, j.slo_seconds), (Some(jct), Some(slo)) if jct > slo))
-                .count(),
-            preemptions: self.preemptions,
-            lease_renewals: self.lease_renewals,
-            rounds: self.session.rounds(),
-            allocation_solves: self.solves,
-            simulated_seconds: span,
-            wall_seconds,
-            jobs,
-        }
+        report::assemble(
+            self.trace,
+            self.config,
+            &outcomes,
+            report::Totals {
+                composition: crate::scheduling::Composition::gavel(self.config.policy).name(),
+                start_time,
+                end: self.now,
+                busy: self.busy.clone(),
+                preemptions: self.preemptions,
+                lease_renewals: self.lease_renewals,
+                rounds: self.session.rounds(),
+                allocation_solves: self.solves,
+                wall_seconds,
+            },
+        )
     }
 }

@@ -1,7 +1,11 @@
 //! What a simulation reports: every job's arrival, start, finish and JCT, and the aggregates over
 //! the measured jobs (average and p50/p95/p99 JCT, makespan, utilization, finish-time fairness ρ,
-//! cost, SLO violations, preemptions and lease renewals), as JSON.
+//! cost, SLO violations, preemptions and lease renewals, responsiveness), as JSON; and the
+//! assembly of a report from a run's outcome, shared by Gavel's mechanism and the pipeline.
 
+use super::config::SimulationConfig;
+use super::fairness;
+use crate::workload::Trace;
 use serde::Serialize;
 
 /// One job of the trace as it ran.
@@ -28,6 +32,9 @@ pub struct JobRecord {
     pub slo_seconds: Option<f64>,
     /// Inside the measurement window.
     pub measured: bool,
+    /// Times the job was suspended while unfinished (pipeline compositions; `None` under Gavel's
+    /// mechanism, which counts preemptions for the whole run only).
+    pub preemptions: Option<u32>,
 }
 
 /// Percentiles of a distribution (linear interpolation between order statistics).
@@ -53,6 +60,9 @@ pub struct RhoSummary {
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct SimulationReport {
     pub policy: String,
+    /// The stages that ran: `admission+scheduling+placement+preemption`
+    /// (`accept_all+max_min_fairness+consolidated+lease` is Gavel's mechanism).
+    pub composition: String,
     pub heterogeneity_aware: bool,
     pub space_sharing: bool,
     /// `rounds` or `ideal`.
@@ -67,6 +77,11 @@ pub struct SimulationReport {
     /// Average JCT of the measured jobs.
     pub average_jct_seconds: f64,
     pub jct_percentiles_seconds: Percentiles,
+    /// Responsiveness: first run − arrival, averaged over the measured jobs that ran.
+    pub average_responsiveness_seconds: f64,
+    pub responsiveness_percentiles_seconds: Percentiles,
+    /// Preemptions over jobs that arrived.
+    pub preemptions_per_job: f64,
     /// First arrival to last finish of the measured jobs.
     pub makespan_seconds: f64,
     /// Busy GPU-seconds over GPU-seconds of the whole simulation.
@@ -87,6 +102,9 @@ pub struct SimulationReport {
     pub simulated_seconds: f64,
     /// Wall-clock time the simulation took.
     pub wall_seconds: f64,
+    /// The synthesizer's choices, when one ran (`scheduling::synthesizer`).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub synthesis: Vec<crate::scheduling::synthesizer::Choice>,
     pub jobs: Vec<JobRecord>,
 }
 
@@ -107,6 +125,123 @@ pub fn percentile(sorted: &[f64], q: f64) -> f64 {
 fn sorted(mut values: Vec<f64>) -> Vec<f64> {
     values.sort_by(f64::total_cmp);
     values
+}
+
+/// One trace job's fate in a run.
+pub struct JobOutcome<'a> {
+    /// Steps/s alone on each worker type, in the cluster's order.
+    pub throughput: &'a [f64],
+    pub remaining: f64,
+    pub start: Option<f64>,
+    pub finish: Option<f64>,
+    pub preemptions: Option<u32>,
+}
+
+/// A run's totals.
+pub struct Totals {
+    pub composition: String,
+    /// The first arrival, and the virtual time the run ended.
+    pub start_time: f64,
+    pub end: f64,
+    /// Busy GPU-seconds per worker type.
+    pub busy: Vec<f64>,
+    pub preemptions: u64,
+    pub lease_renewals: u64,
+    pub rounds: u64,
+    pub allocation_solves: u64,
+    pub wall_seconds: f64,
+}
+
+/// The report of a run of `trace` (one outcome per trace job).
+pub fn assemble(trace: &Trace, config: &SimulationConfig, outcomes: &[JobOutcome], totals: Totals) -> SimulationReport {
+    let now = totals.end;
+    let intervals: Vec<(f64, f64)> =
+        trace.jobs.iter().zip(outcomes).map(|(t, p)| (t.arrival_seconds, p.finish.unwrap_or(now))).collect();
+    let crowd = fairness::Crowding::new(&intervals);
+    let total_gpus: f64 = config.cluster.iter().map(|w| w.count).sum();
+    let jobs: Vec<JobRecord> = trace
+        .jobs
+        .iter()
+        .zip(outcomes)
+        .enumerate()
+        .map(|(i, (t, p))| {
+            let jct = p.finish.map(|f| f - t.arrival_seconds);
+            let ftf_rho = jct.and_then(|jct| {
+                let n = crowd.average(t.arrival_seconds, p.finish.unwrap_or(now));
+                let isolated =
+                    fairness::isolated_seconds(p.throughput, &config.cluster, t.scale_factor, n, t.total_steps)?;
+                Some(jct / isolated)
+            });
+            JobRecord {
+                id: i.to_string(),
+                job_type: t.job_type.clone(),
+                scale_factor: t.scale_factor,
+                weight: t.weight,
+                total_steps: t.total_steps,
+                steps_done: t.total_steps - p.remaining,
+                arrival_seconds: t.arrival_seconds,
+                start_seconds: p.start,
+                finish_seconds: p.finish,
+                jct_seconds: jct,
+                ftf_rho,
+                slo_seconds: t.slo_seconds,
+                measured: config.measures(i),
+                preemptions: p.preemptions,
+            }
+        })
+        .collect();
+    let measured: Vec<&JobRecord> = jobs.iter().filter(|j| j.measured).collect();
+    let jcts: Vec<f64> = measured.iter().filter_map(|j| j.jct_seconds).collect();
+    let first_arrival = measured.iter().map(|j| j.arrival_seconds).fold(f64::INFINITY, f64::min);
+    let last_finish = measured.iter().filter_map(|j| j.finish_seconds).fold(f64::NEG_INFINITY, f64::max);
+    let span = now - totals.start_time;
+    let busy: f64 = totals.busy.iter().sum();
+    let cost_dollars = config
+        .cluster
+        .iter()
+        .zip(&totals.busy)
+        .map(|(w, b)| w.cost_per_hour.map(|price| price * b / 3600.0))
+        .sum::<Option<f64>>();
+    let waits = sorted(measured.iter().filter_map(|j| Some(j.start_seconds? - j.arrival_seconds)).collect());
+    let mean = |v: &[f64]| if v.is_empty() { f64::NAN } else { v.iter().sum::<f64>() / v.len() as f64 };
+    SimulationReport {
+        policy: config.policy.name().to_string(),
+        composition: totals.composition,
+        heterogeneity_aware: config.heterogeneity_aware,
+        space_sharing: config.space_sharing,
+        mode: if config.ideal { "ideal" } else { "rounds" }.to_string(),
+        round_seconds: config.round_seconds,
+        seed: config.seed,
+        cluster: config.cluster.iter().map(|w| (w.name.clone(), w.count)).collect(),
+        jobs_total: jobs.len(),
+        jobs_measured: measured.len(),
+        jobs_finished: jobs.iter().filter(|j| j.finish_seconds.is_some()).count(),
+        average_jct_seconds: mean(&jcts),
+        jct_percentiles_seconds: jct_percentiles(&jobs),
+        average_responsiveness_seconds: mean(&waits),
+        responsiveness_percentiles_seconds: Percentiles {
+            p50: percentile(&waits, 50.0),
+            p95: percentile(&waits, 95.0),
+            p99: percentile(&waits, 99.0),
+        },
+        preemptions_per_job: if jobs.is_empty() { 0.0 } else { totals.preemptions as f64 / jobs.len() as f64 },
+        makespan_seconds: if last_finish.is_finite() { last_finish - first_arrival } else { 0.0 },
+        utilization: if span > 0.0 && total_gpus > 0.0 { busy / (span * total_gpus) } else { 0.0 },
+        ftf_rho: rho_summary(&jobs),
+        cost_dollars,
+        slo_violations: measured
+            .iter()
+            .filter(|j| matches!((j.jct_seconds, j.slo_seconds), (Some(jct), Some(slo)) if jct > slo))
+            .count(),
+        preemptions: totals.preemptions,
+        lease_renewals: totals.lease_renewals,
+        rounds: totals.rounds,
+        allocation_solves: totals.allocation_solves,
+        simulated_seconds: span,
+        wall_seconds: totals.wall_seconds,
+        synthesis: Vec::new(),
+        jobs,
+    }
 }
 
 /// Percentiles of the measured jobs' JCTs.

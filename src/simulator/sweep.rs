@@ -9,6 +9,8 @@ use crate::error::{ArbiterError, ErrorCode, Result};
 use crate::lp::Backend;
 use crate::policies::PolicyKind;
 use crate::problem::WorkerType;
+use crate::scheduling::synthesizer::Synthesizer;
+use crate::scheduling::Composition;
 use crate::workload::generator::{self, Arrivals, GeneratorOptions};
 use crate::workload::throughputs::ThroughputTable;
 use rayon::prelude::*;
@@ -21,6 +23,11 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 pub struct Variant {
     pub label: String,
     pub policy: PolicyKind,
+    /// A list policy's composition (`las:admission=accept_x=1.2`); `None`: Gavel's, with `policy`.
+    pub composition: Option<Composition>,
+    /// `synthesizer[:every=N][:horizon=N][:metric=jct|responsiveness|both]`: Blox's nine
+    /// candidates, starting from the first.
+    pub synthesizer: Option<Synthesizer>,
     pub heterogeneity_aware: bool,
     pub space_sharing: bool,
 }
@@ -30,6 +37,12 @@ impl Variant {
     pub fn parse(spec: &str) -> Result<Variant> {
         let mut parts = spec.split(':');
         let name = parts.next().unwrap_or_default().trim();
+        if name == "synthesizer" {
+            return Variant::parse_synthesizer(spec, parts);
+        }
+        if crate::scheduling::composition::LIST_POLICIES.contains(&name.split('=').next().unwrap_or_default()) {
+            return Variant::parse_composition(spec, name, parts);
+        }
         let policy = PolicyKind::from_name(name).ok_or_else(|| {
             ArbiterError::at(
                 ErrorCode::UnknownPolicy,
@@ -40,8 +53,14 @@ impl Variant {
                 ),
             )
         })?;
-        let mut variant =
-            Variant { label: spec.trim().to_string(), policy, heterogeneity_aware: true, space_sharing: false };
+        let mut variant = Variant {
+            label: spec.trim().to_string(),
+            policy,
+            composition: None,
+            synthesizer: None,
+            heterogeneity_aware: true,
+            space_sharing: false,
+        };
         for modifier in parts {
             match modifier.trim() {
                 "agnostic" => variant.heterogeneity_aware = false,
@@ -59,6 +78,58 @@ impl Variant {
     }
 }
 
+impl Variant {
+    /// `synthesizer[:every=N][:horizon=N][:metric=M]`, starting from the first of Blox's nine.
+    fn parse_synthesizer<'a>(spec: &str, parts: impl Iterator<Item = &'a str>) -> Result<Variant> {
+        let synthesizer = Synthesizer::parse(parts)?;
+        Ok(Variant {
+            label: spec.trim().to_string(),
+            policy: PolicyKind::MaxMinFairness,
+            composition: Some(synthesizer.candidates[0].clone()),
+            synthesizer: Some(synthesizer),
+            heterogeneity_aware: true,
+            space_sharing: false,
+        })
+    }
+
+    /// `SCHEDULING[:admission=A][:placement=P][:preemption=Q]` with a list policy.
+    fn parse_composition<'a>(spec: &str, scheduling: &str, parts: impl Iterator<Item = &'a str>) -> Result<Variant> {
+        let (mut admission, mut placement, mut preemption) = (None, None, None);
+        for part in parts {
+            let (slot, value) = part.trim().split_once('=').ok_or_else(|| {
+                ArbiterError::at(
+                    ErrorCode::MalformedRequest,
+                    "policies",
+                    format!("stages are SLOT=NAME (admission, placement, preemption) in {spec:?}, got {part:?}"),
+                )
+            })?;
+            match slot {
+                "admission" => admission = Some(value),
+                "placement" => placement = Some(value),
+                "preemption" => preemption = Some(value),
+                other => {
+                    return Err(ArbiterError::at(
+                        ErrorCode::MalformedRequest,
+                        "policies",
+                        format!(
+                            "unknown stage slot {other:?} in {spec:?}; expected admission, placement or preemption"
+                        ),
+                    ))
+                }
+            }
+        }
+        let composition = Composition::from_flags(None, admission, Some(scheduling), placement, preemption)?;
+        Ok(Variant {
+            label: spec.trim().to_string(),
+            policy: PolicyKind::MaxMinFairness,
+            composition: Some(composition),
+            synthesizer: None,
+            heterogeneity_aware: true,
+            space_sharing: false,
+        })
+    }
+}
+
 /// The grid and what every simulation of it shares.
 #[derive(Debug, Clone)]
 pub struct SweepConfig {
@@ -69,6 +140,8 @@ pub struct SweepConfig {
     pub seeds: Vec<u64>,
     /// Jobs per generated trace.
     pub num_jobs: usize,
+    /// Extra jobs in the first hour of every day (`scheduling::workload::add_bursts`).
+    pub burst_jobs: usize,
     /// Measured jobs (trace positions `first..last`); `None`: all.
     pub window: Option<(usize, usize)>,
     /// Every job at t = 0 instead of Poisson arrivals.
@@ -128,7 +201,11 @@ pub fn run(
                 multi_priority: config.multi_priority,
                 ..GeneratorOptions::default()
             };
-            traces.push(((load.to_bits(), seed), generator::generate(table, &options)?));
+            let mut trace = generator::generate(table, &options)?;
+            if config.burst_jobs > 0 && !config.static_trace {
+                trace = crate::scheduling::workload::add_bursts(trace, table, &options, config.burst_jobs)?;
+            }
+            traces.push(((load.to_bits(), seed), trace));
         }
     }
     let total = grid.len();
@@ -147,7 +224,18 @@ pub fn run(
                 backend: config.backend,
                 ..SimulationConfig::new(config.cluster.clone(), variant.policy)
             };
-            let outcome = super::simulate(trace, table, &sim, &mut |_| {}).map_err(|e| e.to_string());
+            let outcome = match &variant.composition {
+                Some(c) => crate::scheduling::simulation::run_with(
+                    trace,
+                    table,
+                    &sim,
+                    c,
+                    variant.synthesizer.as_ref(),
+                    &mut |_| {},
+                ),
+                None => super::simulate(trace, table, &sim, &mut |_| {}),
+            }
+            .map_err(|e| e.to_string());
             progress(done.fetch_add(1, Ordering::Relaxed) + 1, total);
             SweepPoint { variant, jobs_per_hour: load, seed, outcome }
         })
@@ -160,7 +248,7 @@ pub fn csv(points: &[SweepPoint]) -> String {
     let mut out = String::from(
         "variant,policy,heterogeneity_aware,space_sharing,jobs_per_hour,seed,jobs_measured,jobs_finished,\
          average_jct_hours,p50_jct_hours,p95_jct_hours,p99_jct_hours,makespan_hours,utilization,\
-         preemptions,rounds,wall_seconds,error\n",
+         preemptions,rounds,wall_seconds,average_responsiveness_hours,preemptions_per_job,error\n",
     );
     for p in points {
         let v = &p.variant;
@@ -168,7 +256,11 @@ pub fn csv(points: &[SweepPoint]) -> String {
             out,
             "{},{},{},{},{},{},",
             v.label,
-            v.policy.name(),
+            match (&v.synthesizer, &v.composition) {
+                (Some(_), _) => "synthesizer".to_string(),
+                (None, Some(c)) => c.name(),
+                (None, None) => v.policy.name().to_string(),
+            },
             v.heterogeneity_aware,
             v.space_sharing,
             p.jobs_per_hour,
@@ -180,7 +272,7 @@ pub fn csv(points: &[SweepPoint]) -> String {
                 let q = r.jct_percentiles_seconds;
                 let _ = writeln!(
                     out,
-                    "{},{},{:.4},{:.4},{:.4},{:.4},{:.4},{:.4},{},{},{:.3},",
+                    "{},{},{:.4},{:.4},{:.4},{:.4},{:.4},{:.4},{},{},{:.3},{:.4},{:.4},",
                     r.jobs_measured,
                     r.jobs_finished,
                     h(r.average_jct_seconds),
@@ -191,11 +283,13 @@ pub fn csv(points: &[SweepPoint]) -> String {
                     r.utilization,
                     r.preemptions,
                     r.rounds,
-                    r.wall_seconds
+                    r.wall_seconds,
+                    h(r.average_responsiveness_seconds),
+                    r.preemptions_per_job
                 );
             }
             Err(e) => {
-                let _ = writeln!(out, ",,,,,,,,,,,\"{}\"", e.replace('"', "'"));
+                let _ = writeln!(out, ",,,,,,,,,,,,,\"{}\"", e.replace('"', "'"));
             }
         }
     }

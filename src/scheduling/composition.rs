@@ -1,0 +1,392 @@
+//! Compositions by name: which stage fills each slot of the pipeline, parsed from
+//! `accept_x=1.2`-style names (command line) or JSON (`{"admission": {"accept_x": 1.2},
+//! "scheduling": "las", "placement": "consolidated"}`), with the contract's errors. An LP policy
+//! in the scheduling slot, with the default admission, placement and preemption, is Gavel's
+//! composition: it runs as the existing round mechanism (`crate::mechanism`), unchanged.
+
+use super::admission::{AcceptAll, AcceptX, Admission};
+use super::placement::{Bandwidth, Consolidated, FirstFree, Placement, ProfileGuided, Random, Skew};
+use super::policies::{Fifo, FifoPriority, Las, Optimus, Scheduling, Srtf, Themis, Tiresias};
+use super::preemption::{Lease, NonPreemptive, Preemption};
+use crate::error::{ArbiterError, ErrorCode, Result};
+use crate::policies::PolicyKind;
+use serde::{Deserialize, Serialize};
+
+/// The list policies, by name.
+pub const LIST_POLICIES: [&str; 7] = ["fifo", "fifo_priority", "las", "tiresias", "srtf", "optimus", "themis"];
+pub const ADMISSIONS: [&str; 3] = ["accept_all", "accept_x", "fifo_threshold"];
+pub const PLACEMENTS: [&str; 6] = ["first_free", "consolidated", "random", "profile_guided", "skew", "bandwidth"];
+pub const PREEMPTIONS: [&str; 2] = ["lease", "none"];
+
+/// The scheduling slot: a list policy, or an LP policy's allocation (Gavel's mechanism).
+#[derive(Debug, Clone, PartialEq)]
+pub enum SchedulingSpec {
+    List { name: String, parameter: Option<f64> },
+    Allocation(PolicyKind),
+}
+
+/// One stage name with its optional numeric parameter (`accept_x=1.2`).
+#[derive(Debug, Clone, PartialEq)]
+pub struct StageSpec {
+    pub name: String,
+    pub parameter: Option<f64>,
+}
+
+impl StageSpec {
+    fn render(&self) -> String {
+        match self.parameter {
+            Some(p) => format!("{}={p}", self.name),
+            None => self.name.clone(),
+        }
+    }
+}
+
+/// A composition of the four stages.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Composition {
+    pub admission: StageSpec,
+    pub scheduling: SchedulingSpec,
+    pub placement: StageSpec,
+    pub preemption: StageSpec,
+}
+
+/// The JSON form: each stage a name (`"las"`) or a one-entry object (`{"accept_x": 1.2}`).
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, utoipa::ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct CompositionRequest {
+    #[schema(value_type = Option<Object>)]
+    pub admission: Option<serde_json::Value>,
+    #[schema(value_type = Option<Object>)]
+    pub scheduling: Option<serde_json::Value>,
+    #[schema(value_type = Option<Object>)]
+    pub placement: Option<serde_json::Value>,
+    #[schema(value_type = Option<Object>)]
+    pub preemption: Option<serde_json::Value>,
+}
+
+fn unknown(slot: &str, name: &str, known: &[&str]) -> ArbiterError {
+    ArbiterError::at(
+        ErrorCode::UnknownPolicy,
+        slot,
+        format!("unknown {slot} stage {name:?}; expected one of: {}", known.join(", ")),
+    )
+}
+
+fn bad_parameter(slot: &str, message: String) -> ArbiterError {
+    ArbiterError::at(ErrorCode::InvalidNumber, slot, message)
+}
+
+/// Splits `name=value` (value a finite number).
+pub fn parse_stage(slot: &str, text: &str) -> Result<StageSpec> {
+    let text = text.trim();
+    match text.split_once('=') {
+        None => Ok(StageSpec { name: text.to_string(), parameter: None }),
+        Some((name, value)) => {
+            let v: f64 = value.trim().parse().ok().filter(|v: &f64| v.is_finite()).ok_or_else(|| {
+                bad_parameter(slot, format!("{slot} parameter of {name:?} must be a finite number, got {value:?}"))
+            })?;
+            Ok(StageSpec { name: name.trim().to_string(), parameter: Some(v) })
+        }
+    }
+}
+
+impl Composition {
+    /// Gavel's composition around an LP policy: every job admitted, the policy's allocation,
+    /// consolidated placement, lease renewal.
+    pub fn gavel(policy: PolicyKind) -> Composition {
+        Composition {
+            admission: StageSpec { name: "accept_all".into(), parameter: None },
+            scheduling: SchedulingSpec::Allocation(policy),
+            placement: StageSpec { name: "consolidated".into(), parameter: None },
+            preemption: StageSpec { name: "lease".into(), parameter: None },
+        }
+    }
+
+    /// From the command line's flags: `--policy` is the scheduling slot of an LP policy;
+    /// `--scheduling` any scheduling (list or LP); the other slots default to Gavel's.
+    pub fn from_flags(
+        policy: Option<&str>,
+        admission: Option<&str>,
+        scheduling: Option<&str>,
+        placement: Option<&str>,
+        preemption: Option<&str>,
+    ) -> Result<Composition> {
+        let scheduling = match (policy, scheduling) {
+            (Some(_), Some(_)) => {
+                return Err(ArbiterError::at(
+                    ErrorCode::MalformedRequest,
+                    "scheduling",
+                    "give --policy (an LP policy) or --scheduling, not both",
+                ))
+            }
+            (Some(p), None) => match PolicyKind::from_name(p.trim()) {
+                Some(kind) => SchedulingSpec::Allocation(kind),
+                None => return Err(unknown_policy(p)),
+            },
+            (None, Some(s)) => parse_scheduling(s)?,
+            (None, None) => {
+                return Err(ArbiterError::at(
+                    ErrorCode::MissingField,
+                    "scheduling",
+                    "a simulation needs --policy or --scheduling",
+                ))
+            }
+        };
+        let mut c = Composition { scheduling, ..Composition::gavel(PolicyKind::MaxMinFairness) };
+        if let Some(a) = admission {
+            c.admission = parse_stage("admission", a)?;
+        }
+        if let Some(p) = placement {
+            c.placement = parse_stage("placement", p)?;
+        }
+        if let Some(p) = preemption {
+            c.preemption = parse_stage("preemption", p)?;
+        }
+        c.validate()?;
+        Ok(c)
+    }
+
+    /// From the JSON form; absent slots are Gavel's, and an absent scheduling slot is `default`.
+    pub fn from_request(request: &CompositionRequest, default: PolicyKind) -> Result<Composition> {
+        let stage = |slot: &str, v: &serde_json::Value| -> Result<String> {
+            match v {
+                serde_json::Value::String(s) => Ok(s.clone()),
+                serde_json::Value::Object(m) if m.len() == 1 => {
+                    let (k, v) = m.iter().next().expect("one entry");
+                    match v.as_f64() {
+                        Some(x) => Ok(format!("{k}={x}")),
+                        None => Err(bad_parameter(slot, format!("{slot}.{k} must be a number, got {v}"))),
+                    }
+                }
+                _ => Err(ArbiterError::at(
+                    ErrorCode::MalformedRequest,
+                    slot,
+                    format!("{slot} must be a stage name or {{\"name\": number}}, got {v}"),
+                )),
+            }
+        };
+        let text = |slot: &str, v: &Option<serde_json::Value>| v.as_ref().map(|v| stage(slot, v)).transpose();
+        let scheduling = text("scheduling", &request.scheduling)?;
+        Composition::from_flags(
+            scheduling.is_none().then_some(default.name()),
+            text("admission", &request.admission)?.as_deref(),
+            scheduling.as_deref(),
+            text("placement", &request.placement)?.as_deref(),
+            text("preemption", &request.preemption)?.as_deref(),
+        )
+    }
+
+    /// Gavel's composition: an LP allocation with the default stages, run by the mechanism.
+    pub fn is_gavel(&self) -> bool {
+        matches!(self.scheduling, SchedulingSpec::Allocation(_))
+            && Composition { scheduling: self.scheduling.clone(), ..Composition::gavel(PolicyKind::MaxMinFairness) }
+                == *self
+    }
+
+    /// Checks every name and parameter (and that an LP policy comes with Gavel's other stages).
+    pub fn validate(&self) -> Result<()> {
+        self.admission()?;
+        self.placement(0)?;
+        self.preemption()?;
+        match &self.scheduling {
+            SchedulingSpec::List { .. } => {
+                self.list_scheduling()?;
+            }
+            SchedulingSpec::Allocation(p) if !self.is_gavel() => {
+                return Err(ArbiterError::at(
+                    ErrorCode::Unsupported,
+                    "scheduling",
+                    format!(
+                        "the LP policy {} runs as Gavel's mechanism, with accept_all admission, consolidated placement \
+                         and lease preemption; other stages compose with the list policies ({})",
+                        p.name(),
+                        LIST_POLICIES.join(", ")
+                    ),
+                ))
+            }
+            SchedulingSpec::Allocation(_) => {}
+        }
+        Ok(())
+    }
+
+    /// `accept_x=1.2+las+consolidated+lease`.
+    pub fn name(&self) -> String {
+        let scheduling = match &self.scheduling {
+            SchedulingSpec::List { name, parameter } => {
+                StageSpec { name: name.clone(), parameter: *parameter }.render()
+            }
+            SchedulingSpec::Allocation(p) => p.name().to_string(),
+        };
+        format!("{}+{}+{}+{}", self.admission.render(), scheduling, self.placement.render(), self.preemption.render())
+    }
+
+    pub fn admission(&self) -> Result<Box<dyn Admission>> {
+        let a = &self.admission;
+        match (a.name.as_str(), a.parameter) {
+            ("accept_all", None) => Ok(Box::new(AcceptAll)),
+            ("accept_x" | "fifo_threshold", Some(x)) if x > 0.0 => Ok(Box::new(AcceptX { x })),
+            ("accept_x" | "fifo_threshold", p) => Err(bad_parameter(
+                "admission",
+                format!("{} needs a threshold x > 0 (e.g. accept_x=1.2), got {p:?}", a.name),
+            )),
+            ("accept_all", Some(_)) => Err(bad_parameter("admission", "accept_all takes no parameter".into())),
+            (name, _) => Err(unknown("admission", name, &ADMISSIONS)),
+        }
+    }
+
+    /// The list policy of the scheduling slot.
+    pub fn list_scheduling(&self) -> Result<Box<dyn Scheduling>> {
+        let (name, parameter) = match &self.scheduling {
+            SchedulingSpec::List { name, parameter } => (name.as_str(), *parameter),
+            SchedulingSpec::Allocation(p) => {
+                return Err(ArbiterError::at(
+                    ErrorCode::Unsupported,
+                    "scheduling",
+                    format!("{} is an LP policy, run by Gavel's mechanism", p.name()),
+                ))
+            }
+        };
+        let none = |s: Box<dyn Scheduling>| match parameter {
+            None => Ok(s),
+            Some(_) => Err(bad_parameter("scheduling", format!("{name} takes no parameter"))),
+        };
+        match name {
+            "fifo" => none(Box::new(Fifo)),
+            "fifo_priority" => none(Box::new(FifoPriority)),
+            "las" => none(Box::new(Las)),
+            "srtf" => none(Box::new(Srtf)),
+            "optimus" => none(Box::new(Optimus)),
+            "themis" => none(Box::new(Themis)),
+            "tiresias" => match parameter {
+                None => Ok(Box::new(Tiresias::default())),
+                Some(t) if t > 0.0 => Ok(Box::new(Tiresias { thresholds: vec![t], ..Tiresias::default() })),
+                Some(t) => {
+                    Err(bad_parameter("scheduling", format!("tiresias' threshold must be > 0 GPU-seconds, got {t}")))
+                }
+            },
+            other => Err(unknown("scheduling", other, &LIST_POLICIES)),
+        }
+    }
+
+    /// The placement stage; `seed` seeds `random` when it names no seed.
+    pub fn placement(&self, seed: u64) -> Result<Box<dyn Placement>> {
+        let p = &self.placement;
+        let none = |s: Box<dyn Placement>| match p.parameter {
+            None => Ok(s),
+            Some(_) => Err(bad_parameter("placement", format!("{} takes no parameter", p.name))),
+        };
+        match p.name.as_str() {
+            "first_free" => none(Box::new(FirstFree)),
+            "consolidated" => none(Box::new(Consolidated)),
+            "profile_guided" => none(Box::new(ProfileGuided)),
+            "bandwidth" => none(Box::new(Bandwidth)),
+            "random" => match p.parameter {
+                None => Ok(Box::new(Random::new(seed))),
+                Some(s) if s >= 0.0 && s.fract() == 0.0 => Ok(Box::new(Random::new(s as u64))),
+                Some(s) => {
+                    Err(bad_parameter("placement", format!("random's seed must be a whole number ≥ 0, got {s}")))
+                }
+            },
+            "skew" => match p.parameter {
+                None => Ok(Box::new(Skew::default())),
+                Some(t) if t >= 0.0 => Ok(Box::new(Skew { threshold: t })),
+                Some(t) => Err(bad_parameter("placement", format!("skew's threshold must be ≥ 0, got {t}"))),
+            },
+            other => Err(unknown("placement", other, &PLACEMENTS)),
+        }
+    }
+
+    pub fn preemption(&self) -> Result<Box<dyn Preemption>> {
+        let p = &self.preemption;
+        match (p.name.as_str(), p.parameter) {
+            ("lease", None) => Ok(Box::new(Lease::default())),
+            ("lease", Some(s)) if s >= 0.0 => Ok(Box::new(Lease { restart_seconds: s })),
+            ("lease", Some(s)) => {
+                Err(bad_parameter("preemption", format!("lease's restart overhead must be ≥ 0 seconds, got {s}")))
+            }
+            ("none", None) => Ok(Box::new(NonPreemptive)),
+            ("none", Some(_)) => Err(bad_parameter("preemption", "none takes no parameter".into())),
+            (other, _) => Err(unknown("preemption", other, &PREEMPTIONS)),
+        }
+    }
+}
+
+fn unknown_policy(name: &str) -> ArbiterError {
+    ArbiterError::at(
+        ErrorCode::UnknownPolicy,
+        "policy",
+        format!(
+            "unknown policy {name:?}; expected one of: {}",
+            PolicyKind::ALL.iter().map(|p| p.name()).collect::<Vec<_>>().join(", ")
+        ),
+    )
+}
+
+/// A scheduling name: a list policy's (with its parameter), else an LP policy's. `fifo` is the
+/// list policy here (Blox's FIFO); the LP `fifo` is `--policy fifo`.
+pub fn parse_scheduling(text: &str) -> Result<SchedulingSpec> {
+    let s = parse_stage("scheduling", text)?;
+    if !LIST_POLICIES.contains(&s.name.as_str()) {
+        if let Some(kind) = PolicyKind::from_name(text.trim()) {
+            return Ok(SchedulingSpec::Allocation(kind));
+        }
+        let mut known: Vec<&str> = LIST_POLICIES.to_vec();
+        known.extend(PolicyKind::ALL.iter().map(|p| p.name()));
+        return Err(unknown("scheduling", &s.name, &known));
+    }
+    Ok(SchedulingSpec::List { name: s.name, parameter: s.parameter })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn flags(a: Option<&str>, s: &str, p: Option<&str>, q: Option<&str>) -> Result<Composition> {
+        Composition::from_flags(None, a, Some(s), p, q)
+    }
+
+    #[test]
+    fn parses_the_issue_example() {
+        let c = flags(Some("accept_x=1.2"), "tiresias", Some("consolidated"), Some("lease")).unwrap();
+        assert_eq!(c.name(), "accept_x=1.2+tiresias+consolidated+lease");
+        assert_eq!(c.admission().unwrap().name(), "accept_x=1.2");
+        assert!(!c.is_gavel());
+        let json: CompositionRequest = serde_json::from_str(
+            r#"{"admission": {"accept_x": 1.2}, "scheduling": "las", "placement": "consolidated"}"#,
+        )
+        .unwrap();
+        let c = Composition::from_request(&json, PolicyKind::MaxMinFairness).unwrap();
+        assert_eq!(c.name(), "accept_x=1.2+las+consolidated+lease");
+    }
+
+    #[test]
+    fn a_policy_alone_is_gavels_composition() {
+        let c = Composition::from_flags(Some("max_min_fairness"), None, None, None, None).unwrap();
+        assert!(c.is_gavel());
+        assert_eq!(c, Composition::gavel(PolicyKind::MaxMinFairness));
+        let c = Composition::from_request(&CompositionRequest::default(), PolicyKind::Fifo).unwrap();
+        assert_eq!(c, Composition::gavel(PolicyKind::Fifo));
+    }
+
+    #[test]
+    fn refuses_unknown_names_and_bad_parameters() {
+        let code = |r: Result<Composition>| r.unwrap_err();
+        let e = code(flags(None, "lass", None, None));
+        assert_eq!((e.code, e.field.as_deref()), (ErrorCode::UnknownPolicy, Some("scheduling")));
+        assert_eq!(code(flags(Some("accept_y"), "las", None, None)).code, ErrorCode::UnknownPolicy);
+        assert_eq!(code(flags(Some("accept_x"), "las", None, None)).code, ErrorCode::InvalidNumber);
+        assert_eq!(code(flags(Some("accept_x=-1"), "las", None, None)).code, ErrorCode::InvalidNumber);
+        assert_eq!(code(flags(Some("accept_x=abc"), "las", None, None)).code, ErrorCode::InvalidNumber);
+        assert_eq!(code(flags(None, "las", Some("spread"), None)).code, ErrorCode::UnknownPolicy);
+        assert_eq!(code(flags(None, "las", None, Some("lease=-3"))).code, ErrorCode::InvalidNumber);
+        assert_eq!(code(flags(None, "fifo=2", None, None)).code, ErrorCode::InvalidNumber);
+        assert_eq!(code(flags(Some("accept_x=1.2"), "max_min_fairness", None, None)).code, ErrorCode::Unsupported);
+        assert_eq!(code(Composition::from_flags(Some("las"), None, None, None, None)).code, ErrorCode::UnknownPolicy);
+        assert_eq!(
+            code(Composition::from_flags(Some("fifo"), None, Some("las"), None, None)).code,
+            ErrorCode::MalformedRequest
+        );
+        let bad: CompositionRequest = serde_json::from_str(r#"{"admission": {"accept_x": "high"}}"#).unwrap();
+        assert_eq!(code(Composition::from_request(&bad, PolicyKind::Fifo)).code, ErrorCode::InvalidNumber);
+    }
+}

@@ -1,0 +1,301 @@
+//! The scheduling pipeline (Blox, EuroSys'24): one round is admission → scheduling → placement →
+//! preemption, each stage a small trait with the job and cluster state in and a decision out.
+//! The simulator (`simulation`) and a live cluster drive the same `Pipeline`.
+//!
+//! - [`state`]: `JobState` and `ClusterState`.
+//! - [`admission`]: `accept_all`, `accept_x`.
+//! - [`policies`]: the list policies (FIFO, FIFO + priority, LAS, Tiresias, SRTF, Optimus, Themis).
+//! - [`placement`]: first-free, consolidated, random, profile-guided, skew, bandwidth-aware.
+//! - [`preemption`]: lease renewal (with a restart overhead) or run-to-completion.
+//! - [`composition`]: stage names ↔ stages, and Gavel's composition (an LP policy run by
+//!   `crate::mechanism`, whose results it keeps exactly).
+//! - [`simulation`]: a trace through a composition on a virtual clock.
+//! - [`synthesizer`]: every N rounds, the candidate compositions simulated from the live state in
+//!   parallel, and a switch to the best for a metric (Blox §5.2).
+//!
+//! See `formulations/pipeline.md`.
+
+pub mod admission;
+pub mod composition;
+pub mod placement;
+pub mod policies;
+pub mod preemption;
+pub mod simulation;
+pub mod state;
+pub mod synthesizer;
+pub mod workload;
+
+pub use composition::{Composition, CompositionRequest, SchedulingSpec};
+pub use state::{ClusterState, GpuIndex, JobIndex, JobState};
+
+use crate::error::{ArbiterError, ErrorCode, Result};
+use admission::Admission;
+use placement::Placement;
+use policies::Scheduling;
+use preemption::Preemption;
+
+/// What one round decided.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct RoundDecision {
+    /// Jobs admitted this round.
+    pub admitted: Vec<JobIndex>,
+    /// The scheduling stage's list, highest priority first.
+    pub order: Vec<JobIndex>,
+    /// Running jobs whose lease was renewed (same GPUs).
+    pub renewed: Vec<JobIndex>,
+    /// Jobs that start (or resume) on newly placed GPUs.
+    pub launched: Vec<JobIndex>,
+    /// Running jobs suspended by the round.
+    pub suspended: Vec<JobIndex>,
+}
+
+impl RoundDecision {
+    /// Every job that runs this round.
+    pub fn running(&self) -> impl Iterator<Item = JobIndex> + '_ {
+        self.renewed.iter().chain(&self.launched).copied()
+    }
+}
+
+/// One cluster under one composition of list-policy stages.
+#[derive(Debug)]
+pub struct Pipeline {
+    admission: Box<dyn Admission>,
+    scheduling: Box<dyn Scheduling>,
+    placement: Box<dyn Placement>,
+    preemption: Box<dyn Preemption>,
+    composition: Composition,
+    /// Every job ever submitted, by `JobIndex`.
+    pub jobs: Vec<JobState>,
+    pub cluster: ClusterState,
+    /// Submitted, not yet admitted, in arrival order.
+    waiting: Vec<JobIndex>,
+    /// Admitted and unfinished.
+    active: Vec<JobIndex>,
+    now: f64,
+    rounds: u64,
+}
+
+impl Pipeline {
+    /// A pipeline of `composition`'s list-policy stages on `cluster`; `seed` seeds random
+    /// placement. Gavel's composition (an LP policy) runs as `mechanism::Session` instead.
+    pub fn new(composition: &Composition, cluster: ClusterState, seed: u64) -> Result<Pipeline> {
+        composition.validate()?;
+        Ok(Pipeline {
+            admission: composition.admission()?,
+            scheduling: composition.list_scheduling()?,
+            placement: composition.placement(seed)?,
+            preemption: composition.preemption()?,
+            composition: composition.clone(),
+            jobs: Vec::new(),
+            cluster,
+            waiting: Vec::new(),
+            active: Vec::new(),
+            now: 0.0,
+            rounds: 0,
+        })
+    }
+
+    /// The same state under another composition's stages (the synthesizer's what-if runs).
+    pub fn fork(&self, composition: &Composition, seed: u64) -> Result<Pipeline> {
+        let mut fork = Pipeline::new(composition, self.cluster.clone(), seed)?;
+        fork.jobs = self.jobs.clone();
+        fork.waiting = self.waiting.clone();
+        fork.active = self.active.clone();
+        fork.now = self.now;
+        fork.rounds = self.rounds;
+        Ok(fork)
+    }
+
+    /// Swaps every stage for `composition`'s from the next round on; jobs already admitted stay
+    /// admitted, running jobs keep their leases unless the new stages suspend them.
+    pub fn recompose(&mut self, composition: &Composition, seed: u64) -> Result<()> {
+        composition.validate()?;
+        self.admission = composition.admission()?;
+        self.scheduling = composition.list_scheduling()?;
+        self.placement = composition.placement(seed)?;
+        self.preemption = composition.preemption()?;
+        self.composition = composition.clone();
+        Ok(())
+    }
+
+    pub fn composition(&self) -> &Composition {
+        &self.composition
+    }
+
+    pub fn now(&self) -> f64 {
+        self.now
+    }
+
+    pub fn rounds(&self) -> u64 {
+        self.rounds
+    }
+
+    /// Admitted, unfinished jobs.
+    pub fn active(&self) -> &[JobIndex] {
+        &self.active
+    }
+
+    /// Submitted jobs the admission stage holds back.
+    pub fn waiting(&self) -> &[JobIndex] {
+        &self.waiting
+    }
+
+    /// GPUs demanded by admitted, unfinished jobs.
+    pub fn admitted_demand(&self) -> u64 {
+        self.active.iter().map(|&j| self.jobs[j].scale_factor as u64).sum()
+    }
+
+    pub fn restart_seconds(&self) -> f64 {
+        self.preemption.restart_seconds()
+    }
+
+    /// A job arrives; it waits for the admission stage. Refuses a job that could never run here.
+    pub fn submit(&mut self, job: JobState) -> Result<JobIndex> {
+        let healthy = self.cluster.healthy_per_type();
+        let fits = job.throughput.len() == self.cluster.num_types()
+            && job.throughput.iter().zip(&healthy).any(|(&t, &n)| t > 0.0 && n >= job.scale_factor);
+        if job.scale_factor == 0 || !fits || !(job.remaining_steps.is_finite() && job.remaining_steps >= 0.0) {
+            return Err(ArbiterError::at(
+                ErrorCode::JobCannotRun,
+                "job",
+                format!("job {:?} fits on no worker type of the cluster (scale factor {})", job.id, job.scale_factor),
+            ));
+        }
+        let j = self.jobs.len();
+        self.jobs.push(job);
+        self.waiting.push(j);
+        Ok(j)
+    }
+
+    /// The clock moves to `now` (the start of the next round).
+    pub fn advance_to(&mut self, now: f64) {
+        self.now = self.now.max(now);
+    }
+
+    /// A job finished at `at`: it leaves, and its GPUs are free.
+    pub fn complete(&mut self, j: JobIndex, at: f64) {
+        let gpus = std::mem::take(&mut self.jobs[j].gpus);
+        self.cluster.release(&self.jobs[j], &gpus);
+        self.jobs[j].finish = Some(at);
+        self.jobs[j].last_run_end = at;
+        self.active.retain(|&k| k != j);
+        self.waiting.retain(|&k| k != j);
+    }
+
+    /// A GPU failed or returned; a job on a failed GPU loses its lease (suspended, counted).
+    pub fn set_health(&mut self, gpu: GpuIndex, healthy: bool) -> Result<()> {
+        if gpu as usize >= self.cluster.gpus.len() {
+            return Err(ArbiterError::at(
+                ErrorCode::UnknownWorker,
+                "gpu",
+                format!("GPU {gpu} is not in the cluster's {} GPUs", self.cluster.gpus.len()),
+            ));
+        }
+        if let Some(j) = self.cluster.set_health(gpu, healthy) {
+            self.suspend(j);
+        }
+        Ok(())
+    }
+
+    fn suspend(&mut self, j: JobIndex) {
+        let gpus = std::mem::take(&mut self.jobs[j].gpus);
+        self.cluster.release(&self.jobs[j], &gpus);
+        let job = &mut self.jobs[j];
+        job.preemptions += 1;
+        job.suspended = true;
+        job.last_run_end = self.now;
+    }
+
+    /// One round at the current time: admission, scheduling, placement, preemption.
+    pub fn next_round(&mut self) -> RoundDecision {
+        self.rounds += 1;
+        let mut decision = RoundDecision::default();
+
+        // Admission.
+        let admitted = self.admission.admit(&self.waiting, &self.jobs, self.admitted_demand(), &self.cluster);
+        for &j in &admitted {
+            self.jobs[j].admitted_at = Some(self.now);
+        }
+        let mut is_admitted = vec![false; self.jobs.len()];
+        for &j in &admitted {
+            is_admitted[j] = true;
+        }
+        self.waiting.retain(|&j| !is_admitted[j]);
+        self.active.extend(&admitted);
+        decision.admitted = admitted;
+
+        // Scheduling: the list; running jobs that may not be suspended go first.
+        let listed = self.scheduling.order(&self.active, &self.jobs, self.now);
+        let pinned = |j: &JobIndex| self.jobs[*j].is_running() && !self.preemption.preemptible(&self.jobs[*j]);
+        let (mut order, rest): (Vec<JobIndex>, Vec<JobIndex>) = listed.into_iter().partition(pinned);
+        order.extend(rest);
+
+        // Down the list while GPUs of a type the job runs on last: a running job keeps its type.
+        let mut capacity = self.cluster.healthy_per_type();
+        let mut keep = vec![false; self.jobs.len()];
+        let mut start: Vec<(JobIndex, u32)> = Vec::new();
+        for &j in &order {
+            let job = &self.jobs[j];
+            let sf = job.scale_factor;
+            if let Some(&g) = job.gpus.first() {
+                let w = self.cluster.gpus[g as usize].worker_type as usize;
+                if capacity[w] >= sf {
+                    capacity[w] -= sf;
+                    keep[j] = true;
+                }
+                continue;
+            }
+            let best = (0..capacity.len())
+                .filter(|&w| job.throughput[w] > 0.0 && capacity[w] >= sf)
+                .max_by(|&a, &b| job.throughput[a].total_cmp(&job.throughput[b]).then(b.cmp(&a)));
+            if let Some(w) = best {
+                capacity[w] -= sf;
+                start.push((j, w as u32));
+            }
+        }
+
+        // Preemption: renew the leases of kept jobs, suspend the other running ones.
+        for &j in &self.active.clone() {
+            if self.jobs[j].is_running() {
+                if keep[j] {
+                    decision.renewed.push(j);
+                } else {
+                    self.suspend(j);
+                    decision.suspended.push(j);
+                }
+            }
+        }
+
+        // Placement of the jobs that start.
+        for (j, w) in start {
+            if let Some(gpus) = self.placement.place(&self.jobs[j], w, &self.cluster) {
+                debug_assert_eq!(gpus.len(), self.jobs[j].scale_factor as usize);
+                self.cluster.assign(j, &self.jobs[j], &gpus);
+                self.jobs[j].gpus = gpus;
+                decision.launched.push(j);
+            }
+        }
+        decision.order = order;
+        decision
+    }
+
+    /// Charges one round of `seconds` to every active job: a running job gets `ran[j]` seconds of
+    /// service on its GPUs (and the round's remaining time counts as waiting), a waiting one the
+    /// whole round as queueing delay.
+    pub fn account(&mut self, decision: &RoundDecision, ran: &[(JobIndex, f64)], seconds: f64) {
+        for &(j, secs) in ran {
+            let job = &mut self.jobs[j];
+            job.attained_service += secs * job.scale_factor as f64;
+            job.executed_seconds += secs;
+            job.first_run.get_or_insert(self.now);
+            job.suspended = false;
+            job.last_run_end = self.now + secs;
+        }
+        let running: std::collections::HashSet<JobIndex> = decision.running().collect();
+        for &j in &self.active {
+            if !running.contains(&j) {
+                self.jobs[j].queueing_seconds += seconds;
+            }
+        }
+    }
+}

@@ -1,0 +1,54 @@
+//! The preemption stage: what happens to a job that ran last round. `lease` (Gavel's and Blox's
+//! rule) renews the lease of every running job the scheduling stage still picks — same GPUs, no
+//! restart — and suspends the rest, each suspension counted and its checkpoint/restart overhead
+//! charged when the job resumes. `none` never suspends a running job: it runs to completion.
+
+use super::state::JobState;
+use std::fmt::Debug;
+
+/// Decides whether running jobs may be suspended and what a resumption costs.
+pub trait Preemption: Debug + Send + Sync {
+    fn name(&self) -> String;
+    /// Whether `job`, running, may be suspended for jobs ahead of it in this round's order.
+    fn preemptible(&self, job: &JobState) -> bool;
+    /// Seconds of a round a suspended job loses when it resumes (checkpoint and restart).
+    fn restart_seconds(&self) -> f64;
+}
+
+/// Lease renewal, with `restart_seconds` charged on every resumption after a suspension.
+#[derive(Debug, Clone, Copy, PartialEq, Default)]
+pub struct Lease {
+    pub restart_seconds: f64,
+}
+
+impl Preemption for Lease {
+    fn name(&self) -> String {
+        if self.restart_seconds == 0.0 {
+            "lease".into()
+        } else {
+            format!("lease={}", self.restart_seconds)
+        }
+    }
+    fn preemptible(&self, _: &JobState) -> bool {
+        true
+    }
+    fn restart_seconds(&self) -> f64 {
+        self.restart_seconds
+    }
+}
+
+/// Run to completion: a started job keeps its GPUs until it finishes (or a GPU of it fails).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct NonPreemptive;
+
+impl Preemption for NonPreemptive {
+    fn name(&self) -> String {
+        "none".into()
+    }
+    fn preemptible(&self, _: &JobState) -> bool {
+        false
+    }
+    fn restart_seconds(&self) -> f64 {
+        0.0
+    }
+}
