@@ -12,23 +12,21 @@
 //! }
 //! ```
 
+// The layers, in the order data flows: the contract and validated problem, the throughput
+// estimator that may complete it, the solver, scheduling over rounds, the simulator, the service.
+pub mod contract;
 pub mod demo;
-pub mod error;
 pub mod estimator;
-pub mod formulation;
-pub mod lp;
-pub mod max_min_ratio;
-pub mod mechanism;
-pub mod partition;
-pub mod policies;
-pub mod problem;
-pub mod request;
-pub mod response;
 pub mod scheduling;
 pub mod service;
 pub mod simulator;
-pub mod space_sharing;
-pub mod workload;
+pub mod solver;
+
+// The stable paths of the library's modules, whichever layer holds them.
+pub use contract::{error, problem, request, response};
+pub use scheduling::mechanism;
+pub use simulator::workload;
+pub use solver::{formulation, lp, max_min_ratio, partition, policies, space_sharing};
 
 pub use error::{ArbiterError, ErrorCode};
 pub use policies::{Outcome, PolicyKind};

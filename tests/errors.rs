@@ -1,4 +1,4 @@
-//! Every error code of `src/error.rs` that input can trigger, each asserting the code and the
+//! Every error code of `src/contract/error.rs` that input can trigger, each asserting the code and the
 //! `field` path the refusal names (and, for infeasibility, the jobs). `solver_failed` is the one
 //! code no valid input should reach, so it has no test here.
 

@@ -1,7 +1,11 @@
-//! The scheduling pipeline (Blox, EuroSys'24): one round is admission → scheduling → placement →
-//! preemption, each stage a small trait with the job and cluster state in and a decision out.
-//! The simulator (`simulation`) and a live cluster drive the same `Pipeline`.
+//! Scheduling over time: allocations and job state become rounds of placements. The pipeline
+//! (Blox, EuroSys'24): one round is admission → scheduling → placement → preemption, each stage a
+//! small trait with the job and cluster state in and a decision out; the simulator (`simulation`)
+//! and a live cluster drive the same `Pipeline`. Gavel's round-based mechanism (`mechanism`) is
+//! one composition of it. Reads allocations from the solver layer; never builds an LP itself, and
+//! knows nothing of HTTP or storage.
 //!
+//! - [`mechanism`]: Gavel's round-based mechanism (sessions, priorities, leases, placement).
 //! - [`state`]: `JobState` and `ClusterState`.
 //! - [`admission`]: `accept_all`, `accept_x`.
 //! - [`policies`]: the list policies (FIFO, FIFO + priority, LAS, Tiresias, SRTF, Optimus, Themis).
@@ -17,6 +21,7 @@
 
 pub mod admission;
 pub mod composition;
+pub mod mechanism;
 pub mod placement;
 pub mod policies;
 pub mod preemption;

@@ -10,6 +10,11 @@
 //! - [`progress`]: a progress bar for terminals.
 //! - [`sweep`]: policies × loads × seeds in parallel, CSV and plots.
 //! - [`cli`]: the `arbiter simulate` and `arbiter sweep` commands.
+//! - [`estimated`]: jobs the policy sees through the throughput estimator (`--profiled-types`).
+//! - [`workload`]: its inputs: traces, Gavel's throughput table, the trace generator.
+//!
+//! It drives the scheduling layer; it must not decide anything a live cluster would decide
+//! differently (no policy logic here).
 //!
 //! It is not a cluster emulator: jobs run at the throughput table's rates, with no checkpoint or
 //! start-up cost, as in Gavel's simulator.
@@ -23,6 +28,7 @@ pub mod plot;
 pub mod progress;
 pub mod report;
 pub mod sweep;
+pub mod workload;
 
 pub use config::{parse_cluster, SimulationConfig};
 pub use report::{JobRecord, SimulationReport};

@@ -1,0 +1,12 @@
+//! The solver: a validated problem in, an allocation out. The LP layer (`lp`, one narrow interface
+//! over HiGHS and the pure-Rust simplex), the constraints every policy shares (`formulation`), the
+//! exact engine of the max-min family (`max_min_ratio`), space sharing's kept pairs, POP
+//! partitions, and one file per policy (`policies`). No rounds, no clock, no I/O: what happens to
+//! an allocation over time is the scheduling layer's.
+
+pub mod formulation;
+pub mod lp;
+pub mod max_min_ratio;
+pub mod partition;
+pub mod policies;
+pub mod space_sharing;
