@@ -2,14 +2,12 @@
 //! (the stateless request, a session's creation, a job) and to the HTTP endpoints of a real
 //! server: nothing panics, and every refusal is a 4xx with the contract's error object.
 
-mod service_support;
-
+use crate::service_support::*;
 use arbiter::service::error::ApiError;
 use arbiter::service::sessions::spec::Spec;
 use proptest::prelude::*;
 use proptest::test_runner::{Config, TestRunner};
 use serde_json::{json, Value};
-use service_support::*;
 
 fn arbitrary_json() -> impl Strategy<Value = Value> {
     let leaf = prop_oneof![

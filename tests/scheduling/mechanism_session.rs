@@ -1,11 +1,9 @@
 //! The session's behaviour event by event: GPU ids, consolidation, lease renewal, failures,
 //! recomputation and its interval, progress reports, deficits across resets, and refusals.
 
-mod mechanism_support;
-
+use crate::mechanism_support::*;
 use arbiter::mechanism::{Config, GpuId, LeaseChange, Session, Worker};
 use arbiter::{ErrorCode, PolicyKind};
-use mechanism_support::*;
 use std::collections::BTreeSet;
 
 fn session(types: &[(&str, u32, u32)], policy: PolicyKind, config: Config) -> Session {

@@ -2,20 +2,18 @@
 //! freeze. Hand-derived instances (a FIFO entity handing its weight on, a three-level org → teams
 //! → users tree), trivial nesting against the flat form, request validation, and properties on
 //! random trees: feasibility, Pareto efficiency, and agreement job by job with a plain
-//! water-filling written from the contract (`common::plain::plain_water_filling`: per-job LPs,
+//! water-filling written from the contract (`crate::common::plain::plain_water_filling`: per-job LPs,
 //! one bottleneck LP per job), here with the entity tree's weights (`tree_weights`).
 //!
 //! On a single worker type `X_equal = 1`, so `thr_equal_m = T_m` and `nt_m = X_m` whatever the
 //! job's throughput: the hand-checked instances use one type and give the jobs different
 //! throughputs only so that the engine cannot lump them into one class.
 
-mod common;
-
+use crate::common::levels::*;
+use crate::common::plain::*;
+use crate::common::random::*;
+use crate::common::*;
 use arbiter::{ErrorCode, Problem};
-use common::levels::*;
-use common::plain::*;
-use common::random::*;
-use common::*;
 use proptest::prelude::*;
 use serde_json::{json, Value};
 

@@ -3,10 +3,8 @@
 //! depend on their scale, and a number validation accepts must be solved or refused as bad
 //! input — never answered wrongly or with `solver_failed`.
 
-mod common;
-
+use crate::common::*;
 use arbiter::ErrorCode;
-use common::*;
 use serde_json::json;
 
 fn two_jobs_on_two_gpus(policy: &str, a: f64, b: f64, steps: [f64; 2]) -> serde_json::Value {

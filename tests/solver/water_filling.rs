@@ -1,13 +1,11 @@
 //! `max_min_fairness_water_filling` and `hierarchical`: hand-checkable instances and properties
 //! (the paper's §4.3 example is in `paper_examples.rs`). Water-filling's per-job values are
 //! unique (the max-min fair vector of a convex set), so they are compared job by job, here against
-//! water-filling done plainly with per-job LPs (`common::plain::plain_water_filling`).
+//! water-filling done plainly with per-job LPs (`crate::common::plain::plain_water_filling`).
 
-mod common;
-
-use common::plain::*;
-use common::random::*;
-use common::*;
+use crate::common::plain::*;
+use crate::common::random::*;
+use crate::common::*;
 use proptest::prelude::*;
 use serde_json::{json, Value};
 

@@ -1,5 +1,5 @@
 //! The checked-in `openapi/openapi.json` is the document this code generates (regenerate with
-//! `ARBITER_UPDATE_OPENAPI=1 cargo test --release --test service_openapi`, or
+//! `ARBITER_UPDATE_OPENAPI=1 cargo test --release --test service service_openapi`, or
 //! `cargo run --release -- openapi --output openapi/openapi.json`), it is OpenAPI 3.1, it lists
 //! every route, and its examples are real answers.
 
@@ -18,7 +18,7 @@ fn checked_in_document_is_up_to_date() {
     assert!(
         checked_in == generated,
         "openapi/openapi.json is out of date; regenerate it with \
-         `ARBITER_UPDATE_OPENAPI=1 cargo test --release --test service_openapi`"
+         `ARBITER_UPDATE_OPENAPI=1 cargo test --release --test service service_openapi`"
     );
 }
 

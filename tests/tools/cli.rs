@@ -1,9 +1,7 @@
 //! The `arbiter` binary: `solve --input FILE|-`, its exit status and error object on bad input,
 //! `--help`, and `demo`.
 
-mod common;
-
-use common::*;
+use crate::common::*;
 use serde_json::Value;
 use std::io::Write;
 use std::process::{Command, Output, Stdio};

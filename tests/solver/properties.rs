@@ -5,12 +5,10 @@
 //! formulations match plain per-job LPs built here with `arbiter::lp`. `PROPTEST_CASES=N` runs
 //! every property N times instead of its modest default.
 
-mod common;
-
+use crate::common::plain::*;
+use crate::common::random::*;
+use crate::common::*;
 use arbiter::{ErrorCode, Problem, Response};
-use common::plain::*;
-use common::random::*;
-use common::*;
 use proptest::prelude::*;
 use proptest::sample::select;
 use serde_json::{json, Value};

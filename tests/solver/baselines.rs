@@ -2,11 +2,9 @@
 //! (each expected number derived in the comment above its test), feasibility of every returned
 //! allocation including the colocated pairs' time, determinism, and refusals.
 
-mod common;
-
+use crate::common::*;
 use arbiter::lp::Backend;
 use arbiter::{policies, ErrorCode, Outcome, Problem};
-use common::*;
 use serde_json::{json, Value};
 
 fn baseline_fixture(name: &str) -> Value {

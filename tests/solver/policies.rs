@@ -1,11 +1,9 @@
 //! Hand-checkable instances for every policy of the contract. Each expected number is derived in
 //! the comment above its test; every allocation that comes back also goes through the shared
-//! feasibility check (`common::solve_ok`).
+//! feasibility check (`crate::common::solve_ok`).
 
-mod common;
-
+use crate::common::*;
 use arbiter::ErrorCode;
-use common::*;
 use serde_json::{json, Value};
 
 fn policy_fixture(name: &str) -> Value {

@@ -3,12 +3,10 @@
 //! rounds. Needs Gavel's data (`ARBITER_GAVEL_DATA`, default `../shared/data/gavel`); skipped
 //! with a note when it is absent.
 
-mod mechanism_support;
-
+use crate::mechanism_support::*;
 use arbiter::mechanism::{Config, Session, Tenants};
 use arbiter::workload::throughputs::ThroughputTable;
 use arbiter::PolicyKind;
-use mechanism_support::*;
 use std::path::PathBuf;
 
 fn gavel_table() -> Option<ThroughputTable> {

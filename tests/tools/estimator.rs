@@ -2,8 +2,6 @@
 //! zeros and bad numbers, the CLI and, where Gavel's data is beside the checkout, that it beats
 //! the trivial estimates on leave-one-job-out.
 
-mod service_support;
-
 use arbiter::estimator::api::{estimate, EstimateRequest, PartialRow};
 use arbiter::estimator::evaluation::Method;
 use arbiter::estimator::{EstimateOptions, Estimator, ReferenceMatrix};
@@ -285,7 +283,7 @@ fn estimate_missing_fills_the_throughput_matrix_before_the_policy_runs() {
 
 #[test]
 fn the_service_estimates_and_solves_with_its_reference() {
-    use service_support::*;
+    use crate::service_support::*;
     let dir = TempDir::new("estimate-reference");
     let reference = dir.path("reference.json");
     std::fs::write(&reference, synthetic_table(10).to_string()).unwrap();
@@ -329,7 +327,7 @@ fn the_service_estimates_and_solves_with_its_reference() {
 
 #[test]
 fn sessions_estimate_new_jobs_and_let_measured_progress_win() {
-    use service_support::*;
+    use crate::service_support::*;
     let dir = TempDir::new("estimate-session");
     let reference = dir.path("reference.json");
     std::fs::write(&reference, synthetic_table(10).to_string()).unwrap();
@@ -355,7 +353,7 @@ fn sessions_estimate_new_jobs_and_let_measured_progress_win() {
     let progress = json!({"worker_type": "c", "steps": 100, "throughput": 7.5});
     let reply = c.post(&format!("/v1/sessions/{id}/jobs/new/progress"), &bytes(&progress)).unwrap();
     assert_eq!(reply.status, 200, "{}", reply.text());
-    let job = |c: &mut service_support::http::Client| {
+    let job = |c: &mut crate::service_support::http::Client| {
         let session = c.get(&format!("/v1/sessions/{id}")).unwrap().json();
         session["jobs"].as_array().unwrap().iter().find(|j| j["id"] == "new").unwrap().clone()
     };

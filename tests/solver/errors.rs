@@ -2,10 +2,8 @@
 //! `field` path the refusal names (and, for infeasibility, the jobs). `solver_failed` is the one
 //! code no valid input should reach, so it has no test here.
 
-mod common;
-
+use crate::common::*;
 use arbiter::{ErrorCode, Problem, Request};
-use common::*;
 use serde_json::{json, Value};
 
 /// A valid request every case below breaks in exactly one place.

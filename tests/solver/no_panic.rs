@@ -2,11 +2,9 @@
 //! requests go through `arbiter::solve_json` under `catch_unwind`. Every answer must be a response
 //! (feasible, and serializable) or an error object; never a panic.
 
-mod common;
-
+use crate::common::*;
 use arbiter::lp::Backend;
 use arbiter::Problem;
-use common::*;
 use proptest::prelude::*;
 use proptest::sample::{select, Index};
 use serde_json::{json, Value};

@@ -1,14 +1,12 @@
 //! Space sharing in the round mechanism: colocated pairs are job combinations with their own
 //! allocation `Y`, granted like a job's `X`; a job never runs twice in a round; a pair runs on
 //! `scale_factor` GPUs of one type, consolidated, each tenant at its paired throughput. Every round
-//! goes through `mechanism_support::check_round`.
+//! goes through `crate::mechanism_support::check_round`.
 
-mod mechanism_support;
-
+use crate::mechanism_support::*;
 use arbiter::mechanism::{Config, LeaseChange, Mode, Session, Tenants};
 use arbiter::problem::Matrix;
 use arbiter::{ErrorCode, PolicyKind};
-use mechanism_support::*;
 use proptest::prelude::*;
 
 fn session(types: &[(&str, u32, u32)], config: Config) -> Session {

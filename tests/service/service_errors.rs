@@ -3,17 +3,16 @@
 //! unknown session/job/worker, unknown route and method, overload (429 + Retry-After), and the
 //! solve budget (504), after which the server keeps serving.
 
-mod service_support;
-
+use crate::service_support::*;
 use serde_json::json;
-use service_support::*;
 use std::time::Duration;
 
 #[test]
 fn bad_input_is_refused_with_the_field() {
     let f = Fixture::start("bad", &["--no-demo"]);
     let mut c = f.client();
-    let post = |c: &mut service_support::http::Client, body: &str| c.post("/v1/allocations", body.as_bytes()).unwrap();
+    let post =
+        |c: &mut crate::service_support::http::Client, body: &str| c.post("/v1/allocations", body.as_bytes()).unwrap();
 
     // Not JSON at all, and truncated JSON.
     assert_error(&post(&mut c, "hello"), 400, "malformed_request", None);
@@ -169,7 +168,8 @@ fn overload_is_429_with_retry_after_never_a_queue() {
     let f = Fixture::start("busy", &flags);
     let addr = f.server.addr;
     let slow = bytes(&slow_request(8192));
-    let busy = std::thread::spawn(move || service_support::http::Client::new(addr).post("/v1/allocations", &slow));
+    let busy =
+        std::thread::spawn(move || crate::service_support::http::Client::new(addr).post("/v1/allocations", &slow));
     std::thread::sleep(Duration::from_millis(250));
     let mut c = f.client();
     let reply = c.post("/v1/allocations", &bytes(&demo_request())).unwrap();
@@ -199,7 +199,8 @@ fn queued_solves_wait_a_bounded_time() {
     let f = Fixture::start("queue", &flags);
     let addr = f.server.addr;
     let slow = bytes(&slow_request(8192));
-    let busy = std::thread::spawn(move || service_support::http::Client::new(addr).post("/v1/allocations", &slow));
+    let busy =
+        std::thread::spawn(move || crate::service_support::http::Client::new(addr).post("/v1/allocations", &slow));
     std::thread::sleep(Duration::from_millis(250));
     let mut c = f.client();
     let reply = c.post("/v1/allocations", &bytes(&demo_request())).unwrap();

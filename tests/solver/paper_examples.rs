@@ -2,9 +2,7 @@
 //! weights 1, max-min fairness: objective 8/11, X ≈ [[0.45,0],[0.45,0.09],[0.09,0.91]]; and
 //! §4.3, water-filling four identical jobs with weights 3, 1, 1, 1 on four GPUs.
 
-mod common;
-
-use common::*;
+use crate::common::*;
 use serde_json::Value;
 
 const REQUEST: &str = "paper_worked_example.json";

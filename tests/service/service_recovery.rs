@@ -5,15 +5,13 @@
 //! received times, allocation and leases, checked against a model built in-process from the
 //! same events with the library.
 
-mod service_support;
-
+use crate::service_support::*;
 use arbiter::lp::Backend;
 use arbiter::mechanism::Session;
 use arbiter::service::sessions::events::{apply, Event, Stored};
 use arbiter::service::sessions::spec::Spec;
 use arbiter::service::sessions::views;
 use serde_json::{json, Value};
-use service_support::*;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
@@ -73,7 +71,7 @@ fn script(len: usize) -> Vec<Step> {
     steps
 }
 
-fn send(c: &mut service_support::http::Client, base: &str, step: &Step) -> std::io::Result<u16> {
+fn send(c: &mut crate::service_support::http::Client, base: &str, step: &Step) -> std::io::Result<u16> {
     let reply = match step {
         Step::AddJob(job) => c.post(&format!("{base}/jobs"), &bytes(job))?,
         Step::RemoveJob(job) => c.delete(&format!("{base}/jobs/{job}"))?,
@@ -124,7 +122,7 @@ fn kill_9_mid_stream_loses_nothing_acknowledged() {
     let streamer = {
         let (steps, acked, addr, base) = (steps.clone(), acked.clone(), server.addr, base.clone());
         std::thread::spawn(move || {
-            let mut c = service_support::http::Client::new(addr);
+            let mut c = crate::service_support::http::Client::new(addr);
             c.timeout = Duration::from_secs(10);
             for step in &steps {
                 if send(&mut c, &base, step).is_err() {

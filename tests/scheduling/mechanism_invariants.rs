@@ -1,14 +1,12 @@
 //! Property tests on random sessions under random events: every round keeps the mechanism's
-//! invariants (see `mechanism_support::check_round`): no GPU holds two jobs, a job gets exactly its
+//! invariants (see `crate::mechanism_support::check_round`): no GPU holds two jobs, a job gets exactly its
 //! scale factor of one type or nothing and runs at most once, no type is over capacity, failed
 //! GPUs are never used, a job staying on its type keeps its GPUs, fresh jobs are consolidated.
 
-mod mechanism_support;
-
+use crate::mechanism_support::*;
 use arbiter::mechanism::{Config, GpuId, ServerId, Session, Worker};
 use arbiter::problem::Matrix;
 use arbiter::PolicyKind;
-use mechanism_support::*;
 use proptest::prelude::*;
 
 #[derive(Debug, Clone)]

@@ -6,11 +6,9 @@
 //! jobs at weight 5, throughputs k80 < p100 < v100); `mechanism_paper.json` is the paper's §4.1
 //! example.
 
-mod mechanism_support;
-
+use crate::mechanism_support::*;
 use arbiter::mechanism::{Config, LeaseChange, Mode, Session};
 use arbiter::{PolicyKind, Problem};
-use mechanism_support::*;
 use std::path::Path;
 
 const FIXTURES: [&str; 6] = [

@@ -2,9 +2,7 @@
 //! throughput only while its GPUs sit in whole-job server slots, otherwise at its unconsolidated
 //! one. Checked by hand on a cluster whose servers hold one 3-GPU job each.
 
-mod common;
-
-use common::*;
+use crate::common::*;
 use serde_json::{json, Value};
 
 /// One type, 6 GPUs as a 4-GPU server and a 2-GPU one: a 3-GPU job fits consolidated only on the

@@ -9,13 +9,11 @@
 //! one type, random weights scaled until the type is booked exactly full, fractions capped at 1 —
 //! the shape an LP optimum takes; most of these are not realizable.
 
-mod mechanism_support;
-
+use crate::mechanism_support::*;
 use arbiter::lp::{Backend, LinearProgram, Row, Sense};
 use arbiter::mechanism::{Config, Session};
 use arbiter::problem::Matrix;
 use arbiter::PolicyKind;
-use mechanism_support::*;
 use proptest::prelude::*;
 
 const ROUNDS: usize = 200;

@@ -2,10 +2,8 @@
 //! that formulates them. Hand-checked pair examples, pruning, and "colocation can only help"
 //! against the same request solved without sharing, on random instances.
 
-mod common;
-
+use crate::common::*;
 use arbiter::workload::generator::Rng;
-use common::*;
 use serde_json::{json, Value};
 
 /// Two jobs, one GPU, each 1 step/s alone; together 0.6 and 0.7.

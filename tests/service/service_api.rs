@@ -2,10 +2,8 @@
 //! port: the stateless solve (same answer as `arbiter solve`), the session life cycle, health,
 //! metrics, the OpenAPI document, and graceful shutdown.
 
-mod service_support;
-
+use crate::service_support::*;
 use serde_json::{json, Value};
-use service_support::*;
 use std::time::Duration;
 
 #[test]
@@ -175,7 +173,7 @@ fn sigterm_finishes_in_flight_requests() {
     let body = bytes(&slow_request(4096));
     let addr = f.server.addr;
     let in_flight = std::thread::spawn(move || {
-        let mut c = service_support::http::Client::new(addr);
+        let mut c = crate::service_support::http::Client::new(addr);
         c.post("/v1/allocations", &body)
     });
     // Let the request reach the server; its solve takes about a second.

@@ -2,16 +2,14 @@
 //! example and weighted variants derived by hand, and properties on random instances —
 //! feasibility, Pareto efficiency, agreement with LAS on the first level and lexicographic
 //! dominance over LAS, and agreement job by job with a plain water-filling written from the
-//! contract (`common::plain::plain_water_filling`: per-job LPs, one bottleneck LP per job).
+//! contract (`crate::common::plain::plain_water_filling`: per-job LPs, one bottleneck LP per job).
 //!
 //! On a single worker type `X_equal = 1`, so `thr_equal_m = T_m` and `nt_m = X_m`.
 
-mod common;
-
-use common::levels::*;
-use common::plain::*;
-use common::random::*;
-use common::*;
+use crate::common::levels::*;
+use crate::common::plain::*;
+use crate::common::random::*;
+use crate::common::*;
 use proptest::prelude::*;
 use serde_json::{json, Value};
 

@@ -1,0 +1,11 @@
+//! The HTTP service against the real binary: every endpoint, errors, fuzzed requests, the OpenAPI document, recovery after kill -9.
+//! One test crate per layer (one link each); each module is one file beside this one.
+
+#[path = "../service_support/mod.rs"]
+mod service_support;
+
+mod service_api;
+mod service_errors;
+mod service_fuzz;
+mod service_openapi;
+mod service_recovery;

@@ -1,0 +1,7 @@
+//! The simulator: the trace generator, `arbiter simulate` and `sweep`, exact small cases and invariants.
+//! One test crate per layer (one link each); each module is one file beside this one.
+
+mod generator;
+mod simulator_cli;
+mod simulator_exact;
+mod simulator_invariants;
