@@ -154,12 +154,45 @@ impl Pipeline {
         self.preemption.restart_seconds()
     }
 
-    /// A job arrives; it waits for the admission stage. Refuses a job that could never run here.
+    /// A job arrives; it waits for the admission stage. Refuses numbers out of range and a job
+    /// that could never run here.
     pub fn submit(&mut self, job: JobState) -> Result<JobIndex> {
+        let invalid = |field: &str, what: &str, v: f64| {
+            Err(ArbiterError::at(
+                ErrorCode::InvalidNumber,
+                format!("job.{field}"),
+                format!("job {:?}: {field} must be {what}, got {v}", job.id),
+            ))
+        };
+        let numbers = [
+            ("arrival", job.arrival, job.arrival.is_finite(), "finite"),
+            ("weight", job.weight, job.weight.is_finite() && job.weight > 0.0, "a finite number > 0"),
+            (
+                "total_steps",
+                job.total_steps,
+                job.total_steps.is_finite() && job.total_steps > 0.0,
+                "a finite number > 0",
+            ),
+            (
+                "remaining_steps",
+                job.remaining_steps,
+                job.remaining_steps.is_finite() && (0.0..=job.total_steps).contains(&job.remaining_steps),
+                "finite, between 0 and total_steps",
+            ),
+            ("memory_gb", job.memory_gb, job.memory_gb.is_finite() && job.memory_gb >= 0.0, "a finite number ≥ 0"),
+        ];
+        for (field, v, ok, what) in numbers {
+            if !ok {
+                return invalid(field, what, v);
+            }
+        }
+        if let Some(&t) = job.throughput.iter().find(|t| !(t.is_finite() && **t >= 0.0)) {
+            return invalid("throughput", "finite numbers ≥ 0", t);
+        }
         let healthy = self.cluster.healthy_per_type();
         let fits = job.throughput.len() == self.cluster.num_types()
             && job.throughput.iter().zip(&healthy).any(|(&t, &n)| t > 0.0 && n >= job.scale_factor);
-        if job.scale_factor == 0 || !fits || !(job.remaining_steps.is_finite() && job.remaining_steps >= 0.0) {
+        if job.scale_factor == 0 || !fits {
             return Err(ArbiterError::at(
                 ErrorCode::JobCannotRun,
                 "job",

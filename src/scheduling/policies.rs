@@ -6,7 +6,6 @@
 //! Ties always break by arrival, then by submission order, so every order is deterministic.
 
 use super::state::{JobIndex, JobState};
-use std::cmp::Ordering;
 use std::fmt::Debug;
 
 /// Orders the admitted jobs.
@@ -187,19 +186,19 @@ impl Scheduling for Themis {
     }
 }
 
-/// Compares two jobs' priorities under a list policy (for tests and diagnostics).
-pub fn before(policy: &mut dyn Scheduling, jobs: &[JobState], a: JobIndex, b: JobIndex, now: f64) -> Ordering {
-    let order = policy.order(&[a, b], jobs, now);
-    if order[0] == a {
-        Ordering::Less
-    } else {
-        Ordering::Greater
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::cmp::Ordering;
+
+    /// Which of two jobs a list policy puts first.
+    fn before(policy: &mut dyn Scheduling, jobs: &[JobState], a: JobIndex, b: JobIndex, now: f64) -> Ordering {
+        if policy.order(&[a, b], jobs, now)[0] == a {
+            Ordering::Less
+        } else {
+            Ordering::Greater
+        }
+    }
 
     fn job(i: usize, arrival: f64, sf: u32, rate: f64, total: f64) -> JobState {
         JobState::new(i.to_string(), arrival, sf, vec![rate], total)

@@ -89,6 +89,13 @@ pub fn run_with(
 ) -> Result<SimulationReport> {
     let started = Instant::now();
     config.validate(trace.jobs.len())?;
+    if !config.heterogeneity_aware {
+        return Err(ArbiterError::at(
+            ErrorCode::Unsupported,
+            "heterogeneity_aware",
+            "list policies run each job on its fastest type with room; the type-blind variant is an LP policy's",
+        ));
+    }
     if config.space_sharing || config.ideal {
         return Err(ArbiterError::at(
             ErrorCode::Unsupported,

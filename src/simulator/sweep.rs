@@ -369,7 +369,17 @@ mod tests {
         assert_eq!((v.policy, v.heterogeneity_aware, v.space_sharing), (PolicyKind::MaxMinFairness, false, false));
         let v = Variant::parse("max_min_fairness:space_sharing").unwrap();
         assert!(v.heterogeneity_aware && v.space_sharing);
-        assert_eq!(Variant::parse("las").unwrap_err().code, ErrorCode::UnknownPolicy);
+        assert_eq!(Variant::parse("lass").unwrap_err().code, ErrorCode::UnknownPolicy);
         assert_eq!(Variant::parse("fifo:fast").unwrap_err().code, ErrorCode::MalformedRequest);
+        // A list policy is a pipeline composition; an LP policy stays Gavel's.
+        let v = Variant::parse("las:admission=accept_x=1.2:preemption=lease=30").unwrap();
+        assert_eq!(v.composition.unwrap().name(), "accept_x=1.2+las+consolidated+lease=30");
+        assert!(Variant::parse("fifo").unwrap().composition.is_some());
+        assert!(Variant::parse("max_min_fairness").unwrap().composition.is_none());
+        assert_eq!(Variant::parse("las:speed=2").unwrap_err().code, ErrorCode::MalformedRequest);
+        assert_eq!(Variant::parse("las:placement=spread").unwrap_err().code, ErrorCode::UnknownPolicy);
+        let v = Variant::parse("synthesizer:every=6:metric=responsiveness").unwrap();
+        assert_eq!(v.synthesizer.unwrap().every_rounds, 6);
+        assert_eq!(Variant::parse("synthesizer:metric=speed").unwrap_err().code, ErrorCode::MalformedRequest);
     }
 }

@@ -89,6 +89,26 @@ fn a_failed_gpu_suspends_its_job_and_it_resumes_elsewhere() {
     assert_eq!(p.set_health(99, false).unwrap_err().code, arbiter::ErrorCode::UnknownWorker);
 }
 
+#[test]
+fn submit_refuses_bad_numbers_and_jobs_that_cannot_fit() {
+    let mut p = Pipeline::new(&compose("accept_all", "las", "consolidated", "lease"), cluster(4.0, 4), 0).unwrap();
+    let code = |p: &mut Pipeline, j: JobState| p.submit(j).unwrap_err();
+    let e = code(&mut p, JobState::new("nan", 0.0, 1, vec![f64::NAN], 10.0));
+    assert_eq!((e.code, e.field.as_deref()), (arbiter::ErrorCode::InvalidNumber, Some("job.throughput")));
+    let e = code(&mut p, JobState::new("zero", 0.0, 1, vec![1.0], 0.0));
+    assert_eq!((e.code, e.field.as_deref()), (arbiter::ErrorCode::InvalidNumber, Some("job.total_steps")));
+    let mut heavy = JobState::new("w", 0.0, 1, vec![1.0], 10.0);
+    heavy.weight = -1.0;
+    assert_eq!(code(&mut p, heavy).code, arbiter::ErrorCode::InvalidNumber);
+    assert_eq!(code(&mut p, JobState::new("big", 0.0, 8, vec![1.0], 10.0)).code, arbiter::ErrorCode::JobCannotRun);
+    assert_eq!(code(&mut p, JobState::new("nowhere", 0.0, 1, vec![0.0], 10.0)).code, arbiter::ErrorCode::JobCannotRun);
+    assert_eq!(
+        code(&mut p, JobState::new("shape", 0.0, 1, vec![1.0, 1.0], 10.0)).code,
+        arbiter::ErrorCode::JobCannotRun
+    );
+    assert!(p.jobs.is_empty() && p.waiting().is_empty());
+}
+
 fn table() -> ThroughputTable {
     ThroughputTable::from_path(std::path::Path::new("../shared/data/gavel/simulation_throughputs.json")).unwrap()
 }
@@ -132,6 +152,15 @@ fn a_trace_under_fifo_and_srtf_by_hand() {
     assert!(close(&jct(&srtf), &[1200.0, 300.0]), "{:?}", jct(&srtf));
     assert_eq!(srtf.composition, "accept_all+srtf+consolidated+lease");
     assert_eq!((srtf.preemptions, srtf.utilization), (0, 1.0));
+    // The type-blind variant and space sharing are the LP policies' (Gavel's mechanism).
+    let c = compose("accept_all", "las", "consolidated", "lease");
+    for blind in [
+        SimulationConfig { heterogeneity_aware: false, ..config.clone() },
+        SimulationConfig { space_sharing: true, ..config.clone() },
+    ] {
+        let e = arbiter::scheduling::simulation::run(&trace, &table, &blind, &c, &mut |_| {}).unwrap_err();
+        assert_eq!(e.code, arbiter::ErrorCode::Unsupported);
+    }
 }
 
 #[test]
