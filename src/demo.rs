@@ -2,14 +2,36 @@
 //! the README's run command) shows an allocation with no input at all, and a table to read it by.
 
 use crate::problem::Problem;
-use crate::request::Request;
+use crate::request::{EntitySpec, Request};
 use crate::response::Response;
 use std::fmt::Write;
 
-/// The demo request (`fixtures/demo.json`), with its policy replaced by `policy`.
+/// The demo request (`fixtures/demo.json`), with its policy replaced by `policy` and given what
+/// that policy needs: `hierarchical` two entities (research, fair share; product, FIFO, weight 2)
+/// over alternating jobs, `allox` only the single-GPU jobs (AlloX gives each job one GPU). The
+/// demo's jobs already carry steps, an SLO (resnet50) and the types' prices, for the makespan,
+/// FTF, SJF and cost policies.
 pub fn request(policy: &str) -> Request {
     let mut request = Request::from_json(include_str!("../fixtures/demo.json")).expect("the demo request parses");
     request.policy = policy.to_string();
+    match policy {
+        "hierarchical" => {
+            let entity = |weight: f64, policy: &str| EntitySpec {
+                weight: Some(weight),
+                policy: Some(policy.to_string()),
+                parent: None,
+            };
+            request.entities = Some(
+                [("research".to_string(), entity(1.0, "fairness")), ("product".to_string(), entity(2.0, "fifo"))]
+                    .into(),
+            );
+            for (i, job) in request.jobs.iter_mut().enumerate() {
+                job.entity = Some(if i % 2 == 0 { "research" } else { "product" }.to_string());
+            }
+        }
+        "allox" => request.jobs.retain(|j| j.scale_factor.unwrap_or(1.0) == 1.0),
+        _ => {}
+    }
     request
 }
 
@@ -30,6 +52,11 @@ pub fn table(problem: &Problem, response: &Response) -> String {
         }
         let _ = writeln!(out, "  {:>12.3}", response.effective_throughput[&job.id]);
     }
+    let _ = write!(out, "{:<id_width$}  {:>3}  {:>6}", "used", "", "");
+    for t in &types {
+        let _ = write!(out, "  {:>6.1}%", 100.0 * response.utilization[*t]);
+    }
+    let _ = writeln!(out);
     let gpus: Vec<String> = problem.worker_types.iter().map(|w| format!("{} {}", w.count, w.name)).collect();
     let _ = writeln!(out, "\npolicy {} on {} GPUs", response.policy, gpus.join(" + "));
     match response.objective {
@@ -42,10 +69,14 @@ pub fn table(problem: &Problem, response: &Response) -> String {
     }
     let _ = writeln!(
         out,
-        "solved by {} in {:.2} ms ({} LP solves)",
+        "solved by {} in {:.2} ms ({} LP solves), tie-break: {}",
         response.stats.backend,
         response.stats.solve_seconds * 1e3,
-        response.stats.lp_solves
+        response.stats.lp_solves,
+        serde_json::to_value(response.stats.tie_break)
+            .ok()
+            .and_then(|v| v.as_str().map(str::to_owned))
+            .unwrap_or_default()
     );
     out
 }

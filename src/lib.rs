@@ -52,9 +52,14 @@ pub fn solve(problem: &Problem, backend: lp::Backend) -> error::Result<Response>
         }
         None => (policies::solve(problem, backend)?, None),
     };
+    let (outcome, tie_break) = match partitioning {
+        None => solver::tie_break::apply(problem, outcome, backend)?,
+        Some(_) => (outcome, solver::tie_break::TieBreak::None),
+    };
     let seconds = start.elapsed().as_secs_f64();
     let mut response = Response::new(problem, &outcome, kept_pairs, backend.name(), seconds);
     response.stats.partitioning = partitioning;
+    response.stats.tie_break = tie_break;
     Ok(response)
 }
 

@@ -111,6 +111,8 @@ pub struct Problem {
     pub colocation_threshold: f64,
     /// Requested number of POP partitions (`None`: chosen by size).
     pub partitions: Option<usize>,
+    /// What follows a bottleneck policy's optimum (`solver::tie_break`).
+    pub tie_break: crate::solver::tie_break::TieBreak,
     /// The entity tree (empty unless the request has `entities`).
     pub entities: Vec<Entity>,
     /// `job_entity[m]`: the entity job m belongs to.
@@ -292,6 +294,16 @@ impl Problem {
             }
             None => None,
         };
+        let tie_break = match req.tie_break.as_deref() {
+            None => Default::default(),
+            Some(name) => crate::solver::tie_break::TieBreak::from_name(name).ok_or_else(|| {
+                ArbiterError::at(
+                    ErrorCode::MalformedRequest,
+                    "tie_break",
+                    format!("unknown tie_break {name:?}; expected \"throughput\", \"water_filling\" or \"none\""),
+                )
+            })?,
+        };
         let entities = validate_entities(req)?;
         let job_entity = validate_job_entities(req, &entities, policy)?;
         let heterogeneity_aware = req.heterogeneity_aware.unwrap_or(true);
@@ -314,6 +326,7 @@ impl Problem {
             unconsolidated,
             colocation_threshold,
             partitions,
+            tie_break,
             entities,
             job_entity,
             max_solve_seconds: req
@@ -386,6 +399,7 @@ impl Problem {
             unconsolidated: None,
             colocation_threshold: self.colocation_threshold,
             partitions: self.partitions,
+            tie_break: self.tie_break,
             entities: self.entities.clone(),
             job_entity: Vec::new(),
             max_solve_seconds: self.max_solve_seconds,
@@ -407,6 +421,7 @@ impl Problem {
             unconsolidated: None,
             colocation_threshold: crate::space_sharing::DEFAULT_THRESHOLD,
             partitions: None,
+            tie_break: Default::default(),
             entities: Vec::new(),
             job_entity: Vec::new(),
             max_solve_seconds: None,

@@ -34,6 +34,12 @@ pub struct Request {
     /// the response lists them in `estimated_throughput`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub estimate_missing: Option<bool>,
+    /// After a bottleneck policy's optimum: `throughput` (default) keeps every job at the level
+    /// the optimum needs and maximizes the sum of normalized throughputs (no GPU left idle that a
+    /// job could use); `water_filling` raises every job lexicographically (max_min_fairness);
+    /// `none` returns the bare LP's vertex. `stats.tie_break` says which was applied.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tie_break: Option<String>,
 }
 
 #[derive(Debug, Clone, Default, Serialize, Deserialize, utoipa::ToSchema)]

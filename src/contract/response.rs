@@ -18,6 +18,8 @@ pub struct Response {
     pub unconsolidated_allocation: IndexMap<String, IndexMap<String, f64>>,
     /// Steps/s each job gets from its allocation, with its measured throughputs.
     pub effective_throughput: IndexMap<String, f64>,
+    /// Per worker type: GPUs the allocation uses (alone, in pairs, unconsolidated) over its GPUs.
+    pub utilization: IndexMap<String, f64>,
     /// The policy's objective as the contract defines it, recomputed from the allocation.
     pub objective: Option<f64>,
     /// Water-filling policies: per job, its normalized throughput and the level it froze at.
@@ -64,6 +66,8 @@ pub struct Stats {
     /// POP: how the jobs and GPUs were partitioned, when they were.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub partitioning: Option<Partitioning>,
+    /// The tie-break applied after the optimum (`none` where the policy needs none, or asked).
+    pub tie_break: crate::solver::tie_break::TieBreak,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, utoipa::ToSchema)]
@@ -156,8 +160,33 @@ impl Response {
                 })
                 .collect()
         });
+        let mut used = vec![0.0; names.len()];
+        for (m, job) in problem.jobs.iter().enumerate() {
+            let sf = job.scale_factor as f64;
+            for (w, &x) in outcome.allocation.row(m).iter().enumerate() {
+                used[w] += sf * x;
+            }
+            if m < outcome.unconsolidated.rows() {
+                for (w, &u) in outcome.unconsolidated.row(m).iter().enumerate() {
+                    used[w] += sf * u;
+                }
+            }
+        }
+        for k in 0..outcome.colocated.rows() {
+            let sf = problem.jobs[problem.colocations[k].jobs[0]].scale_factor as f64;
+            for (w, &y) in outcome.colocated.row(k).iter().enumerate() {
+                used[w] += sf * y;
+            }
+        }
+        let utilization = names
+            .iter()
+            .zip(&problem.worker_types)
+            .zip(&used)
+            .map(|((n, t), &u)| (n.to_string(), if t.count > 0.0 { u / t.count } else { 0.0 }))
+            .collect();
         Response {
             policy: problem.policy.name().to_string(),
+            utilization,
             allocation,
             colocated_allocation,
             unconsolidated_allocation,
@@ -173,6 +202,7 @@ impl Response {
                 iterations: outcome.water_filling.as_ref().map(|r| r.iterations),
                 pairs,
                 partitioning: None,
+                tie_break: crate::solver::tie_break::TieBreak::None,
             },
         }
     }

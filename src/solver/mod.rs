@@ -10,3 +10,4 @@ pub mod max_min_ratio;
 pub mod partition;
 pub mod policies;
 pub mod space_sharing;
+pub mod tie_break;

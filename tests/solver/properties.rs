@@ -416,3 +416,51 @@ proptest! {
         assert_close(r.objective.unwrap(), plain, 1e-6, "fifo vs plain LP");
     }
 }
+
+/// Types with idle GPUs, and jobs with time left that could run there (`T > 0`, scale factor
+/// within the type): each such (job, type) is a Pareto improvement the allocation leaves out.
+fn idle_capacity_a_job_could_use(p: &Problem, x: &[Vec<f64>]) -> Vec<(usize, usize)> {
+    let mut found = Vec::new();
+    for (w, wt) in p.worker_types.iter().enumerate() {
+        let used: f64 = p.jobs.iter().enumerate().map(|(m, j)| j.scale_factor as f64 * x[m][w]).sum();
+        if wt.count - used <= 1e-6 {
+            continue;
+        }
+        for (m, j) in p.jobs.iter().enumerate() {
+            let time_left = 1.0 - x[m].iter().sum::<f64>();
+            if time_left > 1e-6 && p.throughput.get(m, w) > 0.0 && j.scale_factor as f64 <= wt.count {
+                found.push((m, w));
+            }
+        }
+    }
+    found
+}
+
+proptest! {
+    #![proptest_config(config(32))]
+
+    /// No GPU left idle that a job could use: with the default tie-break, the bottleneck policies
+    /// keep the bare LP's objective and leave no (job, type) Pareto improvement; so do the policies
+    /// whose objective values every job's throughput, and water-filling.
+    #[test]
+    fn no_gpu_left_idle_that_a_job_could_use(inst in instance(), aware in any::<bool>(), elapsed in any::<bool>()) {
+        let policies = [
+            "max_min_fairness", "min_makespan", "finish_time_fairness", "shortest_job_first",
+            "max_sum_throughput", "fifo", "max_min_fairness_water_filling",
+        ];
+        for policy in policies {
+            let mut req = request(&inst, policy, aware, elapsed);
+            let (p, r, x) = solve_value(&req);
+            let idle = idle_capacity_a_job_could_use(&p, &x);
+            prop_assert!(idle.is_empty(), "{}: (job, type) with idle GPUs and time left: {:?}", policy, idle);
+            req["tie_break"] = json!("none");
+            let (_, bare, _) = solve_value(&req);
+            if let (Some(a), Some(b)) = (r.objective, bare.objective) {
+                assert_close(a, b, 1e-6, policy);
+            }
+            let applied = serde_json::to_value(r.stats.tie_break).unwrap();
+            let expected = if arbiter::solver::tie_break::applies(p.policy) { "throughput" } else { "none" };
+            prop_assert_eq!(applied, json!(expected), "{}", policy);
+        }
+    }
+}
