@@ -7,7 +7,7 @@
 
 use arbiter::lp::{Backend, LinearProgram, Row, Sense};
 use arbiter::policies::{self, Outcome, PolicyKind};
-use arbiter::request::{JobSpec, Request};
+use arbiter::request::Request;
 use arbiter::Problem;
 use criterion::{black_box, BenchmarkId, Criterion};
 use std::collections::HashSet;
@@ -15,7 +15,7 @@ use std::time::{Duration, Instant};
 
 #[path = "support/workload.rs"]
 mod workload;
-use workload::{cluster, draw_job, model_types, throughput_map, Rng};
+use workload::{cluster, gavel_jobs};
 
 const SIZES: [usize; 4] = [64, 512, 2048, 16384];
 /// The plain LP grows with the job count (≈ 4n columns, 2n rows); past 2048 it takes too long.
@@ -36,32 +36,9 @@ enum Workload {
     Distinct,
 }
 
-/// `n` jobs on `n/4` GPUs of each type: model uniform, scale factor 1/2/4/8 with probability
-/// 70/10/15/5%, weight 5 for one job in five, `steps_remaining = 10^U(3,6)`, just arrived.
+/// `n` jobs on `n/4` GPUs of each type (`workload::gavel_jobs`).
 fn request(policy: PolicyKind, n: usize, workload: Workload) -> Request {
-    let models = model_types();
-    let mut rng = Rng(0xA11_0CA7E ^ (n as u64).wrapping_mul(0x9E37_79B9));
-    // A separate stream, so both workloads draw the same jobs.
-    let mut noise = Rng(0x0D15_71C7 ^ n as u64);
-    let jobs = (0..n)
-        .map(|m| {
-            let job = draw_job(&mut rng, &models);
-            let steps = 10f64.powf(rng.uniform(3.0, 6.0)).round();
-            JobSpec {
-                id: format!("j{m}"),
-                throughput: throughput_map(job.row, |t| match workload {
-                    Workload::Gavel => t,
-                    Workload::Distinct => t * noise.uniform(0.95, 1.05),
-                }),
-                scale_factor: Some(job.scale_factor as f64),
-                weight: Some(job.weight),
-                steps_remaining: Some(steps),
-                time_elapsed: Some(0.0),
-                isolated_time_elapsed: Some(0.0),
-                ..JobSpec::default()
-            }
-        })
-        .collect();
+    let jobs = gavel_jobs(n, workload == Workload::Distinct);
     Request {
         policy: policy.name().to_string(),
         heterogeneity_aware: Some(true),

@@ -8,36 +8,20 @@
 
 use arbiter::lp::Backend;
 use arbiter::policies::PolicyKind;
-use arbiter::request::{JobSpec, Request};
+use arbiter::request::Request;
 use arbiter::solver::tie_break::TieBreak;
 use arbiter::Problem;
 use std::time::{Duration, Instant};
 
 #[path = "support/workload.rs"]
 mod workload;
-use workload::{cluster, draw_job, model_types, throughput_map, Rng};
+use workload::{cluster, gavel_jobs};
 
 const POLICIES: [PolicyKind; 4] =
     [PolicyKind::MaxMinFairness, PolicyKind::MinMakespan, PolicyKind::FinishTimeFairness, PolicyKind::ShortestJobFirst];
 
 fn problem(policy: PolicyKind, n: usize, distinct: bool, tie_break: TieBreak) -> Problem {
-    let models = model_types();
-    let mut rng = Rng(0x71E_B4EA ^ (n as u64).wrapping_mul(0x9E37_79B9));
-    let mut noise = Rng(0x0D15_71C7 ^ n as u64);
-    let jobs = (0..n)
-        .map(|m| {
-            let job = draw_job(&mut rng, &models);
-            let steps = 10f64.powf(rng.uniform(3.0, 6.0)).round();
-            JobSpec {
-                id: format!("j{m}"),
-                throughput: throughput_map(job.row, |t| if distinct { t * noise.uniform(0.95, 1.05) } else { t }),
-                scale_factor: Some(job.scale_factor as f64),
-                weight: Some(job.weight),
-                steps_remaining: Some(steps),
-                ..JobSpec::default()
-            }
-        })
-        .collect();
+    let jobs = gavel_jobs(n, distinct);
     let request = Request { policy: policy.name().to_string(), cluster: cluster(n), jobs, ..Request::default() };
     let mut problem = Problem::from_request(&request).expect("the generated request is valid");
     problem.tie_break = tie_break;

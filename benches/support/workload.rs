@@ -1,7 +1,7 @@
 //! The Gavel-like workload the benchmarks and the load test share: 26 synthetic model types with
 //! seeded throughputs on three worker types, and the small seedable generator that draws them.
 
-use arbiter::request::{ClusterSpec, WorkerTypeSpec};
+use arbiter::request::{ClusterSpec, JobSpec, WorkerTypeSpec};
 use std::collections::BTreeMap;
 
 /// Worker types, fastest first, as in Gavel's simulated cluster.
@@ -103,4 +103,31 @@ pub fn cluster(n: usize) -> ClusterSpec {
         })
         .collect();
     ClusterSpec { worker_types }
+}
+
+/// The benchmarks' `n` jobs (seeded by `n`): model uniform, scale factor 1/2/4/8 with probability
+/// 70/10/15/5%, weight 5 for one job in five, `steps_remaining = 10^U(3,6)`, just arrived. With
+/// `distinct`, every throughput is multiplied by its own factor in [0.95, 1.05] (as if each job's
+/// throughputs were measured separately), drawn from a separate stream so both draw the same jobs.
+#[allow(dead_code)]
+pub fn gavel_jobs(n: usize, distinct: bool) -> Vec<JobSpec> {
+    let models = model_types();
+    let mut rng = Rng(0xA11_0CA7E ^ (n as u64).wrapping_mul(0x9E37_79B9));
+    let mut noise = Rng(0x0D15_71C7 ^ n as u64);
+    (0..n)
+        .map(|m| {
+            let job = draw_job(&mut rng, &models);
+            let steps = 10f64.powf(rng.uniform(3.0, 6.0)).round();
+            JobSpec {
+                id: format!("j{m}"),
+                throughput: throughput_map(job.row, |t| if distinct { t * noise.uniform(0.95, 1.05) } else { t }),
+                scale_factor: Some(job.scale_factor as f64),
+                weight: Some(job.weight),
+                steps_remaining: Some(steps),
+                time_elapsed: Some(0.0),
+                isolated_time_elapsed: Some(0.0),
+                ..JobSpec::default()
+            }
+        })
+        .collect()
 }

@@ -119,10 +119,7 @@ impl Composition {
                     "give --policy (an LP policy) or --scheduling, not both",
                 ))
             }
-            (Some(p), None) => match PolicyKind::from_name(p.trim()) {
-                Some(kind) => SchedulingSpec::Allocation(kind),
-                None => return Err(unknown_policy(p)),
-            },
+            (Some(p), None) => SchedulingSpec::Allocation(PolicyKind::named(p.trim())?),
             (None, Some(s)) => parse_scheduling(s)?,
             (None, None) => {
                 return Err(ArbiterError::at(
@@ -309,17 +306,6 @@ impl Composition {
             (other, _) => Err(unknown("preemption", other, &PREEMPTIONS)),
         }
     }
-}
-
-fn unknown_policy(name: &str) -> ArbiterError {
-    ArbiterError::at(
-        ErrorCode::UnknownPolicy,
-        "policy",
-        format!(
-            "unknown policy {name:?}; expected one of: {}",
-            PolicyKind::ALL.iter().map(|p| p.name()).collect::<Vec<_>>().join(", ")
-        ),
-    )
 }
 
 /// A scheduling name: a list policy's (with its parameter), else an LP policy's. `fifo` is the

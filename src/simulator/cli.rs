@@ -107,20 +107,6 @@ pub fn parse_window(text: &str) -> Result<(usize, usize)> {
     Ok((a.trim().parse().map_err(|_| bad())?, b.trim().parse().map_err(|_| bad())?))
 }
 
-/// A policy by name, or `unknown_policy` listing the names.
-pub fn policy_named(name: &str) -> Result<PolicyKind> {
-    PolicyKind::from_name(name).ok_or_else(|| {
-        ArbiterError::at(
-            ErrorCode::UnknownPolicy,
-            "policy",
-            format!(
-                "unknown policy {name:?}; expected one of: {}",
-                PolicyKind::ALL.iter().map(|p| p.name()).collect::<Vec<_>>().join(", ")
-            ),
-        )
-    })
-}
-
 pub fn backend_named(name: &str) -> Result<Backend> {
     Backend::from_name(name).ok_or_else(|| {
         let known: Vec<&str> = Backend::available().iter().map(|b| b.name()).collect();
@@ -149,7 +135,7 @@ pub fn write_file(path: &Path, text: &str) -> Result<()> {
 /// Runs `arbiter simulate`.
 pub fn run_simulate(args: &SimulateArgs) -> Result<()> {
     if let Some(p) = &args.policy {
-        policy_named(p)?;
+        PolicyKind::named(p)?;
     }
     let synthesizer = args
         .synthesizer

@@ -134,7 +134,10 @@ pub fn throughput(problem: &Problem, outcome: &Outcome, backend: Backend) -> Res
         ArbiterError::new(ErrorCode::SolverFailed, format!("the tie-break solve failed after the optimum: {e}"))
     })?;
     let allocation = base.allocation(&solution, problem.num_jobs(), problem.num_types(), 1.0);
-    Ok(Some(Outcome { allocation, lp_solves: outcome.lp_solves + 1, ..outcome.clone() }))
+    let mut better = Outcome { allocation, lp_solves: outcome.lp_solves + 1, ..outcome.clone() };
+    // Type-blind, the second solve's vertex pins jobs to types as the first one's would have.
+    crate::policies::spread_if_type_blind(problem, &mut better);
+    Ok(Some(better))
 }
 
 /// The tie-break `problem` asks for, after `outcome` (its policy's optimum): the allocation to

@@ -80,6 +80,18 @@ impl PolicyKind {
         }
     }
 
+    /// A policy by name, or `unknown_policy` (field `policy`) listing every name.
+    pub fn named(name: &str) -> Result<PolicyKind> {
+        PolicyKind::from_name(name).ok_or_else(|| {
+            let names: Vec<&str> = PolicyKind::ALL.iter().map(|p| p.name()).collect();
+            ArbiterError::at(
+                ErrorCode::UnknownPolicy,
+                "policy",
+                format!("unknown policy {name:?}; expected one of: {}", names.join(", ")),
+            )
+        })
+    }
+
     pub fn from_name(name: &str) -> Option<PolicyKind> {
         PolicyKind::ALL.into_iter().find(|p| p.name() == name)
     }
@@ -189,10 +201,15 @@ pub fn solve(problem: &Problem, backend: Backend) -> Result<Outcome> {
         )
     })?;
     let mut outcome = policy.solve(problem, backend)?;
-    if spreads_type_blind(problem, &outcome) {
+    spread_if_type_blind(problem, &mut outcome);
+    Ok(outcome)
+}
+
+/// Spreads a type-blind allocation over the types when its objective allows (see below).
+pub(crate) fn spread_if_type_blind(problem: &Problem, outcome: &mut Outcome) {
+    if spreads_type_blind(problem, outcome) {
         spread_over_types(problem, &mut outcome.allocation);
     }
-    Ok(outcome)
 }
 
 /// Type-blind (`heterogeneity_aware: false`) policies whose objective reads only each job's total
