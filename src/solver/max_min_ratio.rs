@@ -86,6 +86,11 @@ pub struct Program {
     /// `Engine::last_allocation` does it for the last such program (water-filling splits once,
     /// after its last level).
     pub allocate: bool,
+    /// The objective's value of a unit of job m's time on type w (`time_value.get(m, w)`), for
+    /// objectives over the allocation itself (the tie-break's `Σ thr_m/thr_equal_m`). It must be
+    /// the same for every job of a class (it is read from the class's first job). `None`: 0.
+    /// With it, the class time the split leaves over is handed out too (`fill_class`).
+    pub time_value: Option<Matrix>,
 }
 
 impl Program {
@@ -98,6 +103,7 @@ impl Program {
             needs,
             keep_model: false,
             allocate: true,
+            time_value: None,
         }
     }
 
@@ -761,7 +767,10 @@ impl<'a> Engine<'a> {
         let mut allocation = Matrix::zeros(num_jobs, num_types);
         if program.allocate {
             for total in &totals {
-                split_class(&shapes[total.class], &total.y, &total.sorted, &mut allocation);
+                let left = split_class(&shapes[total.class], &total.y, &total.sorted, &mut allocation);
+                if program.time_value.is_some() {
+                    fill_class(&shapes[total.class], left, &total.sorted, &mut allocation);
+                }
             }
         } else {
             self.last_totals = Some(totals);
@@ -796,8 +805,10 @@ impl<'a> Engine<'a> {
             lp.add_col(program.cost[v], program.lower[v], program.upper[v]);
         }
         for class in classes {
-            for _ in &class.cols {
-                lp.add_col(0.0, 0.0, class.jobs.len() as f64);
+            let rep = class.shape.jobs[0];
+            for &(w, _) in &class.cols {
+                let value = program.time_value.as_ref().map_or(0.0, |v| v.get(rep, w));
+                lp.add_col(value, 0.0, class.jobs.len() as f64);
             }
         }
         for _ in extra_cols {
@@ -1006,7 +1017,7 @@ pub fn bottlenecks(
 /// Splits a class total `y` (per type of `shape.types`, fastest first) among its jobs, given their
 /// needs largest first: each takes the latest unit window of the remaining time whose throughput
 /// still covers its need.
-fn split_class(shape: &ClassShape, y: &[f64], sorted: &[(usize, f64)], allocation: &mut Matrix) {
+fn split_class(shape: &ClassShape, y: &[f64], sorted: &[(usize, f64)], allocation: &mut Matrix) -> Vec<f64> {
     let speeds: Vec<f64> = shape.types.iter().map(|&w| shape.row[w]).collect();
     let mut left = y.to_vec();
     for &(m, need) in sorted {
@@ -1022,6 +1033,28 @@ fn split_class(shape: &ClassShape, y: &[f64], sorted: &[(usize, f64)], allocatio
                 allocation.set(m, w, allocation.get(m, w) + overlap);
             }
             start = end;
+        }
+    }
+    left
+}
+
+/// Hands the class time `left` over after the split to the members with time to spare, fastest
+/// time first, so that no time the LP gave the class goes unused (the class-time row keeps the
+/// total within the members' time).
+fn fill_class(shape: &ClassShape, mut left: Vec<f64>, sorted: &[(usize, f64)], allocation: &mut Matrix) {
+    for &(m, _) in sorted {
+        let mut spare = 1.0 - allocation.row(m).iter().sum::<f64>();
+        for (s, amount) in left.iter_mut().enumerate() {
+            if spare <= 0.0 {
+                break;
+            }
+            let give = amount.min(spare);
+            if give > 0.0 {
+                let w = shape.types[s];
+                allocation.set(m, w, allocation.get(m, w) + give);
+                *amount -= give;
+                spare -= give;
+            }
         }
     }
 }

@@ -5,12 +5,11 @@
 //! Pareto-efficient. See `formulations/tie_break.md`.
 
 use crate::error::{ArbiterError, ErrorCode, Result};
-use crate::formulation::{BaseLp, Groups};
-use crate::lp::{Backend, Row, Sense};
+use crate::lp::{Backend, Sense};
+use crate::max_min_ratio::{Need, Program};
 use crate::policies::{throughputs, Outcome, PolicyKind};
-use crate::problem::Problem;
+use crate::problem::{Matrix, Problem};
 use serde::{Deserialize, Serialize};
-use std::collections::HashMap;
 
 /// What a request asks for after the optimum (`tie_break`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize, utoipa::ToSchema)]
@@ -98,43 +97,43 @@ fn floors(problem: &Problem, outcome: &Outcome) -> Option<Vec<f64>> {
 }
 
 /// The Pareto-efficient allocation among those that keep every job at its floor: `max Σ nt_m`
-/// over the base constraints and `thr_m ≥ floor_m·(1 − 1e-9)`. Jobs with the same row, scale
-/// factor and floor share a column (split evenly, which meets each member's floor). `None` when
-/// it does not apply (no objective, pairs, placement-sensitive jobs).
+/// over the base constraints and `thr_m ≥ floor_m·(1 − 1e-9)`, solved by the exact engine (jobs
+/// with the same row and scale factor as one class, its top-k cuts keeping each member at its own
+/// floor). `None` when it does not apply (no objective, space sharing, placement-sensitive jobs).
 pub fn throughput(problem: &Problem, outcome: &Outcome, backend: Backend) -> Result<Option<Outcome>> {
-    if !applies(problem.policy) || outcome.colocated.rows() > 0 || problem.unconsolidated.is_some() {
+    if !applies(problem.policy) || problem.space_sharing || problem.unconsolidated.is_some() {
         return Ok(None);
     }
     let Some(floor) = floors(problem, outcome) else { return Ok(None) };
     let thr = throughputs(problem, &outcome.allocation);
-    // A floor the optimum itself does not meet (round-off) is the optimum's throughput.
-    let floor: Vec<f64> = floor.iter().zip(&thr).map(|(&f, &t)| if f.is_finite() { f.min(t) } else { t }).collect();
     let equal = problem.equal_share_throughput();
-    let mut index: HashMap<(Vec<u64>, u32, u64), usize> = HashMap::new();
-    let mut members: Vec<Vec<usize>> = Vec::new();
-    for (m, (job, f)) in problem.jobs.iter().zip(&floor).enumerate() {
-        let key = (problem.throughput.row(m).iter().map(|v| v.to_bits()).collect(), job.scale_factor, f.to_bits());
-        let g = *index.entry(key).or_insert_with(|| {
-            members.push(Vec::new());
-            members.len() - 1
-        });
-        members[g].push(m);
-    }
-    let mut base = BaseLp::new(problem, Groups { members }, Sense::Maximize, None);
-    base.set_objective(|m, w| if equal[m] > 0.0 { problem.throughput.get(m, w) / equal[m] } else { 0.0 });
-    for g in 0..base.groups.members.len() {
-        let rep = base.groups.members[g][0];
-        let need = floor[rep] * (1.0 - FLOOR_SLACK) * base.groups.members[g].len() as f64;
-        if need > 0.0 {
-            let terms = base.terms(g, |w| problem.throughput.get(rep, w));
-            base.lp.add_row(Row::at_least(need, terms));
+    let needs = floor
+        .iter()
+        .zip(&thr)
+        // A floor the optimum itself does not meet (round-off) is the optimum's throughput.
+        .map(|(&f, &t)| Need {
+            base: if f.is_finite() { f.min(t) } else { t } * (1.0 - FLOOR_SLACK),
+            terms: Vec::new(),
+        })
+        .collect();
+    let mut value = Matrix::zeros(problem.num_jobs(), problem.num_types());
+    for m in 0..problem.num_jobs() {
+        if equal[m] > 0.0 {
+            for w in 0..problem.num_types() {
+                value.set(m, w, problem.throughput.get(m, w) / equal[m]);
+            }
         }
     }
-    let solution = backend.solve(base.lp.clone()).map_err(|e| {
-        ArbiterError::new(ErrorCode::SolverFailed, format!("the tie-break solve failed after the optimum: {e}"))
+    let mut program = Program::new(Sense::Maximize, needs);
+    // Every job takes part, a job with no floor too: the objective gives it the time left.
+    program.keep_model = true;
+    program.time_value = Some(value);
+    let solved = crate::policies::engine(problem, backend).solve_program(&program).map_err(|e| ArbiterError {
+        message: format!("the tie-break solve after the optimum failed: {}", e.message),
+        ..e
     })?;
-    let allocation = base.allocation(&solution, problem.num_jobs(), problem.num_types(), 1.0);
-    let mut better = Outcome { allocation, lp_solves: outcome.lp_solves + 1, ..outcome.clone() };
+    let mut better =
+        Outcome { allocation: solved.allocation, lp_solves: outcome.lp_solves + solved.lp_solves, ..outcome.clone() };
     // Type-blind, the second solve's vertex pins jobs to types as the first one's would have.
     crate::policies::spread_if_type_blind(problem, &mut better);
     Ok(Some(better))
