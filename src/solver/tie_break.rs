@@ -117,11 +117,9 @@ pub fn throughput(problem: &Problem, outcome: &Outcome, backend: Backend) -> Res
         })
         .collect();
     let mut value = Matrix::zeros(problem.num_jobs(), problem.num_types());
-    for m in 0..problem.num_jobs() {
-        if equal[m] > 0.0 {
-            for w in 0..problem.num_types() {
-                value.set(m, w, problem.throughput.get(m, w) / equal[m]);
-            }
+    for (m, &eq) in equal.iter().enumerate().filter(|&(_, &eq)| eq > 0.0) {
+        for w in 0..problem.num_types() {
+            value.set(m, w, problem.throughput.get(m, w) / eq);
         }
     }
     let mut program = Program::new(Sense::Maximize, needs);
