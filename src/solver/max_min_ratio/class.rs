@@ -1,0 +1,240 @@
+//! Classes of identical jobs (same throughput row and scale factor): the LP works with class
+//! totals, the top-k cuts that make that exact, and the split of a class total among its jobs.
+
+use super::program::Need;
+use super::CUT_TOLERANCE;
+use crate::lp::Row;
+use crate::problem::Matrix;
+use std::borrow::Cow;
+
+/// Jobs with the same throughput row and scale factor, grouped once per instance.
+pub(super) struct ClassShape {
+    pub(super) jobs: Vec<usize>,
+    pub(super) row: Vec<f64>,
+    pub(super) scale_factor: u32,
+    /// The types the class can use, fastest first.
+    pub(super) types: Vec<usize>,
+}
+
+/// A class as it enters one program: its members with a nonzero need and its LP columns.
+pub(super) struct Class<'s> {
+    pub(super) shape: &'s ClassShape,
+    pub(super) jobs: Cow<'s, [usize]>,
+    /// `(type, column)`, fastest first.
+    pub(super) cols: Vec<(usize, usize)>,
+    /// A paired job's class: `(column, its throughput there)` of every pair column it is in.
+    pub(super) pair_terms: Vec<(usize, f64)>,
+}
+
+/// A cut the engine found, kept to seed later programs (re-derived with their needs).
+#[derive(Clone)]
+pub(super) struct PoolCut {
+    pub(super) class: usize,
+    pub(super) members: Vec<usize>,
+    pub(super) lambda: usize,
+    /// Whether the cut was tight at the end of the last program that had it; only those seed
+    /// the next program (a stale one comes back when it is violated again).
+    pub(super) tight: bool,
+}
+
+impl Class<'_> {
+    pub(super) fn row(&self, w: usize) -> f64 {
+        self.shape.row[w]
+    }
+
+    /// The class-total row (k = n, λ = 0) with the pair terms of a paired job: the row that
+    /// carries the class's needs in every program.
+    pub(super) fn total(&self, needs: &[Need]) -> Row {
+        let mut row = self.cut(&self.jobs, self.cols.len(), needs);
+        row.coefs.extend(self.pair_terms.iter().copied());
+        row
+    }
+
+    /// The row carrying `members`' needs at `λ = lambda(li)`: the class total or a cut.
+    pub(super) fn need_row(&self, members: &[usize], li: usize, needs: &[Need]) -> Row {
+        if li == self.cols.len() && members.len() == self.jobs.len() {
+            self.total(needs)
+        } else {
+            self.cut(members, li, needs)
+        }
+    }
+
+    /// The cut for the set `members` at dual point `λ = lambda(li)`; members with no need in this
+    /// program count for nothing (the cut for the rest is then tighter and still valid).
+    pub(super) fn cut(&self, members: &[usize], li: usize, needs: &[Need]) -> Row {
+        let lambda = self.lambda(li);
+        let mut coefs: Vec<(usize, f64)> = self
+            .cols
+            .iter()
+            .filter(|&&(w, _)| self.row(w) > lambda)
+            .map(|&(w, col)| (col, self.row(w) - lambda))
+            .collect();
+        let mut var_coefs: Vec<(usize, f64)> = Vec::new();
+        let (mut base, mut k) = (0.0, 0usize);
+        for &m in members {
+            if needs[m].is_zero() {
+                continue;
+            }
+            k += 1;
+            base += needs[m].base;
+            for &(v, c) in &needs[m].terms {
+                match var_coefs.iter_mut().find(|(u, _)| *u == v) {
+                    Some(entry) => entry.1 -= c,
+                    None => var_coefs.push((v, -c)),
+                }
+            }
+        }
+        var_coefs.retain(|&(_, c)| c != 0.0);
+        var_coefs.sort_by_key(|&(v, _)| v);
+        coefs.extend(var_coefs);
+        Row::at_least(base - lambda * k as f64, coefs)
+    }
+
+    /// Members sorted by current need, largest first, with those needs.
+    pub(super) fn sorted(&self, needs: &[Need], vars: &[f64]) -> Vec<(usize, f64)> {
+        let mut d: Vec<(usize, f64)> = self.jobs.iter().map(|&m| (m, needs[m].value(vars).max(0.0))).collect();
+        d.sort_by(|a, b| b.1.total_cmp(&a.1).then(a.0.cmp(&b.0)));
+        d
+    }
+
+    /// The most violated top-k condition at `(y, vars)`: `(k, λ index)`, k < n.
+    pub(super) fn most_violated(&self, y: &[f64], sorted: &[(usize, f64)]) -> Option<(usize, usize)> {
+        let mut worst: Option<(usize, usize, f64)> = None;
+        let (mut seg, mut used_in_seg, mut f, mut want) = (0, 0.0, 0.0, 0.0);
+        for (k, &(_, d)) in sorted.iter().enumerate().take(sorted.len().saturating_sub(1)) {
+            let k = k + 1;
+            want += d;
+            let mut need = 1.0;
+            while need > 0.0 && seg < self.cols.len() {
+                let take = (y[seg] - used_in_seg).min(need).max(0.0);
+                f += take * self.row(self.cols[seg].0);
+                need -= take;
+                used_in_seg += take;
+                if used_in_seg >= y[seg] {
+                    seg += 1;
+                    used_in_seg = 0.0;
+                }
+            }
+            let violation = (want - f) / want.max(f64::MIN_POSITIVE);
+            if violation > CUT_TOLERANCE && worst.is_none_or(|(_, _, v)| violation > v) {
+                worst = Some((k, self.tight_lambda(y, k), violation));
+            }
+        }
+        worst.map(|(k, l, _)| (k, l))
+    }
+
+    /// Index into `cols` (or `cols.len()` for λ = 0) of the λ attaining `F_Y(k)`: the speed of the
+    /// type where the k-th unit of time ends, or 0 when the class has less than k units in all.
+    pub(super) fn tight_lambda(&self, y: &[f64], k: usize) -> usize {
+        let mut acc = 0.0;
+        for (i, &amount) in y.iter().enumerate() {
+            acc += amount;
+            if acc >= k as f64 {
+                return i;
+            }
+        }
+        self.cols.len()
+    }
+
+    pub(super) fn lambda(&self, index: usize) -> f64 {
+        self.cols.get(index).map_or(0.0, |&(w, _)| self.row(w))
+    }
+}
+
+/// A class's total time per type in a solution, and its jobs' needs there, largest first.
+pub(super) struct ClassTotal {
+    pub(super) class: usize,
+    pub(super) y: Vec<f64>,
+    pub(super) sorted: Vec<(usize, f64)>,
+}
+
+/// Splits a class total `y` (per type of `shape.types`, fastest first) among its jobs, given their
+/// needs largest first: each takes the latest unit window of the remaining time whose throughput
+/// still covers its need.
+pub(super) fn split_class(shape: &ClassShape, y: &[f64], sorted: &[(usize, f64)], allocation: &mut Matrix) -> Vec<f64> {
+    let speeds: Vec<f64> = shape.types.iter().map(|&w| shape.row[w]).collect();
+    let mut left = y.to_vec();
+    for &(m, need) in sorted {
+        let a = latest_window(&speeds, &left, need);
+        // Remove [a, a+1] from the remaining time line and hand it to job m.
+        let mut start = 0.0;
+        for (s, amount) in left.iter_mut().enumerate() {
+            let end = start + *amount;
+            let overlap = (end.min(a + 1.0) - start.max(a)).max(0.0);
+            if overlap > 0.0 {
+                *amount -= overlap;
+                let w = shape.types[s];
+                allocation.set(m, w, allocation.get(m, w) + overlap);
+            }
+            start = end;
+        }
+    }
+    left
+}
+
+/// Hands the class time `left` over after the split to the members with time to spare, fastest
+/// time first, so that no time the LP gave the class goes unused (the class-time row keeps the
+/// total within the members' time).
+pub(super) fn fill_class(shape: &ClassShape, mut left: Vec<f64>, sorted: &[(usize, f64)], allocation: &mut Matrix) {
+    for &(m, _) in sorted {
+        let mut spare = 1.0 - allocation.row(m).iter().sum::<f64>();
+        for (s, amount) in left.iter_mut().enumerate() {
+            if spare <= 0.0 {
+                break;
+            }
+            let give = amount.min(spare);
+            if give > 0.0 {
+                let w = shape.types[s];
+                allocation.set(m, w, allocation.get(m, w) + give);
+                *amount -= give;
+                spare -= give;
+            }
+        }
+    }
+}
+
+/// The largest `a ≥ 0` with `∫_a^{a+1} speed ≥ need` on the time line made of `amount[s]` units
+/// at `speed[s]` (speeds decreasing); 0 if even the first window falls short.
+pub(super) fn latest_window(speed: &[f64], amount: &[f64], need: f64) -> f64 {
+    let total: f64 = amount.iter().sum();
+    // G(x) = ∫_0^x speed, piecewise linear.
+    let g = |x: f64| {
+        let (mut acc, mut start) = (0.0, 0.0);
+        for (s, &len) in amount.iter().enumerate() {
+            if x <= start {
+                break;
+            }
+            acc += speed[s] * (x.min(start + len) - start);
+            start += len;
+        }
+        acc
+    };
+    let window = |a: f64| g((a + 1.0).min(total)) - g(a);
+    // The window's value is linear between these points: segment ends, and segment ends minus 1.
+    let mut points = vec![0.0, total];
+    let mut start = 0.0;
+    for &len in amount {
+        start += len;
+        points.push(start);
+        points.push(start - 1.0);
+    }
+    let mut points: Vec<f64> = points.into_iter().filter(|p| (0.0..=total).contains(p)).collect();
+    points.sort_by(f64::total_cmp);
+    points.dedup();
+    let mut best = 0.0;
+    for pair in points.windows(2) {
+        let (a0, a1) = (pair[0], pair[1]);
+        let (h0, h1) = (window(a0), window(a1));
+        if h0 < need {
+            break;
+        }
+        if h1 >= need {
+            best = a1;
+            continue;
+        }
+        // Linear between a0 and a1: solve h(a) = need.
+        best = a0 + (a1 - a0) * (h0 - need) / (h0 - h1);
+        break;
+    }
+    best
+}

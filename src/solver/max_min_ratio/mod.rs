@@ -1,0 +1,377 @@
+//! The exact engine behind every "raise the worst job" policy. In its general form each job m
+//! has a required throughput that is affine in a few shared LP variables,
+//! `need_m = base_m + Σ_v coef[m][v]·var_v`, and the engine optimizes a linear objective over
+//! those variables subject to `thr_m ≥ need_m` on a feasible allocation. LAS, makespan and
+//! finish-time fairness are `need_m = z·demand_m` (maximize z); water-filling adds the frozen
+//! jobs' floors to `base`; its bottleneck test raises groups of jobs by `ε_g`.
+//!
+//! Jobs with the same throughput row and scale factor form a *class*. The LP is solved over
+//! class totals `Y[c][w]` (Σ over the class of `X[m][w]`), which is exact because a class can
+//! split `Y` among its jobs with required throughputs `d_1 ≥ … ≥ d_n` iff for every k the k
+//! largest fit in the k best units of time, `Σ_{i≤k} d_i ≤ F_Y(k) = max{T·y : 0 ≤ y ≤ Y, Σy ≤ k}`
+//! (for k = n this is the class-total row, given the class-time row `Σ_w Y ≤ n`). By LP duality
+//! `F_Y(k) = min_λ λk + Σ_w (T_w − λ)⁺ Y_w` over `λ ∈ {0} ∪ {T_w}`; so for any set S of k jobs,
+//! `Σ_w (T_w − λ)⁺ Y_w − Σ_{m∈S} Σ_v coef[m][v]·var_v ≥ Σ_{m∈S} base_m − λk` is a valid linear
+//! cut, added lazily for the most violated (S = the k currently largest, λ) while one is
+//! violated. There are finitely many, so the loop ends. The split itself is constructive
+//! (`split_class`): the largest remaining job takes the *latest* unit-length window of the
+//! remaining speed-sorted time that still meets its need. See `formulations/max_min_ratio.md`.
+//!
+//! With space sharing, pair columns `Y[k][w]` join the LP: they use `sf` GPUs of `w`, time of
+//! both jobs, and add `T_k[m][w]·Y[k][w]` to each job's throughput. A job in a kept pair is a
+//! class of its own (its pairs set it apart), so its class rows are its own rows and the pair
+//! terms sit in them directly; no cut is ever needed for it.
+
+//!
+//! The engine by concern: [`program`] (what a caller states: the instance, the needs, the
+//! program and its solution), [`class`] (classes of identical jobs, their top-k cuts and the split
+//! of a class total among its jobs), [`model`] (the LP of one program: building it, the cut loop,
+//! a kept model's re-solve), [`pricing`] (space sharing's pair columns priced in from the duals);
+//! this file holds the `Engine` and the entry points.
+
+mod class;
+mod model;
+mod pricing;
+mod program;
+
+pub use program::{Instance, Need, Program, RatioSolution, Solved};
+
+use crate::error::Result;
+use crate::formulation::group_identical;
+use crate::lp::{Backend, Sense};
+use crate::problem::Matrix;
+use crate::space_sharing::Pair;
+use class::{split_class, ClassShape, ClassTotal, PoolCut};
+use model::Kept;
+use std::collections::{HashMap, HashSet};
+
+/// Relative tolerance under which a top-k condition counts as met.
+const CUT_TOLERANCE: f64 = 1e-9;
+/// A dual above this marks a binding row (duals here are O(1/jobs); round-off stays far below).
+const BINDING_DUAL: f64 = 1e-9;
+/// A group whose best relative raise is at most this is a bottleneck (LP round-off stays below).
+const RAISE_TOLERANCE: f64 = 1e-6;
+
+/// The engine for one instance: jobs grouped into classes once, and every cut found so far kept
+/// to seed the next program, so a sequence of programs (water-filling's levels and bottleneck
+/// tests, a bisection's probes) does not rediscover them.
+pub struct Engine<'a> {
+    instance: Instance<'a>,
+    backend: Backend,
+    shapes: Vec<ClassShape>,
+    pool: Vec<PoolCut>,
+    /// Pool index of each cut, by (class, λ index, sorted members).
+    pooled: HashMap<(usize, usize, Vec<usize>), usize>,
+    /// The model of the last program that asked to keep it.
+    kept: Option<Kept>,
+    /// The class totals of the last program solved without its split (see `last_allocation`).
+    last_totals: Option<Vec<ClassTotal>>,
+    /// The pair time of that program.
+    last_pair_time: Vec<Vec<f64>>,
+    /// The unconsolidated time of that program.
+    last_unconsolidated: Matrix,
+    /// `(pair, type)` columns with time in the last solution: they seed the next fresh model.
+    pair_pool: HashSet<(usize, usize)>,
+}
+
+impl<'a> Engine<'a> {
+    pub fn new(instance: Instance<'a>, backend: Backend) -> Engine<'a> {
+        let num_types = instance.throughput.cols();
+        let mut paired = vec![false; instance.throughput.rows()];
+        for pair in &instance.pairs {
+            pair.jobs.iter().for_each(|&m| paired[m] = true);
+        }
+        // A placement-sensitive job is set apart by its unconsolidated columns.
+        if let Some(tu) = &instance.unconsolidated {
+            (0..tu.rows()).filter(|&m| tu.row(m).iter().any(|&v| v > 0.0)).for_each(|m| paired[m] = true);
+        }
+        let shapes: Vec<ClassShape> = group_identical(instance.throughput, &instance.scale_factor, &paired)
+            .into_iter()
+            .map(|jobs| {
+                let row = instance.throughput.row(jobs[0]);
+                let mut types: Vec<usize> =
+                    (0..num_types).filter(|&w| row[w] > 0.0 && instance.capacity[w] > 0.0).collect();
+                types.sort_by(|&a, &b| row[b].total_cmp(&row[a]));
+                ClassShape { row: row.to_vec(), scale_factor: instance.scale_factor[jobs[0]], types, jobs }
+            })
+            .collect();
+        Engine {
+            instance,
+            backend,
+            shapes,
+            pool: Vec::new(),
+            pooled: HashMap::new(),
+            kept: None,
+            last_totals: None,
+            last_pair_time: Vec::new(),
+            last_unconsolidated: Matrix::zeros(0, 0),
+            pair_pool: HashSet::new(),
+        }
+    }
+
+    /// The per-job allocation of the last program solved with `allocate: false`: its class totals
+    /// split among their jobs. Every job gets at least its need in that program.
+    pub fn last_allocation(&self) -> Matrix {
+        let mut allocation = Matrix::zeros(self.instance.throughput.rows(), self.instance.throughput.cols());
+        for total in self.last_totals.iter().flatten() {
+            split_class(&self.shapes[total.class], &total.y, &total.sorted, &mut allocation);
+        }
+        allocation
+    }
+
+    /// The pair time of that program (`pair_time[i][w]`, aligned with `Instance::pairs`).
+    pub fn last_pair_time(&self) -> Vec<Vec<f64>> {
+        self.last_pair_time.clone()
+    }
+
+    /// The unconsolidated time of that program.
+    pub fn last_unconsolidated(&self) -> Matrix {
+        self.last_unconsolidated.clone()
+    }
+
+    /// No unconsolidated time, in the shape this instance reports it.
+    pub fn no_unconsolidated(&self) -> Matrix {
+        match &self.instance.unconsolidated {
+            Some(tu) => Matrix::zeros(tu.rows(), tu.cols()),
+            None => Matrix::zeros(0, 0),
+        }
+    }
+
+    /// The pairs the engine formulates with.
+    pub fn pairs(&self) -> &[Pair] {
+        &self.instance.pairs
+    }
+
+    /// `thr_m = Σ_w T[m][w]·X[m][w] + Σ_{k∋m} Σ_w T_k[m][w]·Y[k][w] + Σ_w T^u[m][w]·U[m][w]`.
+    pub fn throughputs(&self, allocation: &Matrix, pair_time: &[Vec<f64>], unconsolidated: &Matrix) -> Vec<f64> {
+        let t = self.instance.throughput;
+        let mut thr: Vec<f64> = (0..t.rows()).map(|m| crate::problem::dot(t.row(m), allocation.row(m))).collect();
+        if let Some(tu) = &self.instance.unconsolidated {
+            for (m, thr_m) in thr.iter_mut().enumerate().take(unconsolidated.rows()) {
+                *thr_m += crate::problem::dot(tu.row(m), unconsolidated.row(m));
+            }
+        }
+        for (pair, time) in self.instance.pairs.iter().zip(pair_time) {
+            for (w, &y) in time.iter().enumerate() {
+                thr[pair.jobs[0]] += pair.throughput[w][0] * y;
+                thr[pair.jobs[1]] += pair.throughput[w][1] * y;
+            }
+        }
+        thr
+    }
+
+    /// The pool index of a cut, adding it if new.
+    fn pooled_index(&mut self, class: usize, mut members: Vec<usize>, lambda: usize) -> usize {
+        members.sort_unstable();
+        let pool = &mut self.pool;
+        *self.pooled.entry((class, lambda, members.clone())).or_insert_with(|| {
+            pool.push(PoolCut { class, members, lambda, tight: false });
+            pool.len() - 1
+        })
+    }
+
+    /// Solves a `Program` exactly.
+    pub fn solve_program(&mut self, program: &Program) -> Result<Solved> {
+        let shapes = std::mem::take(&mut self.shapes);
+        let result = self.solve_with(&shapes, program);
+        self.shapes = shapes;
+        result
+    }
+
+    /// A unit for a variable that multiplies `rate[m]` in job m's need: the largest value it can
+    /// take before some job with a rate needs more than its best type alone gives
+    /// (`min_m T_max,m / rate_m`). Measured in it the variable is at most 1, whatever the units
+    /// of throughputs and demands. `None` when no job has a rate; 0 when one of them can run nowhere.
+    pub fn natural_unit(&self, rate: &[f64]) -> Option<f64> {
+        let t = self.instance.throughput;
+        (0..t.rows())
+            .filter(|&m| rate[m] > 0.0)
+            .map(|m| {
+                let best =
+                    (0..t.cols()).filter(|&w| self.instance.capacity[w] > 0.0).map(|w| t.get(m, w)).fold(0.0, f64::max);
+                best / rate[m]
+            })
+            .filter(|u| u.is_finite())
+            .reduce(f64::min)
+    }
+
+    /// A solution with `z` and no time for anyone, solved by no LP.
+    fn nothing_allocated(&self, z: Option<f64>) -> RatioSolution {
+        let (rows, cols) = (self.instance.throughput.rows(), self.instance.throughput.cols());
+        RatioSolution {
+            z,
+            allocation: Matrix::zeros(rows, cols),
+            pair_time: vec![vec![0.0; cols]; self.instance.pairs.len()],
+            unconsolidated: self.no_unconsolidated(),
+            lp_solves: 0,
+            classes: 0,
+        }
+    }
+
+    /// Solves `max z s.t. thr_m ≥ z·demand_m` exactly. Jobs with zero demand get nothing.
+    pub fn max_ratio(&mut self, demand: &[f64]) -> Result<RatioSolution> {
+        let Some(unit) = self.natural_unit(demand) else {
+            return Ok(self.nothing_allocated(None));
+        };
+        if unit == 0.0 {
+            // Some job with a demand can run nowhere: no z > 0 is feasible.
+            return Ok(self.nothing_allocated(Some(0.0)));
+        }
+        // z measured in its natural unit, so the LP is well scaled whatever the demands' units.
+        let needs = demand.iter().map(|d| Need { base: 0.0, terms: vec![(0, d * unit)] }).collect();
+        let mut program = Program::new(Sense::Maximize, needs);
+        program.add_var(1.0, 0.0, f64::INFINITY);
+        let solved = self.solve_program(&program)?;
+        Ok(RatioSolution {
+            z: Some(solved.vars[0] * unit),
+            allocation: solved.allocation,
+            pair_time: solved.pair_time,
+            unconsolidated: solved.unconsolidated,
+            lp_solves: solved.lp_solves,
+            classes: solved.classes,
+        })
+    }
+
+    /// Which of the `candidates` are bottlenecked: no allocation gives them more than `floor`
+    /// while every job keeps `thr_m ≥ floor[m]`. Exact: jobs of one class with equal floors are
+    /// symmetric and share one raise variable `ε_g` (the average of their individual raises
+    /// raises them all); `max Σ ε_g` finds at least one raisable group while any exists, and a
+    /// zero optimum proves the rest are bottlenecks. Returns the flags and the LP solves.
+    pub fn bottlenecks(&mut self, floor: &[f64], candidates: &[bool]) -> Result<(Vec<bool>, usize)> {
+        let mut open: Vec<usize> = (0..floor.len()).filter(|&m| candidates[m] && floor[m] > 0.0).collect();
+        let mut lp_solves = 0;
+        while !open.is_empty() {
+            let mut needs: Vec<Need> = floor.iter().map(|&f| Need { base: f, terms: Vec::new() }).collect();
+            let mut program = Program::new(Sense::Maximize, Vec::new());
+            let mut group_of: HashMap<(usize, u64), usize> = HashMap::new();
+            let mut members: Vec<Vec<usize>> = Vec::new();
+            let class_of = self.class_of();
+            for &m in &open {
+                let g = *group_of.entry((class_of[m], floor[m].to_bits())).or_insert_with(|| {
+                    members.push(Vec::new());
+                    program.add_var(1.0, 0.0, 1.0)
+                });
+                members[g].push(m);
+                needs[m].terms.push((g, floor[m]));
+            }
+            program.needs = needs;
+            let solved = self.solve_program(&program)?;
+            lp_solves += solved.lp_solves;
+            let raised: Vec<usize> = (0..members.len()).filter(|&g| solved.vars[g] > RAISE_TOLERANCE).collect();
+            if raised.is_empty() {
+                break;
+            }
+            let raised: HashSet<usize> = raised.into_iter().flat_map(|g| members[g].iter().copied()).collect();
+            open.retain(|m| !raised.contains(m));
+        }
+        let mut flags = vec![false; floor.len()];
+        for m in open {
+            flags[m] = true;
+        }
+        Ok((flags, lp_solves))
+    }
+
+    /// `class_of[m]`: the class of job m (jobs in one class share row and scale factor).
+    pub fn class_of(&self) -> Vec<usize> {
+        let mut class_of = vec![0; self.instance.throughput.rows()];
+        for (c, shape) in self.shapes.iter().enumerate() {
+            for &m in &shape.jobs {
+                class_of[m] = c;
+            }
+        }
+        class_of
+    }
+}
+
+/// Solves `max z s.t. thr_m ≥ z·demand_m` once (see `Engine::max_ratio`).
+pub fn solve(instance: &Instance, demand: &[f64], backend: Backend) -> Result<RatioSolution> {
+    Engine::new(instance.clone(), backend).max_ratio(demand)
+}
+
+/// Solves one `Program` (see `Engine::solve_program`).
+pub fn solve_program(instance: &Instance, program: &Program, backend: Backend) -> Result<Solved> {
+    Engine::new(instance.clone(), backend).solve_program(program)
+}
+
+/// One bottleneck test (see `Engine::bottlenecks`).
+pub fn bottlenecks(
+    instance: &Instance,
+    floor: &[f64],
+    candidates: &[bool],
+    backend: Backend,
+) -> Result<(Vec<bool>, usize)> {
+    Engine::new(instance.clone(), backend).bottlenecks(floor, candidates)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::class::latest_window;
+    use super::*;
+
+    fn two_types(rows: &[[f64; 2]]) -> Matrix {
+        let mut t = Matrix::zeros(rows.len(), 2);
+        for (m, r) in rows.iter().enumerate() {
+            t.set(m, 0, r[0]);
+            t.set(m, 1, r[1]);
+        }
+        t
+    }
+
+    #[test]
+    fn latest_window_meets_need_as_late_as_possible() {
+        // One unit at speed 2, one at speed 1: a need of 1.5 is met by [0.5, 1.5].
+        let a = latest_window(&[2.0, 1.0], &[1.0, 1.0], 1.5);
+        assert!((a - 0.5).abs() < 1e-12, "{a}");
+        // A need of 1 fits in the slow unit alone.
+        assert!((latest_window(&[2.0, 1.0], &[1.0, 1.0], 1.0) - 1.0).abs() < 1e-12);
+    }
+
+    /// Two single-GPU jobs on one GPU of each of two types.
+    fn one_gpu_each(t: &Matrix) -> Instance<'_> {
+        Instance {
+            throughput: t,
+            scale_factor: vec![1, 1],
+            capacity: vec![1.0, 1.0],
+            pairs: Vec::new(),
+            unconsolidated: None,
+            consolidated_slots: Vec::new(),
+        }
+    }
+
+    #[test]
+    fn equal_demands_share_fast_and_slow_time() {
+        // Two identical jobs, each needing 1.5 from one fast (2) and one slow (1) GPU:
+        // taking the fastest time first would starve the second job.
+        let t = two_types(&[[2.0, 1.0], [2.0, 1.0]]);
+        let inst = one_gpu_each(&t);
+        let sol = solve(&inst, &[1.0, 1.0], Backend::default()).unwrap();
+        let z = sol.z.unwrap();
+        assert!((z - 1.5).abs() < 1e-7, "{z}");
+        for m in 0..2 {
+            let thr = 2.0 * sol.allocation.get(m, 0) + sol.allocation.get(m, 1);
+            assert!(thr >= 1.5 - 1e-7, "job {m}: {thr}");
+        }
+    }
+
+    #[test]
+    fn a_large_demand_needs_its_top_k_cut() {
+        // Same class, demands 3:1 on one fast (2) and one slow (1) GPU. Without the k = 1 cut the
+        // class total would allow z = 3/4, but the big job alone gets at most 2 → z = 2/3.
+        let t = two_types(&[[2.0, 1.0], [2.0, 1.0]]);
+        let inst = one_gpu_each(&t);
+        let sol = solve(&inst, &[3.0, 1.0], Backend::default()).unwrap();
+        assert!((sol.z.unwrap() - 2.0 / 3.0).abs() < 1e-7, "{:?}", sol.z);
+        assert!(sol.lp_solves >= 2);
+    }
+
+    #[test]
+    fn bottlenecks_are_the_jobs_that_cannot_improve() {
+        // Job 0 runs only on type 0, job 1 on both; one GPU each. At floors (1, 1) job 0 holds
+        // all of type 0 and cannot improve; job 1 could take more of type 1? It already has it all:
+        // with floors (1, 0.5) job 1 can rise (to 1), job 0 cannot.
+        let t = two_types(&[[1.0, 0.0], [1.0, 1.0]]);
+        let inst = one_gpu_each(&t);
+        let (flags, _) = bottlenecks(&inst, &[1.0, 0.5], &[true, true], Backend::default()).unwrap();
+        assert_eq!(flags, vec![true, false]);
+    }
+}

@@ -1,0 +1,127 @@
+//! What a caller states to the engine: the instance (who runs where, how fast, on how many GPUs),
+//! each job's need, the program (shared variables, objective, options) and its solution.
+
+use crate::lp::Sense;
+use crate::problem::Matrix;
+use crate::space_sharing::Pair;
+
+/// The shape of one instance: who can run where, at what speed, on how many GPUs.
+#[derive(Clone)]
+pub struct Instance<'a> {
+    pub throughput: &'a Matrix,
+    pub scale_factor: Vec<u32>,
+    pub capacity: Vec<f64>,
+    /// Colocated pairs that may share GPUs (empty without space sharing).
+    pub pairs: Vec<Pair>,
+    /// Placement sensitivity: `T^u[m][w]`, job m's throughput on `w` when its GPUs span servers
+    /// (0: no such column). `None` when no job is placement-sensitive.
+    pub unconsolidated: Option<Matrix>,
+    /// Per type, `(scale factor s, GPUs)`: at most that many GPUs of the type can hold jobs of
+    /// size s consolidated (whole jobs inside servers). Empty without placement sensitivity.
+    pub consolidated_slots: Vec<Vec<(u32, f64)>>,
+}
+
+/// A job's required throughput: `base + Σ (var, coef)`.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Need {
+    pub base: f64,
+    pub terms: Vec<(usize, f64)>,
+}
+
+impl Need {
+    pub(super) fn is_zero(&self) -> bool {
+        self.base == 0.0 && self.terms.iter().all(|&(_, c)| c == 0.0)
+    }
+    pub(super) fn value(&self, vars: &[f64]) -> f64 {
+        self.base + self.terms.iter().map(|&(v, c)| c * vars[v]).sum::<f64>()
+    }
+}
+
+/// A program for the engine: shared variables (objective coefficient and bounds) and one need
+/// per job. Jobs whose need is identically zero get no time.
+#[derive(Debug, Clone)]
+pub struct Program {
+    pub sense: Sense,
+    pub cost: Vec<f64>,
+    pub lower: Vec<f64>,
+    pub upper: Vec<f64>,
+    pub needs: Vec<Need>,
+    /// Keep the model for the next program with the same variables and re-solve it from its last
+    /// basis there. Every job then sits in its class's rows, so the model's shape never changes
+    /// (one with no need still gets no time from the split).
+    pub keep_model: bool,
+    /// Split the class totals into a per-job allocation now. When false the split is deferred:
+    /// `Engine::last_allocation` does it for the last such program (water-filling splits once,
+    /// after its last level).
+    pub allocate: bool,
+    /// The objective's value of a unit of job m's time on type w (`time_value.get(m, w)`), for
+    /// objectives over the allocation itself (the tie-break's `Σ thr_m/thr_equal_m`). It must be
+    /// the same for every job of a class (it is read from the class's first job). `None`: 0.
+    /// With it, the class time the split leaves over is handed out too (`fill_class`).
+    pub time_value: Option<Matrix>,
+}
+
+impl Program {
+    pub fn new(sense: Sense, needs: Vec<Need>) -> Program {
+        Program {
+            sense,
+            cost: Vec::new(),
+            lower: Vec::new(),
+            upper: Vec::new(),
+            needs,
+            keep_model: false,
+            allocate: true,
+            time_value: None,
+        }
+    }
+
+    /// What a kept model must match: the sense and the shared variables.
+    pub(super) fn signature(&self) -> Vec<u64> {
+        let sense = match self.sense {
+            Sense::Maximize => 1,
+            Sense::Minimize => 0,
+        };
+        std::iter::once(sense)
+            .chain(self.cost.iter().chain(&self.lower).chain(&self.upper).map(|v| v.to_bits()))
+            .collect()
+    }
+
+    /// Adds a shared variable; returns its index for `Need::terms`.
+    pub fn add_var(&mut self, cost: f64, lower: f64, upper: f64) -> usize {
+        self.cost.push(cost);
+        self.lower.push(lower);
+        self.upper.push(upper);
+        self.cost.len() - 1
+    }
+}
+
+/// The optimum of a `Program`: its variables and an allocation meeting every need.
+#[derive(Debug, Clone)]
+pub struct Solved {
+    pub vars: Vec<f64>,
+    pub allocation: Matrix,
+    /// `pair_time[i][w]`: time of `Instance::pairs[i]` on type `w`.
+    pub pair_time: Vec<Vec<f64>>,
+    /// `U[m][w]`: time of job m on `w` unconsolidated (0 × 0 without placement sensitivity).
+    pub unconsolidated: Matrix,
+    pub lp_solves: usize,
+    pub classes: usize,
+    /// Jobs that provably cannot exceed their need in any optimal solution: the members of a
+    /// class-total or cut row with a nonzero dual (that row is tight in every optimum, and its
+    /// members then all sit at their need). `None` when the backend reports no duals.
+    pub binding: Option<Vec<bool>>,
+}
+
+/// The optimum of `max z s.t. thr_m ≥ z·demand_m`.
+#[derive(Debug, Clone)]
+pub struct RatioSolution {
+    /// `None` when no job has a positive demand (z is unbounded; nothing is allocated).
+    pub z: Option<f64>,
+    pub allocation: Matrix,
+    /// `pair_time[i][w]`: time of `Instance::pairs[i]` on type `w`.
+    pub pair_time: Vec<Vec<f64>>,
+    /// `U[m][w]`: time of job m on `w` unconsolidated (0 × 0 without placement sensitivity).
+    pub unconsolidated: Matrix,
+    pub lp_solves: usize,
+    pub classes: usize,
+}
