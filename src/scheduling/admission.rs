@@ -7,7 +7,7 @@ use super::state::{ClusterState, JobIndex, JobState};
 use std::fmt::Debug;
 
 /// Decides which waiting jobs are admitted.
-pub trait Admission: Debug + Send + Sync {
+pub trait Admission: Debug + Send + Sync + dyn_clone::DynClone {
     /// The stage's name with its parameters, as compositions spell it.
     fn name(&self) -> String;
     /// From `waiting` (arrival order), the jobs admitted now; `admitted_demand` is the GPUs
@@ -20,6 +20,7 @@ pub trait Admission: Debug + Send + Sync {
         cluster: &ClusterState,
     ) -> Vec<JobIndex>;
 }
+dyn_clone::clone_trait_object!(Admission);
 
 /// Every job is schedulable as soon as it arrives.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -62,7 +62,7 @@ impl RoundDecision {
 }
 
 /// One cluster under one composition of list-policy stages.
-#[derive(Debug)]
+#[derive(Debug, Clone)]
 pub struct Pipeline {
     admission: Box<dyn Admission>,
     scheduling: Box<dyn Scheduling>,

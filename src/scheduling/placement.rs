@@ -19,12 +19,13 @@ use crate::workload::generator::Rng;
 use std::fmt::Debug;
 
 /// Chooses GPUs for a starting job.
-pub trait Placement: Debug + Send + Sync {
+pub trait Placement: Debug + Send + Sync + dyn_clone::DynClone {
     fn name(&self) -> String;
     /// `job.scale_factor` free GPUs of `worker_type`, on servers with room for its CPU cores and
     /// memory; `None`: the job waits this round.
     fn place(&mut self, job: &JobState, worker_type: u32, cluster: &ClusterState) -> Option<Vec<GpuIndex>>;
 }
+dyn_clone::clone_trait_object!(Placement);
 
 /// Servers of `worker_type` with free GPUs and room for the job's host demand, in index order.
 fn candidates<'a>(job: &'a JobState, worker_type: u32, cluster: &'a ClusterState) -> impl Iterator<Item = u32> + 'a {

@@ -9,11 +9,12 @@ use super::state::{JobIndex, JobState};
 use std::fmt::Debug;
 
 /// Orders the admitted jobs.
-pub trait Scheduling: Debug + Send + Sync {
+pub trait Scheduling: Debug + Send + Sync + dyn_clone::DynClone {
     fn name(&self) -> String;
     /// `active` (admitted, unfinished jobs), highest priority first.
     fn order(&mut self, active: &[JobIndex], jobs: &[JobState], now: f64) -> Vec<JobIndex>;
 }
+dyn_clone::clone_trait_object!(Scheduling);
 
 /// Sorts by a key (smaller first), ties by arrival then index.
 fn by_key(active: &[JobIndex], jobs: &[JobState], key: impl Fn(&JobState) -> f64) -> Vec<JobIndex> {

@@ -7,13 +7,14 @@ use super::state::JobState;
 use std::fmt::Debug;
 
 /// Decides whether running jobs may be suspended and what a resumption costs.
-pub trait Preemption: Debug + Send + Sync {
+pub trait Preemption: Debug + Send + Sync + dyn_clone::DynClone {
     fn name(&self) -> String;
     /// Whether `job`, running, may be suspended for jobs ahead of it in this round's order.
     fn preemptible(&self, job: &JobState) -> bool;
     /// Seconds of a round a suspended job loses when it resumes (checkpoint and restart).
     fn restart_seconds(&self) -> f64;
 }
+dyn_clone::clone_trait_object!(Preemption);
 
 /// Lease renewal, with `restart_seconds` charged on every resumption after a suspension.
 #[derive(Debug, Clone, Copy, PartialEq, Default)]

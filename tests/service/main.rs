@@ -5,6 +5,7 @@
 mod service_support;
 
 mod service_api;
+mod service_compositions;
 mod service_errors;
 mod service_fuzz;
 mod service_openapi;

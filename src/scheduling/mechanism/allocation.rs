@@ -105,6 +105,16 @@ impl Session {
     /// colocations the problem is that of a session without space sharing. A policy that returns
     /// no rows of `Y` gives every pair 0.
     pub fn solve_colocated_allocation(&self, backend: Backend) -> Result<Allocation> {
+        if let Some(composition) = self.composition() {
+            return Err(ArbiterError::at(
+                ErrorCode::Unsupported,
+                "allocation",
+                format!(
+                    "this session's rounds come from the composition {}: it has no LP allocation to solve",
+                    composition.name()
+                ),
+            ));
+        }
         let types = self.cluster.num_types();
         let mut x = Matrix::zeros(self.jobs.len(), types);
         let mut y = Matrix::zeros(self.pairs.len(), types);

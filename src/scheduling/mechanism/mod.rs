@@ -13,12 +13,17 @@
 //!   combinations run this round, never a job twice.
 //! - [`placement`]: which GPUs they get, consolidated, renewing leases.
 //! - [`report`]: the `arbiter rounds` run on a fixed request, and its JSON.
+//! - `composed`: a session whose rounds a composition of list-policy stages decides
+//!   (`crate::scheduling::Pipeline`), every event mirrored into it.
+//! - `metrics`: JCT, responsiveness, preemptions and utilization of a session so far.
 //!
 //! See `formulations/round_mechanism.md` for the algorithm in these names.
 
 pub mod allocation;
 pub mod cluster;
 pub mod colocation;
+mod composed;
+mod metrics;
 pub mod placement;
 pub mod priority;
 pub mod report;
@@ -28,6 +33,7 @@ mod share;
 
 pub use allocation::Allocation;
 pub use cluster::{Cluster, GpuId, ServerId, Worker};
+pub use metrics::SessionMetrics;
 pub use placement::{Lease, Placement, Tenants};
 pub use round::{JobRound, LeaseChange, Round};
 pub use session::Session;

@@ -81,12 +81,13 @@ impl Session {
             None => true,
             Some(t) => self.time - t >= self.config.min_solve_interval,
         };
-        let recomputed = self.stale && due;
+        let recomputed = self.is_stale() && due;
         if recomputed {
             self.recompute_allocation()?;
         }
         let seconds = self.config.round_seconds;
         let (placements, jobs) = match self.config.mode {
+            _ if self.composed.is_some() => self.run_composed(seconds),
             Mode::Rounds => self.run_placed(seconds),
             Mode::Ideal => self.run_ideal(seconds),
         };
@@ -105,6 +106,7 @@ impl Session {
             jobs,
             by_gpu,
         };
+        self.record_round(&round);
         for j in &mut self.jobs {
             j.job.time_elapsed += seconds;
         }

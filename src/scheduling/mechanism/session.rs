@@ -3,6 +3,8 @@
 
 use super::cluster::{Cluster, Worker};
 use super::colocation::PairState;
+use super::composed::Composed;
+use super::metrics::{Completed, Usage};
 use super::placement::Lease;
 use super::priority;
 use super::share::Share;
@@ -36,6 +38,12 @@ pub(super) struct JobState {
     pub(super) profiling: bool,
     /// Per type, whether the job has run there alone.
     pub(super) ran_on: Vec<bool>,
+    /// Session time of the first round it ran in.
+    pub(super) first_run: Option<f64>,
+    /// Times it was checkpointed and restarted: preempted, or moved to other GPUs.
+    pub(super) preemptions: u32,
+    /// Metrics it reported, latest value of each.
+    pub(super) metrics: std::collections::BTreeMap<String, f64>,
 }
 
 impl JobState {
@@ -75,6 +83,11 @@ pub struct Session {
     pub(super) rounds: u64,
     pub(super) stale: bool,
     pub(super) last_solve: Option<f64>,
+    /// With a composition of list-policy stages, the pipeline that decides the rounds.
+    pub(super) composed: Option<Composed>,
+    /// Jobs removed so far (for the metrics).
+    pub(super) completed: Vec<Completed>,
+    pub(super) usage: Usage,
 }
 
 pub(super) fn unknown_job(id: &str) -> ArbiterError {
@@ -151,6 +164,9 @@ impl Session {
             rounds: 0,
             stale: true,
             last_solve: None,
+            composed: None,
+            completed: Vec::new(),
+            usage: Usage::default(),
         })
     }
 
@@ -158,6 +174,36 @@ impl Session {
     /// colocations), with its policy; the allocation is solved by the first round (or
     /// `recompute_allocation`).
     pub fn from_problem(problem: &Problem, config: Config) -> Result<Session> {
+        Session::from_problem_with(problem, config, None)
+    }
+
+    /// A session of a problem's cluster and jobs whose rounds a composition of list-policy stages
+    /// decides (`crate::scheduling::Pipeline`); the problem's policy is never solved. Rounds
+    /// place whole jobs (`Mode::Rounds`); space sharing is Gavel's mechanism's.
+    pub fn composed(
+        problem: &Problem,
+        config: Config,
+        composition: &crate::scheduling::Composition,
+    ) -> Result<Session> {
+        if config.mode != super::Mode::Rounds {
+            return Err(ArbiterError::at(
+                ErrorCode::Unsupported,
+                "mode",
+                "a composition of list-policy stages places whole jobs every round; ideal mode is Gavel's mechanism's",
+            ));
+        }
+        if problem.space_sharing {
+            return Err(ArbiterError::at(
+                ErrorCode::Unsupported,
+                "space_sharing",
+                "space sharing is Gavel's mechanism's; list-policy compositions place one job per GPU",
+            ));
+        }
+        let composed = Composed::new(composition, &problem.worker_types)?;
+        Session::from_problem_with(problem, config, Some(composed))
+    }
+
+    fn from_problem_with(problem: &Problem, config: Config, composed: Option<Composed>) -> Result<Session> {
         let types = problem.num_types();
         let base = Problem {
             space_sharing: false,
@@ -169,8 +215,15 @@ impl Session {
             ..problem.clone()
         };
         let mut session = Session::with_base(base, config)?;
+        session.composed = composed;
         for (m, job) in problem.jobs.iter().enumerate() {
-            session.add_job(job.clone(), problem.measured.row(m))?;
+            session.add_job(job.clone(), problem.measured.row(m)).map_err(|mut e| {
+                // A job's fields as the request names them: `job.x` is `jobs[m].x` there.
+                if let Some(rest) = e.field.as_deref().and_then(|f| f.strip_prefix("job")) {
+                    e.field = Some(format!("jobs[{m}]{rest}"));
+                }
+                e
+            })?;
         }
         if problem.space_sharing {
             for c in &problem.colocations {
@@ -209,7 +262,7 @@ impl Session {
 
     /// Whether the next round will recompute the allocation (if the interval allows).
     pub fn is_stale(&self) -> bool {
-        self.stale
+        self.stale && self.composed.is_none()
     }
 
     pub fn num_jobs(&self) -> usize {
@@ -311,6 +364,9 @@ impl Session {
     pub fn add_job(&mut self, job: Job, throughput: &[f64]) -> Result<()> {
         self.validate_job(&job, throughput)?;
         let id: JobId = job.id.as_str().into();
+        if let Some(composed) = self.composed.as_mut() {
+            composed.submit(&id, &job, throughput)?;
+        }
         let types = self.cluster.num_types();
         self.index.insert(id.clone(), self.jobs.len());
         self.jobs.push(JobState {
@@ -325,6 +381,9 @@ impl Session {
             unmeasured: vec![false; types],
             profiling: false,
             ran_on: vec![false; types],
+            first_run: None,
+            preemptions: 0,
+            metrics: std::collections::BTreeMap::new(),
         });
         self.stale = true;
         Ok(())
@@ -441,6 +500,15 @@ impl Session {
             *self.index.get_mut(&j.id).expect("every active job is indexed") = k;
         }
         self.drop_colocations_of(&removed.id);
+        if let Some(composed) = self.composed.as_mut() {
+            composed.remove(id, self.time);
+        }
+        self.completed.push(Completed {
+            arrival: removed.job.arrival,
+            left: self.time,
+            first_run: removed.first_run,
+            preemptions: removed.preemptions,
+        });
         self.stale = true;
         Ok(removed.job)
     }
@@ -476,6 +544,7 @@ impl Session {
         if (old > 0.0) != (new > 0.0) || (new - old).abs() > threshold * old {
             self.stale = true;
         }
+        self.mirror(id);
         Ok(())
     }
 
@@ -494,6 +563,7 @@ impl Session {
         slot.throughput.copy_from_slice(throughput);
         slot.unmeasured.fill(false);
         self.stale = true;
+        self.mirror(id);
         Ok(())
     }
 
@@ -548,6 +618,10 @@ impl Session {
             j.throughput.copy_from_slice(throughput.row(m));
             j.unmeasured.fill(false);
         }
+        let ids: Vec<JobId> = self.jobs.iter().map(|j| j.id.clone()).collect();
+        for id in ids {
+            self.mirror(&id);
+        }
         self.stale = true;
         Ok(())
     }
@@ -587,6 +661,37 @@ impl Session {
         if self.cluster.set_health(worker, healthy) {
             self.stale = true;
         }
+        self.composed_health(worker, healthy)
+    }
+
+    /// Metrics job `id` reported with its progress (`loss`, `iteration_seconds`, ...), kept for
+    /// its view; a composition's stages read them (Optimus its loss curve).
+    pub fn report_metrics(&mut self, id: &str, metrics: &std::collections::BTreeMap<String, f64>) -> Result<()> {
+        if let Some((k, v)) = metrics.iter().find(|(_, v)| !v.is_finite()) {
+            return Err(invalid(
+                format!("metrics.{k}"),
+                format!("job {id:?}: a metric must be a finite number, got {v}"),
+            ));
+        }
+        let slot = self.slot_mut(id)?;
+        slot.metrics.extend(metrics.iter().map(|(k, v)| (k.clone(), *v)));
+        if let Some(composed) = self.composed.as_mut() {
+            composed.report_metrics(id, metrics);
+        }
         Ok(())
+    }
+
+    /// The metrics job `id` reported, latest value of each.
+    pub fn reported_metrics(&self, id: &str) -> Result<&std::collections::BTreeMap<String, f64>> {
+        Ok(&self.slot(id)?.metrics)
+    }
+
+    /// Copies job `id`'s steps left and throughputs into the pipeline of a composed session.
+    fn mirror(&mut self, id: &str) {
+        let Some(&i) = self.index.get(id) else { return };
+        let j = &self.jobs[i];
+        if let Some(composed) = self.composed.as_mut() {
+            composed.refresh(id, j.job.steps_remaining, &j.throughput);
+        }
     }
 }

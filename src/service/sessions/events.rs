@@ -110,6 +110,10 @@ pub struct Progress {
     pub steps: f64,
     /// Measured steps/s on `worker_type` (≥ 0), folded into the job's throughput as a moving average.
     pub throughput: f64,
+    /// Metrics the job reports (`loss`, `iteration_seconds`, ...), finite numbers; the latest
+    /// value of each is kept, and a composition's stages read them (Optimus its loss curve).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub metrics: Option<BTreeMap<String, f64>>,
 }
 
 /// `PUT /v1/sessions/{id}/throughputs`: new throughput rows (steps/s per worker type; a type
@@ -150,6 +154,9 @@ pub fn apply(spec: &Spec, session: &mut Session, event: &Event) -> ApiResult<App
                 )
             })?;
             session.report_progress(job, w, progress.steps, progress.throughput)?;
+            if let Some(metrics) = &progress.metrics {
+                session.report_metrics(job, metrics)?;
+            }
         }
         Event::Throughputs { body } => {
             let update: Throughputs = parse_object(body)?;

@@ -7,18 +7,28 @@ use crate::mechanism::{Config, Mode, Session};
 use crate::policies::PolicyKind;
 use crate::problem::{Job, Matrix, Problem};
 use crate::request::{ClusterSpec, EntitySpec, JobSpec, Request};
+use crate::scheduling::{Composition, CompositionRequest, SchedulingSpec};
 use crate::service::error::{ApiError, ApiResult};
 use crate::service::extract::parse_object;
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 use utoipa::ToSchema;
 
-/// `POST /v1/sessions`: a cluster run by one policy under the round-based mechanism. The
-/// cluster, policy and entities are the contract's; the rest are the mechanism's knobs.
+/// `POST /v1/sessions`: a cluster run by one policy under the round-based mechanism, or by a
+/// composition of list-policy stages. The cluster, policy and entities are the contract's; the
+/// rest are the mechanism's knobs.
 #[derive(Debug, Clone, Default, Serialize, Deserialize, ToSchema)]
 pub struct CreateSession {
-    /// Any policy name of the contract.
+    /// Any policy name of the contract: its allocation runs under Gavel's mechanism. Leave it out
+    /// when `composition` names the scheduling stage.
+    #[serde(default, skip_serializing_if = "String::is_empty")]
     pub policy: String,
+    /// The pipeline's stages by name, e.g. `{"admission": {"accept_x": 1.2}, "scheduling":
+    /// "tiresias", "placement": "consolidated", "preemption": "lease"}`: a list policy in the
+    /// scheduling slot decides every round (admission → scheduling → placement → preemption)
+    /// instead of an allocation. Absent slots are Gavel's; with no scheduling slot, `policy` fills it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub composition: Option<CompositionRequest>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub heterogeneity_aware: Option<bool>,
     pub cluster: ClusterSpec,
@@ -66,6 +76,9 @@ pub struct Spec {
     pub base: Problem,
     pub config: Config,
     pub max_solve_seconds: Option<f64>,
+    /// The LP policy the session's jobs are validated against (a composed session's jobs are
+    /// checked as `max_min_fairness` checks them).
+    pub policy: String,
 }
 
 /// `min_cost_slo` insists on at least one SLO in a request; a session may start, or take a job,
@@ -78,12 +91,58 @@ fn validation_policy(policy: &str, jobs: &[JobSpec]) -> String {
     }
 }
 
+/// The composition a creation body names, if any; its errors are under `composition`.
+fn composition(create: &CreateSession) -> ApiResult<Option<Composition>> {
+    let Some(request) = &create.composition else {
+        return Ok(None);
+    };
+    let policy = (!create.policy.is_empty()).then(|| PolicyKind::named(&create.policy)).transpose()?;
+    let default = match (&request.scheduling, policy) {
+        (Some(_), Some(_)) => {
+            return Err(ArbiterError::at(
+                ErrorCode::MalformedRequest,
+                "composition.scheduling",
+                "policy and composition.scheduling both name the scheduling stage: give one",
+            )
+            .into())
+        }
+        (None, None) => {
+            return Err(ArbiterError::at(
+                ErrorCode::MissingField,
+                "policy",
+                "a session needs a policy, or a composition with a scheduling stage",
+            )
+            .into())
+        }
+        (_, policy) => policy.unwrap_or(PolicyKind::MaxMinFairness),
+    };
+    let composition = Composition::from_request(request, default).map_err(|mut e| {
+        e.field = Some(e.field.map_or_else(|| "composition".into(), |f| format!("composition.{f}")));
+        e
+    })?;
+    Ok(Some(composition))
+}
+
 impl Spec {
     /// Parses and validates a creation body into the spec and the session it starts.
     pub fn parse(text: &str) -> ApiResult<(Spec, Session)> {
         let create: CreateSession = parse_object(text)?;
+        let composition = composition(&create)?;
+        let policy = match composition.as_ref().map(|c| &c.scheduling) {
+            Some(SchedulingSpec::Allocation(p)) => p.name().to_string(),
+            Some(SchedulingSpec::List { .. }) => PolicyKind::MaxMinFairness.name().to_string(),
+            None if create.policy.is_empty() => {
+                return Err(ArbiterError::at(
+                    ErrorCode::MissingField,
+                    "policy",
+                    "a session needs a policy, or a composition with a scheduling stage",
+                )
+                .into())
+            }
+            None => create.policy.clone(),
+        };
         let request = Request {
-            policy: validation_policy(&create.policy, &create.jobs),
+            policy: validation_policy(&policy, &create.jobs),
             heterogeneity_aware: create.heterogeneity_aware,
             space_sharing: None,
             cluster: create.cluster.clone(),
@@ -94,7 +153,7 @@ impl Spec {
             ..Request::default()
         };
         let mut problem = Problem::from_request(&request)?;
-        if let Some(policy) = PolicyKind::from_name(&create.policy) {
+        if let Some(policy) = PolicyKind::from_name(&policy) {
             problem.policy = policy;
         }
         let defaults = Config::default();
@@ -122,7 +181,10 @@ impl Spec {
             backend: Backend::default(),
             ..defaults
         };
-        let mut session = Session::from_problem(&problem, config)?;
+        let mut session = match composition.filter(|c| !c.is_gavel()) {
+            Some(c) => Session::composed(&problem, config, &c)?,
+            None => Session::from_problem(&problem, config)?,
+        };
         super::estimates::mark_created(&mut session, text)?;
         let types = problem.num_types();
         let max_solve_seconds = problem.max_solve_seconds;
@@ -135,7 +197,7 @@ impl Spec {
             max_solve_seconds: None,
             ..problem
         };
-        Ok((Spec { create, base, config, max_solve_seconds }, session))
+        Ok((Spec { create, base, config, max_solve_seconds, policy }, session))
     }
 
     /// A job of the contract validated as `Problem::from_request` validates one, against this
@@ -143,7 +205,7 @@ impl Spec {
     /// Field paths are relative to the job object.
     pub fn job(&self, spec: &JobSpec, now: f64) -> ApiResult<(Job, Vec<f64>)> {
         let request = Request {
-            policy: validation_policy(&self.create.policy, std::slice::from_ref(spec)),
+            policy: validation_policy(&self.policy, std::slice::from_ref(spec)),
             heterogeneity_aware: self.create.heterogeneity_aware,
             cluster: self.create.cluster.clone(),
             jobs: vec![spec.clone()],

@@ -14,7 +14,11 @@ type ByType = IndexMap<String, f64>;
 #[derive(Debug, Clone, Serialize, ToSchema)]
 pub struct SessionSummary {
     pub id: String,
+    /// The LP policy, or a composed session's scheduling stage.
     pub policy: String,
+    /// A composed session's stages, `admission+scheduling+placement+preemption`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub composition: Option<String>,
     pub jobs: usize,
     pub rounds: u64,
     /// Session time in seconds: rounds run × round length.
@@ -31,7 +35,12 @@ pub struct SessionList {
 #[derive(Debug, Clone, Serialize, ToSchema)]
 pub struct SessionView {
     pub id: String,
+    /// The LP policy, or a composed session's scheduling stage.
     pub policy: String,
+    /// A composed session's stages, `admission+scheduling+placement+preemption`: they decide
+    /// every round, and the session has no LP allocation.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub composition: Option<String>,
     pub heterogeneity_aware: bool,
     /// `rounds` or `ideal`.
     pub mode: String,
@@ -47,6 +56,44 @@ pub struct SessionView {
     pub cluster: ClusterView,
     /// Active jobs, in the order they were added.
     pub jobs: Vec<JobView>,
+    /// What the session achieved so far.
+    pub metrics: MetricsView,
+}
+
+/// JCT over the jobs removed so far (a job's completion is its removal), responsiveness, preemptions
+/// and utilization; `null` where nothing is measured yet.
+#[derive(Debug, Clone, Serialize, ToSchema)]
+pub struct MetricsView {
+    /// Jobs removed from the session (finished or withdrawn).
+    pub completed_jobs: usize,
+    /// Removal − arrival, averaged over the removed jobs, in seconds.
+    pub average_jct_seconds: Option<f64>,
+    /// Median, 95th and 99th percentile of those completion times.
+    pub jct_percentiles_seconds: Option<PercentilesView>,
+    /// First round run − arrival, averaged over every job that has run, in seconds.
+    pub average_responsiveness_seconds: Option<f64>,
+    /// Checkpoint-restarts (preempted, or moved to other GPUs) per job, removed and active.
+    pub preemptions_per_job: Option<f64>,
+    /// Busy GPU-seconds over healthy GPU-seconds, over every round run.
+    pub utilization: Option<f64>,
+}
+
+#[derive(Debug, Clone, Serialize, ToSchema)]
+pub struct PercentilesView {
+    pub p50: f64,
+    pub p95: f64,
+    pub p99: f64,
+}
+
+/// A composed session's job as its pipeline sees it.
+#[derive(Debug, Clone, Serialize, ToSchema)]
+pub struct PipelineJobView {
+    /// The admission stage let it in (otherwise it waits, in arrival order).
+    pub admitted: bool,
+    /// GPU-seconds received (Tiresias' attained service).
+    pub attained_service_gpu_seconds: f64,
+    /// Seconds admitted and not running.
+    pub queueing_seconds: f64,
 }
 
 #[derive(Debug, Clone, Serialize, ToSchema)]
@@ -105,6 +152,17 @@ pub struct JobView {
     /// Types the job will still be profiled on (added with `"profile": true`).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub profiling: Vec<String>,
+    /// Session time of the first round it ran in.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub first_run: Option<f64>,
+    /// Checkpoint-restarts so far: preempted, or moved to other GPUs.
+    pub preemptions: u32,
+    /// Metrics reported with its progress, latest value of each.
+    #[serde(default, skip_serializing_if = "std::collections::BTreeMap::is_empty")]
+    pub metrics: std::collections::BTreeMap<String, f64>,
+    /// In a composed session: admission, attained service and queueing.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub pipeline: Option<PipelineJobView>,
 }
 
 #[derive(Debug, Clone, Serialize, ToSchema)]
@@ -177,10 +235,31 @@ fn by_type(names: &[String], values: &[f64]) -> ByType {
     names.iter().cloned().zip(values.iter().copied()).collect()
 }
 
+/// The LP policy, or a composed session's scheduling stage.
+fn policy_name(session: &Session) -> String {
+    match session.composition().map(|c| &c.scheduling) {
+        Some(crate::scheduling::SchedulingSpec::List { name, .. }) => name.clone(),
+        _ => session.policy().name().to_string(),
+    }
+}
+
+fn metrics(session: &Session) -> MetricsView {
+    let m = session.metrics();
+    MetricsView {
+        completed_jobs: m.completed_jobs,
+        average_jct_seconds: m.average_jct_seconds,
+        jct_percentiles_seconds: m.jct_percentiles_seconds.map(|[p50, p95, p99]| PercentilesView { p50, p95, p99 }),
+        average_responsiveness_seconds: m.average_responsiveness_seconds,
+        preemptions_per_job: m.preemptions_per_job,
+        utilization: m.utilization,
+    }
+}
+
 pub fn summary(id: &str, created_at: f64, session: &Session) -> SessionSummary {
     SessionSummary {
         id: id.to_string(),
-        policy: session.policy().name().to_string(),
+        policy: policy_name(session),
+        composition: session.composition().map(|c| c.name()),
         jobs: session.num_jobs(),
         rounds: session.rounds(),
         time: session.time(),
@@ -215,7 +294,8 @@ pub fn session(id: &str, created_at: f64, spec: &Spec, session: &Session) -> Api
     let config = session.config();
     Ok(SessionView {
         id: id.to_string(),
-        policy: session.policy().name().to_string(),
+        policy: policy_name(session),
+        composition: session.composition().map(|c| c.name()),
         heterogeneity_aware: spec.base.heterogeneity_aware,
         mode: config.mode.name().to_string(),
         round_seconds: config.round_seconds,
@@ -226,6 +306,7 @@ pub fn session(id: &str, created_at: f64, spec: &Spec, session: &Session) -> Api
         stale: session.is_stale(),
         cluster: ClusterView { worker_types, failed_gpus },
         jobs,
+        metrics: metrics(session),
     })
 }
 
@@ -234,6 +315,7 @@ pub fn job(session: &Session, id: &str) -> ApiResult<JobView> {
     let cluster = session.cluster();
     let j = session.job(id)?;
     let estimates = session.estimates(id)?;
+    let (first_run, preemptions) = session.run_history(id)?;
     let lease = session.lease(id)?.map(|l| LeaseView {
         worker_type: names[l.worker_type].clone(),
         gpus: l.gpus.iter().map(|&g| cluster.gpu_name(g)).collect(),
@@ -258,6 +340,14 @@ pub fn job(session: &Session, id: &str) -> ApiResult<JobView> {
         estimated_throughput: estimates.iter().zip(&names).filter_map(|(e, n)| Some((n.clone(), e.0?))).collect(),
         still_estimated: estimates.iter().zip(&names).filter(|(e, _)| e.1).map(|(_, n)| n.clone()).collect(),
         profiling: session.profiling_pending(id)?.into_iter().map(|w| names[w].clone()).collect(),
+        first_run,
+        preemptions,
+        metrics: session.reported_metrics(id)?.clone(),
+        pipeline: session.pipeline_job(id).map(|(j, admitted)| PipelineJobView {
+            admitted,
+            attained_service_gpu_seconds: j.attained_service,
+            queueing_seconds: j.queueing_seconds,
+        }),
     })
 }
 
@@ -275,7 +365,7 @@ pub fn allocation(id: &str, session: &Session) -> ApiResult<AllocationView> {
     }
     Ok(AllocationView {
         session: id.to_string(),
-        policy: session.policy().name().to_string(),
+        policy: policy_name(session),
         stale: session.is_stale(),
         time: session.time(),
         rounds: session.rounds(),
