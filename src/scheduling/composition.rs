@@ -7,16 +7,18 @@
 use super::admission::{AcceptAll, AcceptX, Admission};
 use super::placement::{Bandwidth, Consolidated, FirstFree, Placement, ProfileGuided, Random, Skew};
 use super::policies::{Fifo, FifoPriority, Las, Optimus, Scheduling, Srtf, Themis, Tiresias};
-use super::preemption::{Lease, NonPreemptive, Preemption};
+use super::ltgf::Ltgf;
+use super::preemption::{Lease, LeaseTerm, NonPreemptive, Preemption};
 use crate::error::{ArbiterError, ErrorCode, Result};
 use crate::policies::PolicyKind;
 use serde::{Deserialize, Serialize};
 
 /// The list policies, by name.
-pub const LIST_POLICIES: [&str; 7] = ["fifo", "fifo_priority", "las", "tiresias", "srtf", "optimus", "themis"];
+pub const LIST_POLICIES: [&str; 9] =
+    ["fifo", "fifo_priority", "las", "tiresias", "srtf", "optimus", "themis", "ltgf", "ltgf_quota"];
 pub const ADMISSIONS: [&str; 3] = ["accept_all", "accept_x", "fifo_threshold"];
 pub const PLACEMENTS: [&str; 6] = ["first_free", "consolidated", "random", "profile_guided", "skew", "bandwidth"];
-pub const PREEMPTIONS: [&str; 2] = ["lease", "none"];
+pub const PREEMPTIONS: [&str; 3] = ["lease", "lease_term", "none"];
 
 /// The scheduling slot: a list policy, or an LP policy's allocation (Gavel's mechanism).
 #[derive(Debug, Clone, PartialEq)]
@@ -254,6 +256,8 @@ impl Composition {
             "srtf" => none(Box::new(Srtf)),
             "optimus" => none(Box::new(Optimus)),
             "themis" => none(Box::new(Themis)),
+            "ltgf" => none(Box::new(Ltgf { quota: false })),
+            "ltgf_quota" => none(Box::new(Ltgf { quota: true })),
             "tiresias" => match parameter {
                 None => Ok(Box::new(Tiresias::default())),
                 Some(t) if t > 0.0 => Ok(Box::new(Tiresias { thresholds: vec![t], ..Tiresias::default() })),
@@ -300,6 +304,11 @@ impl Composition {
             ("lease", Some(s)) if s >= 0.0 => Ok(Box::new(Lease { restart_seconds: s })),
             ("lease", Some(s)) => {
                 Err(bad_parameter("preemption", format!("lease's restart overhead must be ≥ 0 seconds, got {s}")))
+            }
+            ("lease_term", None) => Ok(Box::new(LeaseTerm::default())),
+            ("lease_term", Some(s)) if s > 0.0 && s.is_finite() => Ok(Box::new(LeaseTerm { seconds: s })),
+            ("lease_term", Some(s)) => {
+                Err(bad_parameter("preemption", format!("a lease term must be a finite number > 0 seconds, got {s}")))
             }
             ("none", None) => Ok(Box::new(NonPreemptive)),
             ("none", Some(_)) => Err(bad_parameter("preemption", "none takes no parameter".into())),

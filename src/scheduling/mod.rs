@@ -9,8 +9,10 @@
 //! - [`state`]: `JobState` and `ClusterState`.
 //! - [`admission`]: `accept_all`, `accept_x`.
 //! - [`policies`]: the list policies (FIFO, FIFO + priority, LAS, Tiresias, SRTF, Optimus, Themis).
+//! - [`ltgf`]: Astraea's two-phase scheduler over long-term GPU-time fairness, by tenant then job.
 //! - [`placement`]: first-free, consolidated, random, profile-guided, skew, bandwidth-aware.
-//! - [`preemption`]: lease renewal (with a restart overhead) or run-to-completion.
+//! - [`preemption`]: lease renewal every round (with a restart overhead), leases of a fixed term,
+//!   or run-to-completion.
 //! - [`composition`]: stage names ↔ stages, and Gavel's composition (an LP policy run by
 //!   `crate::mechanism`, whose results it keeps exactly).
 //! - [`simulation`]: a trace through a composition on a virtual clock.
@@ -21,6 +23,7 @@
 
 pub mod admission;
 pub mod composition;
+pub mod ltgf;
 pub mod mechanism;
 pub mod placement;
 pub mod policies;
@@ -31,7 +34,7 @@ pub mod synthesizer;
 pub mod workload;
 
 pub use composition::{Composition, CompositionRequest, SchedulingSpec};
-pub use state::{ClusterState, GpuIndex, JobIndex, JobState};
+pub use state::{ClusterState, GpuIndex, JobIndex, JobState, Tenant};
 
 use crate::error::{ArbiterError, ErrorCode, Result};
 use admission::Admission;
@@ -76,8 +79,12 @@ pub struct Pipeline {
     waiting: Vec<JobIndex>,
     /// Admitted and unfinished.
     active: Vec<JobIndex>,
+    /// The tenants jobs belong to (`JobState::tenant`); one default tenant until set.
+    pub tenants: Vec<Tenant>,
     now: f64,
     rounds: u64,
+    /// Length of the last round accounted (the lease a round grants without a term).
+    last_round_seconds: f64,
 }
 
 impl Pipeline {
@@ -95,8 +102,10 @@ impl Pipeline {
             cluster,
             waiting: Vec::new(),
             active: Vec::new(),
+            tenants: vec![Tenant::new("default", 1.0)],
             now: 0.0,
             rounds: 0,
+            last_round_seconds: 0.0,
         })
     }
 
@@ -106,8 +115,10 @@ impl Pipeline {
         fork.jobs = self.jobs.clone();
         fork.waiting = self.waiting.clone();
         fork.active = self.active.clone();
+        fork.tenants = self.tenants.clone();
         fork.now = self.now;
         fork.rounds = self.rounds;
+        fork.last_round_seconds = self.last_round_seconds;
         Ok(fork)
     }
 
@@ -154,6 +165,23 @@ impl Pipeline {
         self.preemption.restart_seconds()
     }
 
+    /// Replaces the tenants, `(name, weight)`, weights finite and > 0; jobs name them by index.
+    /// The integrals start from zero.
+    pub fn set_tenants(&mut self, tenants: &[(String, f64)]) -> Result<()> {
+        if tenants.is_empty() {
+            return Err(ArbiterError::at(ErrorCode::MissingField, "tenants", "at least one tenant"));
+        }
+        if let Some((name, w)) = tenants.iter().find(|(_, w)| !(w.is_finite() && *w > 0.0)) {
+            return Err(ArbiterError::at(
+                ErrorCode::InvalidNumber,
+                "tenants",
+                format!("tenant {name:?}: a weight must be a finite number > 0, got {w}"),
+            ));
+        }
+        self.tenants = tenants.iter().map(|(n, w)| Tenant::new(n.clone(), *w)).collect();
+        Ok(())
+    }
+
     /// A job arrives; it waits for the admission stage. Refuses numbers out of range and a job
     /// that could never run here.
     pub fn submit(&mut self, job: JobState) -> Result<JobIndex> {
@@ -192,6 +220,13 @@ impl Pipeline {
         let healthy = self.cluster.healthy_per_type();
         let fits = job.throughput.len() == self.cluster.num_types()
             && job.throughput.iter().zip(&healthy).any(|(&t, &n)| t > 0.0 && n >= job.scale_factor);
+        if job.tenant >= self.tenants.len() {
+            return Err(ArbiterError::at(
+                ErrorCode::InvalidEntity,
+                "job.tenant",
+                format!("job {:?}: tenant {} is not among the {} tenants", job.id, job.tenant, self.tenants.len()),
+            ));
+        }
         if job.scale_factor == 0 || !fits {
             return Err(ArbiterError::at(
                 ErrorCode::JobCannotRun,
@@ -263,9 +298,19 @@ impl Pipeline {
         decision.admitted = admitted;
 
         // Scheduling: the list; running jobs that may not be suspended go first.
-        let listed = self.scheduling.order(&self.active, &self.jobs, self.now);
-        let pinned = |j: &JobIndex| self.jobs[*j].is_running() && !self.preemption.preemptible(&self.jobs[*j]);
-        let (mut order, rest): (Vec<JobIndex>, Vec<JobIndex>) = listed.into_iter().partition(pinned);
+        let now = self.now;
+        let mut pinned = vec![false; self.jobs.len()];
+        for &j in &self.active {
+            pinned[j] = self.jobs[j].is_running() && !self.preemption.preemptible(&self.jobs[j], now);
+        }
+        let context = policies::Context {
+            cluster: &self.cluster,
+            tenants: &self.tenants,
+            pinned: &pinned,
+            lease_seconds: self.preemption.term_seconds().unwrap_or(self.last_round_seconds),
+        };
+        let listed = self.scheduling.order_in(&self.active, &self.jobs, now, &context);
+        let (mut order, rest): (Vec<JobIndex>, Vec<JobIndex>) = listed.into_iter().partition(|&j| pinned[j]);
         order.extend(rest);
 
         // Down the list while GPUs of a type the job runs on last: a running job keeps its type.
@@ -296,6 +341,10 @@ impl Pipeline {
         for &j in &self.active.clone() {
             if self.jobs[j].is_running() {
                 if keep[j] {
+                    if !pinned[j] {
+                        // Renewed at the end of its term (every round without one): a new term.
+                        self.jobs[j].lease_start = now;
+                    }
                     decision.renewed.push(j);
                 } else {
                     self.suspend(j);
@@ -310,6 +359,7 @@ impl Pipeline {
                 debug_assert_eq!(gpus.len(), self.jobs[j].scale_factor as usize);
                 self.cluster.assign(j, &self.jobs[j], &gpus);
                 self.jobs[j].gpus = gpus;
+                self.jobs[j].lease_start = now;
                 decision.launched.push(j);
             }
         }
@@ -334,6 +384,39 @@ impl Pipeline {
             if !running.contains(&j) {
                 self.jobs[j].queueing_seconds += seconds;
             }
+        }
+        for &(j, secs) in ran {
+            let job = &self.jobs[j];
+            self.tenants[job.tenant].allocated += secs * job.scale_factor as f64;
+        }
+        self.account_fair_shares(seconds);
+        self.last_round_seconds = seconds;
+    }
+
+    /// Astraea's fair shares over one round of `seconds`, for every job present (admitted or
+    /// waiting) and every tenant: quota `M · W_t / Σ W` of the healthy GPUs, a tenant's fair share
+    /// `min(Demand_t, Quota_t)`, split among its present jobs by weight, a job's capped at its demand.
+    fn account_fair_shares(&mut self, seconds: f64) {
+        let gpus = self.cluster.healthy_gpus() as f64;
+        let total_weight: f64 = self.tenants.iter().map(|t| t.weight).sum();
+        let tenants = self.tenants.len();
+        let (mut demand, mut weight) = (vec![0.0; tenants], vec![0.0; tenants]);
+        for &j in self.active.iter().chain(&self.waiting) {
+            let job = &self.jobs[j];
+            demand[job.tenant] += job.scale_factor as f64;
+            weight[job.tenant] += job.weight;
+        }
+        let mut share = vec![0.0; tenants];
+        for (t, tenant) in self.tenants.iter_mut().enumerate() {
+            let quota = gpus * tenant.weight / total_weight;
+            share[t] = demand[t].min(quota);
+            tenant.fair_share += share[t] * seconds;
+            tenant.quota_share += quota * seconds;
+        }
+        for &j in self.active.iter().chain(&self.waiting) {
+            let job = &mut self.jobs[j];
+            let fair = share[job.tenant] * job.weight / weight[job.tenant];
+            job.fair_share_seconds += (job.scale_factor as f64).min(fair) * seconds;
         }
     }
 }

@@ -5,7 +5,7 @@
 //!
 //! Ties always break by arrival, then by submission order, so every order is deterministic.
 
-use super::state::{JobIndex, JobState};
+use super::state::{ClusterState, JobIndex, JobState, Tenant};
 use std::fmt::Debug;
 
 /// Orders the admitted jobs.
@@ -13,6 +13,22 @@ pub trait Scheduling: Debug + Send + Sync + dyn_clone::DynClone {
     fn name(&self) -> String;
     /// `active` (admitted, unfinished jobs), highest priority first.
     fn order(&mut self, active: &[JobIndex], jobs: &[JobState], now: f64) -> Vec<JobIndex>;
+    /// The list with the round's context in view; a job left out does not run this round. A
+    /// policy that decides by what fits (LTGF) reads the cluster and the tenants; the others list
+    /// every active job by `order`.
+    fn order_in(&mut self, active: &[JobIndex], jobs: &[JobState], now: f64, _: &Context) -> Vec<JobIndex> {
+        self.order(active, jobs, now)
+    }
+}
+
+/// What a round's scheduling stage may read besides the jobs.
+pub struct Context<'a> {
+    pub cluster: &'a ClusterState,
+    pub tenants: &'a [Tenant],
+    /// By job index: running jobs the preemption stage keeps this round whatever the list says.
+    pub pinned: &'a [bool],
+    /// Seconds of the lease a job granted now holds (a term, or one round).
+    pub lease_seconds: f64,
 }
 dyn_clone::clone_trait_object!(Scheduling);
 

@@ -51,6 +51,13 @@ pub struct JobState {
     pub suspended: bool,
     /// Reported metrics (`loss`, `iteration_seconds`, `tensor_skew`, loss-curve fits, ...).
     pub metrics: BTreeMap<String, f64>,
+    /// Its tenant: an index into `Pipeline::tenants` (0: the default tenant).
+    pub tenant: usize,
+    /// `∫ min(Demand, FairShare_job(t)) dt` while present, in GPU-seconds (Astraea's fair GPU
+    /// service time; `attained_service` is its `∫ Alloc`).
+    pub fair_share_seconds: f64,
+    /// When its current lease term began (launch, or the last renewal at a term's end).
+    pub lease_start: f64,
 }
 
 impl JobState {
@@ -78,7 +85,16 @@ impl JobState {
             gpus: Vec::new(),
             suspended: false,
             metrics: BTreeMap::new(),
+            tenant: 0,
+            fair_share_seconds: 0.0,
+            lease_start: arrival,
         }
+    }
+
+    /// Astraea's long-term GPU-time fairness `ρ_job = ∫ Alloc / ∫ min(Demand, FairShare_job)` so
+    /// far (`fairness_ratio`: a new job has 0, so it comes first).
+    pub fn ltgf(&self) -> f64 {
+        fairness_ratio(self.attained_service, self.fair_share_seconds)
     }
 
     pub fn is_running(&self) -> bool {
@@ -113,6 +129,43 @@ impl JobState {
     /// `first_run − arrival`, once it has run.
     pub fn responsiveness(&self) -> Option<f64> {
         self.first_run.map(|t| t - self.arrival)
+    }
+}
+
+/// `∫ Alloc / ∫ FairShare`: 0 before any service, infinite for service with no fair share yet
+/// (a lease granted at the very start counts against its holder).
+pub fn fairness_ratio(allocated: f64, fair: f64) -> f64 {
+    if fair > 0.0 {
+        allocated / fair
+    } else if allocated > 0.0 {
+        f64::INFINITY
+    } else {
+        0.0
+    }
+}
+
+/// A tenant sharing the cluster: its weight (quota `M · W_t / Σ W`) and its GPU-time integrals.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Tenant {
+    pub name: String,
+    pub weight: f64,
+    /// `∫ Alloc_tenant dt`: GPU-seconds its jobs ran.
+    pub allocated: f64,
+    /// `∫ min(Demand_tenant, Quota) dt` (Astraea's Eq. 8–9).
+    pub fair_share: f64,
+    /// `∫ Quota dt` (the adjusted Eq. 16: a tenant lends what it leaves unused).
+    pub quota_share: f64,
+}
+
+impl Tenant {
+    pub fn new(name: impl Into<String>, weight: f64) -> Tenant {
+        Tenant { name: name.into(), weight, allocated: 0.0, fair_share: 0.0, quota_share: 0.0 }
+    }
+
+    /// `ρ_tenant = ∫ Alloc / ∫ FairShare`, against `min(Demand, Quota)` or (`quota`) the quota
+    /// alone (`fairness_ratio`).
+    pub fn ltgf(&self, quota: bool) -> f64 {
+        fairness_ratio(self.allocated, if quota { self.quota_share } else { self.fair_share })
     }
 }
 

@@ -11,4 +11,5 @@ mod mechanism_invariants;
 mod mechanism_realizability;
 mod mechanism_session;
 mod mechanism_space_sharing;
+mod scheduling_ltgf;
 mod scheduling_pipeline;

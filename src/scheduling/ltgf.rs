@@ -1,0 +1,130 @@
+//! Astraea's two-phase scheduler over long-term GPU-time fairness (LTGF): each interval every job
+//! is pending and every GPU free, except running jobs whose lease term has not ended (they keep
+//! their GPUs, and their lease counts for their tenant). Phase 1 picks the tenant with the
+//! smallest `ρ_tenant` that still has a pending job; phase 2 its job with the smallest `ρ_job`
+//! (a new job has `ρ = 0`, so it comes first). If the job fits (a worker type it runs on has
+//! `scale_factor` GPUs left), it gets a lease, counted in its tenant's `ρ` as if it ran for the
+//! whole term; otherwise its tenant is skipped for the rest of the interval. Jobs not picked do
+//! not run. See `formulations/ltgf.md`.
+
+use super::policies::{Context, Scheduling};
+use super::state::{JobIndex, JobState};
+use std::cmp::Ordering;
+use std::collections::BinaryHeap;
+
+/// LTGF's two phases; `quota`: tenants' `ρ` against their quota (Astraea's adjusted Eq. 16, which
+/// counts GPUs a tenant lent while idle) instead of `min(Demand, Quota)` (Eq. 8).
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
+pub struct Ltgf {
+    pub quota: bool,
+}
+
+/// A tenant in phase 1's heap: smallest `ρ` first, ties by index.
+#[derive(Debug, PartialEq)]
+struct Candidate {
+    rho: f64,
+    tenant: usize,
+}
+
+impl Eq for Candidate {}
+
+impl Ord for Candidate {
+    fn cmp(&self, other: &Self) -> Ordering {
+        other.rho.total_cmp(&self.rho).then(other.tenant.cmp(&self.tenant))
+    }
+}
+
+impl PartialOrd for Candidate {
+    fn partial_cmp(&self, other: &Self) -> Option<Ordering> {
+        Some(self.cmp(other))
+    }
+}
+
+/// Phase 2's order within a tenant: smallest `ρ_job`, ties by arrival, then submission.
+fn by_job_fairness(jobs: &[JobState], list: &mut [JobIndex]) {
+    list.sort_unstable_by(|&a, &b| {
+        let (x, y) = (&jobs[a], &jobs[b]);
+        x.ltgf().total_cmp(&y.ltgf()).then(x.arrival.total_cmp(&y.arrival)).then(a.cmp(&b))
+    });
+}
+
+/// The worker type a job would take: its fastest with `scale_factor` GPUs left (the pipeline's rule).
+fn fitting_type(job: &JobState, capacity: &[u32]) -> Option<usize> {
+    (0..capacity.len())
+        .filter(|&w| job.throughput[w] > 0.0 && capacity[w] >= job.scale_factor)
+        .max_by(|&a, &b| job.throughput[a].total_cmp(&job.throughput[b]).then(b.cmp(&a)))
+}
+
+impl Scheduling for Ltgf {
+    fn name(&self) -> String {
+        if self.quota {
+            "ltgf_quota".into()
+        } else {
+            "ltgf".into()
+        }
+    }
+
+    /// Without the round's context: every job by `ρ_job`.
+    fn order(&mut self, active: &[JobIndex], jobs: &[JobState], _: f64) -> Vec<JobIndex> {
+        let mut list = active.to_vec();
+        by_job_fairness(jobs, &mut list);
+        list
+    }
+
+    fn order_in(&mut self, active: &[JobIndex], jobs: &[JobState], _: f64, context: &Context) -> Vec<JobIndex> {
+        let mut capacity = context.cluster.healthy_per_type();
+        let tenants = context.tenants.len();
+        let mut allocated: Vec<f64> = context.tenants.iter().map(|t| t.allocated).collect();
+        let fair: Vec<f64> =
+            context.tenants.iter().map(|t| if self.quota { t.quota_share } else { t.fair_share }).collect();
+        let rho = |t: usize, allocated: &[f64]| super::state::fairness_ratio(allocated[t], fair[t]);
+
+        // Running jobs within their term keep their GPUs and count as leased.
+        let mut order = Vec::with_capacity(active.len());
+        let mut pending: Vec<Vec<JobIndex>> = vec![Vec::new(); tenants];
+        for &j in active {
+            let job = &jobs[j];
+            if context.pinned[j] {
+                if let Some(&g) = job.gpus.first() {
+                    let w = context.cluster.gpus[g as usize].worker_type as usize;
+                    capacity[w] = capacity[w].saturating_sub(job.scale_factor);
+                }
+                order.push(j);
+            } else {
+                pending[job.tenant].push(j);
+            }
+        }
+        for list in &mut pending {
+            by_job_fairness(jobs, list);
+            list.reverse(); // pop() takes the smallest ρ_job
+        }
+
+        let mut heap: BinaryHeap<Candidate> = (0..tenants)
+            .filter(|&t| !pending[t].is_empty())
+            .map(|t| Candidate { rho: rho(t, &allocated), tenant: t })
+            .collect();
+        while let Some(Candidate { tenant, .. }) = heap.pop() {
+            if capacity.iter().all(|&c| c == 0) {
+                break;
+            }
+            let Some(j) = pending[tenant].pop() else { continue };
+            let job = &jobs[j];
+            // A running job renews on its own type or not at all (the pipeline's rule).
+            let running_on = job.gpus.first().map(|&g| context.cluster.gpus[g as usize].worker_type as usize);
+            let fits = match running_on {
+                Some(w) => (capacity[w] >= job.scale_factor).then_some(w),
+                None => fitting_type(job, &capacity),
+            };
+            let Some(w) = fits else {
+                continue; // it does not fit: the tenant waits for the next interval
+            };
+            capacity[w] -= job.scale_factor;
+            allocated[tenant] += job.scale_factor as f64 * context.lease_seconds;
+            order.push(j);
+            if !pending[tenant].is_empty() {
+                heap.push(Candidate { rho: rho(tenant, &allocated), tenant });
+            }
+        }
+        order
+    }
+}
