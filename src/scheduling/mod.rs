@@ -389,22 +389,34 @@ impl Pipeline {
             let job = &self.jobs[j];
             self.tenants[job.tenant].allocated += secs * job.scale_factor as f64;
         }
-        self.account_fair_shares(seconds);
+        // A job that finished this round was present only while it ran.
+        let mut present = vec![seconds; self.jobs.len()];
+        for &(j, secs) in ran {
+            if self.jobs[j].remaining_steps <= 0.0 {
+                present[j] = secs.min(seconds);
+            }
+        }
+        self.account_fair_shares(seconds, &present);
         self.last_round_seconds = seconds;
     }
 
     /// Astraea's fair shares over one round of `seconds`, for every job present (admitted or
-    /// waiting) and every tenant: quota `M · W_t / Σ W` of the healthy GPUs, a tenant's fair share
-    /// `min(Demand_t, Quota_t)`, split among its present jobs by weight, a job's capped at its demand.
-    fn account_fair_shares(&mut self, seconds: f64) {
+    /// waiting; `present[j]` seconds of the round) and every tenant: quota `M · W_t / Σ W` of the
+    /// healthy GPUs, a tenant's fair share `min(Demand_t, Quota_t)` with its demand averaged over
+    /// the round, split among its present jobs by weight, a job's capped at its demand.
+    fn account_fair_shares(&mut self, seconds: f64, present: &[f64]) {
+        if seconds <= 0.0 {
+            return;
+        }
         let gpus = self.cluster.healthy_gpus() as f64;
         let total_weight: f64 = self.tenants.iter().map(|t| t.weight).sum();
         let tenants = self.tenants.len();
         let (mut demand, mut weight) = (vec![0.0; tenants], vec![0.0; tenants]);
         for &j in self.active.iter().chain(&self.waiting) {
             let job = &self.jobs[j];
-            demand[job.tenant] += job.scale_factor as f64;
-            weight[job.tenant] += job.weight;
+            let part = present[j] / seconds;
+            demand[job.tenant] += job.scale_factor as f64 * part;
+            weight[job.tenant] += job.weight * part;
         }
         let mut share = vec![0.0; tenants];
         for (t, tenant) in self.tenants.iter_mut().enumerate() {
@@ -416,7 +428,7 @@ impl Pipeline {
         for &j in self.active.iter().chain(&self.waiting) {
             let job = &mut self.jobs[j];
             let fair = share[job.tenant] * job.weight / weight[job.tenant];
-            job.fair_share_seconds += (job.scale_factor as f64).min(fair) * seconds;
+            job.fair_share_seconds += (job.scale_factor as f64).min(fair) * present[j];
         }
     }
 }

@@ -108,6 +108,11 @@ pub fn run_with(
     }
     let rows = crate::simulator::engine::throughput_rows(trace, table, config)?;
     let mut pipeline = Pipeline::new(composition, ClusterState::new(&config.cluster), config.seed)?;
+    let tenancy = trace.tenancy();
+    if let Some((tenants, _)) = &tenancy {
+        pipeline.set_tenants(tenants)?;
+    }
+    let mut periods = crate::simulator::long_term_fairness::Periods::default();
     let mut order: Vec<usize> = (0..trace.jobs.len()).collect();
     order.sort_by(|&a, &b| trace.jobs[a].arrival_seconds.total_cmp(&trace.jobs[b].arrival_seconds).then(a.cmp(&b)));
     let start_time = order.first().map_or(0.0, |&i| trace.jobs[i].arrival_seconds);
@@ -129,6 +134,7 @@ pub fn run_with(
             let mut job =
                 JobState::new(i.to_string(), t.arrival_seconds, t.scale_factor, rows[i].clone(), t.total_steps);
             job.weight = t.weight;
+            job.tenant = tenancy.as_ref().map_or(0, |(_, of_job)| of_job[i]);
             let j = pipeline.submit(job)?;
             trace_of.push(i);
             pipeline_of[i] = Some(j);
@@ -176,6 +182,7 @@ pub fn run_with(
             }
         }
         now += round;
+        periods.observe(now - start_time, &pipeline.tenants);
         progress(Progress {
             now_seconds: now - start_time,
             rounds: pipeline.rounds(),
@@ -194,6 +201,7 @@ pub fn run_with(
                     start: job.first_run,
                     finish: job.finish,
                     preemptions: Some(job.preemptions),
+                    ltgf_rho: Some(job.ltgf()).filter(|r| r.is_finite() && job.fair_share_seconds > 0.0),
                 }
             }
             None => report::JobOutcome {
@@ -202,6 +210,7 @@ pub fn run_with(
                 start: None,
                 finish: None,
                 preemptions: Some(0),
+                ltgf_rho: None,
             },
         })
         .collect();
@@ -221,6 +230,13 @@ pub fn run_with(
             wall_seconds: started.elapsed().as_secs_f64(),
         },
     );
+    let job_rho: Vec<f64> = report
+        .jobs
+        .iter()
+        .filter(|j| j.measured && j.finish_seconds.is_some())
+        .filter_map(|j| j.ltgf_rho)
+        .collect();
+    report.ltgf = Some(periods.summarize(&pipeline.tenants, &job_rho));
     if synthesizer.is_some() {
         report.composition = format!("synthesizer from {}", composition.name());
         report.synthesis = choices;

@@ -36,14 +36,15 @@ pub struct SimulateArgs {
     #[arg(long)]
     pub admission: Option<String>,
     /// Scheduling stage: a list policy (`fifo`, `fifo_priority`, `las`, `tiresias[=GPU_SECONDS]`,
-    /// `srtf`, `optimus`, `themis`) or an LP policy (as `--policy`).
+    /// `srtf`, `optimus`, `themis`, `ltgf`, `ltgf_quota`) or an LP policy (as `--policy`).
     #[arg(long)]
     pub scheduling: Option<String>,
     /// Placement stage: `consolidated` (default), `first_free`, `random[=SEED]`, `profile_guided`,
     /// `skew[=THRESHOLD]`, `bandwidth`.
     #[arg(long)]
     pub placement: Option<String>,
-    /// Preemption stage: `lease[=RESTART_SECONDS]` (default) or `none` (run to completion).
+    /// Preemption stage: `lease[=RESTART_SECONDS]` (default), `lease_term[=SECONDS]` (leases of a
+    /// fixed term, 900 s by default) or `none` (run to completion).
     #[arg(long)]
     pub preemption: Option<String>,
     /// Let the synthesizer switch among Blox's nine compositions (FIFO, SRTF, LAS × accept_all,
@@ -233,6 +234,11 @@ pub struct SweepArgs {
     /// Measure jobs FIRST..LAST of each trace (0-based, LAST excluded).
     #[arg(long, value_name = "FIRST:LAST")]
     pub window: Option<String>,
+    /// Generate multi-tenant traces of N tenants (skewed weights and demands, bursty arrivals,
+    /// mostly short jobs: `workload::tenants`) instead of Gavel's job mix; reports gain Astraea's
+    /// sharing-loss share and tenant unfairness ratio.
+    #[arg(long, value_name = "N")]
+    pub tenants: Option<usize>,
     /// Every job at t = 0 (a static trace; loads are ignored).
     #[arg(long = "static")]
     pub static_trace: bool,
@@ -304,6 +310,7 @@ pub fn run_sweep(args: &SweepArgs) -> Result<()> {
         burst_jobs: args.burst_jobs,
         window: args.window.as_deref().map(parse_window).transpose()?,
         static_trace: args.static_trace,
+        tenants: args.tenants,
         multi_gpu: args.multi_gpu,
         multi_priority: args.multi_priority,
         round_seconds: args.round_seconds,

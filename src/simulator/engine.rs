@@ -380,6 +380,7 @@ impl Run<'_> {
                 start: p.start,
                 finish: p.finish,
                 preemptions: None,
+                ltgf_rho: None,
             })
             .collect();
         report::assemble(

@@ -24,6 +24,7 @@ pub mod config;
 pub mod engine;
 pub mod estimated;
 pub mod fairness;
+pub mod long_term_fairness;
 pub mod plot;
 pub mod progress;
 pub mod report;

@@ -35,6 +35,11 @@ pub struct JobRecord {
     /// Times the job was suspended while unfinished (pipeline compositions; `None` under Gavel's
     /// mechanism, which counts preemptions for the whole run only).
     pub preemptions: Option<u32>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub tenant: Option<String>,
+    /// Astraea's `ρ_job = ∫ Alloc / ∫ min(Demand, FairShare)` over its life (pipeline compositions).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub ltgf_rho: Option<f64>,
 }
 
 /// Percentiles of a distribution (linear interpolation between order statistics).
@@ -105,6 +110,9 @@ pub struct SimulationReport {
     /// The synthesizer's choices, when one ran (`scheduling::synthesizer`).
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub synthesis: Vec<crate::scheduling::synthesizer::Choice>,
+    /// Long-term GPU-time fairness by job and tenant (pipeline compositions).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub ltgf: Option<super::long_term_fairness::LtgfSummary>,
     pub jobs: Vec<JobRecord>,
 }
 
@@ -135,6 +143,7 @@ pub struct JobOutcome<'a> {
     pub start: Option<f64>,
     pub finish: Option<f64>,
     pub preemptions: Option<u32>,
+    pub ltgf_rho: Option<f64>,
 }
 
 /// A run's totals.
@@ -187,6 +196,8 @@ pub fn assemble(trace: &Trace, config: &SimulationConfig, outcomes: &[JobOutcome
                 slo_seconds: t.slo_seconds,
                 measured: config.measures(i),
                 preemptions: p.preemptions,
+                tenant: t.tenant.clone(),
+                ltgf_rho: p.ltgf_rho,
             }
         })
         .collect();
@@ -240,6 +251,7 @@ pub fn assemble(trace: &Trace, config: &SimulationConfig, outcomes: &[JobOutcome
         simulated_seconds: span,
         wall_seconds: totals.wall_seconds,
         synthesis: Vec::new(),
+        ltgf: None,
         jobs,
     }
 }

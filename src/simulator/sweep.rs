@@ -146,6 +146,9 @@ pub struct SweepConfig {
     pub window: Option<(usize, usize)>,
     /// Every job at t = 0 instead of Poisson arrivals.
     pub static_trace: bool,
+    /// With `Some(T)`, the traces are multi-tenant (`workload::tenants`: T tenants, bursty
+    /// arrivals at the load, mostly short jobs) instead of Gavel's job mix.
+    pub tenants: Option<usize>,
     pub multi_gpu: bool,
     pub multi_priority: bool,
     pub round_seconds: f64,
@@ -201,7 +204,19 @@ pub fn run(
                 multi_priority: config.multi_priority,
                 ..GeneratorOptions::default()
             };
-            let mut trace = generator::generate(table, &options)?;
+            let mut trace = match config.tenants {
+                Some(tenants) => crate::workload::tenants::generate(
+                    table,
+                    &crate::workload::tenants::TenantOptions {
+                        tenants,
+                        num_jobs: config.num_jobs,
+                        jobs_per_hour: load,
+                        seed,
+                        reference_worker_type: options.reference_worker_type.clone(),
+                    },
+                )?,
+                None => generator::generate(table, &options)?,
+            };
             if config.burst_jobs > 0 && !config.static_trace {
                 trace = crate::scheduling::workload::add_bursts(trace, table, &options, config.burst_jobs)?;
             }
@@ -248,7 +263,8 @@ pub fn csv(points: &[SweepPoint]) -> String {
     let mut out = String::from(
         "variant,policy,heterogeneity_aware,space_sharing,jobs_per_hour,seed,jobs_measured,jobs_finished,\
          average_jct_hours,p50_jct_hours,p95_jct_hours,p99_jct_hours,makespan_hours,utilization,\
-         preemptions,rounds,wall_seconds,average_responsiveness_hours,preemptions_per_job,error\n",
+         preemptions,rounds,wall_seconds,average_responsiveness_hours,preemptions_per_job,\
+         sharing_loss_share,tenant_unfairness_ratio,error\n",
     );
     for p in points {
         let v = &p.variant;
@@ -272,7 +288,7 @@ pub fn csv(points: &[SweepPoint]) -> String {
                 let q = r.jct_percentiles_seconds;
                 let _ = writeln!(
                     out,
-                    "{},{},{:.4},{:.4},{:.4},{:.4},{:.4},{:.4},{},{},{:.3},{:.4},{:.4},",
+                    "{},{},{:.4},{:.4},{:.4},{:.4},{:.4},{:.4},{},{},{:.3},{:.4},{:.4},{},{},",
                     r.jobs_measured,
                     r.jobs_finished,
                     h(r.average_jct_seconds),
@@ -285,11 +301,13 @@ pub fn csv(points: &[SweepPoint]) -> String {
                     r.rounds,
                     r.wall_seconds,
                     h(r.average_responsiveness_seconds),
-                    r.preemptions_per_job
+                    r.preemptions_per_job,
+                    r.ltgf.as_ref().map_or(String::new(), |f| format!("{:.4}", f.sharing_loss_share)),
+                    r.ltgf.as_ref().map_or(String::new(), |f| format!("{:.4}", f.tenant_unfairness_ratio)),
                 );
             }
             Err(e) => {
-                let _ = writeln!(out, ",,,,,,,,,,,,,\"{}\"", e.replace('"', "'"));
+                let _ = writeln!(out, ",,,,,,,,,,,,,,,\"{}\"", e.replace('"', "'"));
             }
         }
     }

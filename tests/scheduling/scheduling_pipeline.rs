@@ -121,6 +121,7 @@ fn job(kind: &str, steps: f64, scale_factor: u32, arrival: f64) -> TraceJob {
         weight: 1.0,
         slo_seconds: None,
         arrival_seconds: arrival,
+        tenant: None,
     }
 }
 
@@ -130,7 +131,7 @@ fn a_trace_under_fifo_and_srtf_by_hand() {
     let kind = "ResNet-18 (batch size 64)";
     let rate = table.row(&["v100".to_string()], kind, 1).unwrap()[0];
     // One V100, two jobs at t = 0: a long one (3 rounds) first in the trace, a short one (1 round).
-    let trace = Trace { jobs: vec![job(kind, 3.0 * 300.0 * rate, 1, 0.0), job(kind, 300.0 * rate, 1, 0.0)] };
+    let trace = Trace::new(vec![job(kind, 3.0 * 300.0 * rate, 1, 0.0), job(kind, 300.0 * rate, 1, 0.0)]);
     let config = SimulationConfig {
         round_seconds: 300.0,
         ..SimulationConfig::new(
@@ -169,7 +170,7 @@ fn restart_overhead_is_charged_on_resumption() {
     let kind = "ResNet-18 (batch size 64)";
     let rate = table.row(&["v100".to_string()], kind, 1).unwrap()[0];
     // LAS on one GPU: a (2 rounds of work) then b arrives; they alternate, each resumption losing 60 s.
-    let trace = Trace { jobs: vec![job(kind, 600.0 * rate, 1, 0.0), job(kind, 300.0 * rate, 1, 1.0)] };
+    let trace = Trace::new(vec![job(kind, 600.0 * rate, 1, 0.0), job(kind, 300.0 * rate, 1, 1.0)]);
     let config = SimulationConfig {
         round_seconds: 300.0,
         ..SimulationConfig::new(

@@ -20,6 +20,7 @@ fn job(job_type: &str, steps: f64, arrival: f64) -> TraceJob {
         weight: 1.0,
         slo_seconds: None,
         arrival_seconds: arrival,
+        tenant: None,
     }
 }
 
@@ -43,7 +44,7 @@ fn jcts(report: &SimulationReport) -> Vec<f64> {
 /// last job stops. Job 0, alone now, runs its last 50 steps in 50 s: it finishes at 200.
 #[test]
 fn two_jobs_under_the_round_mechanism() {
-    let trace = Trace { jobs: vec![job("a", 150.0, 0.0), job("b", 100.0, 0.0)] };
+    let trace = Trace::new(vec![job("a", 150.0, 0.0), job("b", 100.0, 0.0)]);
     let r = run(&trace, false);
     assert_eq!(jcts(&r), vec![200.0, 150.0]);
     assert_eq!(r.jobs[0].start_seconds, Some(0.0));
@@ -63,7 +64,7 @@ fn two_jobs_under_the_round_mechanism() {
 /// steps at 100, when job 0 has made 50 of its 150; alone, job 0 makes 1 step/s and finishes at 200.
 #[test]
 fn two_jobs_under_ideal_allocation() {
-    let trace = Trace { jobs: vec![job("a", 150.0, 0.0), job("b", 100.0, 0.0)] };
+    let trace = Trace::new(vec![job("a", 150.0, 0.0), job("b", 100.0, 0.0)]);
     let r = run(&trace, true);
     assert_eq!(jcts(&r), vec![200.0, 100.0]);
     assert_eq!(r.mode, "ideal");
@@ -76,7 +77,7 @@ fn two_jobs_under_ideal_allocation() {
 fn arrivals_wait_for_the_round_and_idle_time_is_skipped() {
     // Job 0 runs 0..100 alone. Job 1 arrives at 30 and starts at 100: 50 s for its 100 steps.
     // Job 2 arrives at 1000, on an idle cluster, and runs 1000..1040.
-    let trace = Trace { jobs: vec![job("a", 100.0, 0.0), job("b", 100.0, 30.0), job("a", 40.0, 1000.0)] };
+    let trace = Trace::new(vec![job("a", 100.0, 0.0), job("b", 100.0, 30.0), job("a", 40.0, 1000.0)]);
     let r = run(&trace, false);
     assert_eq!(jcts(&r), vec![100.0, 120.0, 40.0]);
     assert_eq!(r.jobs[2].start_seconds, Some(1000.0));
@@ -88,7 +89,7 @@ fn arrivals_wait_for_the_round_and_idle_time_is_skipped() {
 /// Only the window's jobs are measured, and the run ends once they have finished.
 #[test]
 fn the_window_selects_the_measured_jobs() {
-    let trace = Trace { jobs: vec![job("a", 150.0, 0.0), job("b", 100.0, 0.0)] };
+    let trace = Trace::new(vec![job("a", 150.0, 0.0), job("b", 100.0, 0.0)]);
     let cfg = SimulationConfig { window: Some((1, 2)), ..config(false) };
     let r = simulate(&trace, &table(), &cfg, &mut |_| {}).unwrap();
     assert_eq!((r.jobs_measured, r.jobs_finished), (1, 1));

@@ -184,9 +184,9 @@ pub fn generate(table: &ThroughputTable, options: &GeneratorOptions) -> Result<T
             1.0
         };
         let slo_seconds = options.slos.then(|| pick(&SLO_MULTIPLIERS, streams.slo.uniform()) * duration_seconds);
-        jobs.push(TraceJob { job_type, total_steps, scale_factor, weight, slo_seconds, arrival_seconds });
+        jobs.push(TraceJob { job_type, total_steps, scale_factor, weight, slo_seconds, arrival_seconds, tenant: None });
     }
-    Ok(Trace { jobs })
+    Ok(Trace::new(jobs))
 }
 
 fn validate(options: &GeneratorOptions) -> Result<()> {

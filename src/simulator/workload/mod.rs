@@ -3,8 +3,11 @@
 //! - [`trace`]: Gavel's tab-separated trace format and our JSON trace, both read into a [`Trace`].
 //! - [`throughputs`]: Gavel's measured-throughput file, read into a [`ThroughputTable`].
 //! - [`generator`]: seeded continuous (Poisson) and static traces with Gavel's job mix.
+//! - [`tenants`]: a seeded multi-tenant trace (skewed weights and demands, bursty arrivals, mostly
+//!   short jobs), for long-term fairness.
 
 pub mod generator;
+pub mod tenants;
 pub mod throughputs;
 pub mod trace;
 
@@ -25,10 +28,45 @@ pub struct TraceJob {
     pub slo_seconds: Option<f64>,
     /// Arrival time in seconds from the start of the trace.
     pub arrival_seconds: f64,
+    /// The tenant that submitted it (`Trace::tenants` gives its weight; absent there: 1).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tenant: Option<String>,
 }
 
 /// The jobs of a trace, in arrival order (ties: order in the file).
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct Trace {
     pub jobs: Vec<TraceJob>,
+    /// Tenant → weight (its quota is `M · W / Σ W` GPUs); tenants jobs name and this leaves out
+    /// weigh 1.
+    #[serde(default, skip_serializing_if = "std::collections::BTreeMap::is_empty")]
+    pub tenants: std::collections::BTreeMap<String, f64>,
+}
+
+impl Trace {
+    /// A trace of `jobs` with no tenants.
+    pub fn new(jobs: Vec<TraceJob>) -> Trace {
+        Trace { jobs, tenants: Default::default() }
+    }
+
+    /// The tenants with their weights, in name order, and each job's tenant among them; `None`
+    /// when no job names a tenant and none is listed.
+    pub fn tenancy(&self) -> Option<(Vec<(String, f64)>, Vec<usize>)> {
+        let mut weights = self.tenants.clone();
+        for job in &self.jobs {
+            if let Some(t) = &job.tenant {
+                weights.entry(t.clone()).or_insert(1.0);
+            }
+        }
+        if weights.is_empty() {
+            return None;
+        }
+        let tenants: Vec<(String, f64)> = weights.into_iter().collect();
+        let of_job = self
+            .jobs
+            .iter()
+            .map(|j| j.tenant.as_ref().map_or(0, |t| tenants.iter().position(|(n, _)| n == t).unwrap_or(0)))
+            .collect();
+        Some((tenants, of_job))
+    }
 }

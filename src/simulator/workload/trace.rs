@@ -127,6 +127,7 @@ pub fn parse_gavel(text: &str, throughputs: &ThroughputTable) -> Result<Trace> {
             weight: number(fields[7], line_no, "priority_weight")?,
             slo_seconds,
             arrival_seconds: number(fields[9], line_no, "arrival_seconds")?,
+            tenant: None,
         };
         validate(jobs.len(), &job).map_err(|e| ArbiterError {
             field: e
@@ -136,7 +137,7 @@ pub fn parse_gavel(text: &str, throughputs: &ThroughputTable) -> Result<Trace> {
         })?;
         jobs.push(job);
     }
-    Ok(Trace { jobs })
+    Ok(Trace::new(jobs))
 }
 
 /// Seconds the job takes alone on its fastest worker type: what Gavel's SLO multiples multiply.
