@@ -222,3 +222,34 @@ fn a_composed_session_replays_to_the_same_state_after_a_kill() {
     };
     assert_eq!(next_before["index"], 6);
 }
+
+#[test]
+fn an_ltgf_session_shares_by_tenant_and_reports_rho() {
+    let f = Fixture::start("ltgf", &["--no-demo"]);
+    let mut c = f.client();
+    let mut body = create(json!({"scheduling": "ltgf", "preemption": {"lease_term": 100}}));
+    body["entities"] = json!({"a": {"weight": 1}, "b": {"weight": 1}});
+    for (k, entity) in ["a", "a", "b"].iter().enumerate() {
+        body["jobs"][k]["entity"] = json!(entity);
+    }
+    let reply = c.post("/v1/sessions", &bytes(&body)).unwrap();
+    assert_eq!(reply.status, 201, "{}", reply.text());
+    let base = format!("/v1/sessions/{}", reply.json()["id"].as_str().unwrap());
+    // Round 0: tenant a (first) takes job a, its lease lifts it above b, which takes c.
+    let r0 = c.post(&format!("{base}/rounds"), b"").unwrap().json();
+    assert_eq!(running(&r0), ["a", "c"]);
+    let s = c.get(&base).unwrap().json();
+    let tenants = s["tenants"].as_array().unwrap();
+    assert_eq!(tenants.len(), 2);
+    assert_eq!((tenants[0]["name"].as_str(), tenants[0]["rho"].as_f64()), (Some("a"), Some(1.0)));
+    assert_eq!(tenants[1]["fair_share_gpu_seconds"], 200.0);
+    assert_eq!(job(&s, "b")["pipeline"]["rho"], 0.0);
+    assert_eq!(job(&s, "a")["pipeline"]["rho"], 2.0);
+    // Round 1: b (ρ 0) beats a (ρ 2) within tenant a; c renews; a no longer fits.
+    let r1 = c.post(&format!("{base}/rounds"), b"").unwrap().json();
+    assert_eq!(running(&r1), ["b", "c"]);
+    assert_eq!(r1["jobs"]["a"]["lease"], "preempted");
+    // A job of a session with entities names its tenant.
+    let orphan = json!({"id": "d", "scale_factor": 1, "throughput": {"v100": 1.0}, "steps_remaining": 10});
+    assert_error(&c.post(&format!("{base}/jobs"), &bytes(&orphan)).unwrap(), 400, "missing_field", Some("entity"));
+}

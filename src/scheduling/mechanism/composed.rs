@@ -10,7 +10,7 @@ use super::round::{JobRound, LeaseChange};
 use super::session::Session;
 use super::JobId;
 use crate::error::{ArbiterError, ErrorCode, Result};
-use crate::problem::Job;
+use crate::problem::{Entity, Job};
 use crate::scheduling::{ClusterState, Composition, JobIndex, JobState, Pipeline, SchedulingSpec};
 use std::collections::{BTreeMap, HashMap, HashSet};
 
@@ -25,11 +25,42 @@ const UNKNOWN_STEPS: f64 = f64::MAX;
 pub(super) struct Composed {
     pub(super) pipeline: Pipeline,
     pub(super) index: HashMap<JobId, JobIndex>,
+    /// The entity of each tenant (empty: one default tenant).
+    tenant_of: Vec<usize>,
+}
+
+/// The tenants of a session's entities: every leaf (an entity no other names as parent), with
+/// its share of the cluster as weight, `Π w_e / Σ_{siblings} w` down its path (nested entities
+/// split their parent's share by weight).
+fn tenants(entities: &[Entity]) -> Vec<(usize, f64)> {
+    let siblings = |parent: Option<usize>| -> f64 {
+        entities.iter().filter(|e| e.parent == parent).map(|e| e.weight).sum()
+    };
+    let share = |mut e: usize| -> f64 {
+        let mut s = 1.0;
+        for _ in 0..entities.len() {
+            s *= entities[e].weight / siblings(entities[e].parent);
+            match entities[e].parent {
+                Some(p) => e = p,
+                None => break,
+            }
+        }
+        s
+    };
+    (0..entities.len())
+        .filter(|&e| !entities.iter().any(|c| c.parent == Some(e)))
+        .map(|e| (e, share(e)))
+        .collect()
 }
 
 impl Composed {
-    /// The pipeline of a list-policy `composition` on the session's cluster layout.
-    pub(super) fn new(composition: &Composition, worker_types: &[crate::problem::WorkerType]) -> Result<Composed> {
+    /// The pipeline of a list-policy `composition` on the session's cluster layout; the leaf
+    /// entities, if any, are its tenants (see `tenants`).
+    pub(super) fn new(
+        composition: &Composition,
+        worker_types: &[crate::problem::WorkerType],
+        entities: &[Entity],
+    ) -> Result<Composed> {
         if !matches!(composition.scheduling, SchedulingSpec::List { .. }) {
             return Err(ArbiterError::at(
                 ErrorCode::Unsupported,
@@ -37,8 +68,12 @@ impl Composed {
                 "an LP policy's session runs Gavel's mechanism: give it as `policy`, without a composition",
             ));
         }
-        let pipeline = Pipeline::new(composition, ClusterState::new(worker_types), 0)?;
-        Ok(Composed { pipeline, index: HashMap::new() })
+        let mut pipeline = Pipeline::new(composition, ClusterState::new(worker_types), 0)?;
+        let tenants = tenants(entities);
+        if !tenants.is_empty() {
+            pipeline.set_tenants(&tenants.iter().map(|&(e, w)| (entities[e].name.clone(), w)).collect::<Vec<_>>())?;
+        }
+        Ok(Composed { pipeline, index: HashMap::new(), tenant_of: tenants.iter().map(|&(e, _)| e).collect() })
     }
 
     fn needs_steps(&self) -> Option<&str> {
@@ -60,12 +95,34 @@ impl Composed {
                 ),
             ));
         }
+        let tenant = match &job.entity {
+            _ if self.tenant_of.is_empty() => 0,
+            Some(name) => self.tenant_names().position(|t| t == name).ok_or_else(|| {
+                ArbiterError::at(
+                    ErrorCode::InvalidEntity,
+                    "job.entity",
+                    format!("job {:?}: entity {name:?} has entities under it; jobs belong to the leaves", job.id),
+                )
+            })?,
+            None => {
+                return Err(ArbiterError::at(
+                    ErrorCode::MissingField,
+                    "job.entity",
+                    format!("job {:?}: a session with entities needs the tenant (entity) of every job", job.id),
+                ))
+            }
+        };
         let total = job.steps_remaining.unwrap_or(UNKNOWN_STEPS).max(f64::MIN_POSITIVE);
         let mut state = JobState::new(job.id.clone(), job.arrival, job.scale_factor, throughput.to_vec(), total);
         state.weight = job.weight;
+        state.tenant = tenant;
         let j = self.pipeline.submit(state)?;
         self.index.insert(id.clone(), j);
         Ok(())
+    }
+
+    fn tenant_names(&self) -> impl Iterator<Item = &str> + '_ {
+        self.pipeline.tenants.iter().map(|t| t.name.as_str())
     }
 
     fn job_mut(&mut self, id: &str) -> Option<&mut JobState> {
@@ -119,6 +176,11 @@ impl Session {
     pub fn pipeline_job(&self, id: &str) -> Option<(&JobState, bool)> {
         let composed = self.composed.as_ref()?;
         Some((composed.job(id)?, composed.is_admitted(id)))
+    }
+
+    /// For a composed session, its tenants with their GPU-time integrals (Astraea's LTGF).
+    pub fn tenants(&self) -> Option<&[crate::scheduling::Tenant]> {
+        Some(&self.composed.as_ref()?.pipeline.tenants)
     }
 
     /// Mirrors a health change of `worker` into the pipeline: a job on a failed GPU is suspended.

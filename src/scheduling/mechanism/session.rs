@@ -199,7 +199,7 @@ impl Session {
                 "space sharing is Gavel's mechanism's; list-policy compositions place one job per GPU",
             ));
         }
-        let composed = Composed::new(composition, &problem.worker_types)?;
+        let composed = Composed::new(composition, &problem.worker_types, &problem.entities)?;
         Session::from_problem_with(problem, config, Some(composed))
     }
 

@@ -58,6 +58,26 @@ pub struct SessionView {
     pub jobs: Vec<JobView>,
     /// What the session achieved so far.
     pub metrics: MetricsView,
+    /// A composed session's tenants (its leaf entities, or one default tenant) and their
+    /// long-term GPU-time fairness so far.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub tenants: Option<Vec<TenantView>>,
+}
+
+/// One tenant's GPU time since the session started (Astraea's LTGF).
+#[derive(Debug, Clone, Serialize, ToSchema)]
+pub struct TenantView {
+    pub name: String,
+    /// Its share of the cluster: quota `M · weight / Σ weights`.
+    pub weight: f64,
+    /// GPU-seconds its jobs ran.
+    pub allocated_gpu_seconds: f64,
+    /// `∫ min(Demand, Quota) dt`, GPU-seconds.
+    pub fair_share_gpu_seconds: f64,
+    /// `allocated / fair share` (≥ 1: no worse off than on its own quota).
+    pub rho: f64,
+    /// `allocated / ∫ Quota dt` (counts the GPUs it lent while idle).
+    pub rho_quota: f64,
 }
 
 /// JCT over the jobs removed so far (a job's completion is its removal), responsiveness, preemptions
@@ -94,6 +114,10 @@ pub struct PipelineJobView {
     pub attained_service_gpu_seconds: f64,
     /// Seconds admitted and not running.
     pub queueing_seconds: f64,
+    /// `∫ min(Demand, FairShare) dt`, GPU-seconds: its fair GPU time among its tenant's jobs.
+    pub fair_share_gpu_seconds: f64,
+    /// Astraea's `ρ_job`: attained over fair GPU time (0 before it has had any).
+    pub rho: f64,
 }
 
 #[derive(Debug, Clone, Serialize, ToSchema)]
@@ -243,6 +267,15 @@ fn policy_name(session: &Session) -> String {
     }
 }
 
+/// JSON has no infinity: a ratio with service and no fair share yet shows as the largest number.
+fn finite(x: f64) -> f64 {
+    if x.is_finite() {
+        x
+    } else {
+        f64::MAX
+    }
+}
+
 fn metrics(session: &Session) -> MetricsView {
     let m = session.metrics();
     MetricsView {
@@ -307,6 +340,19 @@ pub fn session(id: &str, created_at: f64, spec: &Spec, session: &Session) -> Api
         cluster: ClusterView { worker_types, failed_gpus },
         jobs,
         metrics: metrics(session),
+        tenants: session.tenants().map(|tenants| {
+            tenants
+                .iter()
+                .map(|t| TenantView {
+                    name: t.name.clone(),
+                    weight: t.weight,
+                    allocated_gpu_seconds: t.allocated,
+                    fair_share_gpu_seconds: t.fair_share,
+                    rho: finite(t.ltgf(false)),
+                    rho_quota: finite(t.ltgf(true)),
+                })
+                .collect()
+        }),
     })
 }
 
@@ -347,6 +393,8 @@ pub fn job(session: &Session, id: &str) -> ApiResult<JobView> {
             admitted,
             attained_service_gpu_seconds: j.attained_service,
             queueing_seconds: j.queueing_seconds,
+            fair_share_gpu_seconds: j.fair_share_seconds,
+            rho: finite(j.ltgf()),
         }),
     })
 }
