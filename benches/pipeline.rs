@@ -133,13 +133,17 @@ fn main() {
 fn ltgf_interval((jobs, tenants, gpus): (usize, usize, usize), rounds: usize) {
     const INTERVAL: f64 = 10.0;
     let c = Composition::from_flags(None, None, Some("ltgf"), None, Some("lease_term=900")).expect("valid");
-    let cluster =
-        ClusterState::new(&[WorkerType { name: "v100".into(), count: gpus as f64, gpus_per_server: 8, cost_per_hour: None }]);
+    let cluster = ClusterState::new(&[WorkerType {
+        name: "v100".into(),
+        count: gpus as f64,
+        gpus_per_server: 8,
+        cost_per_hour: None,
+    }]);
     let mut p = Pipeline::new(&c, cluster, 0).expect("a valid composition");
     let names: Vec<(String, f64)> = (0..tenants).map(|t| (format!("t{t}"), (1u32 << (t % 4)) as f64)).collect();
     p.set_tenants(&names).expect("valid tenants");
     let mut rng = Rng::new(11);
-    let mut submit = |p: &mut Pipeline, rng: &mut Rng, now: f64| {
+    let submit = |p: &mut Pipeline, rng: &mut Rng, now: f64| {
         let mut j = job(rng, p.jobs.len(), now);
         j.tenant = rng.below(tenants);
         p.submit(j).expect("fits");

@@ -5,9 +5,9 @@
 //! composition: it runs as the existing round mechanism (`crate::mechanism`), unchanged.
 
 use super::admission::{AcceptAll, AcceptX, Admission};
+use super::ltgf::Ltgf;
 use super::placement::{Bandwidth, Consolidated, FirstFree, Placement, ProfileGuided, Random, Skew};
 use super::policies::{Fifo, FifoPriority, Las, Optimus, Scheduling, Srtf, Themis, Tiresias};
-use super::ltgf::Ltgf;
 use super::preemption::{Lease, LeaseTerm, NonPreemptive, Preemption};
 use crate::error::{ArbiterError, ErrorCode, Result};
 use crate::policies::PolicyKind;

@@ -34,7 +34,7 @@ pub mod synthesizer;
 pub mod workload;
 
 pub use composition::{Composition, CompositionRequest, SchedulingSpec};
-pub use state::{ClusterState, GpuIndex, JobIndex, JobState, Tenant};
+pub use state::{ClusterState, GpuIndex, JobIndex, JobState, Presence, Tenant};
 
 use crate::error::{ArbiterError, ErrorCode, Result};
 use admission::Admission;
@@ -390,45 +390,26 @@ impl Pipeline {
             self.tenants[job.tenant].allocated += secs * job.scale_factor as f64;
         }
         // A job that finished this round was present only while it ran.
-        let mut present = vec![seconds; self.jobs.len()];
-        for &(j, secs) in ran {
-            if self.jobs[j].remaining_steps <= 0.0 {
-                present[j] = secs.min(seconds);
-            }
-        }
-        self.account_fair_shares(seconds, &present);
-        self.last_round_seconds = seconds;
-    }
-
-    /// Astraea's fair shares over one round of `seconds`, for every job present (admitted or
-    /// waiting; `present[j]` seconds of the round) and every tenant: quota `M · W_t / Σ W` of the
-    /// healthy GPUs, a tenant's fair share `min(Demand_t, Quota_t)` with its demand averaged over
-    /// the round, split among its present jobs by weight, a job's capped at its demand.
-    fn account_fair_shares(&mut self, seconds: f64, present: &[f64]) {
-        if seconds <= 0.0 {
-            return;
-        }
+        let finished: std::collections::HashMap<JobIndex, f64> =
+            ran.iter().filter(|&&(j, _)| self.jobs[j].remaining_steps <= 0.0).copied().collect();
+        let present: Vec<JobIndex> = self.active.iter().chain(&self.waiting).copied().collect();
+        let presence: Vec<Presence> = present
+            .iter()
+            .map(|&j| {
+                let job = &self.jobs[j];
+                Presence {
+                    tenant: job.tenant,
+                    weight: job.weight,
+                    demand: job.scale_factor as f64,
+                    seconds: finished.get(&j).map_or(seconds, |&s| s.min(seconds)),
+                }
+            })
+            .collect();
         let gpus = self.cluster.healthy_gpus() as f64;
-        let total_weight: f64 = self.tenants.iter().map(|t| t.weight).sum();
-        let tenants = self.tenants.len();
-        let (mut demand, mut weight) = (vec![0.0; tenants], vec![0.0; tenants]);
-        for &j in self.active.iter().chain(&self.waiting) {
-            let job = &self.jobs[j];
-            let part = present[j] / seconds;
-            demand[job.tenant] += job.scale_factor as f64 * part;
-            weight[job.tenant] += job.weight * part;
+        let owed = state::account_fair_shares(&mut self.tenants, gpus, seconds, &presence);
+        for (&j, owed) in present.iter().zip(owed) {
+            self.jobs[j].fair_share_seconds += owed;
         }
-        let mut share = vec![0.0; tenants];
-        for (t, tenant) in self.tenants.iter_mut().enumerate() {
-            let quota = gpus * tenant.weight / total_weight;
-            share[t] = demand[t].min(quota);
-            tenant.fair_share += share[t] * seconds;
-            tenant.quota_share += quota * seconds;
-        }
-        for &j in self.active.iter().chain(&self.waiting) {
-            let job = &mut self.jobs[j];
-            let fair = share[job.tenant] * job.weight / weight[job.tenant];
-            job.fair_share_seconds += (job.scale_factor as f64).min(fair) * present[j];
-        }
+        self.last_round_seconds = seconds;
     }
 }

@@ -230,12 +230,8 @@ pub fn run_with(
             wall_seconds: started.elapsed().as_secs_f64(),
         },
     );
-    let job_rho: Vec<f64> = report
-        .jobs
-        .iter()
-        .filter(|j| j.measured && j.finish_seconds.is_some())
-        .filter_map(|j| j.ltgf_rho)
-        .collect();
+    let job_rho: Vec<f64> =
+        report.jobs.iter().filter(|j| j.measured && j.finish_seconds.is_some()).filter_map(|j| j.ltgf_rho).collect();
     report.ltgf = Some(periods.summarize(&pipeline.tenants, &job_rho));
     if synthesizer.is_some() {
         report.composition = format!("synthesizer from {}", composition.name());

@@ -169,6 +169,42 @@ impl Tenant {
     }
 }
 
+/// A job present during (part of) a round, for `account_fair_shares`.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Presence {
+    pub tenant: usize,
+    pub weight: f64,
+    /// GPUs it asks for (`Demand_m`).
+    pub demand: f64,
+    /// Seconds of the round it was present (a job that finished mid-round: the seconds it ran).
+    pub seconds: f64,
+}
+
+/// Astraea's fair shares over one round of `seconds` on `gpus` healthy GPUs: every tenant's
+/// quota `M · W_t / Σ W` and fair share `min(Demand_t, Quota_t)` (its demand averaged over the
+/// round) are added to its integrals; returns, per present job, the fair GPU-seconds it is owed,
+/// `min(Demand_m, F_t · w_m / Σ w) · present seconds`. See `formulations/ltgf.md`.
+pub fn account_fair_shares(tenants: &mut [Tenant], gpus: f64, seconds: f64, present: &[Presence]) -> Vec<f64> {
+    if seconds <= 0.0 {
+        return vec![0.0; present.len()];
+    }
+    let total_weight: f64 = tenants.iter().map(|t| t.weight).sum();
+    let (mut demand, mut weight) = (vec![0.0; tenants.len()], vec![0.0; tenants.len()]);
+    for p in present {
+        let part = p.seconds / seconds;
+        demand[p.tenant] += p.demand * part;
+        weight[p.tenant] += p.weight * part;
+    }
+    let mut share = vec![0.0; tenants.len()];
+    for (t, tenant) in tenants.iter_mut().enumerate() {
+        let quota = gpus * tenant.weight / total_weight;
+        share[t] = demand[t].min(quota);
+        tenant.fair_share += share[t] * seconds;
+        tenant.quota_share += quota * seconds;
+    }
+    present.iter().map(|p| p.demand.min(share[p.tenant] * p.weight / weight[p.tenant]) * p.seconds).collect()
+}
+
 /// One GPU.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Gpu {

@@ -269,6 +269,10 @@ pub struct SweepArgs {
     /// The load of the CDF plot (default: the middle of `--loads`).
     #[arg(long)]
     pub cdf_load: Option<f64>,
+    /// With `--tenants`: write PREFIX-tenants.svg (the worst-off tenant's cumulative ρ over time)
+    /// and PREFIX-jobs.svg (the CDF of job ρ), at `--cdf-load`.
+    #[arg(long, value_name = "PREFIX")]
+    pub fairness_plots: Option<String>,
     /// LP backend: `highs` (default) or `microlp` when built with that feature.
     #[arg(long, default_value_t = Backend::default().name().to_string())]
     pub backend: String,
@@ -339,6 +343,12 @@ pub fn run_sweep(args: &SweepArgs) -> Result<()> {
     if let Some(path) = &args.cdf_plot {
         let load = args.cdf_load.unwrap_or(loads[loads.len() / 2]);
         write_file(path, &sweep::cdf_at_load(&points, load).to_svg())?;
+    }
+    if let Some(prefix) = &args.fairness_plots {
+        let load = args.cdf_load.unwrap_or(loads[loads.len() / 2]);
+        let (tenants, jobs) = sweep::fairness_at_load(&points, load);
+        write_file(Path::new(&format!("{prefix}-tenants.svg")), &tenants.to_svg())?;
+        write_file(Path::new(&format!("{prefix}-jobs.svg")), &jobs.to_svg())?;
     }
     Ok(())
 }

@@ -14,6 +14,8 @@ use crate::error::{ArbiterError, ErrorCode, Result};
 use crate::mechanism::{Config, JobId, LeaseChange, Mode, Session};
 use crate::policies::PolicyKind;
 use crate::problem::Job;
+use crate::scheduling::state::{account_fair_shares, Presence, Tenant};
+use crate::simulator::long_term_fairness::Periods;
 use crate::workload::throughputs::ThroughputTable;
 use crate::workload::Trace;
 use std::collections::HashMap;
@@ -28,6 +30,8 @@ const MAX_IDLE_ROUNDS: u32 = 10_000;
 struct RoundStep {
     end: f64,
     finished: Vec<usize>,
+    /// Seconds each job ran (trace index).
+    ran: HashMap<usize, f64>,
 }
 
 /// One trace job's progress.
@@ -39,6 +43,9 @@ struct JobProgress {
     remaining: f64,
     start: Option<f64>,
     finish: Option<f64>,
+    /// GPU-seconds run, and fair GPU-seconds owed (Astraea's `∫ Alloc`, `∫ min(Demand, FairShare)`).
+    allocated: f64,
+    fair_share: f64,
 }
 
 /// The simulation's state between rounds.
@@ -58,6 +65,11 @@ struct Run<'a> {
     solves: u64,
     /// The last round granted nobody any time.
     last_round_idle: bool,
+    /// The trace's tenants (one default tenant without), each trace job's, and the hourly record.
+    tenants: Vec<Tenant>,
+    tenant_of: Vec<usize>,
+    periods: Periods,
+    start_time: f64,
 }
 
 /// The throughput-matrix row of every trace job on the cluster's types; refuses a job that can
@@ -122,7 +134,29 @@ pub fn run(
         backend: config.backend,
         ..Config::default()
     };
-    let session = Session::new(config.policy, config.heterogeneity_aware, config.cluster.clone(), mechanism)?;
+    let tenancy = trace.tenancy();
+    let session = match (&tenancy, config.policy) {
+        // Hierarchical policies share among the tenants, as entities of their weights.
+        (Some((tenants, _)), PolicyKind::Hierarchical) => {
+            let mut base =
+                crate::problem::Problem::empty(config.policy, config.heterogeneity_aware, config.cluster.clone());
+            base.entities = tenants
+                .iter()
+                .map(|(name, weight)| crate::problem::Entity {
+                    name: name.clone(),
+                    weight: *weight,
+                    sharing: crate::problem::Sharing::Fairness,
+                    parent: None,
+                })
+                .collect();
+            Session::from_problem(&base, mechanism)?
+        }
+        _ => Session::new(config.policy, config.heterogeneity_aware, config.cluster.clone(), mechanism)?,
+    };
+    let (tenants, tenant_of) = match tenancy {
+        Some((tenants, of_job)) => (tenants.into_iter().map(|(n, w)| Tenant::new(n, w)).collect(), of_job),
+        None => (vec![Tenant::new("default", 1.0)], vec![0; trace.jobs.len()]),
+    };
     let mut order: Vec<usize> = (0..trace.jobs.len()).collect();
     order.sort_by(|&a, &b| trace.jobs[a].arrival_seconds.total_cmp(&trace.jobs[b].arrival_seconds).then(a.cmp(&b)));
     let start_time = order.first().map_or(0.0, |&i| trace.jobs[i].arrival_seconds);
@@ -140,6 +174,8 @@ pub fn run(
                 remaining: job.total_steps,
                 start: None,
                 finish: None,
+                allocated: 0.0,
+                fair_share: 0.0,
             })
             .collect(),
         active: HashMap::new(),
@@ -150,6 +186,10 @@ pub fn run(
         solves: 0,
         last_round_idle: false,
         table,
+        tenants,
+        tenant_of,
+        periods: Periods::default(),
+        start_time,
     };
 
     let measured_total = (0..trace.jobs.len()).filter(|&i| config.measures(i)).count();
@@ -217,7 +257,8 @@ impl Run<'_> {
             time_elapsed: (self.now - t.arrival_seconds).max(0.0),
             isolated_time_elapsed: 0.0,
             slo_seconds: t.slo_seconds,
-            entity: None,
+            entity: (self.config.policy == PolicyKind::Hierarchical && t.tenant.is_some())
+                .then(|| self.tenants[self.tenant_of[i]].name.clone()),
             arrival: t.arrival_seconds,
         };
         self.session.add_job(job, &self.jobs[i].believed)?;
@@ -275,7 +316,7 @@ impl Run<'_> {
                 _ => {}
             }
         }
-        let mut step = RoundStep { end: self.now, finished: Vec::new() };
+        let mut step = RoundStep { end: self.now, finished: Vec::new(), ran: HashMap::new() };
         if self.config.ideal {
             self.grant_ideal(&mut step)?;
         } else {
@@ -306,11 +347,42 @@ impl Run<'_> {
                 }
             }
         }
-        let RoundStep { end, mut finished } = step;
+        let RoundStep { end, mut finished, ran } = step;
         finished.sort_unstable();
         self.last_round_idle = end <= self.now;
-        self.now = if end > self.now { end } else { self.now + self.config.round_seconds };
+        let next = if end > self.now { end } else { self.now + self.config.round_seconds };
+        self.account_fairness(next - self.now, &ran);
+        self.now = next;
+        self.periods.observe(self.now - self.start_time, &self.tenants);
         Ok(finished)
+    }
+
+    /// Astraea's integrals over a round of `seconds` (`formulations/ltgf.md`): GPU time run, and
+    /// fair GPU time owed to every job present (a job that finished: while it ran).
+    fn account_fairness(&mut self, seconds: f64, ran: &HashMap<usize, f64>) {
+        let mut present: Vec<usize> = self.active.values().copied().collect();
+        present.sort_unstable();
+        let presence: Vec<Presence> = present
+            .iter()
+            .map(|&i| {
+                let t = &self.trace.jobs[i];
+                let done = self.jobs[i].finish.is_some();
+                Presence {
+                    tenant: self.tenant_of[i],
+                    weight: t.weight,
+                    demand: t.scale_factor as f64,
+                    seconds: if done { ran.get(&i).copied().unwrap_or(0.0).min(seconds) } else { seconds },
+                }
+            })
+            .collect();
+        let gpus: f64 = (0..self.config.cluster.len()).map(|w| self.session.cluster().healthy_count(w) as f64).sum();
+        let owed = account_fair_shares(&mut self.tenants, gpus, seconds, &presence);
+        for (&i, owed) in present.iter().zip(owed) {
+            let gpu_seconds = ran.get(&i).copied().unwrap_or(0.0) * self.trace.jobs[i].scale_factor as f64;
+            self.jobs[i].allocated += gpu_seconds;
+            self.jobs[i].fair_share += owed;
+            self.tenants[self.tenant_of[i]].allocated += gpu_seconds;
+        }
     }
 
     /// Moves job `i` forward by up to a round at `rate` steps/s from `now`: returns the steps it
@@ -322,6 +394,7 @@ impl Run<'_> {
         let job = &mut self.jobs[i];
         let steps = job.remaining.min(rate * self.config.round_seconds);
         let ran = steps / rate;
+        *step.ran.entry(i).or_insert(0.0) += ran;
         job.remaining -= steps;
         job.start.get_or_insert(self.now);
         let stop = self.now + ran;
@@ -380,10 +453,10 @@ impl Run<'_> {
                 start: p.start,
                 finish: p.finish,
                 preemptions: None,
-                ltgf_rho: None,
+                ltgf_rho: (p.fair_share > 0.0).then(|| p.allocated / p.fair_share),
             })
             .collect();
-        report::assemble(
+        let mut report = report::assemble(
             self.trace,
             self.config,
             &outcomes,
@@ -398,6 +471,14 @@ impl Run<'_> {
                 allocation_solves: self.solves,
                 wall_seconds,
             },
-        )
+        );
+        let job_rho: Vec<f64> = report
+            .jobs
+            .iter()
+            .filter(|j| j.measured && j.finish_seconds.is_some())
+            .filter_map(|j| j.ltgf_rho)
+            .collect();
+        report.ltgf = Some(self.periods.summarize(&self.tenants, &job_rho));
+        report
     }
 }

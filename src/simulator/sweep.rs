@@ -377,6 +377,62 @@ pub fn cdf_at_load(points: &[SweepPoint], jobs_per_hour: f64) -> Chart {
     plot::cdf_chart(format!("JCT CDF at {jobs_per_hour} jobs/hour"), series)
 }
 
+/// Long-term fairness at one load (multi-tenant sweeps): the worst-off tenant's cumulative `ρ`
+/// hour by hour (first seed), and the CDF of job `ρ` (every seed's measured jobs pooled), one
+/// curve per variant. Variants without LTGF figures are left out.
+pub fn fairness_at_load(points: &[SweepPoint], jobs_per_hour: f64) -> (Chart, Chart) {
+    let (mut tenants, mut jobs): (Vec<Series>, Vec<Series>) = (Vec::new(), Vec::new());
+    let mut labels: Vec<&str> = Vec::new();
+    for p in points.iter().filter(|p| p.jobs_per_hour == jobs_per_hour) {
+        if !labels.contains(&p.variant.label.as_str()) {
+            labels.push(&p.variant.label);
+        }
+    }
+    for label in labels {
+        let runs: Vec<&SimulationReport> = points
+            .iter()
+            .filter(|p| p.jobs_per_hour == jobs_per_hour && p.variant.label == label)
+            .filter_map(|p| p.outcome.as_ref().ok())
+            .collect();
+        let Some(first) = runs.first().and_then(|r| r.ltgf.as_ref()) else { continue };
+        let mut worst: Vec<(f64, f64)> = Vec::new();
+        for t in &first.tenants {
+            for &[at, rho] in &t.rho_over_time {
+                match worst.iter_mut().find(|p| p.0 == at / 3600.0) {
+                    Some(p) => p.1 = p.1.min(rho),
+                    None => worst.push((at / 3600.0, rho)),
+                }
+            }
+        }
+        worst.sort_by(|a, b| a.0.total_cmp(&b.0));
+        tenants.push(Series { label: label.to_string(), points: worst });
+        let mut pooled: Vec<f64> = runs
+            .iter()
+            .flat_map(|r| r.jobs.iter().filter(|j| j.measured && j.finish_seconds.is_some()).filter_map(|j| j.ltgf_rho))
+            .map(|r| r.min(3.0))
+            .collect();
+        pooled.sort_by(f64::total_cmp);
+        let n = pooled.len() as f64;
+        let mut curve = vec![(0.0, 0.0)];
+        curve.extend(pooled.iter().enumerate().map(|(k, &r)| (r, (k + 1) as f64 / n)));
+        jobs.push(Series { label: label.to_string(), points: curve });
+    }
+    (
+        Chart {
+            title: format!("worst-off tenant's cumulative ρ at {jobs_per_hour} jobs/hour"),
+            x_label: "hours since the first arrival".into(),
+            y_label: "min over tenants of ρ_tenant".into(),
+            series: tenants,
+        },
+        Chart {
+            title: format!("job ρ (capped at 3) at {jobs_per_hour} jobs/hour"),
+            x_label: "ρ_job = GPU time / fair GPU time".into(),
+            y_label: "fraction of jobs".into(),
+            series: jobs,
+        },
+    )
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

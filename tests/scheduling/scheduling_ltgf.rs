@@ -7,7 +7,12 @@ use arbiter::scheduling::{ClusterState, Composition, JobState, Pipeline, RoundDe
 use proptest::prelude::*;
 
 fn cluster(gpus: f64, per_server: u32) -> ClusterState {
-    ClusterState::new(&[WorkerType { name: "v100".into(), count: gpus, gpus_per_server: per_server, cost_per_hour: None }])
+    ClusterState::new(&[WorkerType {
+        name: "v100".into(),
+        count: gpus,
+        gpus_per_server: per_server,
+        cost_per_hour: None,
+    }])
 }
 
 fn ltgf(preemption: &str) -> Composition {
@@ -32,10 +37,12 @@ fn the_papers_example_gives_the_big_job_one_round_in_three() {
     for (id, sf) in [("job1", 6), ("job2", 3), ("job3", 3)] {
         p.submit(JobState::new(id, 0.0, sf, vec![1.0], 2400.0)).unwrap();
     }
-    let rounds: Vec<Vec<String>> = (0..8).map(|_| {
-        let d = round(&mut p, 600.0);
-        running(&p, &d)
-    }).collect();
+    let rounds: Vec<Vec<String>> = (0..8)
+        .map(|_| {
+            let d = round(&mut p, 600.0);
+            running(&p, &d)
+        })
+        .collect();
     let (one, two) = (vec!["job1".to_string()], vec!["job2".to_string(), "job3".to_string()]);
     // Each half hour: Job1 one round, Job2 and Job3 two (equal GPU-time to every job).
     assert_eq!(rounds[..6], [one.clone(), two.clone(), two.clone(), one.clone(), two.clone(), two]);
@@ -128,9 +135,9 @@ proptest! {
             for &j in p.active() {
                 pending[p.jobs[j].tenant] = true;
             }
-            for t in 0..tenants.len() {
-                let deficit = p.tenants[t].fair_share - p.tenants[t].allocated;
-                prop_assert!(!pending[t] || deficit <= bound, "tenant {t} is {deficit} GPU-s behind: {:?}", p.tenants);
+            for (t, (tenant, &pending)) in p.tenants.iter().zip(&pending).enumerate() {
+                let deficit = tenant.fair_share - tenant.allocated;
+                prop_assert!(!pending || deficit <= bound, "tenant {t} is {deficit} GPU-s behind: {:?}", p.tenants);
             }
         }
     }

@@ -213,8 +213,17 @@ fn event() -> impl Strategy<Value = Event> {
 
 fn composition() -> impl Strategy<Value = Composition> {
     let admission = prop::sample::select(vec!["accept_all", "accept_x=1.0", "accept_x=1.2", "accept_x=1.5"]);
-    let scheduling =
-        prop::sample::select(vec!["fifo", "fifo_priority", "las", "tiresias", "srtf", "optimus", "themis", "ltgf", "ltgf_quota"]);
+    let scheduling = prop::sample::select(vec![
+        "fifo",
+        "fifo_priority",
+        "las",
+        "tiresias",
+        "srtf",
+        "optimus",
+        "themis",
+        "ltgf",
+        "ltgf_quota",
+    ]);
     let placement =
         prop::sample::select(vec!["first_free", "consolidated", "random=3", "profile_guided", "skew", "bandwidth"]);
     let preemption = prop::sample::select(vec!["lease", "lease=30", "lease_term=900", "none"]);

@@ -49,7 +49,15 @@ fn trace(n: usize, per_hour: f64, seed: u64) -> Trace {
             let minutes = 10f64.powf(1.5 + 1.5 * rng.uniform());
             let weight = if rng.uniform() < 0.2 { 5.0 } else { 1.0 };
             let total_steps = (minutes * 60.0 * t.solo("v100", &job_type, scale_factor).unwrap()).round();
-            TraceJob { job_type, total_steps, scale_factor, weight, slo_seconds: None, arrival_seconds: arrival, tenant: None }
+            TraceJob {
+                job_type,
+                total_steps,
+                scale_factor,
+                weight,
+                slo_seconds: None,
+                arrival_seconds: arrival,
+                tenant: None,
+            }
         })
         .collect();
     Trace::new(jobs)

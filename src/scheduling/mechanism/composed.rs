@@ -33,9 +33,8 @@ pub(super) struct Composed {
 /// its share of the cluster as weight, `Π w_e / Σ_{siblings} w` down its path (nested entities
 /// split their parent's share by weight).
 fn tenants(entities: &[Entity]) -> Vec<(usize, f64)> {
-    let siblings = |parent: Option<usize>| -> f64 {
-        entities.iter().filter(|e| e.parent == parent).map(|e| e.weight).sum()
-    };
+    let siblings =
+        |parent: Option<usize>| -> f64 { entities.iter().filter(|e| e.parent == parent).map(|e| e.weight).sum() };
     let share = |mut e: usize| -> f64 {
         let mut s = 1.0;
         for _ in 0..entities.len() {
@@ -47,10 +46,7 @@ fn tenants(entities: &[Entity]) -> Vec<(usize, f64)> {
         }
         s
     };
-    (0..entities.len())
-        .filter(|&e| !entities.iter().any(|c| c.parent == Some(e)))
-        .map(|e| (e, share(e)))
-        .collect()
+    (0..entities.len()).filter(|&e| !entities.iter().any(|c| c.parent == Some(e))).map(|e| (e, share(e))).collect()
 }
 
 impl Composed {

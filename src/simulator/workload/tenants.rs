@@ -91,7 +91,10 @@ pub fn generate(table: &ThroughputTable, options: &TenantOptions) -> Result<Trac
                 return Err(ArbiterError::at(
                     ErrorCode::MalformedRequest,
                     "throughputs",
-                    format!("{job_type} has no throughput on {} at scale factor {scale_factor}", options.reference_worker_type),
+                    format!(
+                        "{job_type} has no throughput on {} at scale factor {scale_factor}",
+                        options.reference_worker_type
+                    ),
                 ));
             }
             jobs.push(TraceJob {
