@@ -307,7 +307,13 @@ impl Pipeline {
             cluster: &self.cluster,
             tenants: &self.tenants,
             pinned: &pinned,
-            lease_seconds: self.preemption.term_seconds().unwrap_or(self.last_round_seconds),
+            // Without a term a lease lasts a round: the last one's length (before any, a second,
+            // which still counts a first lease against its holder).
+            lease_seconds: self.preemption.term_seconds().unwrap_or(if self.last_round_seconds > 0.0 {
+                self.last_round_seconds
+            } else {
+                1.0
+            }),
         };
         let listed = self.scheduling.order_in(&self.active, &self.jobs, now, &context);
         let (mut order, rest): (Vec<JobIndex>, Vec<JobIndex>) = listed.into_iter().partition(|&j| pinned[j]);

@@ -2,18 +2,9 @@
 //! tenants sharing by weight, lease terms renewed or ended, the metric's integrals, and a
 //! property: with one-round leases, no tenant falls more than a few GPU-rounds behind its share.
 
-use arbiter::problem::WorkerType;
-use arbiter::scheduling::{ClusterState, Composition, JobState, Pipeline, RoundDecision};
+use crate::scheduling_pipeline::cluster;
+use arbiter::scheduling::{Composition, JobState, Pipeline, RoundDecision};
 use proptest::prelude::*;
-
-fn cluster(gpus: f64, per_server: u32) -> ClusterState {
-    ClusterState::new(&[WorkerType {
-        name: "v100".into(),
-        count: gpus,
-        gpus_per_server: per_server,
-        cost_per_hour: None,
-    }])
-}
 
 fn ltgf(preemption: &str) -> Composition {
     Composition::from_flags(None, None, Some("ltgf"), None, Some(preemption)).unwrap()

@@ -11,7 +11,8 @@ use arbiter::workload::{Trace, TraceJob};
 use proptest::prelude::*;
 use std::collections::HashSet;
 
-fn cluster(gpus: f64, per_server: u32) -> ClusterState {
+/// One type of `gpus` V100s, `per_server` to a server.
+pub fn cluster(gpus: f64, per_server: u32) -> ClusterState {
     ClusterState::new(&[WorkerType {
         name: "v100".into(),
         count: gpus,

@@ -232,13 +232,7 @@ impl Session {
                 j.ran_on[l.worker_type] = true;
                 placements.len() - 1
             });
-            let change = match (&j.lease, &lease) {
-                (Some(old), Some(new)) if old == new => LeaseChange::Renewed,
-                (Some(_), Some(_)) => LeaseChange::Moved,
-                (None, Some(_)) => LeaseChange::Started,
-                (Some(_), None) => LeaseChange::Preempted,
-                (None, None) => LeaseChange::Waiting,
-            };
+            let change = LeaseChange::between(j.lease.as_ref(), lease.as_ref());
             j.lease = lease;
             rounds.push(JobRound { job: j.id.clone(), lease: change, placement, unplaceable: false });
         }

@@ -28,6 +28,17 @@ pub enum LeaseChange {
 }
 
 impl LeaseChange {
+    /// From the lease a job held last round to the one it holds now.
+    pub fn between(old: Option<&super::placement::Lease>, new: Option<&super::placement::Lease>) -> LeaseChange {
+        match (old, new) {
+            (Some(old), Some(new)) if old == new => LeaseChange::Renewed,
+            (Some(_), Some(_)) => LeaseChange::Moved,
+            (None, Some(_)) => LeaseChange::Started,
+            (Some(_), None) => LeaseChange::Preempted,
+            (None, None) => LeaseChange::Waiting,
+        }
+    }
+
     pub fn runs(self) -> bool {
         matches!(self, LeaseChange::Renewed | LeaseChange::Started | LeaseChange::Moved)
     }
@@ -210,13 +221,7 @@ impl Session {
                 })
             });
             let j = &mut self.jobs[m];
-            let change = match (&j.lease, &lease) {
-                (Some(old), Some(new)) if old == new => LeaseChange::Renewed,
-                (Some(_), Some(_)) => LeaseChange::Moved,
-                (None, Some(_)) => LeaseChange::Started,
-                (Some(_), None) => LeaseChange::Preempted,
-                (None, None) => LeaseChange::Waiting,
-            };
+            let change = LeaseChange::between(j.lease.as_ref(), lease.as_ref());
             j.lease = lease;
             rounds.push(JobRound { job: j.id.clone(), lease: change, placement, unplaceable });
         }

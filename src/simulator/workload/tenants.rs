@@ -2,7 +2,8 @@
 //! traces are not available): tenants with skewed weights and skewed demands, bursty arrivals,
 //! most jobs short, a few very long.
 //!
-//! - Tenant `t` of `T` weighs `2^(t mod 4)` (1, 2, 4, 8, 1, 2, …).
+//! - Tenant `t` of `T` weighs 8, 4, 2 or 1 by quarter (`t < T/4`: 8, …): quotas skewed like
+//!   the demands below, as virtual clusters sized to their tenants' usage.
 //! - Arrivals come in bursts: bursts form a Poisson process at `jobs_per_hour / 4` per hour; a
 //!   burst is `1 + Geometric` jobs (mean 4) of one tenant, spread uniformly over 5 minutes. The
 //!   tenant of a burst is drawn with probability `∝ 1/(t+1)` (Zipf): tenant 0 submits most.
@@ -35,9 +36,11 @@ const BURST_SPREAD_SECONDS: f64 = 300.0;
 const DURATIONS: [(f64, f64, f64); 3] = [(0.70, 0.0, 1.0), (0.95, 1.0, 2.5), (1.0, 2.5, 3.5)];
 const SCALE_FACTORS: [(u32, f64); 4] = [(1, 0.55), (2, 0.70), (4, 0.85), (8, 1.0)];
 
-/// Tenant `t`'s weight.
-pub fn weight(t: usize) -> f64 {
-    (1u32 << (t % 4)) as f64
+/// Tenant `t`'s weight of `tenants`: 8, 4, 2 or 1 by quarter, so quotas follow the Zipf demand
+/// (a tenant's virtual cluster sized to its usage, as in Astraea's Venus clusters), still skewed.
+pub fn weight(t: usize, tenants: usize) -> f64 {
+    let quarter = (4 * t / tenants.max(1)).min(3);
+    (8 >> quarter) as f64
 }
 
 /// Generates the trace; the same table and options always give the same trace.
@@ -109,6 +112,6 @@ pub fn generate(table: &ThroughputTable, options: &TenantOptions) -> Result<Trac
         }
     }
     jobs.sort_by(|a, b| a.arrival_seconds.total_cmp(&b.arrival_seconds));
-    let tenants = names.iter().enumerate().map(|(t, n)| (n.clone(), weight(t))).collect();
+    let tenants = names.iter().enumerate().map(|(t, n)| (n.clone(), weight(t, options.tenants))).collect();
     Ok(Trace { jobs, tenants })
 }
