@@ -243,6 +243,7 @@ fn an_ltgf_session_shares_by_tenant_and_reports_rho() {
     assert_eq!(tenants.len(), 2);
     assert_eq!((tenants[0]["name"].as_str(), tenants[0]["rho"].as_f64()), (Some("a"), Some(1.0)));
     assert_eq!(tenants[1]["fair_share_gpu_seconds"], 200.0);
+    assert_eq!((tenants[0]["rho_over_time"].clone(), tenants[0]["hours"].clone()), (json!([]), json!(0)));
     assert_eq!(job(&s, "b")["pipeline"]["rho"], 0.0);
     assert_eq!(job(&s, "a")["pipeline"]["rho"], 2.0);
     // Round 1: b (ρ 0) beats a (ρ 2) within tenant a; c renews; a no longer fits.

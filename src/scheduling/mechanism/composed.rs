@@ -12,6 +12,7 @@ use super::JobId;
 use crate::error::{ArbiterError, ErrorCode, Result};
 use crate::problem::{Entity, Job};
 use crate::scheduling::{ClusterState, Composition, JobIndex, JobState, Pipeline, SchedulingSpec};
+use crate::simulator::long_term_fairness::{LtgfSummary, Periods};
 use std::collections::{BTreeMap, HashMap, HashSet};
 
 /// The list policies that order jobs by the work they have left: every job needs `steps_remaining`.
@@ -27,6 +28,8 @@ pub(super) struct Composed {
     pub(super) index: HashMap<JobId, JobIndex>,
     /// The entity of each tenant (empty: one default tenant).
     tenant_of: Vec<usize>,
+    /// Every tenant's integrals at each hour of session time.
+    pub(super) history: Periods,
 }
 
 /// The tenants of a session's entities: every leaf (an entity no other names as parent), with
@@ -69,7 +72,12 @@ impl Composed {
         if !tenants.is_empty() {
             pipeline.set_tenants(&tenants.iter().map(|&(e, w)| (entities[e].name.clone(), w)).collect::<Vec<_>>())?;
         }
-        Ok(Composed { pipeline, index: HashMap::new(), tenant_of: tenants.iter().map(|&(e, _)| e).collect() })
+        Ok(Composed {
+            pipeline,
+            index: HashMap::new(),
+            tenant_of: tenants.iter().map(|&(e, _)| e).collect(),
+            history: Periods::default(),
+        })
     }
 
     fn needs_steps(&self) -> Option<&str> {
@@ -179,6 +187,13 @@ impl Session {
         Some(&self.composed.as_ref()?.pipeline.tenants)
     }
 
+    /// For a composed session, its tenants' fairness hour by hour (`ρ` over the session so far at
+    /// the end of each hour, and whether each hour left the tenant below its share).
+    pub fn tenant_history(&self) -> Option<LtgfSummary> {
+        let composed = self.composed.as_ref()?;
+        Some(composed.history.summarize(&composed.pipeline.tenants, &[]))
+    }
+
     /// Mirrors a health change of `worker` into the pipeline: a job on a failed GPU is suspended.
     pub(super) fn composed_health(&mut self, worker: Worker, healthy: bool) -> Result<()> {
         let gpus: Vec<GpuId> = match worker {
@@ -213,6 +228,7 @@ impl Session {
             })
             .collect();
         pipeline.account(&decision, &ran, seconds);
+        composed.history.observe(now + seconds, &composed.pipeline.tenants);
 
         let mut placements = Vec::new();
         let mut rounds = Vec::with_capacity(self.jobs.len());

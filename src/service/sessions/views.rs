@@ -78,6 +78,11 @@ pub struct TenantView {
     pub rho: f64,
     /// `allocated / ∫ Quota dt` (counts the GPUs it lent while idle).
     pub rho_quota: f64,
+    /// `[session seconds, rho so far]` at the end of every hour of session time.
+    pub rho_over_time: Vec<[f64; 2]>,
+    /// Hours with a fair share, and those in which the tenant got less than it over the hour.
+    pub hours: usize,
+    pub hours_below_share: usize,
 }
 
 /// JCT over the jobs removed so far (a job's completion is its removal), responsiveness, preemptions
@@ -340,16 +345,20 @@ pub fn session(id: &str, created_at: f64, spec: &Spec, session: &Session) -> Api
         cluster: ClusterView { worker_types, failed_gpus },
         jobs,
         metrics: metrics(session),
-        tenants: session.tenants().map(|tenants| {
+        tenants: session.tenants().zip(session.tenant_history()).map(|(tenants, history)| {
             tenants
                 .iter()
-                .map(|t| TenantView {
+                .zip(history.tenants)
+                .map(|(t, h)| TenantView {
                     name: t.name.clone(),
                     weight: t.weight,
                     allocated_gpu_seconds: t.allocated,
                     fair_share_gpu_seconds: t.fair_share,
                     rho: finite(t.ltgf(false)),
                     rho_quota: finite(t.ltgf(true)),
+                    rho_over_time: h.rho_over_time,
+                    hours: h.periods,
+                    hours_below_share: h.periods_below_1,
                 })
                 .collect()
         }),
