@@ -139,7 +139,7 @@ fn ltgf_interval((jobs, tenants, gpus): (usize, usize, usize), rounds: usize) {
     let names: Vec<(String, f64)> = (0..tenants).map(|t| (format!("t{t}"), (1u32 << (t % 4)) as f64)).collect();
     p.set_tenants(&names).expect("valid tenants");
     let mut rng = Rng::new(11);
-    let mut submit = |p: &mut Pipeline, rng: &mut Rng, now: f64| {
+    let submit = |p: &mut Pipeline, rng: &mut Rng, now: f64| {
         let mut j = job(rng, p.jobs.len(), now);
         j.tenant = rng.below(tenants);
         p.submit(j).expect("fits");

@@ -128,9 +128,9 @@ proptest! {
             for &j in p.active() {
                 pending[p.jobs[j].tenant] = true;
             }
-            for t in 0..tenants.len() {
+            for (t, &waiting) in pending.iter().enumerate() {
                 let deficit = p.tenants[t].fair_share - p.tenants[t].allocated;
-                prop_assert!(!pending[t] || deficit <= bound, "tenant {t} is {deficit} GPU-s behind: {:?}", p.tenants);
+                prop_assert!(!waiting || deficit <= bound, "tenant {t} is {deficit} GPU-s behind: {:?}", p.tenants);
             }
         }
     }

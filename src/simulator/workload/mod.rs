@@ -43,6 +43,9 @@ pub struct Trace {
     pub tenants: std::collections::BTreeMap<String, f64>,
 }
 
+/// The tenants with their weights, in name order, and each job's tenant (an index among them).
+pub type Tenancy = (Vec<(String, f64)>, Vec<usize>);
+
 impl Trace {
     /// A trace of `jobs` with no tenants.
     pub fn new(jobs: Vec<TraceJob>) -> Trace {
@@ -51,7 +54,7 @@ impl Trace {
 
     /// The tenants with their weights, in name order, and each job's tenant among them; `None`
     /// when no job names a tenant and none is listed.
-    pub fn tenancy(&self) -> Option<(Vec<(String, f64)>, Vec<usize>)> {
+    pub fn tenancy(&self) -> Option<Tenancy> {
         let mut weights = self.tenants.clone();
         for job in &self.jobs {
             if let Some(t) = &job.tenant {
