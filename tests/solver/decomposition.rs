@@ -154,6 +154,38 @@ fn agrees_with_the_lp_on_few_types() {
 }
 
 #[test]
+fn agrees_with_the_lp_when_some_types_have_no_gpus() {
+    run(300, (2usize..=4).prop_flat_map(|k| case(k, 1..=30, 0..=6)), small_options(2), 0.5);
+}
+
+#[test]
+fn auto_keeps_the_plain_lp_when_jobs_share_rows() {
+    // 3,000 jobs drawn from 12 rows: classes make the plain engine small, and `auto` keeps it.
+    let rows = 12;
+    let case = Case {
+        rows: (0..3000).map(|m| vec![1.0 + (m % rows) as f64, 2.0 + ((m * 7) % rows) as f64]).collect(),
+        sf: vec![1; 3000],
+        capacity: vec![500.0, 400.0],
+        demand: (0..3000).map(|m| 1.0 + (m % 3) as f64).collect(),
+    };
+    let t = matrix(&case.rows);
+    let instance = Instance {
+        throughput: &t,
+        scale_factor: case.sf.clone(),
+        capacity: case.capacity.clone(),
+        pairs: Vec::new(),
+        unconsolidated: None,
+        consolidated_slots: Vec::new(),
+    };
+    let mut engine = Engine::new(instance, Backend::default());
+    engine.max_ratio(&case.demand).unwrap();
+    let report = engine.method_report().expect("a report");
+    assert_eq!((report.method.as_str(), report.fallback), ("lp", None));
+    // Forced, the decomposition still agrees (many exact ties: a stress for its certificate).
+    check(&case, DecompositionOptions::default()).unwrap();
+}
+
+#[test]
 fn agrees_with_the_lp_on_one_type() {
     run(300, case(1, 1..=30, 1..=8), small_options(2), 0.8);
 }
