@@ -242,6 +242,37 @@ fn agrees_with_the_lp_on_gavel_like_rows_with_default_options() {
 }
 
 #[test]
+fn a_second_solve_starts_from_the_first_ones_prices_and_stays_exact() {
+    // As FTF's bisection does: the same jobs and GPUs, other demands, one engine.
+    let n = 3000;
+    let rows: Vec<Vec<f64>> = (0..n)
+        .map(|m| {
+            let f = |k: usize| 1.0 + 0.2 * ((m * k) as f64 * 0.618).sin();
+            vec![30.0 * f(3), 14.0 * f(5), 6.0 * f(7)]
+        })
+        .collect();
+    let sf: Vec<u32> = (0..n).map(|m| [1, 1, 2, 4][m % 4]).collect();
+    let t = matrix(&rows);
+    let instance = || Instance {
+        throughput: &t,
+        scale_factor: sf.clone(),
+        capacity: vec![300.0, 400.0, 500.0],
+        pairs: Vec::new(),
+        unconsolidated: None,
+        consolidated_slots: Vec::new(),
+    };
+    let first: Vec<f64> = (0..n).map(|m| 5.0 + (m % 11) as f64).collect();
+    let second: Vec<f64> = first.iter().enumerate().map(|(m, d)| d * (1.0 + 0.3 * ((m % 5) as f64) / 5.0)).collect();
+    let mut engine = Engine::new(instance(), Backend::default()).with_method(Method::Decomposition, Default::default());
+    engine.max_ratio(&first).unwrap();
+    let got = engine.max_ratio(&second).unwrap();
+    assert_eq!(engine.method_report().unwrap().method, "decomposition");
+    let mut reference = Engine::new(instance(), Backend::default()).with_method(Method::Lp, Default::default());
+    let want = reference.max_ratio(&second).unwrap();
+    assert_close(got.z.unwrap(), want.z.unwrap(), OBJECTIVE, "z after a warm start");
+}
+
+#[test]
 fn the_request_names_the_method_and_stats_report_it() {
     let jobs: Vec<_> = (0..40)
         .map(|m| {

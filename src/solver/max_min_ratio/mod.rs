@@ -85,6 +85,8 @@ pub struct Engine<'a> {
     options: DecompositionOptions,
     /// What solved the last `max_ratio`.
     report: Option<MethodReport>,
+    /// The prices of the last decomposition: the next one starts from them.
+    warm_prices: Option<Vec<f64>>,
 }
 
 impl<'a> Engine<'a> {
@@ -104,6 +106,7 @@ impl<'a> Engine<'a> {
             method: Method::Auto,
             options: DecompositionOptions::default(),
             report: None,
+            warm_prices: None,
         }
     }
 
@@ -270,9 +273,11 @@ impl<'a> Engine<'a> {
                     &scaled,
                     self.backend,
                     &options,
+                    self.warm_prices.as_deref(),
                 )? {
                     Ok(found) => {
                         self.report = Some(MethodReport::decomposition(found.rounds, found.ambiguous));
+                        self.warm_prices = Some(found.prices);
                         return Ok(RatioSolution {
                             z: Some(found.z * unit),
                             allocation: found.allocation,

@@ -65,6 +65,8 @@ pub(super) struct Decomposed {
     pub(super) rounds: usize,
     /// Jobs with full columns in the last recovery LP.
     pub(super) ambiguous: usize,
+    /// The capacity rows' duals: a warm start for the next solve on the same instance.
+    pub(super) prices: Vec<f64>,
 }
 
 /// One level's result: its ratio and prices, how each job is allocated, and whether the
@@ -84,6 +86,8 @@ struct Level {
 
 /// Solves `max z s.t. thr_m ≥ z·demand_m` (z in the caller's unit) by decomposition. `Ok(Err(why))`
 /// when it cannot certify an optimum within its options: the caller then solves the plain LP.
+/// `warm`: prices of an earlier solve on the same jobs and GPUs (other demands), used instead of
+/// the sample's; if they lead nowhere the solve starts again from the sample.
 pub(super) fn solve(
     throughput: &Matrix,
     scale_factor: &[u32],
@@ -91,6 +95,24 @@ pub(super) fn solve(
     demand: &[f64],
     backend: Backend,
     options: &DecompositionOptions,
+    warm: Option<&[f64]>,
+) -> Result<std::result::Result<Decomposed, String>> {
+    if let Some(prices) = warm.filter(|p| p.len() == capacity.len()) {
+        if let Ok(found) = solve_from(throughput, scale_factor, capacity, demand, backend, options, Some(prices))? {
+            return Ok(Ok(found));
+        }
+    }
+    solve_from(throughput, scale_factor, capacity, demand, backend, options, None)
+}
+
+fn solve_from(
+    throughput: &Matrix,
+    scale_factor: &[u32],
+    capacity: &[f64],
+    demand: &[f64],
+    backend: Backend,
+    options: &DecompositionOptions,
+    warm: Option<&[f64]>,
 ) -> Result<std::result::Result<Decomposed, String>> {
     let ratio = Ratio { throughput, scale_factor, demand, usable: capacity.iter().map(|&g| g > 0.0).collect() };
     let jobs: Vec<u32> = (0..throughput.rows()).filter(|&m| demand[m] > 0.0).map(|m| m as u32).collect();
@@ -100,7 +122,7 @@ pub(super) fn solve(
     if jobs.len() > u32::MAX as usize - 1 {
         return Ok(Err("too many jobs".into()));
     }
-    let level = match solve_level(&ratio, &jobs, capacity, backend, options, true)? {
+    let level = match solve_level(&ratio, &jobs, capacity, backend, options, true, warm)? {
         Ok(level) => level,
         Err(why) => return Ok(Err(why)),
     };
@@ -121,6 +143,7 @@ pub(super) fn solve(
         lp_solves: level.lp_solves,
         rounds: level.rounds,
         ambiguous: level.ambiguous.len(),
+        prices: level.prices,
     }))
 }
 
@@ -141,6 +164,7 @@ fn solve_level(
     backend: Backend,
     options: &DecompositionOptions,
     top: bool,
+    warm: Option<&[f64]>,
 ) -> Result<std::result::Result<Level, String>> {
     let num_types = capacity.len();
     if jobs.len() <= options.base.max(1) {
@@ -158,19 +182,23 @@ fn solve_level(
             Err(e) => Err(fatal(e)?),
         });
     }
-    // First prices: a strided sample on the same share of every type's GPUs.
-    let step = options.sample_ratio.max(2);
-    let sample: Vec<u32> = jobs.iter().skip(step / 2).step_by(step).copied().collect();
-    let share = sample.len() as f64 / jobs.len() as f64;
-    let sample_capacity: Vec<f64> = capacity.iter().map(|g| g * share).collect();
-    let sampled = match solve_level(ratio, &sample, &sample_capacity, backend, options, false)? {
-        Ok(level) => level,
-        Err(why) => return Ok(Err(why)),
+    // First prices: a warm start's, at the ratio they clear; or a strided sample's, on the same
+    // share of every type's GPUs.
+    let (mut lp_solves, mut z, mut prices) = match warm {
+        Some(warm) => (0, prices::ratio_at(ratio, jobs, capacity, warm), warm.to_vec()),
+        None => {
+            let step = options.sample_ratio.max(2);
+            let sample: Vec<u32> = jobs.iter().skip(step / 2).step_by(step).copied().collect();
+            let share = sample.len() as f64 / jobs.len() as f64;
+            let sample_capacity: Vec<f64> = capacity.iter().map(|g| g * share).collect();
+            match solve_level(ratio, &sample, &sample_capacity, backend, options, false, None)? {
+                Ok(level) => (level.lp_solves, level.z, level.prices),
+                Err(why) => return Ok(Err(why)),
+            }
+        }
     };
-    let mut lp_solves = sampled.lp_solves;
-    let (mut z, mut prices) = (sampled.z, sampled.prices);
     if z <= 0.0 {
-        return Ok(Err("the sample's optimum is 0".into()));
+        return Ok(Err("the first estimate of the optimum is 0".into()));
     }
     match prices::refine(ratio, jobs, capacity, z, &prices, backend) {
         Ok((refined_z, refined, solves)) => {

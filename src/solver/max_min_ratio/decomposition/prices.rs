@@ -140,3 +140,28 @@ fn refine_once(
     let z = if value.slope > 0.0 { (z - f / value.slope).clamp(0.9 * z, 1.1 * z) } else { z };
     Ok((z, p, lp_solves))
 }
+
+/// Newton steps at most when finding the ratio that prices clear.
+const MAX_NEWTON: usize = 20;
+
+/// The ratio z at which the best responses at prices `p` use what the GPUs are worth,
+/// `F(p; z) = 0` (Newton's method from z = 1, the natural unit's largest possible ratio); 1 when
+/// no price is positive.
+pub(super) fn ratio_at(ratio: &Ratio, jobs: &[u32], capacity: &[f64], p: &[f64]) -> f64 {
+    let mut scratch = Scratch::default();
+    let mut z: f64 = 1.0;
+    for _ in 0..MAX_NEWTON {
+        let value = evaluate(ratio, jobs, p, z, &mut scratch);
+        let f: f64 = (0..p.len()).map(|w| (value.usage[w] - capacity[w]) * p[w]).sum();
+        if value.slope <= 0.0 || !f.is_finite() {
+            break;
+        }
+        let next = (z - f / value.slope).clamp(0.5 * z, 2.0 * z);
+        let done = (next - z).abs() <= 1e-12 * z;
+        z = next;
+        if done {
+            break;
+        }
+    }
+    z
+}
