@@ -42,6 +42,10 @@ enum Command {
         /// The reference matrix for requests with `estimate_missing` (Gavel's throughput file format).
         #[arg(long, value_name = "FILE")]
         reference_throughputs: Option<std::path::PathBuf>,
+        /// How the exact engine solves the max-min ratio: `auto`, `lp` or `decomposition`
+        /// (overrides the request's `method`).
+        #[arg(long)]
+        method: Option<String>,
     },
     /// Solve the embedded demo cluster and jobs, and print the allocation as a table.
     Demo {
@@ -124,10 +128,19 @@ fn backend_named(name: &str) -> Result<Backend, ArbiterError> {
     })
 }
 
-fn run_solve(input: &str, pretty: bool, backend: &str, reference: Option<&std::path::Path>) -> ExitCode {
+fn run_solve(
+    input: &str,
+    pretty: bool,
+    backend: &str,
+    reference: Option<&std::path::Path>,
+    method: Option<String>,
+) -> ExitCode {
     let response = backend_named(backend).and_then(|backend| {
         let reference = reference.map(arbiter::workload::throughputs::ThroughputTable::from_path).transpose()?;
-        let request = arbiter::Request::from_json(&read_input(input)?)?;
+        let mut request = arbiter::Request::from_json(&read_input(input)?)?;
+        if method.is_some() {
+            request.method = method;
+        }
         arbiter::solve_request(request, reference.as_ref(), backend)
     });
     match response {
@@ -220,8 +233,8 @@ fn run_openapi(output: Option<std::path::PathBuf>) -> ExitCode {
 
 fn main() -> ExitCode {
     match Cli::parse().command {
-        Command::Solve { input, pretty, backend, reference_throughputs } => {
-            run_solve(&input, pretty, &backend, reference_throughputs.as_deref())
+        Command::Solve { input, pretty, backend, reference_throughputs, method } => {
+            run_solve(&input, pretty, &backend, reference_throughputs.as_deref(), method)
         }
         Command::Demo { policy, json } => run_demo(&policy, json),
         Command::Rounds(args) => run_rounds(args),

@@ -131,3 +131,35 @@ pub fn gavel_jobs(n: usize, distinct: bool) -> Vec<JobSpec> {
         })
         .collect()
 }
+
+/// A standard normal draw (Box–Muller, two uniforms from `rng`).
+pub fn normal(rng: &mut Rng) -> f64 {
+    let u = rng.unit().max(f64::MIN_POSITIVE);
+    let v = rng.unit();
+    (-2.0 * u.ln()).sqrt() * (std::f64::consts::TAU * v).cos()
+}
+
+/// `n` jobs drawn as in `gavel_jobs`, every throughput times its own lognormal factor
+/// `exp(σ·N(0,1))`: each job's row is its own, as when every job's throughputs are measured.
+#[allow(dead_code)]
+pub fn distinct_jobs(n: usize, sigma: f64) -> Vec<JobSpec> {
+    let models = model_types();
+    let mut rng = Rng(0xD157_1AC7 ^ (n as u64).wrapping_mul(0x9E37_79B9));
+    let mut noise = Rng(0x5EE_D0FA_015E ^ n as u64);
+    (0..n)
+        .map(|m| {
+            let job = draw_job(&mut rng, &models);
+            let steps = 10f64.powf(rng.uniform(3.0, 6.0)).round();
+            JobSpec {
+                id: format!("j{m}"),
+                throughput: throughput_map(job.row, |t| t * (sigma * normal(&mut noise)).exp()),
+                scale_factor: Some(job.scale_factor as f64),
+                weight: Some(job.weight),
+                steps_remaining: Some(steps),
+                time_elapsed: Some(0.0),
+                isolated_time_elapsed: Some(0.0),
+                ..JobSpec::default()
+            }
+        })
+        .collect()
+}

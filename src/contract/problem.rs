@@ -119,6 +119,8 @@ pub struct Problem {
     pub job_entity: Vec<Option<usize>>,
     /// The request's solve budget, in seconds.
     pub max_solve_seconds: Option<f64>,
+    /// How the exact engine solves `max_ratio` (`max_min_ratio::Method`).
+    pub method: crate::max_min_ratio::Method,
 }
 
 fn finite_at_least(value: f64, min: f64, field: impl Fn() -> String, what: &str) -> Result<f64> {
@@ -304,6 +306,16 @@ impl Problem {
                 )
             })?,
         };
+        let method = match req.method.as_deref() {
+            None => Default::default(),
+            Some(name) => crate::max_min_ratio::Method::from_name(name).ok_or_else(|| {
+                ArbiterError::at(
+                    ErrorCode::MalformedRequest,
+                    "method",
+                    format!("unknown method {name:?}; expected \"auto\", \"lp\" or \"decomposition\""),
+                )
+            })?,
+        };
         let entities = validate_entities(req)?;
         let job_entity = validate_job_entities(req, &entities, policy)?;
         let heterogeneity_aware = req.heterogeneity_aware.unwrap_or(true);
@@ -327,6 +339,7 @@ impl Problem {
             colocation_threshold,
             partitions,
             tie_break,
+            method,
             entities,
             job_entity,
             max_solve_seconds: req
@@ -400,6 +413,7 @@ impl Problem {
             colocation_threshold: self.colocation_threshold,
             partitions: self.partitions,
             tie_break: self.tie_break,
+            method: self.method,
             entities: self.entities.clone(),
             job_entity: Vec::new(),
             max_solve_seconds: self.max_solve_seconds,
@@ -422,6 +436,7 @@ impl Problem {
             colocation_threshold: crate::space_sharing::DEFAULT_THRESHOLD,
             partitions: None,
             tie_break: Default::default(),
+            method: Default::default(),
             entities: Vec::new(),
             job_entity: Vec::new(),
             max_solve_seconds: None,

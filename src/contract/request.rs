@@ -40,6 +40,12 @@ pub struct Request {
     /// `none` returns the bare LP's vertex. `stats.tie_break` says which was applied.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub tie_break: Option<String>,
+    /// How the exact engine solves `max_min_fairness`, `finish_time_fairness` and `min_makespan`:
+    /// `auto` (default: the price decomposition when the jobs' throughput rows are mostly
+    /// distinct, the plain LP otherwise), `lp` (always the plain LP) or `decomposition` (whenever
+    /// it applies). Both are exact; `stats.method` says which ran and why it fell back, if it did.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub method: Option<String>,
 }
 
 #[derive(Debug, Clone, Default, Serialize, Deserialize, utoipa::ToSchema)]

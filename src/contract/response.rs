@@ -68,6 +68,10 @@ pub struct Stats {
     pub partitioning: Option<Partitioning>,
     /// The tie-break applied after the optimum (`none` where the policy needs none, or asked).
     pub tie_break: crate::solver::tie_break::TieBreak,
+    /// Policies on the exact engine: which method solved the max-min ratio (`decomposition` or
+    /// `lp`) and, when the decomposition was tried and did not certify an optimum, why.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub method: Option<crate::max_min_ratio::MethodReport>,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, utoipa::ToSchema)]
@@ -203,6 +207,7 @@ impl Response {
                 pairs,
                 partitioning: None,
                 tie_break: crate::solver::tie_break::TieBreak::None,
+                method: outcome.method.clone(),
             },
         }
     }

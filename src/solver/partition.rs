@@ -218,6 +218,7 @@ pub fn solve(problem: &Problem, backend: Backend, k: usize, chosen: &str) -> Res
         objective,
         lp_solves,
         water_filling: has_report.then_some(report),
+        method: None,
         colocated,
         unconsolidated,
     };

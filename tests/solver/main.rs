@@ -5,6 +5,7 @@
 mod common;
 
 mod baselines;
+mod decomposition;
 mod errors;
 mod hierarchical;
 mod lp_duals;

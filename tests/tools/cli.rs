@@ -125,6 +125,22 @@ fn solve_refuses_an_unknown_backend() {
 }
 
 #[test]
+fn solve_takes_the_method_from_the_command_line() {
+    let path = fixture_path("paper_worked_example.json");
+    for method in ["lp", "decomposition", "auto"] {
+        let response = stdout_json(&arbiter(&["solve", "--input", &path, "--method", method]));
+        assert_paper_answer(&response);
+        let ran = response["stats"]["method"]["method"].as_str().unwrap().to_string();
+        // `auto` keeps the plain LP on a handful of jobs; `decomposition` certifies this one.
+        let want = if method == "decomposition" { "decomposition" } else { "lp" };
+        assert_eq!(ran, want, "--method {method}: {}", response["stats"]);
+    }
+    let err = error_json(&arbiter(&["solve", "--input", &path, "--method", "simplex"]));
+    assert_eq!(err["error"]["code"], "malformed_request");
+    assert_eq!(err["error"]["field"], "method");
+}
+
+#[test]
 fn solve_needs_an_input() {
     let out = arbiter(&["solve"]);
     assert!(!out.status.success());

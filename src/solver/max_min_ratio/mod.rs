@@ -26,14 +26,20 @@
 //! The engine by concern: [`program`] (what a caller states: the instance, the needs, the
 //! program and its solution), [`class`] (classes of identical jobs, their top-k cuts and the split
 //! of a class total among its jobs), [`model`] (the LP of one program: building it, the cut loop,
-//! a kept model's re-solve), [`pricing`] (space sharing's pair columns priced in from the duals);
-//! this file holds the `Engine` and the entry points.
+//! a kept model's re-solve), [`pricing`] (space sharing's pair columns priced in from the duals),
+//! [`decomposition`] (`max_ratio` on mostly distinct rows by prices, in time linear in the jobs),
+//! [`method`] (which of the two solves `max_ratio`); this file holds the `Engine` and the entry
+//! points.
 
 mod class;
+mod decomposition;
+mod method;
 mod model;
 mod pricing;
 mod program;
 
+pub use decomposition::DecompositionOptions;
+pub use method::{Method, MethodReport};
 pub use program::{Instance, Need, Program, RatioSolution, Solved};
 
 use crate::error::Result;
@@ -59,6 +65,8 @@ pub struct Engine<'a> {
     instance: Instance<'a>,
     backend: Backend,
     shapes: Vec<ClassShape>,
+    /// Whether `shapes` has been built (`shape`).
+    shaped: bool,
     pool: Vec<PoolCut>,
     /// Pool index of each cut, by (class, λ index, sorted members).
     pooled: HashMap<(usize, usize, Vec<usize>), usize>,
@@ -72,10 +80,56 @@ pub struct Engine<'a> {
     last_unconsolidated: Matrix,
     /// `(pair, type)` columns with time in the last solution: they seed the next fresh model.
     pair_pool: HashSet<(usize, usize)>,
+    /// How `max_ratio` is solved, and how hard the decomposition tries.
+    method: Method,
+    options: DecompositionOptions,
+    /// What solved the last `max_ratio`.
+    report: Option<MethodReport>,
+    /// The prices of the last decomposition: the next one starts from them.
+    warm_prices: Option<Vec<f64>>,
 }
 
 impl<'a> Engine<'a> {
     pub fn new(instance: Instance<'a>, backend: Backend) -> Engine<'a> {
+        Engine {
+            instance,
+            backend,
+            shapes: Vec::new(),
+            shaped: false,
+            pool: Vec::new(),
+            pooled: HashMap::new(),
+            kept: None,
+            last_totals: None,
+            last_pair_time: Vec::new(),
+            last_unconsolidated: Matrix::zeros(0, 0),
+            pair_pool: HashSet::new(),
+            method: Method::Auto,
+            options: DecompositionOptions::default(),
+            report: None,
+            warm_prices: None,
+        }
+    }
+
+    /// The same engine solving `max_ratio` by `method` (the decomposition with `options`).
+    pub fn with_method(mut self, method: Method, options: DecompositionOptions) -> Engine<'a> {
+        self.method = method;
+        self.options = options;
+        self
+    }
+
+    /// What solved the last `max_ratio` (`None` before the first, or when no LP was needed).
+    pub fn method_report(&self) -> Option<MethodReport> {
+        self.report.clone()
+    }
+
+    /// Groups the jobs into classes, once (the decomposition never needs them, so they are built
+    /// on first use).
+    fn shape(&mut self) {
+        if self.shaped {
+            return;
+        }
+        self.shaped = true;
+        let instance = &self.instance;
         let num_types = instance.throughput.cols();
         let mut paired = vec![false; instance.throughput.rows()];
         for pair in &instance.pairs {
@@ -85,7 +139,7 @@ impl<'a> Engine<'a> {
         if let Some(tu) = &instance.unconsolidated {
             (0..tu.rows()).filter(|&m| tu.row(m).iter().any(|&v| v > 0.0)).for_each(|m| paired[m] = true);
         }
-        let shapes: Vec<ClassShape> = group_identical(instance.throughput, &instance.scale_factor, &paired)
+        self.shapes = group_identical(instance.throughput, &instance.scale_factor, &paired)
             .into_iter()
             .map(|jobs| {
                 let row = instance.throughput.row(jobs[0]);
@@ -95,18 +149,6 @@ impl<'a> Engine<'a> {
                 ClassShape { row: row.to_vec(), scale_factor: instance.scale_factor[jobs[0]], types, jobs }
             })
             .collect();
-        Engine {
-            instance,
-            backend,
-            shapes,
-            pool: Vec::new(),
-            pooled: HashMap::new(),
-            kept: None,
-            last_totals: None,
-            last_pair_time: Vec::new(),
-            last_unconsolidated: Matrix::zeros(0, 0),
-            pair_pool: HashSet::new(),
-        }
     }
 
     /// The per-job allocation of the last program solved with `allocate: false`: its class totals
@@ -172,6 +214,7 @@ impl<'a> Engine<'a> {
 
     /// Solves a `Program` exactly.
     pub fn solve_program(&mut self, program: &Program) -> Result<Solved> {
+        self.shape();
         let shapes = std::mem::take(&mut self.shapes);
         let result = self.solve_with(&shapes, program);
         self.shapes = shapes;
@@ -218,6 +261,38 @@ impl<'a> Engine<'a> {
             return Ok(self.nothing_allocated(Some(0.0)));
         }
         // z measured in its natural unit, so the LP is well scaled whatever the demands' units.
+        let fallback = match self.decomposition_applies(demand) {
+            Ok(()) => {
+                let scaled: Vec<f64> = demand.iter().map(|d| d * unit).collect();
+                let t = self.instance.throughput;
+                let options = self.options;
+                match decomposition::solve(
+                    t,
+                    &self.instance.scale_factor,
+                    &self.instance.capacity,
+                    &scaled,
+                    self.backend,
+                    &options,
+                    self.warm_prices.as_deref(),
+                )? {
+                    Ok(found) => {
+                        self.report = Some(MethodReport::decomposition(found.rounds, found.ambiguous));
+                        self.warm_prices = Some(found.prices);
+                        return Ok(RatioSolution {
+                            z: Some(found.z * unit),
+                            allocation: found.allocation,
+                            pair_time: Vec::new(),
+                            unconsolidated: self.no_unconsolidated(),
+                            lp_solves: found.lp_solves,
+                            classes: 0,
+                        });
+                    }
+                    Err(why) => Some(why),
+                }
+            }
+            Err(why) => why,
+        };
+        self.report = Some(MethodReport::lp(fallback));
         let needs = demand.iter().map(|d| Need { base: 0.0, terms: vec![(0, d * unit)] }).collect();
         let mut program = Program::new(Sense::Maximize, needs);
         program.add_var(1.0, 0.0, f64::INFINITY);
@@ -232,12 +307,34 @@ impl<'a> Engine<'a> {
         })
     }
 
+    /// Whether `max_ratio(demand)` goes to the decomposition: `Ok(())` if so, otherwise why not
+    /// (`None`: the plain LP was the choice, not a fallback).
+    fn decomposition_applies(&self, demand: &[f64]) -> std::result::Result<(), Option<String>> {
+        let forced = match self.method {
+            Method::Lp => return Err(None),
+            Method::Decomposition => true,
+            Method::Auto => false,
+        };
+        let refuse = |why: &str| Err(forced.then(|| why.to_string()));
+        if !self.instance.pairs.is_empty() {
+            return refuse("space sharing pairs are formulated by the plain LP only");
+        }
+        if self.instance.unconsolidated.is_some() {
+            return refuse("placement sensitivity is formulated by the plain LP only");
+        }
+        if !forced && !method::mostly_distinct(self.instance.throughput, &self.instance.scale_factor, demand) {
+            return Err(None);
+        }
+        Ok(())
+    }
+
     /// Which of the `candidates` are bottlenecked: no allocation gives them more than `floor`
     /// while every job keeps `thr_m ≥ floor[m]`. Exact: jobs of one class with equal floors are
     /// symmetric and share one raise variable `ε_g` (the average of their individual raises
     /// raises them all); `max Σ ε_g` finds at least one raisable group while any exists, and a
     /// zero optimum proves the rest are bottlenecks. Returns the flags and the LP solves.
     pub fn bottlenecks(&mut self, floor: &[f64], candidates: &[bool]) -> Result<(Vec<bool>, usize)> {
+        self.shape();
         let mut open: Vec<usize> = (0..floor.len()).filter(|&m| candidates[m] && floor[m] > 0.0).collect();
         let mut lp_solves = 0;
         while !open.is_empty() {
@@ -272,7 +369,8 @@ impl<'a> Engine<'a> {
     }
 
     /// `class_of[m]`: the class of job m (jobs in one class share row and scale factor).
-    pub fn class_of(&self) -> Vec<usize> {
+    pub fn class_of(&mut self) -> Vec<usize> {
+        self.shape();
         let mut class_of = vec![0; self.instance.throughput.rows()];
         for (c, shape) in self.shapes.iter().enumerate() {
             for &m in &shape.jobs {

@@ -53,6 +53,7 @@ impl Policy for Allox {
             objective: Some(total),
             lp_solves: 0,
             water_filling: None,
+            method: None,
             colocated: Matrix::zeros(0, 0),
             unconsolidated: Matrix::zeros(0, 0),
         })

@@ -48,6 +48,7 @@ impl Policy for Fifo {
             objective: Some(objective),
             lp_solves: 1,
             water_filling: None,
+            method: None,
             colocated: Matrix::zeros(0, 0),
             unconsolidated: Matrix::zeros(0, 0),
         })

@@ -84,6 +84,7 @@ impl Policy for FinishTimeFairness {
                 objective: Some(objective),
                 lp_solves: solution.lp_solves,
                 water_filling: None,
+                method: engine.method_report(),
             });
         }
 
@@ -127,6 +128,7 @@ impl Policy for FinishTimeFairness {
             allocation,
             lp_solves,
             water_filling: None,
+            method: engine.method_report(),
         })
     }
 }

@@ -22,6 +22,7 @@ impl Policy for Gandiva {
             objective: None,
             lp_solves: 0,
             water_filling: None,
+            method: None,
             colocated,
             unconsolidated: Matrix::zeros(0, 0),
         })

@@ -16,6 +16,7 @@ impl Policy for Isolated {
             objective: None,
             lp_solves: 0,
             water_filling: None,
+            method: None,
             colocated: Matrix::zeros(0, 0),
             unconsolidated: Matrix::zeros(0, 0),
         })

@@ -40,6 +40,7 @@ impl Policy for MaxMinFairness {
             objective: Some(objective),
             lp_solves: solution.lp_solves,
             water_filling: None,
+            method: engine.method_report(),
         })
     }
 }

@@ -36,6 +36,7 @@ impl Policy for MaxSumThroughput {
             objective: Some(objective),
             lp_solves: 1,
             water_filling: None,
+            method: None,
             colocated: colocated(problem, &pairs, &pair_time),
             unconsolidated: crate::problem::Matrix::zeros(0, 0),
         })

@@ -96,6 +96,7 @@ pub(super) fn cheapest(problem: &Problem, backend: Backend, floor: &[f64]) -> Re
         objective: Some(objective),
         lp_solves: 2,
         water_filling: None,
+        method: None,
         colocated: Matrix::zeros(0, 0),
         unconsolidated: Matrix::zeros(0, 0),
     })

@@ -30,6 +30,7 @@ impl Policy for MinMakespan {
             objective: Some(objective),
             lp_solves: solution.lp_solves,
             water_filling: None,
+            method: engine.method_report(),
         })
     }
 }

@@ -157,6 +157,8 @@ pub struct Outcome {
     pub lp_solves: usize,
     /// What water-filling policies add: per-job levels and when each job froze.
     pub water_filling: Option<WaterFillingReport>,
+    /// Policies on the exact engine: which method solved their `max_ratio` (the last one).
+    pub method: Option<crate::max_min_ratio::MethodReport>,
     /// Space sharing: `colocated.row(k)[w]` is the fraction of time pair `k` of
     /// `Problem::colocations` runs together on type `w` (`Y[k][w]`). No rows without sharing.
     pub colocated: Matrix,
@@ -189,6 +191,7 @@ pub fn solve(problem: &Problem, backend: Backend) -> Result<Outcome> {
             objective: None,
             lp_solves: 0,
             water_filling: None,
+            method: None,
             colocated: Matrix::zeros(0, 0),
             unconsolidated: Matrix::zeros(0, 0),
         });
@@ -260,7 +263,7 @@ pub(crate) fn engine(problem: &Problem, backend: Backend) -> Engine<'_> {
         unconsolidated: problem.unconsolidated_throughput(),
         consolidated_slots: problem.consolidated_slots(),
     };
-    Engine::new(instance, backend)
+    Engine::new(instance, backend).with_method(problem.method, Default::default())
 }
 
 /// `Outcome::colocated` from pair time aligned with `pairs`: one row per offered colocation.

@@ -26,6 +26,7 @@ impl Policy for Proportional {
             objective: None,
             lp_solves: 0,
             water_filling: None,
+            method: None,
             colocated: Matrix::zeros(0, 0),
             unconsolidated: Matrix::zeros(0, 0),
         })

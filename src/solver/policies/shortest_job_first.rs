@@ -56,6 +56,7 @@ impl Policy for ShortestJobFirst {
             objective: Some(objective),
             lp_solves: 0,
             water_filling: None,
+            method: None,
             colocated: Matrix::zeros(0, 0),
             unconsolidated: Matrix::zeros(0, 0),
         })

@@ -159,6 +159,7 @@ pub fn water_fill(problem: &Problem, backend: Backend, reweighting: &dyn Reweigh
         objective: objective.is_finite().then_some(objective),
         lp_solves,
         water_filling: Some(WaterFillingReport { normalized_throughput: nt, level, frozen_at, iterations }),
+        method: engine.method_report(),
         colocated: colocated(problem, engine.pairs(), &pair_time),
         unconsolidated,
     })

@@ -1,0 +1,215 @@
+//! LAS, FTF and makespan when every job has its own throughput row (Gavel-like rows times a
+//! lognormal factor, σ = 0.1, per job and type; 3 types, scale factors 1/2/4/8, n/4 GPUs of each
+//! type): the price decomposition against the plain LP over classes (`method: lp`), same run.
+//!
+//! With no environment this is a smoke test (`cargo test --benches`): one size, both methods, the
+//! objectives agree and the decomposition certified its optimum. `ARBITER_BENCH_TABLE=1` prints the
+//! markdown table of `scripts/bench-distinct`: every case runs in a child process of its own
+//! (`ARBITER_BENCH_CASE=policy:jobs:method`), which reports its solve time and its peak resident
+//! memory (VmHWM), so the sizes do not share a heap.
+
+use arbiter::lp::Backend;
+use arbiter::max_min_ratio::Method;
+use arbiter::policies::{self, PolicyKind};
+use arbiter::request::Request;
+use arbiter::Problem;
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+#[path = "support/workload.rs"]
+mod workload;
+use workload::{cluster, distinct_jobs};
+
+const SIZES: [usize; 5] = [2048, 16384, 65536, 262_144, 1_048_576];
+/// The reference path runs up to this size (it grows super-linearly past it).
+const REFERENCE_MAX: usize = 65536;
+/// The reference path is stopped after this long (the table then shows a lower bound).
+const REFERENCE_LIMIT: Duration = Duration::from_secs(40);
+const POLICIES: [PolicyKind; 3] = [PolicyKind::MaxMinFairness, PolicyKind::FinishTimeFairness, PolicyKind::MinMakespan];
+/// σ of the per-entry lognormal noise.
+const SIGMA: f64 = 0.1;
+/// Agreement required between the two methods' objectives.
+const OBJECTIVE_TOLERANCE: f64 = 1e-7;
+
+fn problem(policy: PolicyKind, n: usize, method: Method) -> Problem {
+    let request = Request {
+        policy: policy.name().to_string(),
+        heterogeneity_aware: Some(true),
+        space_sharing: Some(false),
+        cluster: cluster(n),
+        jobs: distinct_jobs(n, SIGMA),
+        ..Request::default()
+    };
+    let mut problem = Problem::from_request(&request).expect("the generated request is valid");
+    problem.method = method;
+    problem
+}
+
+/// One solve: its wall time, objective and the method that ran (with its fallback, if any).
+struct Run {
+    time: Duration,
+    objective: f64,
+    method: String,
+}
+
+fn run(problem: &Problem) -> Run {
+    let start = Instant::now();
+    let outcome = policies::solve(problem, Backend::default()).expect("the instance solves");
+    let time = start.elapsed();
+    let method = match &outcome.method {
+        Some(report) => match &report.fallback {
+            Some(why) => format!("{} (fallback: {why})", report.method),
+            None => report.method.clone(),
+        },
+        None => "none".into(),
+    };
+    Run { time, objective: outcome.objective.expect("an objective"), method }
+}
+
+/// Peak resident memory of this process, in MiB (`VmHWM`).
+fn peak_mib() -> f64 {
+    let status = std::fs::read_to_string("/proc/self/status").unwrap_or_default();
+    status
+        .lines()
+        .find_map(|l| l.strip_prefix("VmHWM:"))
+        .and_then(|v| v.trim().trim_end_matches("kB").trim().parse::<f64>().ok())
+        .map_or(f64::NAN, |kb| kb / 1024.0)
+}
+
+/// Child mode: one case, the best of three runs when a run takes under a second; prints
+/// `seconds objective peak_mib method`.
+fn child(spec: &str) {
+    let parts: Vec<&str> = spec.split(':').collect();
+    let policy = PolicyKind::from_name(parts[0]).expect("a policy name");
+    let n: usize = parts[1].parse().expect("a job count");
+    let method = Method::from_name(parts[2]).expect("a method name");
+    let problem = problem(policy, n, method);
+    let mut best = run(&problem);
+    if best.time < Duration::from_secs(1) {
+        for _ in 0..2 {
+            let again = run(&problem);
+            if again.time < best.time {
+                best = again;
+            }
+        }
+    }
+    println!("{} {} {} {}", best.time.as_secs_f64(), best.objective, peak_mib(), best.method);
+}
+
+/// Runs one case in a child process: `(seconds, objective, peak MiB, method)`, or `None` when it
+/// takes longer than `limit` (the child is then stopped).
+fn spawn(policy: PolicyKind, n: usize, method: Method, limit: Duration) -> Option<(f64, f64, f64, String)> {
+    let exe = std::env::current_exe().expect("the bench binary's path");
+    let mut child = Command::new(exe)
+        .env("ARBITER_BENCH_CASE", format!("{}:{n}:{}", policy.name(), method.name()))
+        .env_remove("ARBITER_BENCH_TABLE")
+        .stdout(Stdio::piped())
+        .spawn()
+        .expect("the child runs");
+    let start = Instant::now();
+    loop {
+        if child.try_wait().expect("the child can be waited for").is_some() {
+            break;
+        }
+        if start.elapsed() > limit {
+            let _ = child.kill();
+            let _ = child.wait();
+            return None;
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let out = child.wait_with_output().expect("the child's output");
+    assert!(out.status.success(), "child {} {n} {} failed", policy.name(), method.name());
+    let text = String::from_utf8_lossy(&out.stdout);
+    let line = text.lines().last().unwrap_or_default().to_string();
+    let mut fields = line.splitn(4, ' ');
+    let mut number = || fields.next().and_then(|f| f.parse::<f64>().ok()).unwrap_or(f64::NAN);
+    let (seconds, objective, peak) = (number(), number(), number());
+    let method = line.splitn(4, ' ').nth(3).unwrap_or_default().to_string();
+    Some((seconds, objective, peak, method))
+}
+
+fn millis(seconds: f64) -> String {
+    let ms = seconds * 1e3;
+    if ms < 10.0 {
+        format!("{ms:.2} ms")
+    } else if ms < 1000.0 {
+        format!("{ms:.1} ms")
+    } else {
+        format!("{seconds:.2} s")
+    }
+}
+
+fn table() {
+    let sizes: Vec<usize> = match std::env::var("ARBITER_BENCH_SIZES") {
+        Ok(list) => list.split(',').filter_map(|s| s.trim().parse().ok()).collect(),
+        Err(_) => SIZES.to_vec(),
+    };
+    println!("| policy | jobs | decomposition | method | plain LP (`method: lp`) | speedup | objectives agree | peak memory |");
+    println!("|---|---:|---:|---|---:|---:|---|---:|");
+    for policy in POLICIES {
+        let mut times = Vec::new();
+        for &n in &sizes {
+            let (t, objective, peak, method) =
+                spawn(policy, n, Method::Decomposition, Duration::from_secs(600)).expect("the decomposition finishes");
+            eprintln!("{} n={n}: {} {method}", policy.name(), millis(t));
+            let (plain, speedup, agree) =
+                match (n <= REFERENCE_MAX).then(|| spawn(policy, n, Method::Lp, REFERENCE_LIMIT)) {
+                    Some(Some((tl, reference, _, _))) => {
+                        let relative = (objective - reference).abs() / reference.abs();
+                        let agree = if relative <= OBJECTIVE_TOLERANCE { "yes" } else { "**no**" };
+                        (millis(tl), format!("{:.0}×", tl / t), format!("{agree} ({relative:.1e})"))
+                    }
+                    Some(None) => {
+                        let limit = REFERENCE_LIMIT.as_secs_f64();
+                        (format!("> {limit:.0} s"), format!("> {:.0}×", limit / t), "—".into())
+                    }
+                    None => ("—".into(), "—".into(), "—".into()),
+                };
+            println!(
+                "| {} | {n} | {} | {method} | {plain} | {speedup} | {agree} | {peak:.0} MiB |",
+                policy.name(),
+                millis(t)
+            );
+            times.push((n, t));
+        }
+        if let [.., (n1, t1), (n2, t2)] = times[..] {
+            let exponent = (t2 / t1).ln() / (n2 as f64 / n1 as f64).ln();
+            println!("| {} | growth {n1}→{n2} | n^{exponent:.2} | | | | | |", policy.name());
+        }
+    }
+}
+
+/// Smoke mode: both methods at one size agree, and the decomposition certified its optimum.
+fn smoke() {
+    let n = 4096;
+    for policy in POLICIES {
+        let fast = run(&problem(policy, n, Method::Auto));
+        let reference = run(&problem(policy, n, Method::Lp));
+        assert_eq!(fast.method, "decomposition", "{} at {n} jobs", policy.name());
+        let relative = (fast.objective - reference.objective).abs() / reference.objective.abs();
+        assert!(
+            relative <= OBJECTIVE_TOLERANCE,
+            "{} at {n}: {} vs {}",
+            policy.name(),
+            fast.objective,
+            reference.objective
+        );
+        eprintln!(
+            "{} n={n}: decomposition {} vs lp {} (objectives within {relative:.1e})",
+            policy.name(),
+            millis(fast.time.as_secs_f64()),
+            millis(reference.time.as_secs_f64())
+        );
+    }
+}
+
+fn main() {
+    if let Ok(spec) = std::env::var("ARBITER_BENCH_CASE") {
+        child(&spec);
+    } else if std::env::var_os("ARBITER_BENCH_TABLE").is_some_and(|v| v != "0" && !v.is_empty()) {
+        table();
+    } else {
+        smoke();
+    }
+}

@@ -1,0 +1,397 @@
+//! The price decomposition of `max z s.t. thr_m ≥ z·d_m`, exact in time linear in jobs × types when
+//! rows are distinct. Jobs are coupled only through the k capacity rows; at GPU prices p each job's
+//! cheapest way to its need is a tiny LP whose optimum has one of two *structures* (one type with
+//! time to spare, or all of its time on two hull types), and given the structure its allocation is
+//! affine in z. So: prices from a sample of the jobs (solved the same way, recursively), every job
+//! classified by its best response, the jobs near a change of structure (*ambiguous*) kept as full
+//! columns in a small recovery LP in which every other job is folded into the capacity rows, and a
+//! certificate: at the recovery LP's prices, each fixed job's structure is dual- and primal-feasible.
+//! Then the recovery LP's primal and dual are feasible for the full LP with equal objectives: the
+//! optimum. Jobs that fail join the ambiguous set and the LP is solved again; when the set outgrows
+//! its bound, or the rounds run out, the caller falls back to the plain LP and says why.
+//! See `formulations/decomposition.md`.
+
+mod best_response;
+mod prices;
+mod recovery;
+
+use crate::error::{ArbiterError, Result};
+use crate::lp::{Backend, SolveError};
+use crate::problem::Matrix;
+use best_response::{best_response, JobView, Scratch, Structure};
+
+/// How hard the decomposition tries before it gives up (and the engine solves the plain LP).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct DecompositionOptions {
+    /// At most this many jobs: solved as one LP with every job ambiguous (exact, no sample).
+    pub base: usize,
+    /// One job in this many is in the sample that gives a level its first prices.
+    pub sample_ratio: usize,
+    /// Jobs nearest a change of structure added to the ambiguous set each round.
+    pub band: usize,
+    /// The ambiguous set may not grow past this many jobs.
+    pub max_ambiguous: usize,
+    /// Recovery LPs per level at most.
+    pub max_rounds: usize,
+}
+
+impl Default for DecompositionOptions {
+    fn default() -> DecompositionOptions {
+        DecompositionOptions { base: 256, sample_ratio: 8, band: 256, max_ambiguous: 20_000, max_rounds: 40 }
+    }
+}
+
+/// The instance as the decomposition reads it. `demand[m] = 0`: the job takes no part.
+struct Ratio<'a> {
+    throughput: &'a Matrix,
+    scale_factor: &'a [u32],
+    demand: &'a [f64],
+    /// Types with GPUs.
+    usable: Vec<bool>,
+}
+
+impl Ratio<'_> {
+    fn job(&self, m: usize) -> JobView<'_> {
+        JobView { row: self.throughput.row(m), sf: self.scale_factor[m] as f64, demand: self.demand[m] }
+    }
+}
+
+/// An exact optimum found by decomposition.
+pub(super) struct Decomposed {
+    pub(super) z: f64,
+    pub(super) allocation: Matrix,
+    pub(super) lp_solves: usize,
+    /// Recovery LPs at the top level (the sample levels' are in `lp_solves`).
+    pub(super) rounds: usize,
+    /// Jobs with full columns in the last recovery LP.
+    pub(super) ambiguous: usize,
+    /// The capacity rows' duals: a warm start for the next solve on the same instance.
+    pub(super) prices: Vec<f64>,
+}
+
+/// One level's result: its ratio and prices, how each job is allocated, and whether the
+/// certificate holds (a sample level's prices are useful even when it does not).
+struct Level {
+    z: f64,
+    prices: Vec<f64>,
+    /// `(job, structure)` for the fixed jobs.
+    fixed: Vec<(u32, Structure)>,
+    /// `(job, time per type)` for the ambiguous jobs.
+    ambiguous: Vec<(u32, Vec<(usize, f64)>)>,
+    certified: bool,
+    rounds: usize,
+    lp_solves: usize,
+    why_not: Option<String>,
+}
+
+/// Solves `max z s.t. thr_m ≥ z·demand_m` (z in the caller's unit) by decomposition. `Ok(Err(why))`
+/// when it cannot certify an optimum within its options: the caller then solves the plain LP.
+/// `warm`: prices of an earlier solve on the same jobs and GPUs (other demands), used instead of
+/// the sample's; if they lead nowhere the solve starts again from the sample.
+pub(super) fn solve(
+    throughput: &Matrix,
+    scale_factor: &[u32],
+    capacity: &[f64],
+    demand: &[f64],
+    backend: Backend,
+    options: &DecompositionOptions,
+    warm: Option<&[f64]>,
+) -> Result<std::result::Result<Decomposed, String>> {
+    if let Some(prices) = warm.filter(|p| p.len() == capacity.len()) {
+        if let Ok(found) = solve_from(throughput, scale_factor, capacity, demand, backend, options, Some(prices))? {
+            return Ok(Ok(found));
+        }
+    }
+    solve_from(throughput, scale_factor, capacity, demand, backend, options, None)
+}
+
+fn solve_from(
+    throughput: &Matrix,
+    scale_factor: &[u32],
+    capacity: &[f64],
+    demand: &[f64],
+    backend: Backend,
+    options: &DecompositionOptions,
+    warm: Option<&[f64]>,
+) -> Result<std::result::Result<Decomposed, String>> {
+    let ratio = Ratio { throughput, scale_factor, demand, usable: capacity.iter().map(|&g| g > 0.0).collect() };
+    let jobs: Vec<u32> = (0..throughput.rows()).filter(|&m| demand[m] > 0.0).map(|m| m as u32).collect();
+    if jobs.is_empty() {
+        return Ok(Err("no job has a demand".into()));
+    }
+    if jobs.len() > u32::MAX as usize - 1 {
+        return Ok(Err("too many jobs".into()));
+    }
+    let level = match solve_level(&ratio, &jobs, capacity, backend, options, true, warm)? {
+        Ok(level) => level,
+        Err(why) => return Ok(Err(why)),
+    };
+    if !level.certified {
+        return Ok(Err(level.why_not.unwrap_or_else(|| "no certificate".into())));
+    }
+    let allocation = match allocate(&ratio, &level, capacity) {
+        Ok(allocation) => allocation,
+        Err(why) => return Ok(Err(why)),
+    };
+    let z = jobs
+        .iter()
+        .map(|&m| crate::problem::dot(throughput.row(m as usize), allocation.row(m as usize)) / demand[m as usize])
+        .fold(f64::INFINITY, f64::min);
+    Ok(Ok(Decomposed {
+        z,
+        allocation,
+        lp_solves: level.lp_solves,
+        rounds: level.rounds,
+        ambiguous: level.ambiguous.len(),
+        prices: level.prices,
+    }))
+}
+
+/// Errors that end the solve (the budget ran out) rather than send it to the plain LP.
+fn fatal(error: SolveError) -> std::result::Result<String, ArbiterError> {
+    match error {
+        SolveError::TimeLimit => Err(ArbiterError::from(SolveError::TimeLimit)),
+        other => Ok(format!("recovery LP: {other}")),
+    }
+}
+
+/// Solves one level: `jobs` on `capacity`. At most `options.base` jobs: one LP over all of them.
+/// Otherwise prices from a sample level, then rounds of classify, recover, certify.
+fn solve_level(
+    ratio: &Ratio,
+    jobs: &[u32],
+    capacity: &[f64],
+    backend: Backend,
+    options: &DecompositionOptions,
+    top: bool,
+    warm: Option<&[f64]>,
+) -> Result<std::result::Result<Level, String>> {
+    let num_types = capacity.len();
+    if jobs.len() <= options.base.max(1) {
+        return Ok(match recovery::solve(ratio, jobs, capacity, &vec![(0.0, 0.0); num_types], 1.0, backend) {
+            Ok(rec) => Ok(Level {
+                z: rec.z,
+                prices: rec.prices,
+                fixed: Vec::new(),
+                ambiguous: jobs.iter().copied().zip(rec.time).collect(),
+                certified: true,
+                rounds: 1,
+                lp_solves: 1,
+                why_not: None,
+            }),
+            Err(e) => Err(fatal(e)?),
+        });
+    }
+    // First prices: a warm start's, at the ratio they clear; or a strided sample's, on the same
+    // share of every type's GPUs.
+    let (mut lp_solves, mut z, mut prices) = match warm {
+        Some(warm) => (0, prices::ratio_at(ratio, jobs, capacity, warm), warm.to_vec()),
+        None => {
+            let step = options.sample_ratio.max(2);
+            let sample: Vec<u32> = jobs.iter().skip(step / 2).step_by(step).copied().collect();
+            let share = sample.len() as f64 / jobs.len() as f64;
+            let sample_capacity: Vec<f64> = capacity.iter().map(|g| g * share).collect();
+            match solve_level(ratio, &sample, &sample_capacity, backend, options, false, None)? {
+                Ok(level) => (level.lp_solves, level.z, level.prices),
+                Err(why) => return Ok(Err(why)),
+            }
+        }
+    };
+    if z <= 0.0 {
+        return Ok(Err("the first estimate of the optimum is 0".into()));
+    }
+    match prices::refine(ratio, jobs, capacity, z, &prices, backend) {
+        Ok((refined_z, refined, solves)) => {
+            z = refined_z;
+            prices = refined;
+            lp_solves += solves;
+        }
+        Err(e) => {
+            fatal(e)?;
+        }
+    }
+    let rounds_allowed = if top { options.max_rounds } else { options.max_rounds.min(4) };
+    let mut in_ambiguous = vec![false; jobs.len()];
+    let mut ambiguous: Vec<usize> = Vec::new();
+    let mut scratch = Scratch::default();
+    let mut structures: Vec<Option<Structure>> = vec![None; jobs.len()];
+    let mut margins: Vec<(f64, u32)> = Vec::with_capacity(jobs.len());
+    let mut last: Option<Level> = None;
+    let mut band_now = options.band;
+    for round in 1..=rounds_allowed.max(1) {
+        // Classify every job not yet ambiguous by its best response at the current prices.
+        margins.clear();
+        for (i, &m) in jobs.iter().enumerate() {
+            if in_ambiguous[i] {
+                continue;
+            }
+            match best_response(ratio.job(m as usize), &ratio.usable, &prices, z, &mut scratch) {
+                Some((structure, margin)) => {
+                    structures[i] = Some(structure);
+                    margins.push((margin, i as u32));
+                }
+                None => return Ok(Err(format!("job {m} can run on no type with GPUs"))),
+            }
+        }
+        // The band: the jobs nearest a change of structure.
+        let band = band_now.min(margins.len());
+        if band > 0 && band < margins.len() {
+            margins.select_nth_unstable_by(band - 1, |a, b| a.0.total_cmp(&b.0));
+        }
+        for &(_, i) in &margins[..band] {
+            in_ambiguous[i as usize] = true;
+            ambiguous.push(i as usize);
+        }
+        if ambiguous.len() > options.max_ambiguous {
+            let why = format!("the ambiguous set outgrew its bound ({} jobs)", options.max_ambiguous);
+            return Ok(match last.filter(|_| !top) {
+                Some(level) => Ok(level),
+                None if !top => Ok(estimate(z, prices, lp_solves, why)),
+                None => Err(why),
+            });
+        }
+        // Fold the fixed jobs into the capacity rows.
+        let mut fixed_usage = vec![(0.0, 0.0); num_types];
+        for (i, &m) in jobs.iter().enumerate() {
+            if in_ambiguous[i] {
+                continue;
+            }
+            let Some(structure) = structures[i] else { continue };
+            let job = ratio.job(m as usize);
+            for ((w, alpha, _), (_, x)) in
+                job.affine(structure).into_iter().zip(job.time_at(structure, z)).take(structure.width())
+            {
+                fixed_usage[w].0 += job.sf * alpha;
+                fixed_usage[w].1 += job.sf * x;
+            }
+        }
+        let members: Vec<u32> = ambiguous.iter().map(|&i| jobs[i]).collect();
+        lp_solves += 1;
+        let rec = match recovery::solve(ratio, &members, capacity, &fixed_usage, z, backend) {
+            Ok(rec) => rec,
+            Err(e) => {
+                let why = fatal(e)?;
+                if band_now < options.max_ambiguous {
+                    // Too few ambiguous jobs to absorb the estimate's misfit (the fixed jobs alone
+                    // overfill a type at every z): widen the band and try again.
+                    band_now = (band_now * 2).min(options.max_ambiguous);
+                    continue;
+                }
+                return Ok(if top { Err(why) } else { Ok(estimate(z, prices, lp_solves, why)) });
+            }
+        };
+        // The certificate: every fixed job's structure optimal at the recovered prices and z.
+        let mut failures = Vec::new();
+        for (i, &m) in jobs.iter().enumerate() {
+            if in_ambiguous[i] {
+                continue;
+            }
+            let Some(structure) = structures[i] else { continue };
+            if !ratio.job(m as usize).certified(structure, &ratio.usable, &rec.prices, rec.z) {
+                failures.push(i);
+            }
+        }
+        let failed = failures.len();
+        if failed > 4 * band_now.max(64) && band_now < options.max_ambiguous {
+            // The band was too narrow to absorb the misfit of the estimated prices, and the
+            // recovered prices are distorted by it: keep the estimate, widen the band.
+            band_now = (band_now * 2).min(options.max_ambiguous);
+            continue;
+        }
+        for &i in &failures {
+            in_ambiguous[i] = true;
+            ambiguous.push(i);
+        }
+        band_now = (options.band / 4).max(1);
+        z = rec.z;
+        prices = rec.prices;
+        let level = Level {
+            z,
+            prices: prices.clone(),
+            fixed: Vec::new(),
+            ambiguous: Vec::new(),
+            certified: failed == 0,
+            rounds: round,
+            lp_solves,
+            why_not: None,
+        };
+        if failed == 0 {
+            let fixed = jobs
+                .iter()
+                .enumerate()
+                .filter(|&(i, _)| !in_ambiguous[i])
+                .filter_map(|(i, &m)| structures[i].map(|s| (m, s)))
+                .collect();
+            return Ok(Ok(Level { fixed, ambiguous: members.into_iter().zip(rec.time).collect(), ..level }));
+        }
+        if z <= 0.0 {
+            return Ok(Err("the recovered optimum is 0".into()));
+        }
+        last = Some(level);
+    }
+    let why = format!("no certificate after {} recovery LPs", rounds_allowed.max(1));
+    Ok(match last {
+        Some(level) if !top => Ok(level),
+        _ => Err(why),
+    })
+}
+
+/// A level that only carries prices forward (its certificate does not hold).
+fn estimate(z: f64, prices: Vec<f64>, lp_solves: usize, why: String) -> Level {
+    Level {
+        z,
+        prices,
+        fixed: Vec::new(),
+        ambiguous: Vec::new(),
+        certified: false,
+        rounds: 0,
+        lp_solves,
+        why_not: Some(why),
+    }
+}
+
+/// The per-job allocation of a certified level: fixed jobs from their structure at z, ambiguous
+/// ones from the recovery LP. Round-off over the capacity is scaled away (it is far below the
+/// tolerances; a larger excess means the certificate was wrong, and the caller falls back).
+fn allocate(ratio: &Ratio, level: &Level, capacity: &[f64]) -> std::result::Result<Matrix, String> {
+    let (rows, cols) = (ratio.throughput.rows(), ratio.throughput.cols());
+    let mut x = Matrix::zeros(rows, cols);
+    for &(m, structure) in &level.fixed {
+        let job = ratio.job(m as usize);
+        for (w, t) in job.time_at(structure, level.z) {
+            if t > 0.0 {
+                x.set(m as usize, w, t.min(1.0));
+            }
+        }
+    }
+    for (m, time) in &level.ambiguous {
+        let m = *m as usize;
+        let total: f64 = time.iter().map(|&(_, t)| t).sum();
+        let shrink = if total > 1.0 { 1.0 / total } else { 1.0 };
+        for &(w, t) in time {
+            x.set(m, w, t * shrink);
+        }
+    }
+    let mut used = vec![0.0; cols];
+    for m in 0..rows {
+        let sf = ratio.scale_factor[m] as f64;
+        for (w, &t) in x.row(m).iter().enumerate() {
+            used[w] += sf * t;
+        }
+    }
+    let mut factor: f64 = 1.0;
+    for w in 0..cols {
+        if used[w] > capacity[w] {
+            factor = factor.min(capacity[w] / used[w]);
+        }
+    }
+    if factor < 1.0 - 1e-6 {
+        return Err(format!("the recovered allocation is over capacity by a factor {}", 1.0 / factor));
+    }
+    if factor < 1.0 {
+        for m in 0..rows {
+            x.row_mut(m).iter_mut().for_each(|t| *t *= factor);
+        }
+    }
+    Ok(x)
+}

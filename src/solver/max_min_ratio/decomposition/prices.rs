@@ -1,0 +1,167 @@
+//! Prices for a level before its recovery LP: cutting planes on the Lagrangian of the capacity
+//! rows at a fixed ratio z. At prices p every job's cheapest way to its need `z·d_m` costs
+//! `f_m(p)`, concave and homogeneous in p; `F(p) = Σ_m f_m(p) − G·p` is then concave with
+//! supergradient `U(p) − G` (the best responses' usage) and `F(p) = (U(p) − G)·p`. Its maximizer
+//! on the simplex prices the GPUs as the full LP does near z; a Newton step on `F(p; z) = 0`
+//! then moves z. Only an estimate: the recovery LP and its certificate decide.
+
+use super::best_response::{best_response, Scratch};
+use super::Ratio;
+use crate::lp::{Backend, LinearProgram, Row, Sense, SolveError};
+
+/// Evaluations of F at most per refinement.
+const MAX_CUTS: usize = 60;
+/// Passes of (cutting planes at z, Newton step on z).
+const PASSES: usize = 1;
+/// Stop when the cutting-plane bound is within this share of `Σ_w G_w·p_w` of the best value.
+const GAP: f64 = 1e-9;
+/// The trust region's first half-width (prices sum to 1), and the width at which it stops.
+const TRUST_RADIUS: f64 = 0.05;
+const MIN_RADIUS: f64 = 1e-9;
+
+/// F at `p` and its pieces: the usage `U(p)` and `Σ_m d_m·u_m` (dF/dz).
+struct Value {
+    usage: Vec<f64>,
+    slope: f64,
+}
+
+fn evaluate(ratio: &Ratio, jobs: &[u32], p: &[f64], z: f64, scratch: &mut Scratch) -> Value {
+    let mut usage = vec![0.0; p.len()];
+    let mut slope = 0.0;
+    for &m in jobs {
+        let job = ratio.job(m as usize);
+        let Some((structure, _)) = best_response(job, &ratio.usable, p, z, scratch) else { continue };
+        for (w, x) in job.time_at(structure, z).into_iter().take(structure.width()) {
+            usage[w] += job.sf * x;
+        }
+        slope += job.demand * job.duals(structure, p).0;
+    }
+    Value { usage, slope }
+}
+
+/// Refines `(z, p)` for `jobs` on `capacity`: cutting planes for p at z, then one Newton step
+/// on z. Returns the estimate and the LPs solved.
+pub(super) fn refine(
+    ratio: &Ratio,
+    jobs: &[u32],
+    capacity: &[f64],
+    z: f64,
+    start: &[f64],
+    backend: Backend,
+) -> Result<(f64, Vec<f64>, usize), SolveError> {
+    let (mut z, mut p, mut lp_solves) = (z, start.to_vec(), 0);
+    if p.iter().all(|&v| v <= 0.0) {
+        // No capacity row binds at the estimate: the ratio is set by the jobs' own time, and the
+        // band (the jobs that cannot meet their need at z) carries it.
+        return Ok((z, p, 0));
+    }
+    for _ in 0..PASSES {
+        let (next_z, next_p, solves) = refine_once(ratio, jobs, capacity, z, &p, backend)?;
+        (z, p, lp_solves) = (next_z, next_p, lp_solves + solves);
+    }
+    Ok((z, p, lp_solves))
+}
+
+fn refine_once(
+    ratio: &Ratio,
+    jobs: &[u32],
+    capacity: &[f64],
+    z: f64,
+    start: &[f64],
+    backend: Backend,
+) -> Result<(f64, Vec<f64>, usize), SolveError> {
+    let k = capacity.len();
+    let usable: Vec<usize> = (0..k).filter(|&w| ratio.usable[w]).collect();
+    let mut scratch = Scratch::default();
+    let total: f64 = start.iter().sum();
+    let mut p: Vec<f64> = if total > 0.0 {
+        start.iter().map(|v| v / total).collect()
+    } else {
+        (0..k).map(|w| if ratio.usable[w] { 1.0 / usable.len() as f64 } else { 0.0 }).collect()
+    };
+    let gap_scale: f64 = capacity.iter().sum::<f64>().max(1.0);
+    let mut cuts: Vec<Vec<f64>> = Vec::new();
+    let mut best = (f64::NEG_INFINITY, p.clone());
+    let mut lp_solves = 0;
+    // A trust region around the best point (a box in price space): it halves after every step
+    // that does not improve on the best, so the cutting planes settle instead of zigzagging.
+    let mut radius = TRUST_RADIUS;
+    let mut predicted = f64::INFINITY;
+    for _ in 0..MAX_CUTS {
+        let value = evaluate(ratio, jobs, &p, z, &mut scratch);
+        let g: Vec<f64> = (0..k).map(|w| value.usage[w] - capacity[w]).collect();
+        let f: f64 = g.iter().zip(&p).map(|(g, p)| g * p).sum();
+        // A step that realizes most of the rise the cuts predicted widens the region; one that
+        // does not improve at all narrows it.
+        if f > best.0 {
+            if f - best.0 >= 0.5 * predicted {
+                radius = (radius * 2.0).min(TRUST_RADIUS);
+            }
+            best = (f, p.clone());
+        } else {
+            radius *= 0.5;
+        }
+        if radius < MIN_RADIUS {
+            break;
+        }
+        cuts.push(g);
+        // max θ s.t. θ ≤ g_j·p for every cut, Σ p = 1, p ≥ 0, |p − best| ≤ radius.
+        let mut lp = LinearProgram::new(Sense::Maximize);
+        let theta = lp.add_col(1.0, f64::NEG_INFINITY, f64::INFINITY);
+        let cols: Vec<usize> = usable
+            .iter()
+            .map(|&w| lp.add_col(0.0, (best.1[w] - radius).max(0.0), (best.1[w] + radius).min(1.0)))
+            .collect();
+        for g in &cuts {
+            let mut coefs: Vec<(usize, f64)> = usable.iter().zip(&cols).map(|(&w, &c)| (c, -g[w])).collect();
+            coefs.push((theta, 1.0));
+            lp.add_row(Row::at_most(0.0, coefs));
+        }
+        lp.add_row(Row::equal(1.0, cols.iter().map(|&c| (c, 1.0)).collect()));
+        let solution = backend.solve(lp)?;
+        lp_solves += 1;
+        let bound = solution.values[theta];
+        let mut next = vec![0.0; k];
+        for (&w, &c) in usable.iter().zip(&cols) {
+            next[w] = solution.values[c].max(0.0);
+        }
+        // The bound holds beyond the region only when the step stays inside it.
+        let inside = usable.iter().all(|&w| (next[w] - best.1[w]).abs() < 0.999 * radius);
+        p = next;
+        predicted = bound - best.0;
+        if inside && predicted <= GAP * gap_scale {
+            break;
+        }
+    }
+    // A Newton step on F(p; z) = 0 along z (F rises with z at rate Σ_m d_m·u_m, in units of p).
+    let p = best.1;
+    let value = evaluate(ratio, jobs, &p, z, &mut scratch);
+    let f: f64 = (0..k).map(|w| (value.usage[w] - capacity[w]) * p[w]).sum();
+    let z = if value.slope > 0.0 { (z - f / value.slope).clamp(0.9 * z, 1.1 * z) } else { z };
+    Ok((z, p, lp_solves))
+}
+
+/// Newton steps at most when finding the ratio that prices clear.
+const MAX_NEWTON: usize = 20;
+
+/// The ratio z at which the best responses at prices `p` use what the GPUs are worth,
+/// `F(p; z) = 0` (Newton's method from z = 1, the natural unit's largest possible ratio); 1 when
+/// no price is positive.
+pub(super) fn ratio_at(ratio: &Ratio, jobs: &[u32], capacity: &[f64], p: &[f64]) -> f64 {
+    let mut scratch = Scratch::default();
+    let mut z: f64 = 1.0;
+    for _ in 0..MAX_NEWTON {
+        let value = evaluate(ratio, jobs, p, z, &mut scratch);
+        let f: f64 = (0..p.len()).map(|w| (value.usage[w] - capacity[w]) * p[w]).sum();
+        if value.slope <= 0.0 || !f.is_finite() {
+            break;
+        }
+        let next = (z - f / value.slope).clamp(0.5 * z, 2.0 * z);
+        let done = (next - z).abs() <= 1e-12 * z;
+        z = next;
+        if done {
+            break;
+        }
+    }
+    z
+}

@@ -1,0 +1,296 @@
+//! The price decomposition of `max z s.t. thr_m ≥ z·d_m` against the plain LP over classes on
+//! thousands of random instances: ties, zero throughputs, scale factors above 1, weights, one type
+//! and twenty, a single job, far more jobs than GPUs. Small decomposition options (a base of a few
+//! jobs, a band of one) make every instance go through samples, rounds and certificates. Its
+//! objective must equal the LP's within 1e-7 relative, its allocation must be feasible to 1e-9,
+//! and it must certify (not fall back on) most instances. Also: `method` on the wire.
+
+use crate::common::*;
+use arbiter::lp::Backend;
+use arbiter::max_min_ratio::{DecompositionOptions, Engine, Instance, Method};
+use arbiter::problem::Matrix;
+use arbiter::ErrorCode;
+use proptest::prelude::*;
+use proptest::sample::select;
+use proptest::test_runner::{Config, TestRunner};
+use serde_json::json;
+
+/// Relative agreement of the two objectives.
+const OBJECTIVE: f64 = 1e-7;
+/// Feasibility of the decomposition's allocation.
+const FEASIBLE: f64 = 1e-9;
+
+#[derive(Debug, Clone)]
+struct Case {
+    rows: Vec<Vec<f64>>,
+    sf: Vec<u32>,
+    capacity: Vec<f64>,
+    demand: Vec<f64>,
+}
+
+/// A throughput: 0 (cannot run there) a fifth of the time, else one of a few values (ties) or any.
+fn entry() -> impl Strategy<Value = f64> {
+    prop_oneof![1 => Just(0.0), 1 => select(vec![1.0, 2.0, 4.0]), 3 => 0.1f64..100.0]
+}
+
+/// `jobs` jobs on `types` types: some rows copied from the previous job (ties between jobs), a
+/// demand that is 0 one time in twelve, weights 1 or 5 folded into it.
+fn case(
+    types: usize,
+    jobs: std::ops::RangeInclusive<usize>,
+    gpus: std::ops::RangeInclusive<u32>,
+) -> impl Strategy<Value = Case> {
+    let job = (
+        prop::collection::vec(entry(), types),
+        select(vec![1u32, 1, 2, 4, 8]),
+        prop_oneof![11 => 0.1f64..10.0, 1 => Just(0.0)],
+        select(vec![1.0, 5.0]),
+        prop::bool::weighted(0.15),
+    );
+    (prop::collection::vec(gpus, types), prop::collection::vec(job, jobs)).prop_map(move |(counts, jobs)| {
+        let mut case = Case {
+            rows: Vec::new(),
+            sf: Vec::new(),
+            capacity: counts.iter().map(|&c| c as f64).collect(),
+            demand: Vec::new(),
+        };
+        for (m, (mut row, sf, demand, weight, copy)) in jobs.into_iter().enumerate() {
+            if copy && m > 0 {
+                row = case.rows[m - 1].clone();
+            }
+            if row.iter().all(|&t| t == 0.0) {
+                row[m % types] = 1.0;
+            }
+            case.rows.push(row);
+            case.sf.push(sf);
+            case.demand.push(demand * weight);
+        }
+        case
+    })
+}
+
+fn matrix(rows: &[Vec<f64>]) -> Matrix {
+    let mut t = Matrix::zeros(rows.len(), rows[0].len());
+    for (m, row) in rows.iter().enumerate() {
+        for (w, &v) in row.iter().enumerate() {
+            t.set(m, w, v);
+        }
+    }
+    t
+}
+
+/// Options that send even a handful of jobs through samples, bands and certificates.
+fn small_options(base: usize) -> DecompositionOptions {
+    DecompositionOptions { base, sample_ratio: 2, band: 1, max_ambiguous: 10_000, max_rounds: 40 }
+}
+
+/// Solves the case both ways, checks the decomposition's answer, and says whether it certified.
+fn check(case: &Case, options: DecompositionOptions) -> Result<bool, TestCaseError> {
+    let t = matrix(&case.rows);
+    let instance = || Instance {
+        throughput: &t,
+        scale_factor: case.sf.clone(),
+        capacity: case.capacity.clone(),
+        pairs: Vec::new(),
+        unconsolidated: None,
+        consolidated_slots: Vec::new(),
+    };
+    let mut reference = Engine::new(instance(), Backend::default()).with_method(Method::Lp, options);
+    let want = reference.max_ratio(&case.demand).map_err(|e| TestCaseError::fail(e.to_json().to_string()))?;
+    let mut engine = Engine::new(instance(), Backend::default()).with_method(Method::Decomposition, options);
+    let got = engine.max_ratio(&case.demand).map_err(|e| TestCaseError::fail(e.to_json().to_string()))?;
+    let report = engine.method_report();
+    let certified = report.as_ref().is_some_and(|r| r.method == "decomposition");
+    match (want.z, got.z) {
+        (None, None) => return Ok(certified),
+        (Some(want), Some(got)) => {
+            prop_assert!(
+                (got - want).abs() <= OBJECTIVE * want.abs().max(1e-12),
+                "z {got} vs the LP's {want} ({report:?})"
+            );
+        }
+        other => prop_assert!(false, "z {:?} vs the LP's", other),
+    }
+    let z = got.z.unwrap_or(0.0);
+    let x = &got.allocation;
+    let mut used = vec![0.0; case.capacity.len()];
+    for m in 0..case.rows.len() {
+        let row = x.row(m);
+        prop_assert!(row.iter().all(|&v| v >= 0.0), "job {m}: negative time {row:?}");
+        let time: f64 = row.iter().sum();
+        prop_assert!(time <= 1.0 + FEASIBLE, "job {m}: time {time}");
+        let thr: f64 = row.iter().zip(&case.rows[m]).map(|(x, t)| x * t).sum();
+        let need = z * case.demand[m];
+        prop_assert!(thr >= need - FEASIBLE * need.max(1e-300), "job {m}: thr {thr} < need {need} ({report:?})");
+        for (w, &v) in row.iter().enumerate() {
+            used[w] += case.sf[m] as f64 * v;
+        }
+    }
+    for (w, &u) in used.iter().enumerate() {
+        prop_assert!(u <= case.capacity[w] * (1.0 + FEASIBLE), "type {w}: {u} GPUs of {}", case.capacity[w]);
+    }
+    Ok(certified)
+}
+
+/// Runs `cases` random instances; at least `min_certified` of them must certify.
+fn run(cases: u32, strategy: impl Strategy<Value = Case>, options: DecompositionOptions, min_certified: f64) {
+    let mut runner = TestRunner::new(Config { cases, failure_persistence: None, ..Config::default() });
+    let certified = std::cell::Cell::new(0u32);
+    runner
+        .run(&strategy, |case| {
+            if check(&case, options)? {
+                certified.set(certified.get() + 1);
+            }
+            Ok(())
+        })
+        .unwrap();
+    let share = certified.get() as f64 / cases as f64;
+    assert!(share >= min_certified, "only {} of {cases} instances certified", certified.get());
+}
+
+#[test]
+fn agrees_with_the_lp_on_few_types() {
+    run(3000, (1usize..=4).prop_flat_map(|k| case(k, 1..=40, 1..=16)), small_options(2), 0.8);
+}
+
+#[test]
+fn agrees_with_the_lp_when_some_types_have_no_gpus() {
+    run(300, (2usize..=4).prop_flat_map(|k| case(k, 1..=30, 0..=6)), small_options(2), 0.5);
+}
+
+#[test]
+fn auto_keeps_the_plain_lp_when_jobs_share_rows() {
+    // 3,000 jobs drawn from 12 rows: classes make the plain engine small, and `auto` keeps it.
+    let rows = 12;
+    let case = Case {
+        rows: (0..3000).map(|m| vec![1.0 + (m % rows) as f64, 2.0 + ((m * 7) % rows) as f64]).collect(),
+        sf: vec![1; 3000],
+        capacity: vec![500.0, 400.0],
+        demand: (0..3000).map(|m| 1.0 + (m % 3) as f64).collect(),
+    };
+    let t = matrix(&case.rows);
+    let instance = Instance {
+        throughput: &t,
+        scale_factor: case.sf.clone(),
+        capacity: case.capacity.clone(),
+        pairs: Vec::new(),
+        unconsolidated: None,
+        consolidated_slots: Vec::new(),
+    };
+    let mut engine = Engine::new(instance, Backend::default());
+    engine.max_ratio(&case.demand).unwrap();
+    let report = engine.method_report().expect("a report");
+    assert_eq!((report.method.as_str(), report.fallback), ("lp", None));
+    // Forced, the decomposition still agrees (many exact ties: a stress for its certificate).
+    check(&case, DecompositionOptions::default()).unwrap();
+}
+
+#[test]
+fn agrees_with_the_lp_on_one_type() {
+    run(300, case(1, 1..=30, 1..=8), small_options(2), 0.8);
+}
+
+#[test]
+fn agrees_with_the_lp_on_twenty_types() {
+    run(200, case(20, 1..=30, 1..=6), small_options(3), 0.8);
+}
+
+#[test]
+fn agrees_with_the_lp_on_a_single_job() {
+    run(300, (1usize..=5).prop_flat_map(|k| case(k, 1..=1, 1..=4)), small_options(1), 0.9);
+}
+
+#[test]
+fn agrees_with_the_lp_with_far_more_jobs_than_gpus() {
+    run(60, (2usize..=4).prop_flat_map(|k| case(k, 150..=300, 1..=3)), small_options(16), 0.8);
+}
+
+#[test]
+fn agrees_with_the_lp_on_gavel_like_rows_with_default_options() {
+    // Many jobs on three types with lognormal noise around a few models: the path `auto` takes.
+    let strategy = (
+        prop::collection::vec(
+            (0usize..6, select(vec![1u32, 1, 1, 2, 4, 8]), -0.2f64..0.2, -0.2f64..0.2, -0.2f64..0.2),
+            2500..=3000,
+        ),
+        0.1f64..2.0,
+    )
+        .prop_map(|(jobs, share)| {
+            let models = [
+                [40.0, 20.0, 8.0],
+                [10.0, 8.0, 5.0],
+                [100.0, 30.0, 0.0],
+                [5.0, 4.5, 4.0],
+                [60.0, 25.0, 10.0],
+                [20.0, 18.0, 6.0],
+            ];
+            let n = jobs.len() as f64;
+            Case {
+                rows: jobs
+                    .iter()
+                    .map(|&(i, sf, a, b, c)| {
+                        let g = sf as f64 * 0.9f64.powf((sf as f64).log2());
+                        vec![models[i][0] * g * a.exp(), models[i][1] * g * b.exp(), models[i][2] * g * c.exp()]
+                    })
+                    .collect(),
+                sf: jobs.iter().map(|j| j.1).collect(),
+                capacity: vec![(n * share / 4.0).floor().max(1.0); 3],
+                demand: jobs.iter().enumerate().map(|(m, _)| 1.0 + (m % 7) as f64).collect(),
+            }
+        });
+    run(6, strategy, DecompositionOptions::default(), 0.8);
+}
+
+#[test]
+fn a_second_solve_starts_from_the_first_ones_prices_and_stays_exact() {
+    // As FTF's bisection does: the same jobs and GPUs, other demands, one engine.
+    let n = 3000;
+    let rows: Vec<Vec<f64>> = (0..n)
+        .map(|m| {
+            let f = |k: usize| 1.0 + 0.2 * ((m * k) as f64 * 0.618).sin();
+            vec![30.0 * f(3), 14.0 * f(5), 6.0 * f(7)]
+        })
+        .collect();
+    let sf: Vec<u32> = (0..n).map(|m| [1, 1, 2, 4][m % 4]).collect();
+    let t = matrix(&rows);
+    let instance = || Instance {
+        throughput: &t,
+        scale_factor: sf.clone(),
+        capacity: vec![300.0, 400.0, 500.0],
+        pairs: Vec::new(),
+        unconsolidated: None,
+        consolidated_slots: Vec::new(),
+    };
+    let first: Vec<f64> = (0..n).map(|m| 5.0 + (m % 11) as f64).collect();
+    let second: Vec<f64> = first.iter().enumerate().map(|(m, d)| d * (1.0 + 0.3 * ((m % 5) as f64) / 5.0)).collect();
+    let mut engine = Engine::new(instance(), Backend::default()).with_method(Method::Decomposition, Default::default());
+    engine.max_ratio(&first).unwrap();
+    let got = engine.max_ratio(&second).unwrap();
+    assert_eq!(engine.method_report().unwrap().method, "decomposition");
+    let mut reference = Engine::new(instance(), Backend::default()).with_method(Method::Lp, Default::default());
+    let want = reference.max_ratio(&second).unwrap();
+    assert_close(got.z.unwrap(), want.z.unwrap(), OBJECTIVE, "z after a warm start");
+}
+
+#[test]
+fn the_request_names_the_method_and_stats_report_it() {
+    let jobs: Vec<_> = (0..40)
+        .map(|m| {
+            let f = 1.0 + (m as f64 * 0.37).sin() * 0.3;
+            json!({"id": format!("j{m}"), "throughput": {"v100": 10.0 * f, "k80": 3.0 / f}, "scale_factor": 1 + m % 2, "steps_remaining": 1000 + 10 * m})
+        })
+        .collect();
+    for policy in ["max_min_fairness", "finish_time_fairness", "min_makespan"] {
+        let request = |method: &str| json!({"policy": policy, "method": method, "cluster": {"worker_types": {"v100": {"count": 6}, "k80": {"count": 10}}}, "jobs": jobs});
+        let (_, lp, _) = solve_value(&request("lp"));
+        let (p, fast, x) = solve_value(&request("decomposition"));
+        assert_feasible(&p, &x);
+        assert_eq!(lp.stats.method.as_ref().map(|m| m.method.as_str()), Some("lp"), "{policy}");
+        let method = fast.stats.method.as_ref().expect("a method report");
+        assert_eq!(method.method, "decomposition", "{policy}: {method:?}");
+        assert_close(fast.objective.unwrap(), lp.objective.unwrap(), OBJECTIVE, policy);
+    }
+    let bad = json!({"policy": "max_min_fairness", "method": "simplex", "cluster": {"worker_types": {"v100": {"count": 1}}},
+        "jobs": [{"id": "a", "throughput": {"v100": 1.0}}]});
+    assert_error(&solve_err(&bad.to_string()), ErrorCode::MalformedRequest, Some("method"));
+}
