@@ -294,3 +294,69 @@ fn the_request_names_the_method_and_stats_report_it() {
         "jobs": [{"id": "a", "throughput": {"v100": 1.0}}]});
     assert_error(&solve_err(&bad.to_string()), ErrorCode::MalformedRequest, Some("method"));
 }
+
+#[test]
+fn a_recovered_ratio_of_zero_is_not_a_certificate() {
+    // Found by `agrees_with_the_lp_when_some_types_have_no_gpus`: the recovery LP's ratio stopped
+    // at its bound z = 0, whose dual the certificate does not cover, and 0 was reported while the
+    // LP's optimum is 0.021875 (job 21 needs 8 GPUs and runs a share of the time on 4).
+    let z = |v: f64| vec![v, 0.0];
+    let o = |v: f64| vec![0.0, v];
+    let case = Case {
+        rows: vec![
+            z(1.0),
+            z(7.299644015190146),
+            z(1.0),
+            o(89.6270576005619),
+            o(2.4358064230463135),
+            z(91.53606639954727),
+            z(1.0),
+            z(4.0),
+            z(1.0),
+            o(54.44496627676987),
+            z(1.0),
+            o(65.27759586782317),
+            o(65.27759586782317),
+            o(65.27759586782317),
+            o(1.0),
+            o(31.170196423137586),
+            z(1.0),
+            o(2.0),
+            o(83.10402112813993),
+            o(83.10402112813993),
+            vec![4.0, 2.0],
+            o(2.0),
+            o(79.8413260380041),
+            o(9.758546137394212),
+        ],
+        sf: vec![1, 1, 1, 1, 1, 1, 1, 4, 1, 1, 1, 1, 1, 2, 1, 1, 1, 1, 2, 1, 2, 8, 2, 1],
+        capacity: vec![4.0, 4.0],
+        demand: vec![
+            0.1,
+            20.952853596439226,
+            0.1,
+            40.1014290484719,
+            0.1,
+            0.1,
+            0.1,
+            9.979387466454092,
+            0.1,
+            3.940964314597242,
+            45.714210395963406,
+            0.1,
+            0.1,
+            49.01891155523848,
+            4.636863295261285,
+            9.83199670799123,
+            0.1,
+            5.000849081738866,
+            31.793079215557064,
+            9.33757386311305,
+            23.740701400650337,
+            3.8440150472053713,
+            0.1,
+            0.1,
+        ],
+    };
+    check(&case, small_options(2)).unwrap();
+}

@@ -71,6 +71,12 @@ pub(super) fn solve(
         job_rows.push((need_row, time_row));
     }
     let solution = backend.solve(lp)?;
+    if solution.values[zeta] <= -1.0 + 1e-9 && fixed_usage.iter().any(|&(alpha, used)| alpha != 0.0 || used != 0.0) {
+        // z stopped at its bound 0, whose dual no certificate covers. Every job with a demand
+        // has a type it can use (or the caller stopped earlier), so the full LP's optimum is
+        // positive: the fixed structures are what leave no room, as when they overfill a type.
+        return Err(SolveError::Infeasible);
+    }
     if solution.row_duals.is_empty() {
         return Err(SolveError::Failed("the backend reports no duals".into()));
     }
