@@ -52,14 +52,16 @@ pub fn solve(problem: &Problem, backend: lp::Backend) -> error::Result<Response>
         }
         None => (policies::solve(problem, backend)?, None),
     };
-    let (outcome, tie_break) = match partitioning {
+    let applied = match partitioning {
         None => solver::tie_break::apply(problem, outcome, backend)?,
-        Some(_) => (outcome, solver::tie_break::TieBreak::None),
+        Some(_) => solver::tie_break::Applied { outcome, tie_break: solver::tie_break::TieBreak::None, method: None },
     };
+    let (outcome, tie_break) = (applied.outcome, applied.tie_break);
     let seconds = start.elapsed().as_secs_f64();
     let mut response = Response::new(problem, &outcome, kept_pairs, backend.name(), seconds);
     response.stats.partitioning = partitioning;
     response.stats.tie_break = tie_break;
+    response.stats.tie_break_method = applied.method;
     Ok(response)
 }
 

@@ -72,6 +72,10 @@ pub struct Stats {
     /// `lp`) and, when the decomposition was tried and did not certify an optimum, why.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub method: Option<crate::max_min_ratio::MethodReport>,
+    /// The `throughput` tie-break: which method solved its second LP (`decomposition` on mostly
+    /// distinct rows, `lp` otherwise) and, when the decomposition did not certify, why.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tie_break_method: Option<crate::max_min_ratio::MethodReport>,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, utoipa::ToSchema)]
@@ -208,6 +212,7 @@ impl Response {
                 partitioning: None,
                 tie_break: crate::solver::tie_break::TieBreak::None,
                 method: outcome.method.clone(),
+                tie_break_method: None,
             },
         }
     }

@@ -186,6 +186,7 @@ pub fn las_request(n: usize) -> Value {
     let count = (n / 4).max(8);
     json!({
         "policy": "max_min_fairness",
+        "method": "lp",
         "cluster": {"worker_types": {
             "v100": {"count": count, "gpus_per_server": 4},
             "p100": {"count": count, "gpus_per_server": 4},
@@ -198,8 +199,10 @@ pub fn bytes(value: &Value) -> Vec<u8> {
     serde_json::to_vec(value).unwrap()
 }
 
-/// `n` jobs whose throughput rows all differ, so the solver gets no aggregation: a slow solve
-/// (about a second at 4096 jobs, well over ten at 8192), for tests that need one in flight.
+/// `n` jobs whose throughput rows all differ, so the solver gets no aggregation, solved by the
+/// plain LP (`method: lp`, the reference path; the price decomposition takes well under a second):
+/// a slow solve (about a second at 4096 jobs, well over ten at 8192), for tests that need one in
+/// flight.
 pub fn slow_request(n: usize) -> Value {
     let mut state = 0x2545_F491_4F6C_DD1Du64;
     let mut unit = move || {
@@ -220,6 +223,7 @@ pub fn slow_request(n: usize) -> Value {
     let count = n / 4;
     json!({
         "policy": "max_min_fairness",
+        "method": "lp",
         "cluster": {"worker_types": {
             "v100": {"count": count, "gpus_per_server": 4},
             "p100": {"count": count, "gpus_per_server": 4},

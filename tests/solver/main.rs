@@ -16,5 +16,6 @@ mod placement_sensitivity;
 mod policies;
 mod properties;
 mod space_sharing;
+mod tie_break;
 mod water_filling;
 mod water_filling_levels;

@@ -73,7 +73,7 @@ impl MethodReport {
 /// Whether the jobs with a demand have mostly distinct (throughput row, scale factor) pairs, and
 /// there are enough of them for the decomposition to pay. Rows are told apart by a hash of their
 /// bits (a collision only makes them look less distinct), with no allocation per job.
-pub(super) fn mostly_distinct(throughput: &crate::problem::Matrix, scale_factor: &[u32], demand: &[f64]) -> bool {
+pub(crate) fn mostly_distinct(throughput: &crate::problem::Matrix, scale_factor: &[u32], demand: &[f64]) -> bool {
     let jobs: Vec<usize> = (0..demand.len()).filter(|&m| demand[m] > 0.0).collect();
     if jobs.len() < AUTO_MIN_JOBS {
         return false;

@@ -351,8 +351,7 @@ fn estimate(z: f64, prices: Vec<f64>, lp_solves: usize, why: String) -> Level {
 }
 
 /// The per-job allocation of a certified level: fixed jobs from their structure at z, ambiguous
-/// ones from the recovery LP. Round-off over the capacity is scaled away (it is far below the
-/// tolerances; a larger excess means the certificate was wrong, and the caller falls back).
+/// ones from the recovery LP, fitted to the capacity (`fit_capacity`).
 fn allocate(ratio: &Ratio, level: &Level, capacity: &[f64]) -> std::result::Result<Matrix, String> {
     let (rows, cols) = (ratio.throughput.rows(), ratio.throughput.cols());
     let mut x = Matrix::zeros(rows, cols);
@@ -372,9 +371,17 @@ fn allocate(ratio: &Ratio, level: &Level, capacity: &[f64]) -> std::result::Resu
             x.set(m, w, t * shrink);
         }
     }
+    fit_capacity(&mut x, ratio.scale_factor, capacity)?;
+    Ok(x)
+}
+
+/// Scales `x` down where round-off left a type over its capacity by at most a relative 1e-6
+/// (far below the tolerances); a larger excess means a certificate was wrong, an error.
+pub(crate) fn fit_capacity(x: &mut Matrix, scale_factor: &[u32], capacity: &[f64]) -> std::result::Result<(), String> {
+    let (rows, cols) = (x.rows(), x.cols());
     let mut used = vec![0.0; cols];
-    for m in 0..rows {
-        let sf = ratio.scale_factor[m] as f64;
+    for (m, &sf) in scale_factor.iter().enumerate().take(rows) {
+        let sf = sf as f64;
         for (w, &t) in x.row(m).iter().enumerate() {
             used[w] += sf * t;
         }
@@ -393,5 +400,5 @@ fn allocate(ratio: &Ratio, level: &Level, capacity: &[f64]) -> std::result::Resu
             x.row_mut(m).iter_mut().for_each(|t| *t *= factor);
         }
     }
-    Ok(x)
+    Ok(())
 }

@@ -7,7 +7,8 @@
 
 use super::best_response::{best_response, Scratch};
 use super::Ratio;
-use crate::lp::{Backend, LinearProgram, Row, Sense, SolveError};
+use crate::lp::{Backend, SolveError};
+use crate::solver::cutting_planes::{self, Region};
 
 /// Evaluations of F at most per refinement.
 const MAX_CUTS: usize = 60;
@@ -15,7 +16,8 @@ const MAX_CUTS: usize = 60;
 const PASSES: usize = 1;
 /// Stop when the cutting-plane bound is within this share of `Σ_w G_w·p_w` of the best value.
 const GAP: f64 = 1e-9;
-/// The trust region's first half-width (prices sum to 1), and the width at which it stops.
+/// The trust region's first half-width (prices sum to 1), and the width at which it stops
+/// (`crate::cutting_planes`).
 const TRUST_RADIUS: f64 = 0.05;
 const MIN_RADIUS: f64 = 1e-9;
 
@@ -71,70 +73,31 @@ fn refine_once(
     backend: Backend,
 ) -> Result<(f64, Vec<f64>, usize), SolveError> {
     let k = capacity.len();
-    let usable: Vec<usize> = (0..k).filter(|&w| ratio.usable[w]).collect();
+    let usable = (0..k).filter(|&w| ratio.usable[w]).count();
     let mut scratch = Scratch::default();
     let total: f64 = start.iter().sum();
-    let mut p: Vec<f64> = if total > 0.0 {
+    let p: Vec<f64> = if total > 0.0 {
         start.iter().map(|v| v / total).collect()
     } else {
-        (0..k).map(|w| if ratio.usable[w] { 1.0 / usable.len() as f64 } else { 0.0 }).collect()
+        (0..k).map(|w| if ratio.usable[w] { 1.0 / usable as f64 } else { 0.0 }).collect()
     };
-    let gap_scale: f64 = capacity.iter().sum::<f64>().max(1.0);
-    let mut cuts: Vec<Vec<f64>> = Vec::new();
-    let mut best = (f64::NEG_INFINITY, p.clone());
-    let mut lp_solves = 0;
-    // A trust region around the best point (a box in price space): it halves after every step
-    // that does not improve on the best, so the cutting planes settle instead of zigzagging.
-    let mut radius = TRUST_RADIUS;
-    let mut predicted = f64::INFINITY;
-    for _ in 0..MAX_CUTS {
-        let value = evaluate(ratio, jobs, &p, z, &mut scratch);
+    let region = Region {
+        bounds: (0..k).map(|w| ratio.usable[w].then_some((0.0, 1.0))).collect(),
+        simplex: true,
+        radius: TRUST_RADIUS,
+        min_radius: MIN_RADIUS,
+        gap: GAP * capacity.iter().sum::<f64>().max(1.0),
+        max_cuts: MAX_CUTS,
+    };
+    // F is homogeneous: F(p) = (U(p) − G)·p, the supergradient's product with p.
+    let found = cutting_planes::maximize(&p, &region, backend, |p| {
+        let value = evaluate(ratio, jobs, p, z, &mut scratch);
         let g: Vec<f64> = (0..k).map(|w| value.usage[w] - capacity[w]).collect();
-        let f: f64 = g.iter().zip(&p).map(|(g, p)| g * p).sum();
-        // A step that realizes most of the rise the cuts predicted widens the region; one that
-        // does not improve at all narrows it.
-        if f > best.0 {
-            if f - best.0 >= 0.5 * predicted {
-                radius = (radius * 2.0).min(TRUST_RADIUS);
-            }
-            best = (f, p.clone());
-        } else {
-            radius *= 0.5;
-        }
-        if radius < MIN_RADIUS {
-            break;
-        }
-        cuts.push(g);
-        // max θ s.t. θ ≤ g_j·p for every cut, Σ p = 1, p ≥ 0, |p − best| ≤ radius.
-        let mut lp = LinearProgram::new(Sense::Maximize);
-        let theta = lp.add_col(1.0, f64::NEG_INFINITY, f64::INFINITY);
-        let cols: Vec<usize> = usable
-            .iter()
-            .map(|&w| lp.add_col(0.0, (best.1[w] - radius).max(0.0), (best.1[w] + radius).min(1.0)))
-            .collect();
-        for g in &cuts {
-            let mut coefs: Vec<(usize, f64)> = usable.iter().zip(&cols).map(|(&w, &c)| (c, -g[w])).collect();
-            coefs.push((theta, 1.0));
-            lp.add_row(Row::at_most(0.0, coefs));
-        }
-        lp.add_row(Row::equal(1.0, cols.iter().map(|&c| (c, 1.0)).collect()));
-        let solution = backend.solve(lp)?;
-        lp_solves += 1;
-        let bound = solution.values[theta];
-        let mut next = vec![0.0; k];
-        for (&w, &c) in usable.iter().zip(&cols) {
-            next[w] = solution.values[c].max(0.0);
-        }
-        // The bound holds beyond the region only when the step stays inside it.
-        let inside = usable.iter().all(|&w| (next[w] - best.1[w]).abs() < 0.999 * radius);
-        p = next;
-        predicted = bound - best.0;
-        if inside && predicted <= GAP * gap_scale {
-            break;
-        }
-    }
+        (g.iter().zip(p).map(|(g, p)| g * p).sum(), g)
+    })?;
+    let lp_solves = found.lp_solves;
     // A Newton step on F(p; z) = 0 along z (F rises with z at rate Σ_m d_m·u_m, in units of p).
-    let p = best.1;
+    let p = found.point;
     let value = evaluate(ratio, jobs, &p, z, &mut scratch);
     let f: f64 = (0..k).map(|w| (value.usage[w] - capacity[w]) * p[w]).sum();
     let z = if value.slope > 0.0 { (z - f / value.slope).clamp(0.9 * z, 1.1 * z) } else { z };

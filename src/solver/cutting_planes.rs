@@ -1,0 +1,98 @@
+//! Kelley's cutting planes with a trust region: the maximum of a concave, piecewise-linear
+//! function of a few variables (the GPU prices of a Lagrangian) from an oracle that returns its
+//! value and a supergradient. Each cut `θ ≤ F(p_j) + g_j·(q − p_j)` holds everywhere; the next
+//! point maximizes the lowest cut inside a box around the best point so far, which halves after a
+//! step that does not improve on the best and doubles (up to its first width) after one that
+//! realizes at least half of the rise the cuts predicted. Prices are estimates for the callers:
+//! their recovery LPs and certificates decide exactness, never this.
+
+use crate::lp::{Backend, LinearProgram, Row, Sense, SolveError};
+
+/// Where the variables live and when to stop.
+#[derive(Debug, Clone)]
+pub struct Region {
+    /// Per variable: `None` keeps it at 0 (a type with no GPUs); otherwise its bounds.
+    pub bounds: Vec<Option<(f64, f64)>>,
+    /// The variables sum to 1 (a homogeneous function needs only the simplex).
+    pub simplex: bool,
+    /// The trust region's first half-width, and the half-width at which the search stops.
+    pub radius: f64,
+    pub min_radius: f64,
+    /// Stop when the cuts' bound is within this of the best value (with the step inside the box).
+    pub gap: f64,
+    /// Oracle calls at most.
+    pub max_cuts: usize,
+}
+
+/// The best point found, its value, and the LPs solved.
+#[derive(Debug, Clone)]
+pub struct Maximum {
+    pub point: Vec<f64>,
+    pub value: f64,
+    pub lp_solves: usize,
+}
+
+/// Maximizes the concave `F` from `start` (projected into the region's bounds) over `region`.
+/// `oracle(p)` returns `(F(p), g)` with `g` a supergradient at `p`.
+pub fn maximize(
+    start: &[f64],
+    region: &Region,
+    backend: Backend,
+    mut oracle: impl FnMut(&[f64]) -> (f64, Vec<f64>),
+) -> Result<Maximum, SolveError> {
+    let free: Vec<(usize, f64, f64)> =
+        region.bounds.iter().enumerate().filter_map(|(w, b)| b.map(|(lo, hi)| (w, lo, hi))).collect();
+    let mut p: Vec<f64> = (0..region.bounds.len())
+        .map(|w| region.bounds[w].map_or(0.0, |(lo, hi)| start.get(w).copied().unwrap_or(lo).clamp(lo, hi)))
+        .collect();
+    let mut cuts: Vec<(f64, Vec<f64>)> = Vec::new();
+    let mut best = Maximum { point: p.clone(), value: f64::NEG_INFINITY, lp_solves: 0 };
+    let (mut radius, mut predicted) = (region.radius, f64::INFINITY);
+    for _ in 0..region.max_cuts {
+        let (value, g) = oracle(&p);
+        if value > best.value {
+            if value - best.value >= 0.5 * predicted {
+                radius = (radius * 2.0).min(region.radius);
+            }
+            best.value = value;
+            best.point.clone_from(&p);
+        } else {
+            radius *= 0.5;
+        }
+        if radius < region.min_radius || free.is_empty() {
+            break;
+        }
+        // θ − g·q ≤ F(p) − g·p
+        let intercept = value - g.iter().zip(&p).map(|(g, p)| g * p).sum::<f64>();
+        cuts.push((intercept, g));
+        let mut lp = LinearProgram::new(Sense::Maximize);
+        let theta = lp.add_col(1.0, f64::NEG_INFINITY, f64::INFINITY);
+        let cols: Vec<usize> = free
+            .iter()
+            .map(|&(w, lo, hi)| lp.add_col(0.0, (best.point[w] - radius).max(lo), (best.point[w] + radius).min(hi)))
+            .collect();
+        for (intercept, g) in &cuts {
+            let mut coefs: Vec<(usize, f64)> = free.iter().zip(&cols).map(|(&(w, _, _), &c)| (c, -g[w])).collect();
+            coefs.push((theta, 1.0));
+            lp.add_row(Row::at_most(*intercept, coefs));
+        }
+        if region.simplex {
+            lp.add_row(Row::equal(1.0, cols.iter().map(|&c| (c, 1.0)).collect()));
+        }
+        let solution = backend.solve(lp)?;
+        best.lp_solves += 1;
+        let bound = solution.values[theta];
+        let mut next = vec![0.0; p.len()];
+        for (&(w, lo, hi), &c) in free.iter().zip(&cols) {
+            next[w] = solution.values[c].clamp(lo, hi);
+        }
+        // The bound holds beyond the box only when the step stays inside it.
+        let inside = free.iter().all(|&(w, _, _)| (next[w] - best.point[w]).abs() < 0.999 * radius);
+        p = next;
+        predicted = bound - best.value;
+        if inside && predicted <= region.gap {
+            break;
+        }
+    }
+    Ok(best)
+}

@@ -1,0 +1,324 @@
+//! The tie-break by price decomposition, exact in time linear in jobs × types when rows are
+//! distinct. The second solve `max Σ_m a_m·thr_m` over the floors, time rows and GPUs couples
+//! jobs only through the k capacity rows; at GPU prices p each job's best use of its time is a
+//! vertex of a two-row polytope (`best_response.rs`). So: prices that minimize the Lagrangian
+//! bound (a sample's, then cutting planes over every job), every job classified by its best
+//! response, the jobs nearest a change of vertex (*ambiguous*) kept as full columns in a small
+//! recovery LP in which the others are constants in the capacity rows, and a certificate: at the
+//! recovery LP's prices every fixed job's vertex is still its best response. Then the Lagrangian
+//! bound at those prices equals the allocation's value, which is therefore optimal. Jobs that
+//! fail join the ambiguous set; when it outgrows its bound, or the rounds run out, the caller
+//! solves the plain LP and says why. See `formulations/tie_break.md`.
+
+mod best_response;
+mod lagrangian;
+mod recovery;
+
+use crate::error::{ArbiterError, Result};
+use crate::lp::{Backend, SolveError};
+use crate::max_min_ratio::DecompositionOptions;
+use crate::problem::Matrix;
+use crate::solver::cutting_planes::{self, Region};
+use best_response::{JobView, Vertex};
+use lagrangian::Lagrangian;
+
+/// The instance as the decomposition reads it.
+pub(super) struct Instance<'a> {
+    pub(super) throughput: &'a Matrix,
+    pub(super) scale_factor: &'a [u32],
+    /// `a_m`: the value of one step/s of job m (`1 / thr_equal_m`).
+    pub(super) value: &'a [f64],
+    /// The throughput each job must keep.
+    pub(super) floor: &'a [f64],
+    /// Types with GPUs.
+    pub(super) usable: Vec<bool>,
+}
+
+impl Instance<'_> {
+    fn job(&self, m: usize) -> JobView<'_> {
+        JobView {
+            row: self.throughput.row(m),
+            sf: self.scale_factor[m] as f64,
+            value: self.value[m],
+            floor: self.floor[m],
+        }
+    }
+}
+
+/// An optimum found by decomposition.
+pub(super) struct Decomposed {
+    pub(super) allocation: Matrix,
+    pub(super) lp_solves: usize,
+    /// Recovery LPs at the top level.
+    pub(super) rounds: usize,
+    /// Jobs with full columns in the last recovery LP.
+    pub(super) ambiguous: usize,
+}
+
+/// One level's result: its prices, the fixed jobs' vertices and the ambiguous jobs' time.
+struct Level {
+    prices: Vec<f64>,
+    fixed: Vec<(u32, Vertex)>,
+    ambiguous: Vec<(u32, Vec<(usize, f64)>)>,
+    certified: bool,
+    rounds: usize,
+    lp_solves: usize,
+}
+
+/// Prices are searched in `[0, PRICE_CEILING·P]`, P the most a GPU could be worth to a job with
+/// no floor; the trust region starts at `TRUST·P`.
+const PRICE_CEILING: f64 = 10.0;
+const TRUST: f64 = 0.005;
+/// Cutting-plane evaluations at most per level, and the relative gap at which they stop.
+const MAX_CUTS: usize = 40;
+const GAP: f64 = 1e-9;
+/// A fixed job's vertex is certified when its net value at the recovered prices is within this
+/// share of the job's scale of its best response's.
+const CERTIFY: f64 = 1e-9;
+/// Recovery rounds at a sample level (only its prices are used).
+const SAMPLE_ROUNDS: usize = 2;
+
+/// Solves the tie-break's second LP by decomposition. `Ok(Err(why))` when it cannot certify an
+/// optimum within `options`: the caller then solves the plain LP.
+pub(super) fn solve(
+    instance: &Instance,
+    capacity: &[f64],
+    backend: Backend,
+    options: &DecompositionOptions,
+) -> Result<std::result::Result<Decomposed, String>> {
+    let n = instance.throughput.rows();
+    let runs = |m: usize| (0..capacity.len()).any(|w| instance.usable[w] && instance.throughput.get(m, w) > 0.0);
+    if let Some(m) = (0..n).find(|&m| instance.floor[m] > 0.0 && !runs(m)) {
+        return Ok(Err(format!("job {m} has a floor and no type with GPUs to meet it")));
+    }
+    let jobs: Vec<u32> = (0..n).filter(|&m| runs(m)).map(|m| m as u32).collect();
+    if jobs.len() > u32::MAX as usize - 1 {
+        return Ok(Err("too many jobs".into()));
+    }
+    let level = match solve_level(instance, &jobs, capacity, backend, options, true)? {
+        Ok(level) if level.certified => level,
+        Ok(_) => return Ok(Err("no certificate".into())),
+        Err(why) => return Ok(Err(why)),
+    };
+    let mut allocation = Matrix::zeros(n, capacity.len());
+    for &(m, vertex) in &level.fixed {
+        for (w, x) in vertex.used() {
+            allocation.set(m as usize, w, x.min(1.0));
+        }
+    }
+    for (m, time) in &level.ambiguous {
+        let total: f64 = time.iter().map(|&(_, t)| t).sum();
+        for &(w, t) in time {
+            allocation.set(*m as usize, w, if total > 1.0 { t / total } else { t });
+        }
+    }
+    if let Err(why) = crate::max_min_ratio::fit_capacity(&mut allocation, instance.scale_factor, capacity) {
+        return Ok(Err(why));
+    }
+    Ok(Ok(Decomposed {
+        allocation,
+        lp_solves: level.lp_solves,
+        rounds: level.rounds,
+        ambiguous: level.ambiguous.len(),
+    }))
+}
+
+/// Errors that end the solve (the budget ran out) rather than send it to the plain LP.
+fn fatal(error: SolveError) -> std::result::Result<String, ArbiterError> {
+    match error {
+        SolveError::TimeLimit => Err(ArbiterError::from(SolveError::TimeLimit)),
+        other => Ok(format!("recovery LP: {other}")),
+    }
+}
+
+/// The most a GPU of any type could be worth to one of `jobs` with no floor: `max a_m·T_mw/sf_m`.
+fn price_scale(instance: &Instance, jobs: &[u32]) -> f64 {
+    jobs.iter()
+        .flat_map(|&m| {
+            let job = instance.job(m as usize);
+            (0..job.row.len()).filter(|&w| instance.usable[w]).map(move |w| job.value * job.row[w] / job.sf)
+        })
+        .fold(0.0, f64::max)
+}
+
+/// Prices that minimize the Lagrangian bound `L(p) = G·p + Σ_m h_m(p)` of `jobs` on `capacity`
+/// (`h_m`: job m's best net value), from `start`, by cutting planes on `−L` (`lagrangian.rs`).
+fn refine(
+    instance: &Instance,
+    jobs: &[u32],
+    capacity: &[f64],
+    start: &[f64],
+    backend: Backend,
+) -> std::result::Result<(Vec<f64>, usize), SolveError> {
+    let scale = price_scale(instance, jobs);
+    if scale <= 0.0 {
+        return Ok((start.to_vec(), 0));
+    }
+    let k = capacity.len();
+    let region = Region {
+        bounds: (0..k).map(|w| instance.usable[w].then_some((0.0, PRICE_CEILING * scale))).collect(),
+        simplex: false,
+        radius: TRUST * scale,
+        min_radius: GAP * scale,
+        gap: GAP * scale * capacity.iter().sum::<f64>().max(1.0),
+        max_cuts: MAX_CUTS,
+    };
+    let mut lagrangian = Lagrangian::new(instance, jobs, capacity);
+    let found = cutting_planes::maximize(start, &region, backend, |p| lagrangian.negated(p))?;
+    Ok((found.point, found.lp_solves))
+}
+
+/// Solves one level: `jobs` on `capacity`. At most `options.base` jobs: one LP over all of them.
+/// Otherwise prices from a sample level refined over every job, then rounds of classify,
+/// recover, certify. A sample level (`top` false) may overflow its GPUs at a high price (its
+/// share of the GPUs need not hold its floors) and is not certified.
+fn solve_level(
+    instance: &Instance,
+    jobs: &[u32],
+    capacity: &[f64],
+    backend: Backend,
+    options: &DecompositionOptions,
+    top: bool,
+) -> Result<std::result::Result<Level, String>> {
+    let num_types = capacity.len();
+    let overflow = (!top).then(|| PRICE_CEILING * price_scale(instance, jobs));
+    if jobs.len() <= options.base.max(1) {
+        return Ok(match recovery::solve(instance, jobs, capacity, &vec![0.0; num_types], overflow, backend) {
+            Ok(rec) => Ok(Level {
+                prices: rec.prices,
+                fixed: Vec::new(),
+                ambiguous: jobs.iter().copied().zip(rec.time).collect(),
+                certified: true,
+                rounds: 1,
+                lp_solves: 1,
+            }),
+            Err(e) => Err(fatal(e)?),
+        });
+    }
+    let step = options.sample_ratio.max(2);
+    let sample: Vec<u32> = jobs.iter().skip(step / 2).step_by(step).copied().collect();
+    let share = sample.len() as f64 / jobs.len() as f64;
+    let sample_capacity: Vec<f64> = capacity.iter().map(|g| g * share).collect();
+    let (mut prices, mut lp_solves) = match solve_level(instance, &sample, &sample_capacity, backend, options, false)? {
+        Ok(level) => (level.prices, level.lp_solves),
+        Err(_) => (vec![0.0; num_types], 0),
+    };
+    match refine(instance, jobs, capacity, &prices, backend) {
+        Ok((refined, solves)) => {
+            prices = refined;
+            lp_solves += solves;
+        }
+        Err(e) => {
+            fatal(e)?;
+        }
+    }
+    let rounds_allowed = if top { options.max_rounds } else { SAMPLE_ROUNDS };
+    let mut in_ambiguous = vec![false; jobs.len()];
+    let mut ambiguous: Vec<usize> = Vec::new();
+    let mut vertices: Vec<Option<Vertex>> = vec![None; jobs.len()];
+    let mut margins: Vec<(f64, u32)> = Vec::with_capacity(jobs.len());
+    let mut band_now = options.band;
+    let mut last: Option<Level> = None;
+    for round in 1..=rounds_allowed.max(1) {
+        // Classify every job not yet ambiguous by its best response at the current prices.
+        margins.clear();
+        for (i, &m) in jobs.iter().enumerate() {
+            if in_ambiguous[i] {
+                continue;
+            }
+            let job = instance.job(m as usize);
+            match job.best_response(&instance.usable, &prices) {
+                Some((vertex, _, lead)) => {
+                    vertices[i] = Some(vertex);
+                    margins.push((lead / job.scale(&instance.usable, &prices), i as u32));
+                }
+                None => return Ok(Err(format!("job {m}'s floor is out of its reach"))),
+            }
+        }
+        // The band: the jobs nearest a change of vertex.
+        let band = band_now.min(margins.len());
+        if band > 0 && band < margins.len() {
+            margins.select_nth_unstable_by(band - 1, |a, b| a.0.total_cmp(&b.0));
+        }
+        for &(_, i) in &margins[..band] {
+            in_ambiguous[i as usize] = true;
+            ambiguous.push(i as usize);
+        }
+        if ambiguous.len() > options.max_ambiguous {
+            let why = format!("the ambiguous set outgrew its bound ({} jobs)", options.max_ambiguous);
+            return Ok(match last.filter(|_| !top) {
+                Some(level) => Ok(level),
+                None => Err(why),
+            });
+        }
+        let mut fixed_usage = vec![0.0; num_types];
+        for (i, &m) in jobs.iter().enumerate() {
+            if let (false, Some(vertex)) = (in_ambiguous[i], vertices[i]) {
+                for (w, x) in vertex.used() {
+                    fixed_usage[w] += instance.scale_factor[m as usize] as f64 * x;
+                }
+            }
+        }
+        let members: Vec<u32> = ambiguous.iter().map(|&i| jobs[i]).collect();
+        lp_solves += 1;
+        let rec = match recovery::solve(instance, &members, capacity, &fixed_usage, overflow, backend) {
+            Ok(rec) => rec,
+            Err(e) => {
+                let why = fatal(e)?;
+                if band_now < options.max_ambiguous {
+                    // The fixed jobs' vertices overfill a type, or leave the ambiguous jobs too
+                    // little to meet their floors: widen the band and try again.
+                    band_now = (band_now * 2).min(options.max_ambiguous);
+                    continue;
+                }
+                return Ok(Err(why));
+            }
+        };
+        // The certificate: every fixed job's vertex still its best response at the new prices.
+        let failures: Vec<usize> = (0..jobs.len())
+            .filter(|&i| !in_ambiguous[i])
+            .filter(|&i| {
+                let Some(vertex) = vertices[i] else { return false };
+                let job = instance.job(jobs[i] as usize);
+                let best = job.best_worth(&instance.usable, &rec.prices).unwrap_or(f64::INFINITY);
+                best - job.worth(&vertex, &rec.prices) > CERTIFY * job.scale(&instance.usable, &rec.prices)
+            })
+            .collect();
+        let failed = failures.len();
+        if failed > 4 * band_now.max(64) && band_now < options.max_ambiguous {
+            // The band was too narrow to absorb the estimate's misfit, and the recovered prices
+            // are distorted by it: keep the estimate, widen the band.
+            band_now = (band_now * 2).min(options.max_ambiguous);
+            continue;
+        }
+        for &i in &failures {
+            in_ambiguous[i] = true;
+            ambiguous.push(i);
+        }
+        band_now = (options.band / 4).max(1);
+        prices = rec.prices;
+        let level = Level {
+            prices: prices.clone(),
+            fixed: Vec::new(),
+            ambiguous: Vec::new(),
+            certified: failed == 0,
+            rounds: round,
+            lp_solves,
+        };
+        if failed == 0 {
+            let fixed = (0..jobs.len())
+                .filter(|&i| !in_ambiguous[i])
+                .filter_map(|i| vertices[i].map(|v| (jobs[i], v)))
+                .collect();
+            return Ok(Ok(Level { fixed, ambiguous: members.into_iter().zip(rec.time).collect(), ..level }));
+        }
+        last = Some(level);
+    }
+    Ok(match last {
+        Some(level) if !top => Ok(level),
+        None if !top => {
+            Ok(Level { prices, fixed: Vec::new(), ambiguous: Vec::new(), certified: false, rounds: 0, lp_solves })
+        }
+        _ => Err(format!("no certificate after {} recovery LPs", rounds_allowed.max(1))),
+    })
+}

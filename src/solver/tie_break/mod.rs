@@ -1,0 +1,243 @@
+//! The tie-break after a bottleneck policy: LAS, makespan, finish-time fairness and SJF fix only
+//! the worst job, so the LP's vertex leaves every other job wherever the simplex stopped, often
+//! with GPUs idle that they could use. The second solve keeps every job at the level the optimum
+//! requires of it (its *floor*) and maximizes the sum of normalized throughputs, so the answer is
+//! Pareto-efficient. On mostly distinct rows the second solve is a price decomposition
+//! (`decomposition`), exact and linear in jobs × types like the first; elsewhere it is the exact
+//! engine. See `formulations/tie_break.md`.
+
+mod decomposition;
+
+use crate::error::{ArbiterError, ErrorCode, Result};
+use crate::lp::{Backend, Sense};
+use crate::max_min_ratio::{DecompositionOptions, Method, MethodReport, Need, Program};
+use crate::policies::{throughputs, Outcome, PolicyKind};
+use crate::problem::{Matrix, Problem};
+use serde::{Deserialize, Serialize};
+
+/// What a request asks for after the optimum (`tie_break`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize, utoipa::ToSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum TieBreak {
+    /// Maximize `Σ_m thr_m / thr_equal_m` with every job at its floor (the default).
+    #[default]
+    Throughput,
+    /// Water-filling: raise every job that can be raised, lexicographically (LAS only).
+    WaterFilling,
+    /// The bare LP's vertex.
+    None,
+}
+
+impl TieBreak {
+    pub fn from_name(name: &str) -> Option<TieBreak> {
+        match name {
+            "throughput" => Some(TieBreak::Throughput),
+            "water_filling" => Some(TieBreak::WaterFilling),
+            "none" => Some(TieBreak::None),
+            _ => None,
+        }
+    }
+}
+
+/// Relative slack on the floors: the second solve may not lower any job by more than this.
+const FLOOR_SLACK: f64 = 1e-9;
+
+/// Whether the tie-break applies to a policy: those whose objective fixes only a bottleneck. The
+/// others value every job's throughput already (max-sum, FIFO, cost), are lexicographic
+/// (water-filling, hierarchical) or solve nothing.
+pub fn applies(policy: PolicyKind) -> bool {
+    matches!(
+        policy,
+        PolicyKind::MaxMinFairness
+            | PolicyKind::MinMakespan
+            | PolicyKind::FinishTimeFairness
+            | PolicyKind::ShortestJobFirst
+    )
+}
+
+/// Each job's floor: the throughput it must keep for the policy's objective to stay at the
+/// optimum of `outcome` (contract definitions, with the `T` the policy saw).
+fn floors(problem: &Problem, outcome: &Outcome) -> Option<Vec<f64>> {
+    let objective = outcome.objective?;
+    let n = problem.num_jobs();
+    Some(match problem.policy {
+        // min_m (sf_m/w_m)·thr_m/thr_equal_m ≥ z*
+        PolicyKind::MaxMinFairness => {
+            let equal = problem.equal_share_throughput();
+            (0..n)
+                .map(|m| objective * problem.jobs[m].weight * equal[m] / problem.jobs[m].scale_factor as f64)
+                .collect()
+        }
+        // max_m r_m/thr_m ≤ M*
+        PolicyKind::MinMakespan => (0..n).map(|m| problem.steps_remaining(m) / objective).collect(),
+        // ρ_m = (t_m + r_m/thr_m) / (t_iso_m + r_m/thr_iso_m) ≤ ρ*
+        PolicyKind::FinishTimeFairness => {
+            let iso = problem.isolated_throughput();
+            (0..n)
+                .map(|m| {
+                    let (r, job) = (problem.steps_remaining(m), &problem.jobs[m]);
+                    if r <= 0.0 || iso[m] <= 0.0 {
+                        return 0.0;
+                    }
+                    let budget = objective * (job.isolated_time_elapsed + r / iso[m]) - job.time_elapsed;
+                    if budget > 0.0 {
+                        r / budget
+                    } else {
+                        f64::INFINITY
+                    }
+                })
+                .collect()
+        }
+        // min_m r_m/thr_m ≤ S*: the job that attains it keeps its throughput.
+        PolicyKind::ShortestJobFirst => {
+            let thr = throughputs(problem, &outcome.allocation);
+            let attains = (0..n).filter(|&m| thr[m] > 0.0 && problem.steps_remaining(m) > 0.0).min_by(|&a, &b| {
+                (problem.steps_remaining(a) / thr[a]).total_cmp(&(problem.steps_remaining(b) / thr[b]))
+            })?;
+            (0..n).map(|m| if m == attains { thr[m] } else { 0.0 }).collect()
+        }
+        _ => return None,
+    })
+}
+
+/// The Pareto-efficient allocation among those that keep every job at its floor: `max Σ nt_m`
+/// over the base constraints and `thr_m ≥ floor_m·(1 − 1e-9)`. On mostly distinct rows (or with
+/// `method: decomposition`) by price decomposition; otherwise, or when the decomposition cannot
+/// certify an optimum, by the exact engine (jobs with the same row and scale factor as one class,
+/// its top-k cuts keeping each member at its own floor). `None` when it does not apply (no
+/// objective, space sharing, placement-sensitive jobs).
+pub fn throughput(problem: &Problem, outcome: &Outcome, backend: Backend) -> Result<Option<(Outcome, MethodReport)>> {
+    throughput_with(problem, outcome, backend, &DecompositionOptions::default())
+}
+
+/// [`throughput`] with the decomposition's `options`.
+pub fn throughput_with(
+    problem: &Problem,
+    outcome: &Outcome,
+    backend: Backend,
+    options: &DecompositionOptions,
+) -> Result<Option<(Outcome, MethodReport)>> {
+    if !applies(problem.policy) || problem.space_sharing || problem.unconsolidated.is_some() {
+        return Ok(None);
+    }
+    let Some(floor) = floors(problem, outcome) else { return Ok(None) };
+    let thr = throughputs(problem, &outcome.allocation);
+    // A floor the optimum itself does not meet (round-off) is the optimum's throughput.
+    let floor: Vec<f64> =
+        floor.iter().zip(&thr).map(|(&f, &t)| if f.is_finite() { f.min(t) } else { t } * (1.0 - FLOOR_SLACK)).collect();
+    let value: Vec<f64> =
+        problem.equal_share_throughput().iter().map(|&eq| if eq > 0.0 { 1.0 / eq } else { 0.0 }).collect();
+    let (allocation, lp_solves, report) = match decomposed(problem, &floor, &value, backend, options)? {
+        Ok(found) => found,
+        Err(fallback) => {
+            let (allocation, lp_solves) = on_engine(problem, &floor, &value, backend)?;
+            (allocation, lp_solves, MethodReport::lp(fallback))
+        }
+    };
+    let mut better = Outcome { allocation, lp_solves: outcome.lp_solves + lp_solves, ..outcome.clone() };
+    // Type-blind, the second solve's vertex pins jobs to types as the first one's would have.
+    crate::policies::spread_if_type_blind(problem, &mut better);
+    Ok(Some((better, report)))
+}
+
+/// The second solve by decomposition, where the request's method and its rows call for it:
+/// `Ok(Err(None))` when they do not, `Ok(Err(Some(why)))` when it could not certify an optimum.
+fn decomposed(
+    problem: &Problem,
+    floor: &[f64],
+    value: &[f64],
+    backend: Backend,
+    options: &DecompositionOptions,
+) -> Result<std::result::Result<(Matrix, usize, MethodReport), Option<String>>> {
+    let scale_factor = crate::policies::scale_factors(problem);
+    let wanted = match problem.method {
+        Method::Lp => false,
+        Method::Decomposition => true,
+        Method::Auto => {
+            crate::max_min_ratio::mostly_distinct(&problem.throughput, &scale_factor, &vec![1.0; floor.len()])
+        }
+    };
+    if !wanted {
+        return Ok(Err(None));
+    }
+    let capacity = crate::policies::capacities(problem);
+    let instance = decomposition::Instance {
+        throughput: &problem.throughput,
+        scale_factor: &scale_factor,
+        value,
+        floor,
+        usable: capacity.iter().map(|&g| g > 0.0).collect(),
+    };
+    Ok(match decomposition::solve(&instance, &capacity, backend, options)? {
+        Ok(found) => {
+            Ok((found.allocation, found.lp_solves, MethodReport::decomposition(found.rounds, found.ambiguous)))
+        }
+        Err(why) => Err(Some(why)),
+    })
+}
+
+/// The second solve on the exact engine.
+fn on_engine(problem: &Problem, floor: &[f64], value: &[f64], backend: Backend) -> Result<(Matrix, usize)> {
+    let needs = floor.iter().map(|&base| Need { base, terms: Vec::new() }).collect();
+    let mut time_value = Matrix::zeros(problem.num_jobs(), problem.num_types());
+    for (m, &a) in value.iter().enumerate().filter(|&(_, &a)| a > 0.0) {
+        for w in 0..problem.num_types() {
+            time_value.set(m, w, problem.throughput.get(m, w) * a);
+        }
+    }
+    let mut program = Program::new(Sense::Maximize, needs);
+    // Every job takes part, a job with no floor too: the objective gives it the time left.
+    program.keep_model = true;
+    program.time_value = Some(time_value);
+    let solved = crate::policies::engine(problem, backend).solve_program(&program).map_err(|e| ArbiterError {
+        message: format!("the tie-break solve after the optimum failed: {}", e.message),
+        ..e
+    })?;
+    Ok((solved.allocation, solved.lp_solves))
+}
+
+/// What the tie-break did: the allocation to return, the tie-break applied (`None` where it does
+/// not apply) and, for `throughput`, which method solved its second LP.
+#[derive(Debug, Clone)]
+pub struct Applied {
+    pub outcome: Outcome,
+    pub tie_break: TieBreak,
+    pub method: Option<MethodReport>,
+}
+
+/// The tie-break `problem` asks for, after `outcome` (its policy's optimum).
+pub fn apply(problem: &Problem, outcome: Outcome, backend: Backend) -> Result<Applied> {
+    let bare = |outcome| Applied { outcome, tie_break: TieBreak::None, method: None };
+    let (outcome, tie_break) = match problem.tie_break {
+        TieBreak::None => return Ok(bare(outcome)),
+        TieBreak::Throughput => {
+            return Ok(match throughput(problem, &outcome, backend)? {
+                Some((better, method)) => {
+                    Applied { outcome: better, tie_break: TieBreak::Throughput, method: Some(method) }
+                }
+                None => bare(outcome),
+            })
+        }
+        TieBreak::WaterFilling => match problem.policy {
+            PolicyKind::MaxMinFairness => {
+                let levels = Problem { policy: PolicyKind::MaxMinFairnessWaterFilling, ..problem.clone() };
+                let mut filled = crate::policies::solve(&levels, backend)?;
+                filled.lp_solves += outcome.lp_solves;
+                filled.objective = outcome.objective;
+                (filled, TieBreak::WaterFilling)
+            }
+            policy if applies(policy) => {
+                return Err(ArbiterError::at(
+                    ErrorCode::Unsupported,
+                    "tie_break",
+                    format!(
+                        "tie_break \"water_filling\" is for max_min_fairness; {} takes \"throughput\" or \"none\"",
+                        policy.name()
+                    ),
+                ))
+            }
+            _ => (outcome, TieBreak::None),
+        },
+    };
+    Ok(Applied { outcome, tie_break, method: None })
+}
