@@ -1,4 +1,4 @@
-//! LAS, FTF and makespan when every job has its own throughput row (Gavel-like rows times a
+//! LAS, FTF, makespan and max-sum throughput when every job has its own throughput row (Gavel-like rows times a
 //! lognormal factor, σ = 0.1, per job and type; 3 types, scale factors 1/2/4/8, n/4 GPUs of each
 //! type): the price decomposition against the plain LP over classes (`method: lp`), same run.
 //!
@@ -25,7 +25,8 @@ const SIZES: [usize; 5] = [2048, 16384, 65536, 262_144, 1_048_576];
 const REFERENCE_MAX: usize = 65536;
 /// The reference path is stopped after this long (the table then shows a lower bound).
 const REFERENCE_LIMIT: Duration = Duration::from_secs(40);
-const POLICIES: [PolicyKind; 3] = [PolicyKind::MaxMinFairness, PolicyKind::FinishTimeFairness, PolicyKind::MinMakespan];
+const POLICIES: [PolicyKind; 4] =
+    [PolicyKind::MaxMinFairness, PolicyKind::FinishTimeFairness, PolicyKind::MinMakespan, PolicyKind::MaxSumThroughput];
 /// σ of the per-entry lognormal noise.
 const SIGMA: f64 = 0.1;
 /// Agreement required between the two methods' objectives.

@@ -8,6 +8,7 @@ pub mod cutting_planes;
 pub mod formulation;
 pub mod lp;
 pub mod max_min_ratio;
+pub mod max_weighted_throughput;
 pub mod partition;
 pub mod policies;
 pub mod space_sharing;

@@ -186,3 +186,37 @@ fn the_default_tie_break_on_distinct_rows_is_decomposed_and_reported() {
         assert_close(fast.objective.unwrap(), plain.objective.unwrap(), OBJECTIVE, policy);
     }
 }
+
+/// `max_sum_throughput` is the same LP with every `a_m = 1` and no floors: by decomposition
+/// (`method: decomposition`) against the plain LP, on random instances large enough to go
+/// through a sample, a band and a certificate.
+#[test]
+fn max_sum_throughput_by_decomposition_agrees_with_the_lp() {
+    let mut runner = TestRunner::new(Config { cases: 16, failure_persistence: None, ..Config::default() });
+    let (certified, total) = (std::cell::Cell::new(0u32), std::cell::Cell::new(0u32));
+    runner
+        .run(&case(3, 300..=1500, 10..=200), |mut case| {
+            case.policy = "max_sum_throughput";
+            let solve = |method: &str| {
+                let mut request = request(&case);
+                request["method"] = json!(method);
+                solve_value(&request)
+            };
+            let (p, fast, x) = solve("decomposition");
+            let (_, plain, _) = solve("lp");
+            assert_feasible(&p, &x);
+            let (a, b) = (fast.objective.unwrap(), plain.objective.unwrap());
+            prop_assert!(
+                (a - b).abs() <= VALUE * b.abs().max(1.0),
+                "objective {a} vs the LP's {b} ({:?})",
+                fast.stats.method
+            );
+            total.set(total.get() + 1);
+            certified.set(
+                certified.get() + u32::from(fast.stats.method.as_ref().is_some_and(|m| m.method == "decomposition")),
+            );
+            Ok(())
+        })
+        .unwrap();
+    assert!(certified.get() * 20 >= total.get() * 19, "only {} of {} certified", certified.get(), total.get());
+}

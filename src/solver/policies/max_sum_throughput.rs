@@ -1,11 +1,15 @@
 //! Maximum total throughput: maximize `Σ_m thr_m`. Identical jobs share a column (the objective
-//! is a sum, so splitting a group's time evenly loses nothing). See `formulations/max_sum_throughput.md`.
+//! is a sum, so splitting a group's time evenly loses nothing); on mostly distinct rows the price
+//! decomposition solves it instead (`max_weighted_throughput` with every `a_m = 1` and no floors).
+//! See `formulations/max_sum_throughput.md`.
 
-use super::{colocated, Outcome, Policy};
+use super::{capacities, colocated, scale_factors, Outcome, Policy};
 use crate::error::Result;
 use crate::formulation::{BaseLp, Groups};
 use crate::lp::{Backend, LinearProgram, Sense};
+use crate::max_min_ratio::{mostly_distinct, Method, MethodReport};
 use crate::problem::Problem;
+use crate::solver::max_weighted_throughput as decomposition;
 use crate::space_sharing::kept_pairs;
 
 pub struct MaxSumThroughput;
@@ -13,6 +17,10 @@ pub struct MaxSumThroughput;
 impl Policy for MaxSumThroughput {
     fn solve(&self, problem: &Problem, backend: Backend) -> Result<Outcome> {
         let pairs = kept_pairs(problem);
+        let fallback = match decomposed(problem, pairs.is_empty(), backend)? {
+            Ok(outcome) => return Ok(outcome),
+            Err(why) => why,
+        };
         let groups = Groups::identical_jobs(problem, &pairs);
         let mut base = BaseLp::with_pairs(problem, groups, &pairs, LinearProgram::new(Sense::Maximize), None);
         base.set_objective(|m, w| problem.throughput.get(m, w));
@@ -36,9 +44,55 @@ impl Policy for MaxSumThroughput {
             objective: Some(objective),
             lp_solves: 1,
             water_filling: None,
-            method: None,
+            method: Some(MethodReport::lp(fallback)),
             colocated: colocated(problem, &pairs, &pair_time),
             unconsolidated: crate::problem::Matrix::zeros(0, 0),
         })
     }
+}
+
+/// The decomposition, where the request's method and its rows call for it and nothing else is
+/// formulated (no colocations, no placement sensitivity): `Err(None)` when they do not,
+/// `Err(Some(why))` when it could not certify an optimum.
+fn decomposed(
+    problem: &Problem,
+    no_pairs: bool,
+    backend: Backend,
+) -> Result<std::result::Result<Outcome, Option<String>>> {
+    let scale_factor = scale_factors(problem);
+    let n = problem.num_jobs();
+    let wanted = no_pairs
+        && problem.unconsolidated.is_none()
+        && match problem.method {
+            Method::Lp => false,
+            Method::Decomposition => true,
+            Method::Auto => mostly_distinct(&problem.throughput, &scale_factor, &vec![1.0; n]),
+        };
+    if !wanted {
+        return Ok(Err(None));
+    }
+    let capacity = capacities(problem);
+    let (value, floor) = (vec![1.0; n], vec![0.0; n]);
+    let instance = decomposition::Instance {
+        throughput: &problem.throughput,
+        scale_factor: &scale_factor,
+        value: &value,
+        floor: &floor,
+        usable: capacity.iter().map(|&g| g > 0.0).collect(),
+    };
+    Ok(match decomposition::solve(&instance, &capacity, backend, &Default::default())? {
+        Ok(found) => {
+            let objective = super::throughputs(problem, &found.allocation).iter().sum();
+            Ok(Outcome {
+                objective: Some(objective),
+                lp_solves: found.lp_solves,
+                water_filling: None,
+                method: Some(MethodReport::decomposition(found.rounds, found.ambiguous)),
+                colocated: colocated(problem, &[], &[]),
+                unconsolidated: crate::problem::Matrix::zeros(0, 0),
+                allocation: found.allocation,
+            })
+        }
+        Err(why) => Err(Some(why)),
+    })
 }

@@ -3,16 +3,15 @@
 //! with GPUs idle that they could use. The second solve keeps every job at the level the optimum
 //! requires of it (its *floor*) and maximizes the sum of normalized throughputs, so the answer is
 //! Pareto-efficient. On mostly distinct rows the second solve is a price decomposition
-//! (`decomposition`), exact and linear in jobs × types like the first; elsewhere it is the exact
-//! engine. See `formulations/tie_break.md`.
-
-mod decomposition;
+//! (`max_weighted_throughput`), exact and linear in jobs × types like the first; elsewhere it is
+//! the exact engine. See `formulations/tie_break.md`.
 
 use crate::error::{ArbiterError, ErrorCode, Result};
 use crate::lp::{Backend, Sense};
 use crate::max_min_ratio::{DecompositionOptions, Method, MethodReport, Need, Program};
 use crate::policies::{throughputs, Outcome, PolicyKind};
 use crate::problem::{Matrix, Problem};
+use crate::solver::max_weighted_throughput as decomposition;
 use serde::{Deserialize, Serialize};
 
 /// What a request asks for after the optimum (`tie_break`).

@@ -1,6 +1,7 @@
-//! The tie-break by price decomposition, exact in time linear in jobs × types when rows are
-//! distinct. The second solve `max Σ_m a_m·thr_m` over the floors, time rows and GPUs couples
-//! jobs only through the k capacity rows; at GPU prices p each job's best use of its time is a
+//! `max Σ_m a_m·thr_m` over per-job floors `thr_m ≥ f_m`, time rows and GPUs by price
+//! decomposition, exact in time linear in jobs × types when rows are distinct: the tie-break's
+//! second solve (`a_m = 1/thr_equal_m`, the optimum's floors) and `max_sum_throughput` (`a_m = 1`,
+//! no floors). Jobs are coupled only through the k capacity rows; at GPU prices p each job's best use of its time is a
 //! vertex of a two-row polytope (`best_response.rs`). So: prices that minimize the Lagrangian
 //! bound (a sample's, then cutting planes over every job), every job classified by its best
 //! response, the jobs nearest a change of vertex (*ambiguous*) kept as full columns in a small
@@ -8,7 +9,7 @@
 //! recovery LP's prices every fixed job's vertex is still its best response. Then the Lagrangian
 //! bound at those prices equals the allocation's value, which is therefore optimal. Jobs that
 //! fail join the ambiguous set; when it outgrows its bound, or the rounds run out, the caller
-//! solves the plain LP and says why. See `formulations/tie_break.md`.
+//! solves the plain LP and says why. See `formulations/max_weighted_throughput.md`.
 
 mod best_response;
 mod lagrangian;
@@ -23,15 +24,15 @@ use best_response::{JobView, Vertex};
 use lagrangian::Lagrangian;
 
 /// The instance as the decomposition reads it.
-pub(super) struct Instance<'a> {
-    pub(super) throughput: &'a Matrix,
-    pub(super) scale_factor: &'a [u32],
+pub(crate) struct Instance<'a> {
+    pub(crate) throughput: &'a Matrix,
+    pub(crate) scale_factor: &'a [u32],
     /// `a_m`: the value of one step/s of job m (`1 / thr_equal_m`).
-    pub(super) value: &'a [f64],
+    pub(crate) value: &'a [f64],
     /// The throughput each job must keep.
-    pub(super) floor: &'a [f64],
+    pub(crate) floor: &'a [f64],
     /// Types with GPUs.
-    pub(super) usable: Vec<bool>,
+    pub(crate) usable: Vec<bool>,
 }
 
 impl Instance<'_> {
@@ -46,13 +47,13 @@ impl Instance<'_> {
 }
 
 /// An optimum found by decomposition.
-pub(super) struct Decomposed {
-    pub(super) allocation: Matrix,
-    pub(super) lp_solves: usize,
+pub(crate) struct Decomposed {
+    pub(crate) allocation: Matrix,
+    pub(crate) lp_solves: usize,
     /// Recovery LPs at the top level.
-    pub(super) rounds: usize,
+    pub(crate) rounds: usize,
     /// Jobs with full columns in the last recovery LP.
-    pub(super) ambiguous: usize,
+    pub(crate) ambiguous: usize,
 }
 
 /// One level's result: its prices, the fixed jobs' vertices and the ambiguous jobs' time.
@@ -78,9 +79,9 @@ const CERTIFY: f64 = 1e-9;
 /// Recovery rounds at a sample level (only its prices are used).
 const SAMPLE_ROUNDS: usize = 2;
 
-/// Solves the tie-break's second LP by decomposition. `Ok(Err(why))` when it cannot certify an
+/// Solves `max Σ_m a_m·thr_m` over the floors by decomposition. `Ok(Err(why))` when it cannot certify an
 /// optimum within `options`: the caller then solves the plain LP.
-pub(super) fn solve(
+pub(crate) fn solve(
     instance: &Instance,
     capacity: &[f64],
     backend: Backend,
