@@ -121,6 +121,10 @@ pub struct Problem {
     pub max_solve_seconds: Option<f64>,
     /// How the exact engine solves `max_ratio` (`max_min_ratio::Method`).
     pub method: crate::max_min_ratio::Method,
+    /// GPU prices of an earlier decomposition on this cluster (a session's last solve): where the
+    /// next one starts instead of a sample. Never part of a request; only a warm start, the
+    /// certificate decides.
+    pub warm_prices: Option<Vec<f64>>,
 }
 
 fn finite_at_least(value: f64, min: f64, field: impl Fn() -> String, what: &str) -> Result<f64> {
@@ -340,6 +344,7 @@ impl Problem {
             partitions,
             tie_break,
             method,
+            warm_prices: None,
             entities,
             job_entity,
             max_solve_seconds: req
@@ -414,6 +419,7 @@ impl Problem {
             partitions: self.partitions,
             tie_break: self.tie_break,
             method: self.method,
+            warm_prices: self.warm_prices.clone(),
             entities: self.entities.clone(),
             job_entity: Vec::new(),
             max_solve_seconds: self.max_solve_seconds,
@@ -437,6 +443,7 @@ impl Problem {
             partitions: None,
             tie_break: Default::default(),
             method: Default::default(),
+            warm_prices: None,
             entities: Vec::new(),
             job_entity: Vec::new(),
             max_solve_seconds: None,

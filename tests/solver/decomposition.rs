@@ -363,3 +363,30 @@ fn a_recovered_ratio_of_zero_is_not_a_certificate() {
     };
     check(&case, small_options(2)).unwrap();
 }
+
+/// A session's next solve starts from the last one's GPU prices (`Problem::warm_prices`): after
+/// an arrival the warm solve certifies the same optimum as a cold one.
+#[test]
+fn a_solve_warm_started_from_earlier_prices_finds_the_same_optimum() {
+    let job = |m: usize| {
+        let f = 1.0 + (m as f64 * 0.37).sin() * 0.3;
+        json!({"id": format!("j{m}"), "throughput": {"v100": 10.0 * f, "p100": 6.0 * f.sqrt(), "k80": 3.0 / f + m as f64 * 1e-4},
+               "scale_factor": 1 + m % 2, "steps_remaining": 1000 + 10 * m})
+    };
+    let request = |n: usize| {
+        let jobs: Vec<_> = (0..n).map(job).collect();
+        json!({"policy": "max_min_fairness", "cluster": {"worker_types": {"v100": {"count": 400}, "p100": {"count": 500}, "k80": {"count": 900}}}, "jobs": jobs})
+    };
+    let first = problem(&request(3000).to_string());
+    let earlier = arbiter::policies::solve(&first, Backend::default()).unwrap();
+    let prices = earlier.method.and_then(|m| m.prices).expect("the decomposition's prices");
+    let cold = problem(&request(3001).to_string());
+    let warm = arbiter::Problem { warm_prices: Some(prices), ..cold.clone() };
+    let (a, b) = (
+        arbiter::policies::solve(&warm, Backend::default()).unwrap(),
+        arbiter::policies::solve(&cold, Backend::default()).unwrap(),
+    );
+    assert_eq!(a.method.as_ref().map(|m| m.method.as_str()), Some("decomposition"));
+    assert_close(a.objective.unwrap(), b.objective.unwrap(), OBJECTIVE, "warm vs cold");
+    assert_feasible(&warm, &matrix_rows(&a.allocation));
+}

@@ -21,6 +21,9 @@ pub struct Allocation {
     /// `Y[k][w]`: pair k together on type w; rows in `Session::colocations` order (no rows
     /// without colocations).
     pub colocated: Matrix,
+    /// The GPU prices of the solve's price decomposition, if it ran: the session's next solve
+    /// starts from them.
+    pub prices: Option<Vec<f64>>,
 }
 
 impl Session {
@@ -86,6 +89,8 @@ impl Session {
     /// Solves the session's policy now, whatever the interval, and resets.
     pub fn recompute_allocation(&mut self) -> Result<()> {
         let solved = self.solve_colocated_allocation(self.config.backend)?;
+        // The next solve starts from this one's GPU prices (when the decomposition found them).
+        self.base.warm_prices = solved.prices;
         self.reset(&solved.allocation, &solved.colocated);
         Ok(())
     }
@@ -130,7 +135,7 @@ impl Session {
             .filter(|&m| (0..types).any(|w| self.jobs[m].throughput[w] > 0.0 && worker_types[w].count > 0.0))
             .collect();
         if included.is_empty() {
-            return Ok(Allocation { allocation: x, colocated: y });
+            return Ok(Allocation { allocation: x, colocated: y, prices: None });
         }
         for (r, &m) in included.iter().enumerate() {
             row_of[m] = Some(r);
@@ -210,7 +215,7 @@ impl Session {
             }
         }
         self.normalize(&mut x, &mut y);
-        Ok(Allocation { allocation: x, colocated: y })
+        Ok(Allocation { allocation: x, colocated: y, prices: outcome.method.and_then(|m| m.prices) })
     }
 
     /// Scales down the time of any job whose fractions, alone and in pairs, sum above 1 (solver

@@ -53,6 +53,10 @@ pub struct MethodReport {
     /// The decomposition's ambiguous jobs: those with full columns in its last recovery LP.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub ambiguous_jobs: Option<usize>,
+    /// The GPU prices the decomposition ended at: a warm start for the next solve on this
+    /// cluster (`Problem::warm_prices`). Not part of a response.
+    #[serde(skip)]
+    pub prices: Option<Vec<f64>>,
 }
 
 impl MethodReport {
@@ -62,11 +66,12 @@ impl MethodReport {
             fallback: None,
             rounds: Some(rounds),
             ambiguous_jobs: Some(ambiguous),
+            prices: None,
         }
     }
 
     pub fn lp(fallback: Option<String>) -> MethodReport {
-        MethodReport { method: Method::Lp.name().into(), fallback, rounds: None, ambiguous_jobs: None }
+        MethodReport { method: Method::Lp.name().into(), fallback, rounds: None, ambiguous_jobs: None, prices: None }
     }
 }
 

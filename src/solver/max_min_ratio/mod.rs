@@ -119,6 +119,13 @@ impl<'a> Engine<'a> {
         self
     }
 
+    /// The same engine starting its first decomposition from `prices` (an earlier solve's on this
+    /// cluster) instead of a sample's.
+    pub fn with_warm_prices(mut self, prices: Option<Vec<f64>>) -> Engine<'a> {
+        self.warm_prices = prices;
+        self
+    }
+
     /// What solved the last `max_ratio` (`None` before the first, or when no LP was needed).
     pub fn method_report(&self) -> Option<MethodReport> {
         self.report.clone()
@@ -278,7 +285,10 @@ impl<'a> Engine<'a> {
                     self.warm_prices.as_deref(),
                 )? {
                     Ok(found) => {
-                        self.report = Some(MethodReport::decomposition(found.rounds, found.ambiguous));
+                        self.report = Some(MethodReport {
+                            prices: Some(found.prices.clone()),
+                            ..MethodReport::decomposition(found.rounds, found.ambiguous)
+                        });
                         self.warm_prices = Some(found.prices);
                         return Ok(RatioSolution {
                             z: Some(found.z * unit),

@@ -263,7 +263,9 @@ pub(crate) fn engine(problem: &Problem, backend: Backend) -> Engine<'_> {
         unconsolidated: problem.unconsolidated_throughput(),
         consolidated_slots: problem.consolidated_slots(),
     };
-    Engine::new(instance, backend).with_method(problem.method, Default::default())
+    Engine::new(instance, backend)
+        .with_method(problem.method, Default::default())
+        .with_warm_prices(problem.warm_prices.clone())
 }
 
 /// `Outcome::colocated` from pair time aligned with `pairs`: one row per offered colocation.
