@@ -3,6 +3,7 @@
 
 use super::experiment::{self, Axis, ExperimentConfig, Variant};
 use crate::error::{ArbiterError, ErrorCode, Result};
+use super::workload::{Distributions, DEFAULT_DISTRIBUTIONS};
 use crate::scheduling::fitgpp::Resources;
 use crate::simulator::cli::{write_file, write_output};
 use std::path::PathBuf;
@@ -37,6 +38,13 @@ pub struct FitGppArgs {
     /// Each node's CPU cores, memory (GB) and GPUs.
     #[arg(long, default_value = "32,256,8")]
     pub node: String,
+    /// The job distributions as JSON (default: `docs/fitgpp.md`'s choice; `--print-distributions`
+    /// shows its shape).
+    #[arg(long, value_name = "FILE")]
+    pub distributions: Option<PathBuf>,
+    /// Print the distributions in use as JSON and exit.
+    #[arg(long)]
+    pub print_distributions: bool,
     /// The cluster load FIFO holds (arrival rates are set to reach it).
     #[arg(long, default_value_t = 2.0)]
     pub load: f64,
@@ -44,8 +52,8 @@ pub struct FitGppArgs {
     #[arg(long)]
     pub threads: Option<usize>,
     /// The CSV, one row per simulation (`-`: standard output).
-    #[arg(long, value_name = "FILE|-")]
-    pub output: String,
+    #[arg(long, value_name = "FILE|-", required_unless_present = "print_distributions")]
+    pub output: Option<String>,
     /// Also write the table of means over seeds (markdown) here (`-`: standard output).
     #[arg(long, value_name = "FILE|-")]
     pub table: Option<String>,
@@ -123,8 +131,15 @@ pub fn config(args: &FitGppArgs) -> Result<ExperimentConfig> {
             format!("--load must be > 0, got {}", args.load),
         ));
     }
+    let distributions = match &args.distributions {
+        Some(path) => Distributions::from_json(&std::fs::read_to_string(path).map_err(|e| {
+            ArbiterError::at(ErrorCode::MalformedRequest, "distributions", format!("cannot read {}: {e}", path.display()))
+        })?)?,
+        None => DEFAULT_DISTRIBUTIONS,
+    };
     Ok(ExperimentConfig {
         nodes: args.nodes,
+        distributions,
         node: parse_node(&args.node)?,
         jobs: args.jobs,
         load: args.load,
@@ -138,12 +153,16 @@ pub fn config(args: &FitGppArgs) -> Result<ExperimentConfig> {
 /// Runs `arbiter fitgpp`.
 pub fn run(args: &FitGppArgs) -> Result<()> {
     let config = config(args)?;
+    if args.print_distributions {
+        let text = serde_json::to_string_pretty(&config.distributions).expect("distributions always serialize");
+        return write_output("-", &text);
+    }
     let axis = Axis::named(&args.plot_x)?;
     let pool = rayon::ThreadPoolBuilder::new().num_threads(args.threads.unwrap_or(0)).build().map_err(|e| {
         ArbiterError::new(ErrorCode::Unsupported, format!("cannot start {:?} threads: {e}", args.threads))
     })?;
     let rows = pool.install(|| experiment::run(&config))?;
-    write_output(&args.output, experiment::csv(&rows).trim_end())?;
+    write_output(args.output.as_deref().unwrap_or("-"), experiment::csv(&rows).trim_end())?;
     if let Some(target) = &args.table {
         write_output(target, experiment::table(&rows).trim_end())?;
     }
