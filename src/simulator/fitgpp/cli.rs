@@ -4,7 +4,7 @@
 use super::experiment::{self, Axis, ExperimentConfig, Variant};
 use crate::error::{ArbiterError, ErrorCode, Result};
 use super::workload::{Distributions, DEFAULT_DISTRIBUTIONS};
-use crate::scheduling::fitgpp::Resources;
+use crate::scheduling::fitgpp::{JobKind, Resources};
 use crate::simulator::cli::{write_file, write_output};
 use std::path::PathBuf;
 
@@ -57,9 +57,9 @@ pub struct FitGppArgs {
     /// Also write the table of means over seeds (markdown) here (`-`: standard output).
     #[arg(long, value_name = "FILE|-")]
     pub table: Option<String>,
-    /// Slowdown percentiles against `--plot-x`, as SVG.
-    #[arg(long, value_name = "FILE")]
-    pub plot: Option<PathBuf>,
+    /// Slowdown percentiles against `--plot-x`, as SVG: PREFIX-te.svg and PREFIX-be.svg.
+    #[arg(long, value_name = "PREFIX")]
+    pub plot: Option<String>,
     /// The plot's x axis: `lambda`, `max_preemptions` or `te_share`.
     #[arg(long, default_value = "lambda")]
     pub plot_x: String,
@@ -166,15 +166,19 @@ pub fn run(args: &FitGppArgs) -> Result<()> {
     if let Some(target) = &args.table {
         write_output(target, experiment::table(&rows).trim_end())?;
     }
-    if let Some(path) = &args.plot {
-        let title = format!(
-            "{} nodes × ({}), load {} under FIFO, {} workloads",
-            config.nodes,
-            config.node,
-            config.load,
-            config.seeds.len()
-        );
-        write_file(path, &experiment::chart(&rows, axis, &title).to_svg())?;
+    if let Some(prefix) = &args.plot {
+        for kind in [JobKind::Te, JobKind::Be] {
+            let title = format!(
+                "{} jobs, {} nodes × ({}), FIFO load {}, {} workloads",
+                kind.name().to_uppercase(),
+                config.nodes,
+                config.node,
+                config.load,
+                config.seeds.len()
+            );
+            let path = PathBuf::from(format!("{prefix}-{}.svg", kind.name()));
+            write_file(&path, &experiment::chart(&rows, axis, kind, &title).to_svg())?;
+        }
     }
     Ok(())
 }

@@ -8,7 +8,7 @@ use super::metrics::{summarize, Summary};
 use super::run;
 use super::workload::{at_rate, generate, Distributions};
 use crate::error::{ArbiterError, ErrorCode, Result};
-use crate::scheduling::fitgpp::{preemption, Resources};
+use crate::scheduling::fitgpp::{preemption, JobKind, Resources};
 use crate::simulator::plot::{Chart, Series};
 use rayon::prelude::*;
 use std::fmt::Write;
@@ -223,9 +223,9 @@ impl Axis {
     }
 }
 
-/// Slowdown percentiles (means over seeds) against `axis`: p50/p95/p99 of each kind per
+/// Slowdown percentiles of `kind`'s jobs (means over seeds) against `axis`: p50/p95/p99 per
 /// setting, or only p95 against the TE share (the paper's Fig. 6). P = ∞ is left out.
-pub fn chart(rows: &[Row], axis: Axis, title: &str) -> Chart {
+pub fn chart(rows: &[Row], axis: Axis, kind: JobKind, title: &str) -> Chart {
     let percentiles: &[&str] = if axis == Axis::TeShare { &["p95"] } else { &["p50", "p95", "p99"] };
     let mut labels: Vec<String> = Vec::new();
     for r in rows {
@@ -236,12 +236,12 @@ pub fn chart(rows: &[Row], axis: Axis, title: &str) -> Chart {
     }
     let mut series = Vec::new();
     for label in &labels {
-        for kind in ["TE", "BE"] {
+        {
             for &q in percentiles {
                 let mut xs: Vec<f64> = Vec::new();
                 let mut points = Vec::new();
                 let of = |r: &Row| {
-                    let s = if kind == "TE" { &r.summary.te } else { &r.summary.be };
+                    let s = if kind == JobKind::Te { &r.summary.te } else { &r.summary.be };
                     match q {
                         "p50" => s.p50,
                         "p95" => s.p95,
@@ -261,7 +261,7 @@ pub fn chart(rows: &[Row], axis: Axis, title: &str) -> Chart {
                     let at: Vec<f64> = group.iter().filter(|r| axis.of(r) == x).map(|r| of(r)).collect();
                     points.push((x, at.iter().sum::<f64>() / at.len() as f64));
                 }
-                series.push(Series { label: format!("{label} {kind} {q}"), points });
+                series.push(Series { label: format!("{label} {q}"), points });
             }
         }
     }
@@ -270,7 +270,8 @@ pub fn chart(rows: &[Row], axis: Axis, title: &str) -> Chart {
         Axis::MaxPreemptions => "P (preemptions per BE job at most)",
         Axis::TeShare => "share of TE jobs",
     };
-    Chart { title: title.into(), x_label: x_label.into(), y_label: "slowdown (mean over workloads)".into(), series }
+    let y_label = format!("{} slowdown (mean over workloads)", kind.name().to_uppercase());
+    Chart { title: title.into(), x_label: x_label.into(), y_label, series }
 }
 
 /// Means over seeds per (variant, TE share), as a markdown table.
