@@ -258,7 +258,10 @@ fn check(c: &Cluster, policy: &str, cap: u32) -> Result<(), TestCaseError> {
         prop_assert!(c.nodes().iter().all(|n| !d.fits_in(&n.free())), "TE job {te} fits and waits");
         match policy {
             "fitgpp" => {
-                let feasible = running.iter().find(|j| score::is_candidate(j, &d, c.nodes(), cap));
+                // Eq. 2 and the cap, restated here rather than read from `score`.
+                let feasible = running
+                    .iter()
+                    .find(|j| j.preemptions < cap && d.fits_in(&j.demand.plus(&c.nodes()[j.node].free())));
                 prop_assert!(feasible.is_none(), "TE job {te} waits though {feasible:?} could make room");
             }
             _ => {
@@ -329,5 +332,15 @@ proptest! {
                 prop_assert!(j.finish.unwrap() + 1e-6 >= j.arrival + j.spec.duration_seconds, "{policy}: {:?}", j);
             }
         }
+    }
+}
+
+#[test]
+fn the_pipeline_points_fitgpp_to_its_own_command() {
+    use arbiter::scheduling::Composition;
+    for name in ["fitgpp", "lrtp", "rand"] {
+        let e = Composition::from_flags(None, None, Some("fifo"), None, Some(name)).unwrap_err();
+        assert_eq!((e.code, e.field.as_deref()), (ErrorCode::Unsupported, Some("preemption")));
+        assert!(e.message.contains("arbiter fitgpp"), "{}", e.message);
     }
 }

@@ -2,8 +2,8 @@
 //! a sensitivity chart. `src/main.rs` only dispatches here.
 
 use super::experiment::{self, Axis, ExperimentConfig, Variant};
-use crate::error::{ArbiterError, ErrorCode, Result};
 use super::workload::{Distributions, DEFAULT_DISTRIBUTIONS};
+use crate::error::{ArbiterError, ErrorCode, Result};
 use crate::scheduling::fitgpp::{JobKind, Resources};
 use crate::simulator::cli::{write_file, write_output};
 use std::path::PathBuf;
@@ -133,7 +133,11 @@ pub fn config(args: &FitGppArgs) -> Result<ExperimentConfig> {
     }
     let distributions = match &args.distributions {
         Some(path) => Distributions::from_json(&std::fs::read_to_string(path).map_err(|e| {
-            ArbiterError::at(ErrorCode::MalformedRequest, "distributions", format!("cannot read {}: {e}", path.display()))
+            ArbiterError::at(
+                ErrorCode::MalformedRequest,
+                "distributions",
+                format!("cannot read {}: {e}", path.display()),
+            )
         })?)?,
         None => DEFAULT_DISTRIBUTIONS,
     };
@@ -146,7 +150,6 @@ pub fn config(args: &FitGppArgs) -> Result<ExperimentConfig> {
         te_shares,
         seeds,
         variants,
-        ..ExperimentConfig::paper(args.jobs)
     })
 }
 

@@ -14,7 +14,7 @@ pub fn run_observed(
     preemptor: Box<dyn Preemptor>,
     observe: &mut dyn FnMut(&Cluster),
 ) -> Result<Vec<Job>> {
-    if let Some(w) = arrivals.windows(2).find(|w| !(w[0].time <= w[1].time)) {
+    if let Some(w) = arrivals.windows(2).find(|w| w[0].time.partial_cmp(&w[1].time).is_none_or(|o| o.is_gt())) {
         return Err(ArbiterError::at(
             ErrorCode::InvalidNumber,
             "arrivals",

@@ -108,7 +108,11 @@ impl Distributions {
     /// "grace_period_seconds": ...}`).
     pub fn from_json(text: &str) -> Result<Distributions> {
         let d: Distributions = serde_json::from_str(text).map_err(|e| {
-            ArbiterError::at(ErrorCode::MalformedRequest, "distributions", format!("cannot read the distributions: {e}"))
+            ArbiterError::at(
+                ErrorCode::MalformedRequest,
+                "distributions",
+                format!("cannot read the distributions: {e}"),
+            )
         })?;
         d.validate()?;
         Ok(d)
