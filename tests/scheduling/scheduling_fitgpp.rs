@@ -226,6 +226,9 @@ fn bad_input_is_refused_with_the_field() {
     assert_eq!((e.code, e.field.as_deref()), (ErrorCode::InvalidNumber, Some("job.duration_seconds")));
     let e = c.submit(spec("gp", JobKind::Te, (1, 1, 1), 1.0, f64::INFINITY)).unwrap_err();
     assert_eq!(e.field.as_deref(), Some("job.grace_period_seconds"));
+    c.submit(spec("once", JobKind::Te, (1, 1, 1), 1.0, 0.0)).unwrap();
+    let e = c.submit(spec("once", JobKind::Be, (1, 1, 1), 1.0, 0.0)).unwrap_err();
+    assert_eq!((e.code, e.field.as_deref()), (ErrorCode::DuplicateJobId, Some("job.id")));
     c.advance_to(5.0).unwrap();
     assert_eq!(c.advance_to(4.0).unwrap_err().code, ErrorCode::InvalidNumber);
 }

@@ -110,8 +110,8 @@ fn the_command_writes_a_csv_a_table_and_plots() {
     let lines: Vec<&str> = csv.lines().collect();
     // fitgpp at two λ, lrtp, rand, none.
     assert_eq!(lines.len(), 6, "{csv}");
-    assert!(lines[0].starts_with("variant,policy,lambda,max_preemptions,te_share,seed"));
-    assert!(lines[1].starts_with("\"fitgpp(λ=0,P=1)\",fitgpp,0,1,0.3,0,"), "{}", lines[1]);
+    assert!(lines[0].starts_with("variant,policy,lambda,max_preemptions,te_share,seed,run"));
+    assert!(lines[1].starts_with("\"fitgpp(λ=0,P=1)\",fitgpp,0,1,0.3,0,0,"), "{}", lines[1]);
     assert!(std::fs::read_to_string(&table).unwrap().contains("| lrtp(P=1) | 0.3 | 1 |"));
     for kind in ["te", "be"] {
         let svg = std::fs::read_to_string(format!("{prefix}-{kind}.svg")).unwrap();

@@ -15,7 +15,7 @@ use super::score::RunningBe;
 use crate::error::{ArbiterError, ErrorCode, Result};
 use serde::Serialize;
 use std::cmp::Ordering;
-use std::collections::{BTreeSet, BinaryHeap, VecDeque};
+use std::collections::{BTreeSet, BinaryHeap, HashSet, VecDeque};
 
 /// One BE job preempted for a TE job.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize)]
@@ -99,6 +99,7 @@ pub struct Cluster {
     te_waiting: Vec<JobIndex>,
     /// Running BE jobs, by index.
     running_be: BTreeSet<JobIndex>,
+    ids: HashSet<String>,
     events: BinaryHeap<Event>,
     preemptor: Box<dyn Preemptor>,
     now: f64,
@@ -117,6 +118,7 @@ impl Cluster {
             queue: VecDeque::new(),
             te_waiting: Vec::new(),
             running_be: BTreeSet::new(),
+            ids: HashSet::new(),
             events: BinaryHeap::new(),
             preemptor,
             now: 0.0,
@@ -159,6 +161,14 @@ impl Cluster {
     pub fn submit(&mut self, spec: JobSpec) -> Result<JobIndex> {
         let capacities: Vec<Resources> = self.nodes.iter().map(|n| n.capacity).collect();
         spec.validate(&capacities)?;
+        if self.ids.contains(&spec.id) {
+            return Err(ArbiterError::at(
+                ErrorCode::DuplicateJobId,
+                "job.id",
+                format!("a job {:?} was already submitted", spec.id),
+            ));
+        }
+        self.ids.insert(spec.id.clone());
         let j = self.jobs.len();
         let kind = spec.kind;
         self.jobs.push(Job::new(spec, self.now));

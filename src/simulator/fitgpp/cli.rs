@@ -23,6 +23,10 @@ pub struct FitGppArgs {
     /// FitGpp preempts random BE jobs when no single one frees enough (the paper's fallback).
     #[arg(long)]
     pub random_fallback: bool,
+    /// Runs of `rand` (and of FitGpp's random fallback) per workload, each with its own random
+    /// choices; tables and plots average them.
+    #[arg(long, default_value_t = 1)]
+    pub random_runs: u32,
     /// Comma-separated shares of TE jobs.
     #[arg(long, default_value = "0.3")]
     pub te_share: String,
@@ -150,6 +154,7 @@ pub fn config(args: &FitGppArgs) -> Result<ExperimentConfig> {
         te_shares,
         seeds,
         variants,
+        random_runs: args.random_runs,
     })
 }
 

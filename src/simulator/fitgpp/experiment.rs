@@ -53,6 +53,9 @@ pub struct ExperimentConfig {
     pub te_shares: Vec<f64>,
     pub seeds: Vec<u64>,
     pub variants: Vec<Variant>,
+    /// Runs of `rand` (and of FitGpp's random fallback) per workload, each with its own random
+    /// choices (the paper averages four).
+    pub random_runs: u32,
 }
 
 impl ExperimentConfig {
@@ -70,6 +73,7 @@ impl ExperimentConfig {
             te_shares: vec![0.3],
             seeds: (0..8).collect(),
             variants: vec![v("fitgpp"), v("lrtp"), v("rand"), v("none")],
+            random_runs: 1,
         }
     }
 
@@ -86,6 +90,8 @@ pub struct Row {
     pub variant: Variant,
     pub te_share: f64,
     pub seed: u64,
+    /// Which run of a randomized policy (0 for the others).
+    pub run: u32,
     pub arrivals_per_hour: f64,
     /// FIFO's load over the measured arrivals at that rate.
     pub fifo_load: f64,
@@ -116,19 +122,27 @@ pub fn run(config: &ExperimentConfig) -> Result<Vec<Row>> {
             Ok((share, seed, at_rate(&unit, rate), rate, fifo_load))
         })
         .collect::<Result<Vec<_>>>()?;
-    let cases: Vec<(usize, &Variant)> =
-        (0..calibrated.len()).flat_map(|w| config.variants.iter().map(move |v| (w, v))).collect();
+    let random = |v: &Variant| v.policy == "rand" || v.random_fallback;
+    let cases: Vec<(usize, &Variant, u32)> = (0..calibrated.len())
+        .flat_map(|w| {
+            config.variants.iter().flat_map(move |v| {
+                (0..if random(v) { config.random_runs.max(1) } else { 1 }).map(move |run| (w, v, run))
+            })
+        })
+        .collect();
     cases
         .par_iter()
-        .map(|&(w, v)| {
+        .map(|&(w, v, run)| {
             let (share, seed, arrivals, rate, fifo_load) = &calibrated[w];
-            let policy = preemption::named(&v.policy, v.lambda, v.max_preemptions, v.random_fallback, *seed)?;
+            let rng_seed = seed.wrapping_add(u64::from(run).wrapping_mul(0x9e37_79b9_7f4a_7c15));
+            let policy = preemption::named(&v.policy, v.lambda, v.max_preemptions, v.random_fallback, rng_seed)?;
             let jobs = run::run(arrivals, &capacities, policy)?;
             let measured: Vec<_> = jobs[window.0..window.1].iter().collect();
             Ok(Row {
                 variant: v.clone(),
                 te_share: *share,
                 seed: *seed,
+                run,
                 arrivals_per_hour: rate * 3600.0,
                 fifo_load: *fifo_load,
                 summary: summarize(&measured),
@@ -140,7 +154,7 @@ pub fn run(config: &ExperimentConfig) -> Result<Vec<Row>> {
 /// One CSV row per simulation.
 pub fn csv(rows: &[Row]) -> String {
     let mut o = String::from(
-        "variant,policy,lambda,max_preemptions,te_share,seed,arrivals_per_hour,fifo_load,jobs_measured,\
+        "variant,policy,lambda,max_preemptions,te_share,seed,run,arrivals_per_hour,fifo_load,jobs_measured,\
          te_p50,te_p95,te_p99,be_p50,be_p95,be_p99,preempted_share,preempted_once,preempted_twice,\
          preempted_3plus,preemptions,interval_p50_s,interval_p75_s,interval_p95_s,interval_p99_s\n",
     );
@@ -151,13 +165,14 @@ pub fn csv(rows: &[Row]) -> String {
             if r.variant.max_preemptions == u32::MAX { "inf".into() } else { r.variant.max_preemptions.to_string() };
         let _ = writeln!(
             o,
-            "\"{}\",{},{},{},{},{},{:.4},{:.4},{},{:.4},{:.4},{:.4},{:.4},{:.4},{:.4},{:.6},{:.6},{:.6},{:.6},{},{:.1},{:.1},{:.1},{:.1}",
+            "\"{}\",{},{},{},{},{},{},{:.4},{:.4},{},{:.4},{:.4},{:.4},{:.4},{:.4},{:.4},{:.6},{:.6},{:.6},{:.6},{},{:.1},{:.1},{:.1},{:.1}",
             r.variant.label(),
             r.variant.policy,
             r.variant.lambda,
             p,
             r.te_share,
             r.seed,
+            r.run,
             r.arrivals_per_hour,
             r.fifo_load,
             s.jobs_measured,
@@ -274,7 +289,8 @@ pub fn chart(rows: &[Row], axis: Axis, kind: JobKind, title: &str) -> Chart {
     Chart { title: title.into(), x_label: x_label.into(), y_label, series }
 }
 
-/// Means over seeds per (variant, TE share), as a markdown table.
+/// Means over seeds (and runs) per (variant, TE share), as a markdown table; `workloads` counts
+/// the seeds.
 pub fn table(rows: &[Row]) -> String {
     let mut keys: Vec<(String, f64)> = Vec::new();
     for r in rows {
@@ -300,7 +316,7 @@ pub fn table(rows: &[Row]) -> String {
         let _ = writeln!(
             o,
             "| {label} | {share} | {} | {:.2} | {:.2} | {:.2} | {:.2} | {:.2} | {:.2} | {:.2} | {:.2}% | {:.1} / {:.1} |",
-            g.len(),
+            g.iter().map(|r| r.seed).collect::<std::collections::BTreeSet<_>>().len(),
             mean(&|r| r.fifo_load),
             mean(&|r| r.summary.te.p50),
             mean(&|r| r.summary.te.p95),
