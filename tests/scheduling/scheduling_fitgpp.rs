@@ -175,6 +175,7 @@ fn the_te_job_starts_when_the_grace_period_ends_and_the_victim_returns_to_the_he
     assert_eq!(c.jobs()[be2].first_start, Some(1130.0));
     assert_eq!(c.jobs()[te].slowdown(), Some(1.3));
     assert_eq!(c.jobs()[be1].preemptions, 1);
+    assert!(c.jobs()[te].made_room && c.jobs()[te].declined == 0);
 }
 
 #[test]
@@ -194,6 +195,7 @@ fn a_second_te_job_cannot_preempt_a_job_at_its_cap() {
     let pass = c.schedule();
     assert!(pass.preemptions.is_empty());
     assert_eq!(c.te_waiting(), [te2]);
+    assert_eq!((c.jobs()[te2].declined, c.jobs()[te2].made_room), (1, false));
     // It starts when be finishes (1,000 s of work from 0 to 1,100 with 100 s lost to te1).
     c.advance_to(5000.0).unwrap();
     assert_eq!(c.jobs()[be].finish, Some(1100.0));

@@ -42,6 +42,7 @@ fn slowdowns_preempted_shares_and_intervals_by_hand() {
     assert_eq!(s.preempted_share, 0.4);
     assert_eq!(s.preempted_times_share, [0.2, 0.2, 0.0]);
     assert_eq!(s.preemptions, 3);
+    assert_eq!((s.te_made_room_share, s.te_declined_share), (0.0, 0.0));
     assert_eq!((s.restart_interval_seconds.count, s.restart_interval_seconds.p50), (3, 60.0));
 }
 
@@ -89,6 +90,9 @@ fn the_papers_directions_hold_on_a_small_cluster() {
     assert!(be50("fitgpp") <= 1.25 * be50("none") && be95("fitgpp") <= 1.25 * be95("none"));
     assert!(preempted("fitgpp") < preempted("lrtp") && preempted("fitgpp") < preempted("rand"));
     assert_eq!(preempted("none"), 0.0);
+    // Every preemptive policy made room for some TE jobs; FIFO for none.
+    assert!(mean("fitgpp", &|r| r.summary.te_made_room_share) > 0.0);
+    assert_eq!(mean("none", &|r| r.summary.te_made_room_share), 0.0);
 }
 
 fn arbiter(args: &[&str]) -> std::process::Output {

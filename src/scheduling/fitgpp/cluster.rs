@@ -237,6 +237,7 @@ impl Cluster {
                 let running = self.running_be();
                 let decision = self.preemptor.choose(&demand, &running, &self.nodes);
                 if !decision.is_some_and(|p| self.preempt_for(te, p, &mut pass)) {
+                    self.jobs[te].declined += 1;
                     self.te_waiting.push(te);
                 }
             }
@@ -333,6 +334,7 @@ impl Cluster {
             });
         }
         self.jobs[te].phase = Phase::Reserved { node, until, held };
+        self.jobs[te].made_room = true;
         self.push(until, EventKind::TeStart { job: te });
         pass.reserved.push((te, node, until));
         true

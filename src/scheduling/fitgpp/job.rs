@@ -111,6 +111,10 @@ pub struct Job {
     pub finish: Option<f64>,
     /// Every preemption's signal time and the time the job started again (None: not yet).
     pub interruptions: Vec<(f64, Option<f64>)>,
+    /// A TE job: passes in which it fit nowhere and its policy preempted nothing for it.
+    pub declined: u32,
+    /// A TE job: BE jobs were preempted to make room for it.
+    pub made_room: bool,
     /// Counts runs, so a completion foreseen for an earlier run is recognized as stale.
     pub(super) run: u32,
 }
@@ -126,6 +130,8 @@ impl Job {
             first_start: None,
             finish: None,
             interruptions: Vec::new(),
+            declined: 0,
+            made_room: false,
             run: 0,
         }
     }

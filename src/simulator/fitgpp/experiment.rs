@@ -8,7 +8,7 @@ use super::metrics::{summarize, Summary};
 use super::run;
 use super::workload::{at_rate, generate, Distributions};
 use crate::error::{ArbiterError, ErrorCode, Result};
-use crate::scheduling::fitgpp::{preemption, JobKind, Resources};
+use crate::scheduling::fitgpp::{preemption, JobKind, Resources, DEFAULT_MAX_PREEMPTIONS};
 use crate::simulator::plot::{Chart, Series};
 use rayon::prelude::*;
 use std::fmt::Write;
@@ -62,8 +62,12 @@ impl ExperimentConfig {
     /// The paper's setting: 84 nodes × (32 cores, 256 GB, 8 GPUs), 30% TE, load 2.0, eight
     /// workloads, P = 1; FitGpp (λ = 1), LRTP, RAND and FIFO.
     pub fn paper(jobs: usize) -> ExperimentConfig {
-        let v =
-            |policy: &str| Variant { policy: policy.into(), lambda: 1.0, max_preemptions: 1, random_fallback: false };
+        let v = |policy: &str| Variant {
+            policy: policy.into(),
+            lambda: 1.0,
+            max_preemptions: DEFAULT_MAX_PREEMPTIONS,
+            random_fallback: false,
+        };
         ExperimentConfig {
             nodes: 84,
             node: Resources::new(32, 256, 8),
@@ -156,7 +160,7 @@ pub fn csv(rows: &[Row]) -> String {
     let mut o = String::from(
         "variant,policy,lambda,max_preemptions,te_share,seed,run,arrivals_per_hour,fifo_load,jobs_measured,\
          te_p50,te_p95,te_p99,be_p50,be_p95,be_p99,preempted_share,preempted_once,preempted_twice,\
-         preempted_3plus,preemptions,interval_p50_s,interval_p75_s,interval_p95_s,interval_p99_s\n",
+         preempted_3plus,preemptions,te_made_room,te_declined,interval_p50_s,interval_p75_s,interval_p95_s,interval_p99_s\n",
     );
     for r in rows {
         let s = &r.summary;
@@ -165,7 +169,7 @@ pub fn csv(rows: &[Row]) -> String {
             if r.variant.max_preemptions == u32::MAX { "inf".into() } else { r.variant.max_preemptions.to_string() };
         let _ = writeln!(
             o,
-            "\"{}\",{},{},{},{},{},{},{:.4},{:.4},{},{:.4},{:.4},{:.4},{:.4},{:.4},{:.4},{:.6},{:.6},{:.6},{:.6},{},{:.1},{:.1},{:.1},{:.1}",
+            "\"{}\",{},{},{},{},{},{},{:.4},{:.4},{},{:.4},{:.4},{:.4},{:.4},{:.4},{:.4},{:.6},{:.6},{:.6},{:.6},{},{:.6},{:.6},{:.1},{:.1},{:.1},{:.1}",
             r.variant.label(),
             r.variant.policy,
             r.variant.lambda,
@@ -187,6 +191,8 @@ pub fn csv(rows: &[Row]) -> String {
             s.preempted_times_share[1],
             s.preempted_times_share[2],
             s.preemptions,
+            s.te_made_room_share,
+            s.te_declined_share,
             i.p50,
             i.p75,
             i.p95,
@@ -300,8 +306,8 @@ pub fn table(rows: &[Row]) -> String {
         }
     }
     let mut o = String::from(
-        "| policy | TE share | workloads | FIFO load | TE p50 | TE p95 | TE p99 | BE p50 | BE p95 | BE p99 | preempted jobs | restart interval p50 / p95 (min) |\n\
-         |---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n",
+        "| policy | TE share | workloads | FIFO load | TE p50 | TE p95 | TE p99 | BE p50 | BE p95 | BE p99 | preempted jobs | TE jobs made room for / declined | restart interval p50 / p95 (min) |\n\
+         |---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n",
     );
     for (label, share) in keys {
         let g: Vec<&Row> = rows.iter().filter(|r| r.variant.label() == label && r.te_share == share).collect();
@@ -315,7 +321,7 @@ pub fn table(rows: &[Row]) -> String {
         };
         let _ = writeln!(
             o,
-            "| {label} | {share} | {} | {:.2} | {:.2} | {:.2} | {:.2} | {:.2} | {:.2} | {:.2} | {:.2}% | {:.1} / {:.1} |",
+            "| {label} | {share} | {} | {:.2} | {:.2} | {:.2} | {:.2} | {:.2} | {:.2} | {:.2} | {:.2}% | {:.1}% / {:.1}% | {:.1} / {:.1} |",
             g.iter().map(|r| r.seed).collect::<std::collections::BTreeSet<_>>().len(),
             mean(&|r| r.fifo_load),
             mean(&|r| r.summary.te.p50),
@@ -325,6 +331,8 @@ pub fn table(rows: &[Row]) -> String {
             mean(&|r| r.summary.be.p95),
             mean(&|r| r.summary.be.p99),
             100.0 * mean(&|r| r.summary.preempted_share),
+            100.0 * mean(&|r| r.summary.te_made_room_share),
+            100.0 * mean(&|r| r.summary.te_declined_share),
             mean(&|r| r.summary.restart_interval_seconds.p50) / 60.0,
             mean(&|r| r.summary.restart_interval_seconds.p95) / 60.0,
         );

@@ -35,6 +35,12 @@ pub struct Summary {
     /// Measured jobs preempted exactly once, twice, three times or more, as shares of them.
     pub preempted_times_share: [f64; 3],
     pub preemptions: u64,
+    /// Measured TE jobs for which BE jobs were preempted, as a share of the measured TE jobs.
+    pub te_made_room_share: f64,
+    /// Measured TE jobs that waited at some point with no room and no preemption possible (none
+    /// of FitGpp's candidates, or not enough even preempting every eligible BE job), as a share of
+    /// the measured TE jobs.
+    pub te_declined_share: f64,
     pub restart_interval_seconds: Intervals,
 }
 
@@ -51,6 +57,7 @@ fn slowdowns(jobs: &[&Job], kind: JobKind) -> Slowdowns {
 /// The metrics of `measured` (finished jobs).
 pub fn summarize(measured: &[&Job]) -> Summary {
     let n = measured.len().max(1) as f64;
+    let te: Vec<&&Job> = measured.iter().filter(|j| j.kind() == JobKind::Te).collect();
     let times =
         |k: u32| measured.iter().filter(|j| if k < 3 { j.preemptions == k } else { j.preemptions >= 3 }).count();
     let intervals = sorted(
@@ -63,6 +70,8 @@ pub fn summarize(measured: &[&Job]) -> Summary {
         preempted_share: measured.iter().filter(|j| j.preemptions > 0).count() as f64 / n,
         preempted_times_share: [times(1) as f64 / n, times(2) as f64 / n, times(3) as f64 / n],
         preemptions: measured.iter().map(|j| j.preemptions as u64).sum(),
+        te_made_room_share: te.iter().filter(|j| j.made_room).count() as f64 / te.len().max(1) as f64,
+        te_declined_share: te.iter().filter(|j| j.declined > 0).count() as f64 / te.len().max(1) as f64,
         restart_interval_seconds: Intervals {
             count: intervals.len(),
             p50: percentile(&intervals, 50.0),
