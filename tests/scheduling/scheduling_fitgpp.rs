@@ -218,7 +218,7 @@ fn fifo_makes_te_jobs_wait_in_line() {
 #[test]
 fn bad_input_is_refused_with_the_field() {
     let named = |p: &str, l: f64| preemption::named(p, l, 1, false, 0);
-    assert_eq!(named("sjf", 1.0).unwrap_err().code, ErrorCode::Unsupported);
+    assert_eq!(named("sjf", 1.0).unwrap_err().code, ErrorCode::UnknownPolicy);
     assert_eq!(named("fitgpp", f64::NAN).unwrap_err().code, ErrorCode::InvalidNumber);
     assert!(Cluster::new(&[], named("none", 1.0).unwrap()).is_err());
     let mut c = Cluster::new(&[Resources::new(4, 16, 1)], named("fitgpp", 1.0).unwrap()).unwrap();

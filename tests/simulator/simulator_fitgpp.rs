@@ -132,7 +132,7 @@ fn the_command_writes_a_csv_a_table_and_plots() {
 #[test]
 fn the_command_refuses_bad_flags_with_exit_2() {
     for (extra, code, field) in [
-        (&["--preemption", "sjf"][..], "unsupported", "preemption"),
+        (&["--preemption", "sjf"][..], "unknown_policy", "preemption"),
         (&["--node", "32,256"][..], "malformed_request", "node"),
         (&["--lambda=-1"][..], "malformed_request", "lambda"),
         (&["--te-share", "1.5"][..], "malformed_request", "te-share"),

@@ -173,7 +173,7 @@ pub fn named(
         "none" => Box::new(NoPreemption),
         other => {
             return Err(ArbiterError::at(
-                ErrorCode::Unsupported,
+                ErrorCode::UnknownPolicy,
                 "preemption",
                 format!("unknown preemption policy {other:?}; expected fitgpp, lrtp, rand or none"),
             ))

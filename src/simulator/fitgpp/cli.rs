@@ -121,7 +121,7 @@ pub fn config(args: &FitGppArgs) -> Result<ExperimentConfig> {
             "none" => variants.push(at(0.0, 0)),
             other => {
                 return Err(ArbiterError::at(
-                    ErrorCode::Unsupported,
+                    ErrorCode::UnknownPolicy,
                     "preemption",
                     format!("unknown preemption policy {other:?}; expected fitgpp, lrtp, rand or none"),
                 ))
