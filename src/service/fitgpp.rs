@@ -27,7 +27,7 @@ use utoipa::ToSchema;
 #[serde(deny_unknown_fields)]
 pub struct CreateFitGppSession {
     /// Groups of identical nodes.
-    pub nodes: Vec<NodeGroup>,
+    pub nodes: Vec<FitGppNodeGroup>,
     /// `fitgpp` (default), `lrtp`, `rand` or `none` (non-preemptive FIFO).
     #[serde(default = "default_policy")]
     pub preemption: String,
@@ -58,7 +58,7 @@ fn one_u32() -> u32 {
 /// `count` nodes of the same capacity.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize, ToSchema)]
 #[serde(deny_unknown_fields)]
-pub struct NodeGroup {
+pub struct FitGppNodeGroup {
     #[serde(default = "one_u32")]
     pub count: u32,
     pub cpus: u32,
@@ -69,7 +69,7 @@ pub struct NodeGroup {
 /// `POST /v1/fitgpp/sessions/{id}/jobs`: a job arriving at `at` (default: the session's time).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, ToSchema)]
 #[serde(deny_unknown_fields)]
-pub struct SubmitJob {
+pub struct FitGppJob {
     pub id: String,
     /// `te` (trial-and-error) or `be` (best-effort).
     #[schema(value_type = String)]
@@ -90,7 +90,7 @@ pub struct SubmitJob {
 /// `POST /v1/fitgpp/sessions/{id}/advance`.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize, ToSchema)]
 #[serde(deny_unknown_fields)]
-pub struct Advance {
+pub struct FitGppAdvance {
     /// Session seconds; not before the session's time.
     pub to: f64,
 }
@@ -99,29 +99,29 @@ pub struct Advance {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(tag = "event", rename_all = "snake_case")]
 pub(crate) enum Event {
-    Submit(SubmitJob),
-    Advance(Advance),
+    Submit(FitGppJob),
+    Advance(FitGppAdvance),
 }
 
 /// What the clock's moves and a job's arrival did.
 #[derive(Debug, Clone, PartialEq, Serialize, ToSchema)]
-pub struct PassView {
+pub struct FitGppPass {
     /// The session's time after the event.
     pub now: f64,
-    pub started: Vec<Started>,
-    pub preemptions: Vec<PreemptionView>,
+    pub started: Vec<FitGppStarted>,
+    pub preemptions: Vec<FitGppPreemption>,
     /// TE jobs waiting for their victims' grace periods, and when they start.
-    pub reserved: Vec<Reserved>,
+    pub reserved: Vec<FitGppReserved>,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, ToSchema)]
-pub struct Started {
+pub struct FitGppStarted {
     pub job: String,
     pub node: usize,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, ToSchema)]
-pub struct PreemptionView {
+pub struct FitGppPreemption {
     pub job: String,
     pub node: usize,
     /// When it was told to stop.
@@ -133,7 +133,7 @@ pub struct PreemptionView {
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, ToSchema)]
-pub struct Reserved {
+pub struct FitGppReserved {
     pub job: String,
     pub node: usize,
     pub starts_at: f64,
@@ -146,35 +146,35 @@ pub struct FitGppView {
     pub created_at: f64,
     pub now: f64,
     pub preemption: String,
-    pub nodes: Vec<NodeView>,
+    pub nodes: Vec<FitGppNodeView>,
     /// The FIFO queue, head first.
     pub queue: Vec<String>,
     /// TE jobs waiting for room.
     pub te_waiting: Vec<String>,
-    pub jobs: Vec<JobView>,
+    pub jobs: Vec<FitGppJobView>,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, ToSchema)]
-pub struct NodeView {
-    pub capacity: ResourcesView,
-    pub free: ResourcesView,
+pub struct FitGppNodeView {
+    pub capacity: FitGppResources,
+    pub free: FitGppResources,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, ToSchema)]
-pub struct ResourcesView {
+pub struct FitGppResources {
     pub cpus: u32,
     pub memory_gb: u32,
     pub gpus: u32,
 }
 
-impl From<Resources> for ResourcesView {
+impl From<Resources> for FitGppResources {
     fn from(r: Resources) -> Self {
-        ResourcesView { cpus: r.cpus, memory_gb: r.memory_gb, gpus: r.gpus }
+        FitGppResources { cpus: r.cpus, memory_gb: r.memory_gb, gpus: r.gpus }
     }
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, ToSchema)]
-pub struct JobView {
+pub struct FitGppJobView {
     pub id: String,
     pub kind: String,
     /// `queued`, `running`, `grace`, `reserved` or `finished`.
@@ -274,15 +274,15 @@ pub(crate) fn apply(cluster: &mut Cluster, event: &Event) -> ApiResult<Pass> {
 }
 
 /// The answer to an event.
-pub fn pass_view(cluster: &Cluster, pass: &Pass) -> PassView {
+pub fn pass_view(cluster: &Cluster, pass: &Pass) -> FitGppPass {
     let id = |j: usize| cluster.jobs()[j].spec.id.clone();
-    PassView {
+    FitGppPass {
         now: cluster.now(),
-        started: pass.started.iter().map(|&(j, node)| Started { job: id(j), node }).collect(),
+        started: pass.started.iter().map(|&(j, node)| FitGppStarted { job: id(j), node }).collect(),
         preemptions: pass
             .preemptions
             .iter()
-            .map(|p| PreemptionView {
+            .map(|p| FitGppPreemption {
                 job: id(p.victim),
                 node: p.node,
                 at: p.at,
@@ -290,7 +290,11 @@ pub fn pass_view(cluster: &Cluster, pass: &Pass) -> PassView {
                 for_job: id(p.for_job),
             })
             .collect(),
-        reserved: pass.reserved.iter().map(|&(j, node, at)| Reserved { job: id(j), node, starts_at: at }).collect(),
+        reserved: pass
+            .reserved
+            .iter()
+            .map(|&(j, node, at)| FitGppReserved { job: id(j), node, starts_at: at })
+            .collect(),
     }
 }
 
@@ -305,14 +309,14 @@ pub fn view(id: &str, created_at: f64, preemption: &str, cluster: &Cluster) -> F
         nodes: cluster
             .nodes()
             .iter()
-            .map(|n| NodeView { capacity: n.capacity.into(), free: n.free().into() })
+            .map(|n| FitGppNodeView { capacity: n.capacity.into(), free: n.free().into() })
             .collect(),
         queue: cluster.queue().map(name).collect(),
         te_waiting: cluster.te_waiting().iter().map(|&j| name(j)).collect(),
         jobs: cluster
             .jobs()
             .iter()
-            .map(|j| JobView {
+            .map(|j| FitGppJobView {
                 id: j.spec.id.clone(),
                 kind: j.kind().name().to_string(),
                 phase: match j.phase {
@@ -375,14 +379,14 @@ impl FitGppSessions {
     }
 
     /// Applies `event` to a copy of session `id`, stores it, then publishes the copy.
-    async fn update(&self, id: &str, event: Event) -> ApiResult<PassView> {
+    async fn update(&self, id: &str, event: Event) -> ApiResult<FitGppPass> {
         let live = self.get(id)?;
         let mut live = live.lock_owned().await;
         if live.deleted {
             return Err(ApiError::UnknownSession(id.to_string()));
         }
         let (store, id) = (self.store.clone(), id.to_string());
-        blocking(move || -> ApiResult<PassView> {
+        blocking(move || -> ApiResult<FitGppPass> {
             let mut next = live.cluster.clone();
             let pass = apply(&mut next, &event)?;
             let payload = serde_json::to_string(&event).map_err(|e| ApiError::Internal(e.to_string()))?;
@@ -469,9 +473,9 @@ pub async fn delete(State(state): State<SharedState>, Params(id): Params<String>
 /// job that does not fit may preempt BE jobs, reported with their grace deadlines.
 #[utoipa::path(post, path = "/v1/fitgpp/sessions/{id}/jobs", tag = "fitgpp",
     params(("id" = String, Path, description = "Session id")),
-    request_body(content = SubmitJob, description = "The job, its kind and resources"),
+    request_body(content = FitGppJob, description = "The job, its kind and resources"),
     responses(
-        (status = 200, description = "Accepted (durably): what started and what was preempted", body = PassView),
+        (status = 200, description = "Accepted (durably): what started and what was preempted", body = FitGppPass),
         (status = 400, description = "Invalid job, a duplicate id or a time in the past (the field is named)", body = ErrorResponse),
         (status = 404, description = "Unknown session", body = ErrorResponse),
     ))]
@@ -479,8 +483,8 @@ pub async fn submit(
     State(state): State<SharedState>,
     Params(id): Params<String>,
     body: Body,
-) -> ApiResult<Json<PassView>> {
-    let job: SubmitJob = parse(body.text()?)?;
+) -> ApiResult<Json<FitGppPass>> {
+    let job: FitGppJob = parse(body.text()?)?;
     Ok(Json(state.fitgpp.update(&id, Event::Submit(job)).await?))
 }
 
@@ -488,9 +492,9 @@ pub async fn submit(
 /// scheduling pass.
 #[utoipa::path(post, path = "/v1/fitgpp/sessions/{id}/advance", tag = "fitgpp",
     params(("id" = String, Path, description = "Session id")),
-    request_body(content = Advance, description = "The session time to move to"),
+    request_body(content = FitGppAdvance, description = "The session time to move to"),
     responses(
-        (status = 200, description = "Done (durably): what started and what was preempted", body = PassView),
+        (status = 200, description = "Done (durably): what started and what was preempted", body = FitGppPass),
         (status = 400, description = "A time in the past", body = ErrorResponse),
         (status = 404, description = "Unknown session", body = ErrorResponse),
     ))]
@@ -498,7 +502,7 @@ pub async fn advance(
     State(state): State<SharedState>,
     Params(id): Params<String>,
     body: Body,
-) -> ApiResult<Json<PassView>> {
-    let to: Advance = parse(body.text()?)?;
+) -> ApiResult<Json<FitGppPass>> {
+    let to: FitGppAdvance = parse(body.text()?)?;
     Ok(Json(state.fitgpp.update(&id, Event::Advance(to)).await?))
 }

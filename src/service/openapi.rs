@@ -116,10 +116,10 @@ fn error_example(error: impl Into<ApiError>) -> Value {
 
 /// FitGpp sessions: one node, a BE job holding it, a TE job preempting it.
 fn add_fitgpp_examples(doc: &mut Document) -> Result<(), ApiError> {
-    use super::fitgpp::{self as f, Advance, CreateFitGppSession, Event, NodeGroup, SubmitJob};
+    use super::fitgpp::{self as f, CreateFitGppSession, Event, FitGppAdvance, FitGppJob, FitGppNodeGroup};
     use crate::scheduling::fitgpp::JobKind;
     let create = CreateFitGppSession {
-        nodes: vec![NodeGroup { count: 1, cpus: 32, memory_gb: 256, gpus: 8 }],
+        nodes: vec![FitGppNodeGroup { count: 1, cpus: 32, memory_gb: 256, gpus: 8 }],
         preemption: "fitgpp".into(),
         lambda: 1.0,
         max_preemptions: 1,
@@ -130,7 +130,7 @@ fn add_fitgpp_examples(doc: &mut Document) -> Result<(), ApiError> {
     request_example(doc, "/v1/fitgpp/sessions", "post", value(&create));
     let created = f::view("a1b2c3d4e5f60718", EXAMPLE_CREATED_AT, &create.preemption, &cluster);
     response_example(doc, "/v1/fitgpp/sessions", "post", "201", value(&created));
-    let job = |id: &str, kind, gpus, at| SubmitJob {
+    let job = |id: &str, kind, gpus, at| FitGppJob {
         id: id.into(),
         kind,
         cpus: 16,
@@ -145,7 +145,7 @@ fn add_fitgpp_examples(doc: &mut Document) -> Result<(), ApiError> {
     request_example(doc, "/v1/fitgpp/sessions/{id}/jobs", "post", value(&te));
     let pass = f::apply(&mut cluster, &Event::Submit(te))?;
     response_example(doc, "/v1/fitgpp/sessions/{id}/jobs", "post", "200", value(&f::pass_view(&cluster, &pass)));
-    let to = Advance { to: 720.0 };
+    let to = FitGppAdvance { to: 720.0 };
     request_example(doc, "/v1/fitgpp/sessions/{id}/advance", "post", value(&to));
     let pass = f::apply(&mut cluster, &Event::Advance(to))?;
     response_example(doc, "/v1/fitgpp/sessions/{id}/advance", "post", "200", value(&f::pass_view(&cluster, &pass)));

@@ -80,4 +80,8 @@ fn document_is_openapi_3_1_with_every_route_and_real_examples() {
     let advanced = &paths["/v1/fitgpp/sessions/{id}/advance"]["post"]["responses"]["200"]["content"]
         ["application/json"]["example"];
     assert_eq!(advanced["started"][0]["job"], "debug-vit", "{advanced}");
+    // FitGpp's wire types have names of their own: the sessions' `JobView` is still theirs.
+    let schemas = &doc["components"]["schemas"];
+    assert!(schemas["JobView"]["properties"]["scale_factor"].is_object(), "{}", schemas["JobView"]);
+    assert!(schemas["FitGppJobView"]["properties"]["kind"].is_object());
 }
