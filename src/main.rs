@@ -76,6 +76,13 @@ enum Command {
     /// Simulate a grid of policies × input loads × seeds on generated traces, in parallel, and
     /// write one CSV row per simulation (and plots of average JCT against load and JCT CDFs).
     Sweep(arbiter::simulator::cli::SweepArgs),
+    /// The FitGpp experiment: synthetic trial-and-error (TE) and best-effort (BE) jobs on nodes of
+    /// CPU cores, memory and GPUs, under FitGpp's selective preemption and the baselines (LRTP,
+    /// RAND, non-preemptive FIFO), over λ, P, TE shares and seeds; one CSV row per simulation.
+    ///
+    /// Its own command, not `simulate --preemption`: that one replays Gavel traces on GPU-type
+    /// clusters in rounds, where `--preemption none` already means run-to-completion.
+    Fitgpp(arbiter::simulator::fitgpp::cli::FitGppArgs),
     /// Estimate a job's throughputs on the types (and beside the reference jobs) it was not
     /// measured on, by matrix completion against a reference file; or, with --evaluate, measure
     /// how good those estimates are on the reference itself.
@@ -245,6 +252,9 @@ fn main() -> ExitCode {
         }
         Command::Sweep(args) => {
             arbiter::simulator::cli::run_sweep(&args).map_or_else(|e| fail(&e), |()| ExitCode::SUCCESS)
+        }
+        Command::Fitgpp(args) => {
+            arbiter::simulator::fitgpp::cli::run(&args).map_or_else(|e| fail(&e), |()| ExitCode::SUCCESS)
         }
         Command::Estimate(args) => arbiter::estimator::cli::run(&args).map_or_else(|e| fail(&e), |text| emit(&text)),
     }

@@ -312,6 +312,15 @@ impl Composition {
             }
             ("none", None) => Ok(Box::new(NonPreemptive)),
             ("none", Some(_)) => Err(bad_parameter("preemption", "none takes no parameter".into())),
+            ("fitgpp" | "lrtp" | "rand", _) => Err(ArbiterError::at(
+                ErrorCode::Unsupported,
+                "preemption",
+                format!(
+                    "{} preempts on nodes of cores, memory and GPUs with grace periods, not in these rounds: \
+                     `arbiter fitgpp --preemption {}` (docs/fitgpp.md); this pipeline's are lease, lease_term, none",
+                    p.name, p.name
+                ),
+            )),
             (other, _) => Err(unknown("preemption", other, &PREEMPTIONS)),
         }
     }

@@ -10,6 +10,8 @@
 //! - [`admission`]: `accept_all`, `accept_x`.
 //! - [`policies`]: the list policies (FIFO, FIFO + priority, LAS, Tiresias, SRTF, Optimus, Themis).
 //! - [`ltgf`]: Astraea's two-phase scheduler over long-term GPU-time fairness, by tenant then job.
+//! - [`fitgpp`]: FitGpp's selective preemption of best-effort jobs for trial-and-error jobs, on
+//!   nodes of CPU cores, memory and GPUs, event by event (beside the rounds, not one of their stages).
 //! - [`placement`]: first-free, consolidated, random, profile-guided, skew, bandwidth-aware.
 //! - [`preemption`]: lease renewal every round (with a restart overhead), leases of a fixed term,
 //!   or run-to-completion.
@@ -23,6 +25,7 @@
 
 pub mod admission;
 pub mod composition;
+pub mod fitgpp;
 pub mod ltgf;
 pub mod mechanism;
 pub mod placement;

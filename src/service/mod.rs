@@ -3,12 +3,14 @@
 //!
 //! The HTTP layer holds no policy or mechanism logic: handlers extract, call the library, map the
 //! result. Solves run off the async runtime in a bounded pool ([`limits`]); sessions are event
-//! sourced into SQLite ([`store`], [`sessions`]); every error is the contract's object ([`error`]).
+//! sourced into SQLite ([`store`], [`sessions`]); FitGpp sessions ([`fitgpp`]) too; every error is
+//! the contract's object ([`error`]).
 
 pub mod allocations;
 pub mod config;
 pub mod error;
 pub mod extract;
+pub mod fitgpp;
 pub mod health;
 pub mod limits;
 pub mod metrics;

@@ -38,6 +38,11 @@ use utoipa::OpenApi;
         super::sessions::handlers::allocation,
         super::sessions::handlers::recompute,
         super::sessions::handlers::round,
+        super::fitgpp::create,
+        super::fitgpp::get,
+        super::fitgpp::delete,
+        super::fitgpp::submit,
+        super::fitgpp::advance,
         super::throughputs::estimate,
         super::health::healthz,
         super::metrics::metrics,
@@ -47,6 +52,7 @@ use utoipa::OpenApi;
     tags(
         (name = "allocations", description = "Stateless: the contract's request in, its response out"),
         (name = "sessions", description = "A cluster under the round-based mechanism; every change is durable before it is acknowledged"),
+        (name = "fitgpp", description = "Nodes of cores, memory and GPUs under FIFO and FitGpp's selective preemption of best-effort jobs for trial-and-error jobs, on the client's clock; durable like sessions"),
         (name = "throughputs", description = "Throughputs a job was not measured on, estimated against a reference matrix"),
         (name = "operations", description = "Health, metrics and this document"),
     )
@@ -108,7 +114,48 @@ fn error_example(error: impl Into<ApiError>) -> Value {
     value(&error.into().body())
 }
 
+/// FitGpp sessions: one node, a BE job holding it, a TE job preempting it.
+fn add_fitgpp_examples(doc: &mut Document) -> Result<(), ApiError> {
+    use super::fitgpp::{self as f, CreateFitGppSession, Event, FitGppAdvance, FitGppJob, FitGppNodeGroup};
+    use crate::scheduling::fitgpp::JobKind;
+    let create = CreateFitGppSession {
+        nodes: vec![FitGppNodeGroup { count: 1, cpus: 32, memory_gb: 256, gpus: 8 }],
+        preemption: "fitgpp".into(),
+        lambda: 1.0,
+        max_preemptions: 1,
+        random_fallback: false,
+        seed: 0,
+    };
+    let mut cluster = f::build(&create)?;
+    request_example(doc, "/v1/fitgpp/sessions", "post", value(&create));
+    let created = f::view("a1b2c3d4e5f60718", EXAMPLE_CREATED_AT, &create.preemption, &cluster);
+    response_example(doc, "/v1/fitgpp/sessions", "post", "201", value(&created));
+    let job = |id: &str, kind, gpus, at| FitGppJob {
+        id: id.into(),
+        kind,
+        cpus: 16,
+        memory_gb: 128,
+        gpus,
+        duration_seconds: 3600.0,
+        grace_period_seconds: 120.0,
+        at,
+    };
+    f::apply(&mut cluster, &Event::Submit(job("train-bert", JobKind::Be, 8, None)))?;
+    let te = job("debug-vit", JobKind::Te, 2, Some(600.0));
+    request_example(doc, "/v1/fitgpp/sessions/{id}/jobs", "post", value(&te));
+    let pass = f::apply(&mut cluster, &Event::Submit(te))?;
+    response_example(doc, "/v1/fitgpp/sessions/{id}/jobs", "post", "200", value(&f::pass_view(&cluster, &pass)));
+    let to = FitGppAdvance { to: 720.0 };
+    request_example(doc, "/v1/fitgpp/sessions/{id}/advance", "post", value(&to));
+    let pass = f::apply(&mut cluster, &Event::Advance(to))?;
+    response_example(doc, "/v1/fitgpp/sessions/{id}/advance", "post", "200", value(&f::pass_view(&cluster, &pass)));
+    let view = f::view("a1b2c3d4e5f60718", EXAMPLE_CREATED_AT, &create.preemption, &cluster);
+    response_example(doc, "/v1/fitgpp/sessions/{id}", "get", "200", value(&view));
+    Ok(())
+}
+
 fn add_examples(doc: &mut Document) -> Result<(), ApiError> {
+    add_fitgpp_examples(doc)?;
     // POST /v1/allocations: the demo request and its real response.
     let request = crate::demo::request("max_min_fairness");
     let mut response = crate::solve(&Problem::from_request(&request)?, Backend::default())?;

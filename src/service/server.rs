@@ -8,7 +8,7 @@ use super::sessions::handlers::{self as h, solve_now};
 use super::sessions::registry::apply_live;
 use super::sessions::spec::CreateSession;
 use super::state::{AppState, SharedState};
-use super::{allocations, health, metrics, throughputs};
+use super::{allocations, fitgpp, health, metrics, throughputs};
 use axum::extract::DefaultBodyLimit;
 use axum::http::{HeaderValue, Method, Uri};
 use axum::routing::{delete, get, post, put};
@@ -44,6 +44,10 @@ pub fn router(state: SharedState) -> Router {
         .route("/v1/sessions/{id}/workers/{worker}/return", post(h::worker_returned))
         .route("/v1/sessions/{id}/allocation", get(h::allocation).post(h::recompute))
         .route("/v1/sessions/{id}/rounds", post(h::round))
+        .route("/v1/fitgpp/sessions", post(fitgpp::create))
+        .route("/v1/fitgpp/sessions/{id}", get(fitgpp::get).delete(fitgpp::delete))
+        .route("/v1/fitgpp/sessions/{id}/jobs", post(fitgpp::submit))
+        .route("/v1/fitgpp/sessions/{id}/advance", post(fitgpp::advance))
         .fallback(no_route)
         .method_not_allowed_fallback(method_not_allowed)
         .layer(DefaultBodyLimit::max(state.config.max_body_bytes))

@@ -2,6 +2,7 @@
 //! sessions (over the store), the metrics and the OpenAPI document. No request state lives here.
 
 use super::config::Config;
+use super::fitgpp::FitGppSessions;
 use super::limits::SolveLimiter;
 use super::metrics::Metrics;
 use super::sessions::registry::{Broken, Sessions};
@@ -16,6 +17,8 @@ pub struct AppState {
     pub config: Config,
     pub limiter: SolveLimiter,
     pub sessions: Sessions,
+    /// FitGpp sessions (`fitgpp.rs`), in the same store.
+    pub fitgpp: FitGppSessions,
     pub metrics: Metrics,
     /// `GET /openapi.json`, rendered once.
     pub openapi: Bytes,
@@ -34,7 +37,9 @@ impl AppState {
             None => None,
         };
         let store = Arc::new(Store::open(&config.db)?);
-        let (sessions, broken) = Sessions::load(store)?;
+        let (sessions, mut broken) = Sessions::load(store.clone())?;
+        let (fitgpp, broken_fitgpp) = FitGppSessions::load(store)?;
+        broken.extend(broken_fitgpp.into_iter().map(|(id, error)| Broken { id, error }));
         let limiter = SolveLimiter::new(
             config.concurrent_solves(),
             config.queued_solves(),
@@ -45,6 +50,7 @@ impl AppState {
             config,
             limiter,
             sessions,
+            fitgpp,
             metrics: Metrics::default(),
             openapi: Bytes::from(super::openapi::json()),
             started: Instant::now(),

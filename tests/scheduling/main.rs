@@ -11,5 +11,6 @@ mod mechanism_invariants;
 mod mechanism_realizability;
 mod mechanism_session;
 mod mechanism_space_sharing;
+mod scheduling_fitgpp;
 mod scheduling_ltgf;
 mod scheduling_pipeline;

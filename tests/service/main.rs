@@ -1,4 +1,4 @@
-//! The HTTP service against the real binary: every endpoint, errors, fuzzed requests, the OpenAPI document, recovery after kill -9.
+//! The HTTP service against the real binary: every endpoint, errors, fuzzed requests, the OpenAPI document, recovery after kill -9, FitGpp sessions.
 //! One test crate per layer (one link each); each module is one file beside this one.
 
 #[path = "../service_support/mod.rs"]
@@ -7,6 +7,7 @@ mod service_support;
 mod service_api;
 mod service_compositions;
 mod service_errors;
+mod service_fitgpp;
 mod service_fuzz;
 mod service_openapi;
 mod service_recovery;

@@ -42,6 +42,11 @@ fn document_is_openapi_3_1_with_every_route_and_real_examples() {
         ("/v1/sessions/{id}/allocation", "get"),
         ("/v1/sessions/{id}/allocation", "post"),
         ("/v1/sessions/{id}/rounds", "post"),
+        ("/v1/fitgpp/sessions", "post"),
+        ("/v1/fitgpp/sessions/{id}", "get"),
+        ("/v1/fitgpp/sessions/{id}", "delete"),
+        ("/v1/fitgpp/sessions/{id}/jobs", "post"),
+        ("/v1/fitgpp/sessions/{id}/advance", "post"),
         ("/healthz", "get"),
         ("/metrics", "get"),
         ("/openapi.json", "get"),
@@ -68,4 +73,15 @@ fn document_is_openapi_3_1_with_every_route_and_real_examples() {
         &paths["/v1/sessions/{id}/rounds"]["post"]["responses"]["200"]["content"]["application/json"]["example"];
     assert!(!round["placements"].as_array().unwrap().is_empty(), "{round}");
     assert!(doc["components"]["schemas"]["ErrorResponse"].is_object());
+    // The FitGpp example is a real preemption: the BE job's grace deadline, then the TE job's start.
+    let te =
+        &paths["/v1/fitgpp/sessions/{id}/jobs"]["post"]["responses"]["200"]["content"]["application/json"]["example"];
+    assert_eq!(te["preemptions"][0]["grace_deadline"], 720.0, "{te}");
+    let advanced = &paths["/v1/fitgpp/sessions/{id}/advance"]["post"]["responses"]["200"]["content"]
+        ["application/json"]["example"];
+    assert_eq!(advanced["started"][0]["job"], "debug-vit", "{advanced}");
+    // FitGpp's wire types have names of their own: the sessions' `JobView` is still theirs.
+    let schemas = &doc["components"]["schemas"];
+    assert!(schemas["JobView"]["properties"]["scale_factor"].is_object(), "{}", schemas["JobView"]);
+    assert!(schemas["FitGppJobView"]["properties"]["kind"].is_object());
 }

@@ -1,7 +1,8 @@
-//! The simulator: the trace generator, `arbiter simulate` and `sweep`, exact small cases and invariants.
+//! The simulator: the trace generator, `arbiter simulate` and `sweep`, exact small cases and invariants, the FitGpp experiment.
 //! One test crate per layer (one link each); each module is one file beside this one.
 
 mod generator;
 mod simulator_cli;
 mod simulator_exact;
+mod simulator_fitgpp;
 mod simulator_invariants;

@@ -76,7 +76,8 @@ impl Sessions {
     pub fn load(store: Arc<Store>) -> Result<(Sessions, Vec<Broken>), crate::service::store::StoreError> {
         let mut map = HashMap::new();
         let mut broken = Vec::new();
-        for stored in store.load()? {
+        // FitGpp sessions share the store; `service::fitgpp` rebuilds them.
+        for stored in store.load()?.into_iter().filter(|s| !crate::service::fitgpp::is_fitgpp(&s.spec)) {
             let id = stored.id.clone();
             match replay(stored) {
                 Ok(entry) => {

@@ -1,0 +1,508 @@
+//! FitGpp sessions: a cluster of nodes with cores, memory and GPUs under a FIFO queue and a
+//! preemption policy (`scheduling::fitgpp`), on its client's clock. Jobs arrive with their kind
+//! and resources; `advance` moves the clock; every answer lists the jobs that started and the
+//! preemptions with their grace deadlines. Durable like sessions: the creation body and each event
+//! are stored before they are acknowledged, and replayed at start (the cluster is deterministic).
+//! No scheduling logic here.
+
+use super::error::{ApiError, ApiResult, ErrorResponse};
+use super::extract::{Body, Params};
+use super::limits::blocking;
+use super::sessions::registry::now;
+use super::state::SharedState;
+use super::store::{Store, StoreError};
+use crate::error::{ArbiterError, ErrorCode};
+use crate::scheduling::fitgpp::{preemption, Cluster, JobKind, JobSpec, Pass, Phase, Resources};
+use axum::extract::State;
+use axum::http::{header, StatusCode};
+use axum::response::{IntoResponse, Response};
+use axum::Json;
+use serde::{Deserialize, Serialize};
+use std::collections::HashMap;
+use std::sync::{Arc, RwLock};
+use utoipa::ToSchema;
+
+/// `POST /v1/fitgpp/sessions`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct CreateFitGppSession {
+    /// Groups of identical nodes.
+    pub nodes: Vec<FitGppNodeGroup>,
+    /// `fitgpp` (default), `lrtp`, `rand` or `none` (non-preemptive FIFO).
+    #[serde(default = "default_policy")]
+    pub preemption: String,
+    /// FitGpp's weight of the grace period (default 1).
+    #[serde(default = "one")]
+    pub lambda: f64,
+    /// The cap P on preemptions per BE job (default 1).
+    #[serde(default = "one_u32")]
+    pub max_preemptions: u32,
+    /// FitGpp preempts random BE jobs when no single one frees enough.
+    #[serde(default)]
+    pub random_fallback: bool,
+    /// Seeds `rand` and the random fallback.
+    #[serde(default)]
+    pub seed: u64,
+}
+
+fn default_policy() -> String {
+    "fitgpp".into()
+}
+fn one() -> f64 {
+    1.0
+}
+fn one_u32() -> u32 {
+    1
+}
+
+/// `count` nodes of the same capacity.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct FitGppNodeGroup {
+    #[serde(default = "one_u32")]
+    pub count: u32,
+    pub cpus: u32,
+    pub memory_gb: u32,
+    pub gpus: u32,
+}
+
+/// `POST /v1/fitgpp/sessions/{id}/jobs`: a job arriving at `at` (default: the session's time).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct FitGppJob {
+    pub id: String,
+    /// `te` (trial-and-error) or `be` (best-effort).
+    #[schema(value_type = String)]
+    pub kind: JobKind,
+    pub cpus: u32,
+    pub memory_gb: u32,
+    pub gpus: u32,
+    /// Seconds it runs alone.
+    pub duration_seconds: f64,
+    /// Seconds it needs to save its state once told to stop (default 0).
+    #[serde(default)]
+    pub grace_period_seconds: f64,
+    /// Session seconds; not before the session's time.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub at: Option<f64>,
+}
+
+/// `POST /v1/fitgpp/sessions/{id}/advance`.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct FitGppAdvance {
+    /// Session seconds; not before the session's time.
+    pub to: f64,
+}
+
+/// A stored event.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "event", rename_all = "snake_case")]
+pub(crate) enum Event {
+    Submit(FitGppJob),
+    Advance(FitGppAdvance),
+}
+
+/// What the clock's moves and a job's arrival did.
+#[derive(Debug, Clone, PartialEq, Serialize, ToSchema)]
+pub struct FitGppPass {
+    /// The session's time after the event.
+    pub now: f64,
+    pub started: Vec<FitGppStarted>,
+    pub preemptions: Vec<FitGppPreemption>,
+    /// TE jobs waiting for their victims' grace periods, and when they start.
+    pub reserved: Vec<FitGppReserved>,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, ToSchema)]
+pub struct FitGppStarted {
+    pub job: String,
+    pub node: usize,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, ToSchema)]
+pub struct FitGppPreemption {
+    pub job: String,
+    pub node: usize,
+    /// When it was told to stop.
+    pub at: f64,
+    /// When its grace period ends: its resources free up and it returns to the head of the queue.
+    pub grace_deadline: f64,
+    /// The TE job it makes room for.
+    pub for_job: String,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, ToSchema)]
+pub struct FitGppReserved {
+    pub job: String,
+    pub node: usize,
+    pub starts_at: f64,
+}
+
+/// A FitGpp session as of its last acknowledged event.
+#[derive(Debug, Clone, PartialEq, Serialize, ToSchema)]
+pub struct FitGppView {
+    pub id: String,
+    pub created_at: f64,
+    pub now: f64,
+    pub preemption: String,
+    pub nodes: Vec<FitGppNodeView>,
+    /// The FIFO queue, head first.
+    pub queue: Vec<String>,
+    /// TE jobs waiting for room.
+    pub te_waiting: Vec<String>,
+    pub jobs: Vec<FitGppJobView>,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, ToSchema)]
+pub struct FitGppNodeView {
+    pub capacity: FitGppResources,
+    pub free: FitGppResources,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, ToSchema)]
+pub struct FitGppResources {
+    pub cpus: u32,
+    pub memory_gb: u32,
+    pub gpus: u32,
+}
+
+impl From<Resources> for FitGppResources {
+    fn from(r: Resources) -> Self {
+        FitGppResources { cpus: r.cpus, memory_gb: r.memory_gb, gpus: r.gpus }
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, ToSchema)]
+pub struct FitGppJobView {
+    pub id: String,
+    pub kind: String,
+    /// `queued`, `running`, `grace`, `reserved` or `finished`.
+    pub phase: String,
+    pub node: Option<usize>,
+    pub arrival: f64,
+    pub first_start: Option<f64>,
+    pub finish: Option<f64>,
+    pub preemptions: u32,
+    /// JCT over its duration, once finished.
+    pub slowdown: Option<f64>,
+}
+
+/// One live session: its creation body, its cluster and the next event's number.
+#[derive(Debug)]
+struct Live {
+    spec: CreateFitGppSession,
+    created_at: f64,
+    cluster: Cluster,
+    next_seq: i64,
+    deleted: bool,
+}
+
+/// Every live FitGpp session, by id.
+#[derive(Debug)]
+pub struct FitGppSessions {
+    map: RwLock<HashMap<String, Arc<tokio::sync::Mutex<Live>>>>,
+    store: Arc<Store>,
+}
+
+/// The stored creation body of a FitGpp session: `{"fitgpp": CreateFitGppSession}` (the store's
+/// other sessions have no such key).
+pub fn is_fitgpp(spec: &str) -> bool {
+    serde_json::from_str::<serde_json::Value>(spec).is_ok_and(|v| v.get("fitgpp").is_some())
+}
+
+fn parse<T: serde::de::DeserializeOwned>(text: &str) -> ApiResult<T> {
+    let mut de = serde_json::Deserializer::from_str(text);
+    serde_path_to_error::deserialize(&mut de).map_err(|e| {
+        let path = e.path().to_string();
+        let error = ArbiterError::new(ErrorCode::MalformedRequest, e.inner().to_string());
+        ApiError::Arbiter(if path == "." {
+            error
+        } else {
+            ArbiterError::at(ErrorCode::MalformedRequest, path, e.inner().to_string())
+        })
+    })
+}
+
+/// The empty cluster a creation body describes.
+pub(crate) fn build(spec: &CreateFitGppSession) -> ApiResult<Cluster> {
+    let mut capacities = Vec::new();
+    for (k, g) in spec.nodes.iter().enumerate() {
+        if g.cpus == 0 && g.memory_gb == 0 && g.gpus == 0 {
+            return Err(ArbiterError::at(
+                ErrorCode::InvalidNumber,
+                format!("nodes[{k}]"),
+                "a node needs some resource",
+            )
+            .into());
+        }
+        if capacities.len() + g.count as usize > 100_000 {
+            return Err(ArbiterError::at(
+                ErrorCode::InvalidNumber,
+                format!("nodes[{k}].count"),
+                "at most 100,000 nodes",
+            )
+            .into());
+        }
+        capacities.extend(std::iter::repeat_n(Resources::new(g.cpus, g.memory_gb, g.gpus), g.count as usize));
+    }
+    let policy =
+        preemption::named(&spec.preemption, spec.lambda, spec.max_preemptions, spec.random_fallback, spec.seed)?;
+    Ok(Cluster::new(&capacities, policy)?)
+}
+
+/// Applies one event to the cluster.
+pub(crate) fn apply(cluster: &mut Cluster, event: &Event) -> ApiResult<Pass> {
+    match event {
+        Event::Advance(a) => Ok(cluster.advance_to(a.to)?),
+        Event::Submit(job) => {
+            let mut pass = cluster.advance_to(job.at.unwrap_or(cluster.now()))?;
+            cluster.submit(JobSpec {
+                id: job.id.clone(),
+                kind: job.kind,
+                demand: Resources::new(job.cpus, job.memory_gb, job.gpus),
+                duration_seconds: job.duration_seconds,
+                grace_period_seconds: job.grace_period_seconds,
+            })?;
+            let now = cluster.schedule();
+            pass.started.extend(now.started);
+            pass.preemptions.extend(now.preemptions);
+            pass.reserved.extend(now.reserved);
+            Ok(pass)
+        }
+    }
+}
+
+/// The answer to an event.
+pub fn pass_view(cluster: &Cluster, pass: &Pass) -> FitGppPass {
+    let id = |j: usize| cluster.jobs()[j].spec.id.clone();
+    FitGppPass {
+        now: cluster.now(),
+        started: pass.started.iter().map(|&(j, node)| FitGppStarted { job: id(j), node }).collect(),
+        preemptions: pass
+            .preemptions
+            .iter()
+            .map(|p| FitGppPreemption {
+                job: id(p.victim),
+                node: p.node,
+                at: p.at,
+                grace_deadline: p.grace_deadline,
+                for_job: id(p.for_job),
+            })
+            .collect(),
+        reserved: pass
+            .reserved
+            .iter()
+            .map(|&(j, node, at)| FitGppReserved { job: id(j), node, starts_at: at })
+            .collect(),
+    }
+}
+
+/// The session's view.
+pub fn view(id: &str, created_at: f64, preemption: &str, cluster: &Cluster) -> FitGppView {
+    let name = |j: usize| cluster.jobs()[j].spec.id.clone();
+    FitGppView {
+        id: id.to_string(),
+        created_at,
+        now: cluster.now(),
+        preemption: preemption.to_string(),
+        nodes: cluster
+            .nodes()
+            .iter()
+            .map(|n| FitGppNodeView { capacity: n.capacity.into(), free: n.free().into() })
+            .collect(),
+        queue: cluster.queue().map(name).collect(),
+        te_waiting: cluster.te_waiting().iter().map(|&j| name(j)).collect(),
+        jobs: cluster
+            .jobs()
+            .iter()
+            .map(|j| FitGppJobView {
+                id: j.spec.id.clone(),
+                kind: j.kind().name().to_string(),
+                phase: match j.phase {
+                    Phase::Queued => "queued",
+                    Phase::Running { .. } => "running",
+                    Phase::Grace { .. } => "grace",
+                    Phase::Reserved { .. } => "reserved",
+                    Phase::Finished => "finished",
+                }
+                .to_string(),
+                node: j.node(),
+                arrival: j.arrival,
+                first_start: j.first_start,
+                finish: j.finish,
+                preemptions: j.preemptions,
+                slowdown: j.slowdown(),
+            })
+            .collect(),
+    }
+}
+
+fn storage(e: StoreError) -> ApiError {
+    ApiError::Storage(e.to_string())
+}
+
+impl FitGppSessions {
+    /// Rebuilds every stored FitGpp session by replaying its events; the ids of those that could not be.
+    pub fn load(store: Arc<Store>) -> Result<(FitGppSessions, Vec<(String, String)>), StoreError> {
+        let mut map = HashMap::new();
+        let mut broken = Vec::new();
+        for stored in store.load()?.into_iter().filter(|s| is_fitgpp(&s.spec)) {
+            let rebuilt = (|| -> ApiResult<Live> {
+                let wrapped: HashMap<String, CreateFitGppSession> = parse(&stored.spec)?;
+                let spec = wrapped.get("fitgpp").cloned().ok_or_else(|| ApiError::malformed("no fitgpp spec"))?;
+                let mut cluster = build(&spec)?;
+                let mut next_seq = 1;
+                for e in &stored.events {
+                    apply(&mut cluster, &parse::<Event>(&e.payload)?)?;
+                    next_seq = e.seq + 1;
+                }
+                Ok(Live { spec, created_at: stored.created_at, cluster, next_seq, deleted: false })
+            })();
+            match rebuilt {
+                Ok(live) => {
+                    map.insert(stored.id, Arc::new(tokio::sync::Mutex::new(live)));
+                }
+                Err(e) => broken.push((stored.id, e.body().error.message)),
+            }
+        }
+        Ok((FitGppSessions { map: RwLock::new(map), store }, broken))
+    }
+
+    fn get(&self, id: &str) -> ApiResult<Arc<tokio::sync::Mutex<Live>>> {
+        self.map
+            .read()
+            .unwrap_or_else(|p| p.into_inner())
+            .get(id)
+            .cloned()
+            .ok_or_else(|| ApiError::UnknownSession(id.to_string()))
+    }
+
+    /// Applies `event` to a copy of session `id`, stores it, then publishes the copy.
+    async fn update(&self, id: &str, event: Event) -> ApiResult<FitGppPass> {
+        let live = self.get(id)?;
+        let mut live = live.lock_owned().await;
+        if live.deleted {
+            return Err(ApiError::UnknownSession(id.to_string()));
+        }
+        let (store, id) = (self.store.clone(), id.to_string());
+        blocking(move || -> ApiResult<FitGppPass> {
+            let mut next = live.cluster.clone();
+            let pass = apply(&mut next, &event)?;
+            let payload = serde_json::to_string(&event).map_err(|e| ApiError::Internal(e.to_string()))?;
+            let kind = match event {
+                Event::Submit(_) => "fitgpp_submit",
+                Event::Advance(_) => "fitgpp_advance",
+            };
+            store.append(&id, live.next_seq, kind, now(), &payload).map_err(storage)?;
+            live.next_seq += 1;
+            live.cluster = next;
+            Ok(pass_view(&live.cluster, &pass))
+        })
+        .await?
+    }
+}
+
+/// Create a FitGpp session: nodes of cores, memory and GPUs under FIFO and a preemption policy.
+#[utoipa::path(post, path = "/v1/fitgpp/sessions", tag = "fitgpp",
+    request_body(content = CreateFitGppSession, description = "Node groups and the preemption policy"),
+    responses(
+        (status = 201, description = "Created; `Location` is its URL", body = FitGppView,
+            headers(("Location" = String, description = "/v1/fitgpp/sessions/{id}"))),
+        (status = 400, description = "Malformed or invalid (the field is named)", body = ErrorResponse),
+        (status = 500, description = "The store could not make it durable", body = ErrorResponse),
+    ))]
+pub async fn create(State(state): State<SharedState>, body: Body) -> ApiResult<Response> {
+    let spec: CreateFitGppSession = parse(body.text()?)?;
+    let cluster = build(&spec)?;
+    let id = state.sessions.new_id();
+    let created_at = now();
+    let stored = serde_json::json!({ "fitgpp": spec }).to_string();
+    let store = state.fitgpp.store.clone();
+    let key = id.clone();
+    blocking(move || store.create_session(&key, created_at, &stored)).await?.map_err(storage)?;
+    let answer = view(&id, created_at, &spec.preemption, &cluster);
+    let live = Live { spec, created_at, cluster, next_seq: 1, deleted: false };
+    state
+        .fitgpp
+        .map
+        .write()
+        .unwrap_or_else(|p| p.into_inner())
+        .insert(id.clone(), Arc::new(tokio::sync::Mutex::new(live)));
+    let location = format!("/v1/fitgpp/sessions/{id}");
+    Ok((StatusCode::CREATED, [(header::LOCATION, location)], Json(answer)).into_response())
+}
+
+/// Get a FitGpp session: its nodes, queue and jobs.
+#[utoipa::path(get, path = "/v1/fitgpp/sessions/{id}", tag = "fitgpp",
+    params(("id" = String, Path, description = "Session id")),
+    responses(
+        (status = 200, description = "The session as of its last acknowledged event", body = FitGppView),
+        (status = 404, description = "Unknown session", body = ErrorResponse),
+    ))]
+pub async fn get(State(state): State<SharedState>, Params(id): Params<String>) -> ApiResult<Json<FitGppView>> {
+    let live = state.fitgpp.get(&id)?;
+    let live = live.lock().await;
+    if live.deleted {
+        return Err(ApiError::UnknownSession(id));
+    }
+    Ok(Json(view(&id, live.created_at, &live.spec.preemption, &live.cluster)))
+}
+
+/// Delete a FitGpp session and everything stored about it.
+#[utoipa::path(delete, path = "/v1/fitgpp/sessions/{id}", tag = "fitgpp",
+    params(("id" = String, Path, description = "Session id")),
+    responses(
+        (status = 204, description = "Deleted (durably)"),
+        (status = 404, description = "Unknown session", body = ErrorResponse),
+    ))]
+pub async fn delete(State(state): State<SharedState>, Params(id): Params<String>) -> ApiResult<StatusCode> {
+    let live = state.fitgpp.get(&id)?;
+    let mut live = live.lock_owned().await;
+    if live.deleted {
+        return Err(ApiError::UnknownSession(id));
+    }
+    let (store, key) = (state.fitgpp.store.clone(), id.clone());
+    blocking(move || store.delete_session(&key)).await?.map_err(storage)?;
+    live.deleted = true;
+    state.fitgpp.map.write().unwrap_or_else(|p| p.into_inner()).remove(&id);
+    Ok(StatusCode::NO_CONTENT)
+}
+
+/// Submit a job: it arrives at `at` (events up to then run first) and is scheduled at once; a TE
+/// job that does not fit may preempt BE jobs, reported with their grace deadlines.
+#[utoipa::path(post, path = "/v1/fitgpp/sessions/{id}/jobs", tag = "fitgpp",
+    params(("id" = String, Path, description = "Session id")),
+    request_body(content = FitGppJob, description = "The job, its kind and resources"),
+    responses(
+        (status = 200, description = "Accepted (durably): what started and what was preempted", body = FitGppPass),
+        (status = 400, description = "Invalid job, a duplicate id or a time in the past (the field is named)", body = ErrorResponse),
+        (status = 404, description = "Unknown session", body = ErrorResponse),
+    ))]
+pub async fn submit(
+    State(state): State<SharedState>,
+    Params(id): Params<String>,
+    body: Body,
+) -> ApiResult<Json<FitGppPass>> {
+    let job: FitGppJob = parse(body.text()?)?;
+    Ok(Json(state.fitgpp.update(&id, Event::Submit(job)).await?))
+}
+
+/// Move the session's clock: completions and grace-period ends up to `to`, each followed by a
+/// scheduling pass.
+#[utoipa::path(post, path = "/v1/fitgpp/sessions/{id}/advance", tag = "fitgpp",
+    params(("id" = String, Path, description = "Session id")),
+    request_body(content = FitGppAdvance, description = "The session time to move to"),
+    responses(
+        (status = 200, description = "Done (durably): what started and what was preempted", body = FitGppPass),
+        (status = 400, description = "A time in the past", body = ErrorResponse),
+        (status = 404, description = "Unknown session", body = ErrorResponse),
+    ))]
+pub async fn advance(
+    State(state): State<SharedState>,
+    Params(id): Params<String>,
+    body: Body,
+) -> ApiResult<Json<FitGppPass>> {
+    let to: FitGppAdvance = parse(body.text()?)?;
+    Ok(Json(state.fitgpp.update(&id, Event::Advance(to)).await?))
+}

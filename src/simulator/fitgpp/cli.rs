@@ -1,0 +1,192 @@
+//! The `arbiter fitgpp` command: flags into an `ExperimentConfig`, the CSV, the summary table and
+//! a sensitivity chart. `src/main.rs` only dispatches here.
+
+use super::experiment::{self, Axis, ExperimentConfig, Variant};
+use super::workload::{Distributions, DEFAULT_DISTRIBUTIONS};
+use crate::error::{ArbiterError, ErrorCode, Result};
+use crate::scheduling::fitgpp::{JobKind, Resources};
+use crate::simulator::cli::{write_file, write_output};
+use std::path::PathBuf;
+
+/// Flags of `arbiter fitgpp`.
+#[derive(Debug, Clone, clap::Args)]
+pub struct FitGppArgs {
+    /// Comma-separated preemption policies: `fitgpp`, `lrtp`, `rand`, `none` (non-preemptive FIFO).
+    #[arg(long, default_value = "fitgpp,lrtp,rand,none")]
+    pub preemption: String,
+    /// Comma-separated λ values for `fitgpp` (weight of the grace period in the score).
+    #[arg(long, default_value = "1")]
+    pub lambda: String,
+    /// Comma-separated caps P on preemptions per BE job (`inf`: no cap), for every preemptive policy.
+    #[arg(long, default_value = "1")]
+    pub max_preemptions: String,
+    /// FitGpp preempts random BE jobs when no single one frees enough (the paper's fallback).
+    #[arg(long)]
+    pub random_fallback: bool,
+    /// Runs of `rand` (and of FitGpp's random fallback) per workload, each with its own random
+    /// choices; tables and plots average them.
+    #[arg(long, default_value_t = 1)]
+    pub random_runs: u32,
+    /// Comma-separated shares of TE jobs.
+    #[arg(long, default_value = "0.3")]
+    pub te_share: String,
+    /// Comma-separated seeds: one workload per (TE share, seed).
+    #[arg(long, default_value = "0,1,2,3,4,5,6,7")]
+    pub seeds: String,
+    /// Jobs per workload (the middle 80% are measured).
+    #[arg(long, default_value_t = 5000)]
+    pub jobs: usize,
+    /// Nodes in the cluster.
+    #[arg(long, default_value_t = 84)]
+    pub nodes: usize,
+    /// Each node's CPU cores, memory (GB) and GPUs.
+    #[arg(long, default_value = "32,256,8")]
+    pub node: String,
+    /// The job distributions as JSON (default: `docs/fitgpp.md`'s choice; `--print-distributions`
+    /// shows its shape).
+    #[arg(long, value_name = "FILE")]
+    pub distributions: Option<PathBuf>,
+    /// Print the distributions in use as JSON and exit.
+    #[arg(long)]
+    pub print_distributions: bool,
+    /// The cluster load FIFO holds (arrival rates are set to reach it).
+    #[arg(long, default_value_t = 2.0)]
+    pub load: f64,
+    /// Simulations run at once (default: one per core).
+    #[arg(long)]
+    pub threads: Option<usize>,
+    /// The CSV, one row per simulation (`-`: standard output).
+    #[arg(long, value_name = "FILE|-", required_unless_present = "print_distributions")]
+    pub output: Option<String>,
+    /// Also write the table of means over seeds (markdown) here (`-`: standard output).
+    #[arg(long, value_name = "FILE|-")]
+    pub table: Option<String>,
+    /// Slowdown percentiles against `--plot-x`, as SVG: PREFIX-te.svg and PREFIX-be.svg.
+    #[arg(long, value_name = "PREFIX")]
+    pub plot: Option<String>,
+    /// The plot's x axis: `lambda`, `max_preemptions` or `te_share`.
+    #[arg(long, default_value = "lambda")]
+    pub plot_x: String,
+}
+
+fn list<T: std::str::FromStr>(text: &str, field: &str, parse: impl Fn(&str) -> Option<T>) -> Result<Vec<T>> {
+    text.split(',')
+        .map(|s| {
+            parse(s.trim()).ok_or_else(|| {
+                ArbiterError::at(ErrorCode::MalformedRequest, field, format!("--{field}: cannot read {s:?}"))
+            })
+        })
+        .collect()
+}
+
+/// `32,256,8` → 32 cores, 256 GB, 8 GPUs.
+pub fn parse_node(text: &str) -> Result<Resources> {
+    let v = list(text, "node", |s| s.parse::<u32>().ok())?;
+    match v[..] {
+        [c, m, g] if c + m + g > 0 => Ok(Resources::new(c, m, g)),
+        _ => Err(ArbiterError::at(
+            ErrorCode::MalformedRequest,
+            "node",
+            format!("--node must be CORES,MEMORY_GB,GPUS (whole numbers, not all 0), got {text:?}"),
+        )),
+    }
+}
+
+/// The grid the flags describe.
+pub fn config(args: &FitGppArgs) -> Result<ExperimentConfig> {
+    let policies: Vec<String> = args.preemption.split(',').map(|s| s.trim().to_string()).collect();
+    let lambdas = list(&args.lambda, "lambda", |s| s.parse::<f64>().ok().filter(|l| l.is_finite() && *l >= 0.0))?;
+    let caps = list(&args.max_preemptions, "max-preemptions", |s| {
+        if s == "inf" {
+            Some(u32::MAX)
+        } else {
+            s.parse::<u32>().ok()
+        }
+    })?;
+    let te_shares = list(&args.te_share, "te-share", |s| s.parse::<f64>().ok().filter(|x| (0.0..=1.0).contains(x)))?;
+    let seeds = list(&args.seeds, "seeds", |s| s.parse::<u64>().ok())?;
+    let mut variants = Vec::new();
+    for p in &policies {
+        let at = |lambda: f64, max_preemptions: u32| Variant {
+            policy: p.clone(),
+            lambda,
+            max_preemptions,
+            random_fallback: args.random_fallback && p == "fitgpp",
+        };
+        match p.as_str() {
+            "fitgpp" => {
+                variants.extend(lambdas.iter().flat_map(|&l| caps.iter().map(move |&c| (l, c))).map(|(l, c)| at(l, c)))
+            }
+            "lrtp" | "rand" => variants.extend(caps.iter().map(|&c| at(0.0, c))),
+            "none" => variants.push(at(0.0, 0)),
+            other => {
+                return Err(ArbiterError::at(
+                    ErrorCode::UnknownPolicy,
+                    "preemption",
+                    format!("unknown preemption policy {other:?}; expected fitgpp, lrtp, rand or none"),
+                ))
+            }
+        }
+    }
+    if !(args.load.is_finite() && args.load > 0.0) {
+        return Err(ArbiterError::at(
+            ErrorCode::InvalidNumber,
+            "load",
+            format!("--load must be > 0, got {}", args.load),
+        ));
+    }
+    let distributions = match &args.distributions {
+        Some(path) => Distributions::from_json(&std::fs::read_to_string(path).map_err(|e| {
+            ArbiterError::at(
+                ErrorCode::MalformedRequest,
+                "distributions",
+                format!("cannot read {}: {e}", path.display()),
+            )
+        })?)?,
+        None => DEFAULT_DISTRIBUTIONS,
+    };
+    Ok(ExperimentConfig {
+        nodes: args.nodes,
+        distributions,
+        node: parse_node(&args.node)?,
+        jobs: args.jobs,
+        load: args.load,
+        te_shares,
+        seeds,
+        variants,
+        random_runs: args.random_runs,
+    })
+}
+
+/// Runs `arbiter fitgpp`.
+pub fn run(args: &FitGppArgs) -> Result<()> {
+    let config = config(args)?;
+    if args.print_distributions {
+        let text = serde_json::to_string_pretty(&config.distributions).expect("distributions always serialize");
+        return write_output("-", &text);
+    }
+    let axis = Axis::named(&args.plot_x)?;
+    let pool = rayon::ThreadPoolBuilder::new().num_threads(args.threads.unwrap_or(0)).build().map_err(|e| {
+        ArbiterError::new(ErrorCode::Unsupported, format!("cannot start {:?} threads: {e}", args.threads))
+    })?;
+    let rows = pool.install(|| experiment::run(&config))?;
+    write_output(args.output.as_deref().unwrap_or("-"), experiment::csv(&rows).trim_end())?;
+    if let Some(target) = &args.table {
+        write_output(target, experiment::table(&rows).trim_end())?;
+    }
+    if let Some(prefix) = &args.plot {
+        for kind in [JobKind::Te, JobKind::Be] {
+            let title = format!(
+                "{} jobs, {} nodes × ({}), FIFO load {}, {} workloads",
+                kind.name().to_uppercase(),
+                config.nodes,
+                config.node,
+                config.load,
+                config.seeds.len()
+            );
+            let path = PathBuf::from(format!("{prefix}-{}.svg", kind.name()));
+            write_file(&path, &experiment::chart(&rows, axis, kind, &title).to_svg())?;
+        }
+    }
+    Ok(())
+}

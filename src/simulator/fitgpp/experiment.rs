@@ -1,0 +1,341 @@
+//! The paper's synthetic experiment as a grid: policies (with λ and P) × TE shares × seeds on one
+//! cluster of identical nodes. Each (TE share, seed) is one workload, its arrival rate set so
+//! FIFO holds the load; every variant runs on it, in parallel. Rows for a CSV, and charts of the
+//! slowdown percentiles against λ, P or the TE share (the paper's Figs. 4–6).
+
+use super::calibrate::rate_for_fifo_load;
+use super::metrics::{summarize, Summary};
+use super::run;
+use super::workload::{at_rate, generate, Distributions};
+use crate::error::{ArbiterError, ErrorCode, Result};
+use crate::scheduling::fitgpp::{preemption, JobKind, Resources, DEFAULT_MAX_PREEMPTIONS};
+use crate::simulator::plot::{Chart, Series};
+use rayon::prelude::*;
+use std::fmt::Write;
+
+/// One policy setting.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Variant {
+    /// `fitgpp`, `lrtp`, `rand` or `none`.
+    pub policy: String,
+    pub lambda: f64,
+    pub max_preemptions: u32,
+    /// FitGpp preempts random BE jobs when no single one is a candidate.
+    pub random_fallback: bool,
+}
+
+impl Variant {
+    /// The label of a variant in tables and plots: `fitgpp(λ=1,P=1)`, `lrtp(P=1)`, `none`.
+    pub fn label(&self) -> String {
+        let p = |p: u32| if p == u32::MAX { "inf".to_string() } else { p.to_string() };
+        match self.policy.as_str() {
+            "fitgpp" => format!(
+                "fitgpp(λ={},P={}{})",
+                self.lambda,
+                p(self.max_preemptions),
+                if self.random_fallback { ",fallback" } else { "" }
+            ),
+            "none" => "none".into(),
+            other => format!("{other}(P={})", p(self.max_preemptions)),
+        }
+    }
+}
+
+/// What the grid runs.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ExperimentConfig {
+    pub nodes: usize,
+    pub node: Resources,
+    pub jobs: usize,
+    /// The cluster load FIFO should hold.
+    pub load: f64,
+    pub distributions: Distributions,
+    pub te_shares: Vec<f64>,
+    pub seeds: Vec<u64>,
+    pub variants: Vec<Variant>,
+    /// Runs of `rand` (and of FitGpp's random fallback) per workload, each with its own random
+    /// choices (the paper averages four).
+    pub random_runs: u32,
+}
+
+impl ExperimentConfig {
+    /// The paper's setting: 84 nodes × (32 cores, 256 GB, 8 GPUs), 30% TE, load 2.0, eight
+    /// workloads, P = 1; FitGpp (λ = 1), LRTP, RAND and FIFO.
+    pub fn paper(jobs: usize) -> ExperimentConfig {
+        let v = |policy: &str| Variant {
+            policy: policy.into(),
+            lambda: 1.0,
+            max_preemptions: DEFAULT_MAX_PREEMPTIONS,
+            random_fallback: false,
+        };
+        ExperimentConfig {
+            nodes: 84,
+            node: Resources::new(32, 256, 8),
+            jobs,
+            load: 2.0,
+            distributions: super::workload::DEFAULT_DISTRIBUTIONS,
+            te_shares: vec![0.3],
+            seeds: (0..8).collect(),
+            variants: vec![v("fitgpp"), v("lrtp"), v("rand"), v("none")],
+            random_runs: 1,
+        }
+    }
+
+    /// Jobs `jobs/10 .. jobs − jobs/10` are measured (the first tenth fills the cluster, the last
+    /// drains it).
+    pub fn window(&self) -> (usize, usize) {
+        (self.jobs / 10, self.jobs - self.jobs / 10)
+    }
+}
+
+/// One simulation's result.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Row {
+    pub variant: Variant,
+    pub te_share: f64,
+    pub seed: u64,
+    /// Which run of a randomized policy (0 for the others).
+    pub run: u32,
+    pub arrivals_per_hour: f64,
+    /// FIFO's load over the measured arrivals at that rate.
+    pub fifo_load: f64,
+    pub summary: Summary,
+}
+
+/// Runs the grid; rows in (TE share, seed, variant) order.
+pub fn run(config: &ExperimentConfig) -> Result<Vec<Row>> {
+    if config.nodes == 0 || config.jobs < 20 {
+        return Err(ArbiterError::at(
+            ErrorCode::InvalidNumber,
+            "jobs",
+            format!("the experiment needs at least one node and 20 jobs, got {} and {}", config.nodes, config.jobs),
+        ));
+    }
+    for v in &config.variants {
+        preemption::named(&v.policy, v.lambda, v.max_preemptions, v.random_fallback, 0)?;
+    }
+    let capacities = vec![config.node; config.nodes];
+    let window = config.window();
+    let workloads: Vec<(f64, u64)> =
+        config.te_shares.iter().flat_map(|&s| config.seeds.iter().map(move |&seed| (s, seed))).collect();
+    let calibrated = workloads
+        .par_iter()
+        .map(|&(share, seed)| {
+            let unit = generate(&config.distributions, config.jobs, share, seed)?;
+            let (rate, fifo_load) = rate_for_fifo_load(&unit, &capacities, config.load, window)?;
+            Ok((share, seed, at_rate(&unit, rate), rate, fifo_load))
+        })
+        .collect::<Result<Vec<_>>>()?;
+    let random = |v: &Variant| v.policy == "rand" || v.random_fallback;
+    let cases: Vec<(usize, &Variant, u32)> = (0..calibrated.len())
+        .flat_map(|w| {
+            config.variants.iter().flat_map(move |v| {
+                (0..if random(v) { config.random_runs.max(1) } else { 1 }).map(move |run| (w, v, run))
+            })
+        })
+        .collect();
+    cases
+        .par_iter()
+        .map(|&(w, v, run)| {
+            let (share, seed, arrivals, rate, fifo_load) = &calibrated[w];
+            let rng_seed = seed.wrapping_add(u64::from(run).wrapping_mul(0x9e37_79b9_7f4a_7c15));
+            let policy = preemption::named(&v.policy, v.lambda, v.max_preemptions, v.random_fallback, rng_seed)?;
+            let jobs = run::run(arrivals, &capacities, policy)?;
+            let measured: Vec<_> = jobs[window.0..window.1].iter().collect();
+            Ok(Row {
+                variant: v.clone(),
+                te_share: *share,
+                seed: *seed,
+                run,
+                arrivals_per_hour: rate * 3600.0,
+                fifo_load: *fifo_load,
+                summary: summarize(&measured),
+            })
+        })
+        .collect()
+}
+
+/// One CSV row per simulation.
+pub fn csv(rows: &[Row]) -> String {
+    let mut o = String::from(
+        "variant,policy,lambda,max_preemptions,te_share,seed,run,arrivals_per_hour,fifo_load,jobs_measured,\
+         te_p50,te_p95,te_p99,be_p50,be_p95,be_p99,preempted_share,preempted_once,preempted_twice,\
+         preempted_3plus,preemptions,te_made_room,te_declined,interval_p50_s,interval_p75_s,interval_p95_s,interval_p99_s\n",
+    );
+    for r in rows {
+        let s = &r.summary;
+        let i = &s.restart_interval_seconds;
+        let p =
+            if r.variant.max_preemptions == u32::MAX { "inf".into() } else { r.variant.max_preemptions.to_string() };
+        let _ = writeln!(
+            o,
+            "\"{}\",{},{},{},{},{},{},{:.4},{:.4},{},{:.4},{:.4},{:.4},{:.4},{:.4},{:.4},{:.6},{:.6},{:.6},{:.6},{},{:.6},{:.6},{:.1},{:.1},{:.1},{:.1}",
+            r.variant.label(),
+            r.variant.policy,
+            r.variant.lambda,
+            p,
+            r.te_share,
+            r.seed,
+            r.run,
+            r.arrivals_per_hour,
+            r.fifo_load,
+            s.jobs_measured,
+            s.te.p50,
+            s.te.p95,
+            s.te.p99,
+            s.be.p50,
+            s.be.p95,
+            s.be.p99,
+            s.preempted_share,
+            s.preempted_times_share[0],
+            s.preempted_times_share[1],
+            s.preempted_times_share[2],
+            s.preemptions,
+            s.te_made_room_share,
+            s.te_declined_share,
+            i.p50,
+            i.p75,
+            i.p95,
+            i.p99,
+        );
+    }
+    o
+}
+
+/// The x axis of a sensitivity chart.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Axis {
+    Lambda,
+    MaxPreemptions,
+    TeShare,
+}
+
+impl Axis {
+    pub fn named(name: &str) -> Result<Axis> {
+        match name {
+            "lambda" => Ok(Axis::Lambda),
+            "max_preemptions" => Ok(Axis::MaxPreemptions),
+            "te_share" => Ok(Axis::TeShare),
+            other => Err(ArbiterError::at(
+                ErrorCode::Unsupported,
+                "plot_x",
+                format!("unknown axis {other:?}; expected lambda, max_preemptions or te_share"),
+            )),
+        }
+    }
+
+    fn of(self, r: &Row) -> f64 {
+        match self {
+            Axis::Lambda => r.variant.lambda,
+            Axis::MaxPreemptions => r.variant.max_preemptions as f64,
+            Axis::TeShare => r.te_share,
+        }
+    }
+
+    /// A row's series label without the value on this axis.
+    fn series(self, r: &Row) -> String {
+        let v = &r.variant;
+        match (self, v.policy.as_str()) {
+            (Axis::Lambda, "fitgpp") => format!("fitgpp P={}", v.max_preemptions),
+            (Axis::MaxPreemptions, "fitgpp") => format!("fitgpp λ={}", v.lambda),
+            (Axis::MaxPreemptions, p) => p.to_string(),
+            _ => v.label(),
+        }
+    }
+}
+
+/// Slowdown percentiles of `kind`'s jobs (means over seeds) against `axis`: p50/p95/p99 per
+/// setting, or only p95 against the TE share (the paper's Fig. 6). P = ∞ is left out.
+pub fn chart(rows: &[Row], axis: Axis, kind: JobKind, title: &str) -> Chart {
+    let percentiles: &[&str] = if axis == Axis::TeShare { &["p95"] } else { &["p50", "p95", "p99"] };
+    let mut labels: Vec<String> = Vec::new();
+    for r in rows {
+        let l = axis.series(r);
+        if !labels.contains(&l) {
+            labels.push(l);
+        }
+    }
+    let mut series = Vec::new();
+    for label in &labels {
+        {
+            for &q in percentiles {
+                let mut xs: Vec<f64> = Vec::new();
+                let mut points = Vec::new();
+                let of = |r: &Row| {
+                    let s = if kind == JobKind::Te { &r.summary.te } else { &r.summary.be };
+                    match q {
+                        "p50" => s.p50,
+                        "p95" => s.p95,
+                        _ => s.p99,
+                    }
+                };
+                let group: Vec<&Row> =
+                    rows.iter().filter(|r| &axis.series(r) == label && r.variant.max_preemptions != u32::MAX).collect();
+                for r in &group {
+                    let x = axis.of(r);
+                    if !xs.contains(&x) {
+                        xs.push(x);
+                    }
+                }
+                xs.sort_by(f64::total_cmp);
+                for x in xs {
+                    let at: Vec<f64> = group.iter().filter(|r| axis.of(r) == x).map(|r| of(r)).collect();
+                    points.push((x, at.iter().sum::<f64>() / at.len() as f64));
+                }
+                series.push(Series { label: format!("{label} {q}"), points });
+            }
+        }
+    }
+    let x_label = match axis {
+        Axis::Lambda => "λ (weight of the grace period)",
+        Axis::MaxPreemptions => "P (preemptions per BE job at most)",
+        Axis::TeShare => "share of TE jobs",
+    };
+    let y_label = format!("{} slowdown (mean over workloads)", kind.name().to_uppercase());
+    Chart { title: title.into(), x_label: x_label.into(), y_label, series }
+}
+
+/// Means over seeds (and runs) per (variant, TE share), as a markdown table; `workloads` counts
+/// the seeds.
+pub fn table(rows: &[Row]) -> String {
+    let mut keys: Vec<(String, f64)> = Vec::new();
+    for r in rows {
+        let k = (r.variant.label(), r.te_share);
+        if !keys.contains(&k) {
+            keys.push(k);
+        }
+    }
+    let mut o = String::from(
+        "| policy | TE share | workloads | FIFO load | TE p50 | TE p95 | TE p99 | BE p50 | BE p95 | BE p99 | preempted jobs | TE jobs made room for / declined | restart interval p50 / p95 (min) |\n\
+         |---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n",
+    );
+    for (label, share) in keys {
+        let g: Vec<&Row> = rows.iter().filter(|r| r.variant.label() == label && r.te_share == share).collect();
+        let mean = |f: &dyn Fn(&Row) -> f64| {
+            let v: Vec<f64> = g.iter().map(|r| f(r)).filter(|x| x.is_finite()).collect();
+            if v.is_empty() {
+                f64::NAN
+            } else {
+                v.iter().sum::<f64>() / v.len() as f64
+            }
+        };
+        let _ = writeln!(
+            o,
+            "| {label} | {share} | {} | {:.2} | {:.2} | {:.2} | {:.2} | {:.2} | {:.2} | {:.2} | {:.2}% | {:.1}% / {:.1}% | {:.1} / {:.1} |",
+            g.iter().map(|r| r.seed).collect::<std::collections::BTreeSet<_>>().len(),
+            mean(&|r| r.fifo_load),
+            mean(&|r| r.summary.te.p50),
+            mean(&|r| r.summary.te.p95),
+            mean(&|r| r.summary.te.p99),
+            mean(&|r| r.summary.be.p50),
+            mean(&|r| r.summary.be.p95),
+            mean(&|r| r.summary.be.p99),
+            100.0 * mean(&|r| r.summary.preempted_share),
+            100.0 * mean(&|r| r.summary.te_made_room_share),
+            100.0 * mean(&|r| r.summary.te_declined_share),
+            mean(&|r| r.summary.restart_interval_seconds.p50) / 60.0,
+            mean(&|r| r.summary.restart_interval_seconds.p95) / 60.0,
+        );
+    }
+    o
+}

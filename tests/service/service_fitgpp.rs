@@ -1,0 +1,86 @@
+//! FitGpp sessions over HTTP (`src/service/fitgpp.rs`): jobs with kind and resources, a TE job's
+//! preemption answered with the victim's grace deadline, the TE job starting when it ends; bad
+//! input as the contract's error object; and the session rebuilt after kill -9.
+
+use crate::service_support::http::Client;
+use crate::service_support::{assert_error, Server, TempDir};
+use serde_json::{json, Value};
+
+fn post(client: &mut Client, path: &str, body: Value) -> crate::service_support::http::Reply {
+    client.post(path, body.to_string().as_bytes()).unwrap()
+}
+
+/// One node of (8 cores, 64 GB, 2 GPUs) under FitGpp; a BE job holding all of it since 0.
+fn session(client: &mut Client) -> String {
+    let created = post(
+        client,
+        "/v1/fitgpp/sessions",
+        json!({"nodes": [{"count": 1, "cpus": 8, "memory_gb": 64, "gpus": 2}], "preemption": "fitgpp"}),
+    );
+    assert_eq!(created.status, 201, "{}", created.text());
+    let id = created.json()["id"].as_str().unwrap().to_string();
+    assert_eq!(created.header("location"), Some(format!("/v1/fitgpp/sessions/{id}").as_str()));
+    let be = json!({"id": "be", "kind": "be", "cpus": 8, "memory_gb": 64, "gpus": 2,
+                    "duration_seconds": 1000, "grace_period_seconds": 30});
+    let pass = post(client, &format!("/v1/fitgpp/sessions/{id}/jobs"), be).json();
+    assert_eq!(pass["started"], json!([{"job": "be", "node": 0}]));
+    id
+}
+
+#[test]
+fn a_te_job_preempts_with_a_grace_deadline_and_starts_when_it_ends() {
+    let dir = TempDir::new("fitgpp-api");
+    let db = dir.path("arbiter.db");
+    let mut server = Server::start(&db, &dir.path("first.log"), &["--no-demo"]);
+    let mut client = server.client();
+    let id = session(&mut client);
+    let te = json!({"id": "te", "kind": "te", "cpus": 2, "memory_gb": 8, "gpus": 1,
+                    "duration_seconds": 100, "at": 10});
+    let pass = post(&mut client, &format!("/v1/fitgpp/sessions/{id}/jobs"), te.clone()).json();
+    assert_eq!(pass["now"], 10.0);
+    assert_eq!(
+        pass["preemptions"],
+        json!([{"job": "be", "node": 0, "at": 10.0, "grace_deadline": 40.0, "for_job": "te"}])
+    );
+    assert_eq!(pass["reserved"], json!([{"job": "te", "node": 0, "starts_at": 40.0}]));
+    let view = client.get(&format!("/v1/fitgpp/sessions/{id}")).unwrap().json();
+    assert_eq!(view["jobs"][0]["phase"], "grace");
+    assert_eq!(view["nodes"][0]["free"], json!({"cpus": 0, "memory_gb": 0, "gpus": 0}));
+
+    // Bad input: a duplicate id, a time in the past, an unknown kind, an unknown session.
+    let path = format!("/v1/fitgpp/sessions/{id}/jobs");
+    assert_error(&post(&mut client, &path, te), 400, "duplicate_job_id", Some("job.id"));
+    let past =
+        json!({"id": "late", "kind": "be", "cpus": 1, "memory_gb": 1, "gpus": 0, "duration_seconds": 5, "at": 1});
+    assert_error(&post(&mut client, &path, past), 400, "invalid_number", Some("time"));
+    let kind = json!({"id": "x", "kind": "urgent", "cpus": 1, "memory_gb": 1, "gpus": 0, "duration_seconds": 5});
+    assert_error(&post(&mut client, &path, kind), 400, "malformed_request", Some("kind"));
+    let big = json!({"id": "big", "kind": "be", "cpus": 9, "memory_gb": 1, "gpus": 0, "duration_seconds": 5});
+    assert_error(&post(&mut client, &path, big), 400, "job_cannot_run", Some("job.demand"));
+    assert_error(&client.get("/v1/fitgpp/sessions/nope").unwrap(), 404, "unknown_session", None);
+    let bad = json!({"nodes": [{"cpus": 8, "memory_gb": 64, "gpus": 2}], "preemption": "sjf"});
+    assert_error(&post(&mut client, "/v1/fitgpp/sessions", bad), 400, "unknown_policy", Some("preemption"));
+
+    // Killed before the grace period ends; the restarted server replays to the same state.
+    server.kill();
+    let server = Server::start(&db, &dir.path("second.log"), &["--no-demo"]);
+    let mut client = server.client();
+    let before = client.get(&format!("/v1/fitgpp/sessions/{id}")).unwrap().json();
+    assert_eq!(before["now"], 10.0);
+    assert_eq!(before["jobs"][1]["phase"], "reserved");
+    let pass = post(&mut client, &format!("/v1/fitgpp/sessions/{id}/advance"), json!({"to": 40})).json();
+    assert_eq!(pass["started"], json!([{"job": "te", "node": 0}]));
+    let view = client.get(&format!("/v1/fitgpp/sessions/{id}")).unwrap().json();
+    assert_eq!(view["queue"], json!(["be"]), "the victim is back at the head of the queue");
+    post(&mut client, &format!("/v1/fitgpp/sessions/{id}/advance"), json!({"to": 2000}));
+    let view = client.get(&format!("/v1/fitgpp/sessions/{id}")).unwrap().json();
+    assert_eq!(view["jobs"][1]["finish"], 140.0);
+    assert_eq!(view["jobs"][1]["slowdown"], 1.3);
+    assert_eq!((view["jobs"][0]["finish"].clone(), view["jobs"][0]["preemptions"].clone()), (json!(1130.0), json!(1)));
+
+    // The regular sessions do not see it; deleting it is durable.
+    let sessions = client.get("/v1/sessions").unwrap().json();
+    assert_eq!(sessions["sessions"], json!([]));
+    assert_eq!(client.delete(&format!("/v1/fitgpp/sessions/{id}")).unwrap().status, 204);
+    assert_error(&client.get(&format!("/v1/fitgpp/sessions/{id}")).unwrap(), 404, "unknown_session", None);
+}
