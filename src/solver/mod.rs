@@ -4,6 +4,7 @@
 //! partitions, and one file per policy (`policies`). No rounds, no clock, no I/O: what happens to
 //! an allocation over time is the scheduling layer's.
 
+pub mod band;
 pub mod cutting_planes;
 pub mod formulation;
 pub mod lp;

@@ -19,6 +19,7 @@ use crate::error::{ArbiterError, Result};
 use crate::lp::{Backend, SolveError};
 use crate::max_min_ratio::DecompositionOptions;
 use crate::problem::Matrix;
+use crate::solver::band::{Absorbed, Band};
 use crate::solver::cutting_planes::{self, Region};
 use best_response::{JobView, Vertex};
 use lagrangian::Lagrangian;
@@ -214,17 +215,15 @@ fn solve_level(
         }
     }
     let rounds_allowed = if top { options.max_rounds } else { SAMPLE_ROUNDS };
-    let mut in_ambiguous = vec![false; jobs.len()];
-    let mut ambiguous: Vec<usize> = Vec::new();
+    let mut band = Band::new(jobs.len(), options);
     let mut vertices: Vec<Option<Vertex>> = vec![None; jobs.len()];
     let mut margins: Vec<(f64, u32)> = Vec::with_capacity(jobs.len());
-    let mut band_now = options.band;
     let mut last: Option<Level> = None;
     for round in 1..=rounds_allowed.max(1) {
         // Classify every job not yet ambiguous by its best response at the current prices.
         margins.clear();
         for (i, &m) in jobs.iter().enumerate() {
-            if in_ambiguous[i] {
+            if band.contains[i] {
                 continue;
             }
             let job = instance.job(m as usize);
@@ -237,15 +236,8 @@ fn solve_level(
             }
         }
         // The band: the jobs nearest a change of vertex.
-        let band = band_now.min(margins.len());
-        if band > 0 && band < margins.len() {
-            margins.select_nth_unstable_by(band - 1, |a, b| a.0.total_cmp(&b.0));
-        }
-        for &(_, i) in &margins[..band] {
-            in_ambiguous[i as usize] = true;
-            ambiguous.push(i as usize);
-        }
-        if ambiguous.len() > options.max_ambiguous {
+        band.add_nearest(&mut margins);
+        if band.outgrown() {
             let why = format!("the ambiguous set outgrew its bound ({} jobs)", options.max_ambiguous);
             return Ok(match last.filter(|_| !top) {
                 Some(level) => Ok(level),
@@ -254,22 +246,21 @@ fn solve_level(
         }
         let mut fixed_usage = vec![0.0; num_types];
         for (i, &m) in jobs.iter().enumerate() {
-            if let (false, Some(vertex)) = (in_ambiguous[i], vertices[i]) {
+            if let (false, Some(vertex)) = (band.contains[i], vertices[i]) {
                 for (w, x) in vertex.used() {
                     fixed_usage[w] += instance.scale_factor[m as usize] as f64 * x;
                 }
             }
         }
-        let members: Vec<u32> = ambiguous.iter().map(|&i| jobs[i]).collect();
+        let members: Vec<u32> = band.members.iter().map(|&i| jobs[i]).collect();
         lp_solves += 1;
         let rec = match recovery::solve(instance, &members, capacity, &fixed_usage, overflow, backend) {
             Ok(rec) => rec,
             Err(e) => {
                 let why = fatal(e)?;
-                if band_now < options.max_ambiguous {
+                if band.widen() {
                     // The fixed jobs' vertices overfill a type, or leave the ambiguous jobs too
                     // little to meet their floors: widen the band and try again.
-                    band_now = (band_now * 2).min(options.max_ambiguous);
                     continue;
                 }
                 return Ok(Err(why));
@@ -277,7 +268,7 @@ fn solve_level(
         };
         // The certificate: every fixed job's vertex still its best response at the new prices.
         let failures: Vec<usize> = (0..jobs.len())
-            .filter(|&i| !in_ambiguous[i])
+            .filter(|&i| !band.contains[i])
             .filter(|&i| {
                 let Some(vertex) = vertices[i] else { return false };
                 let job = instance.job(jobs[i] as usize);
@@ -286,17 +277,11 @@ fn solve_level(
             })
             .collect();
         let failed = failures.len();
-        if failed > 4 * band_now.max(64) && band_now < options.max_ambiguous {
-            // The band was too narrow to absorb the estimate's misfit, and the recovered prices
-            // are distorted by it: keep the estimate, widen the band.
-            band_now = (band_now * 2).min(options.max_ambiguous);
+        if band.absorb(&failures) == Absorbed::Widened {
+            // The recovered prices are distorted by a misfit the band could not absorb: keep
+            // the estimate.
             continue;
         }
-        for &i in &failures {
-            in_ambiguous[i] = true;
-            ambiguous.push(i);
-        }
-        band_now = (options.band / 4).max(1);
         prices = rec.prices;
         let level = Level {
             prices: prices.clone(),
@@ -308,7 +293,7 @@ fn solve_level(
         };
         if failed == 0 {
             let fixed = (0..jobs.len())
-                .filter(|&i| !in_ambiguous[i])
+                .filter(|&i| !band.contains[i])
                 .filter_map(|i| vertices[i].map(|v| (jobs[i], v)))
                 .collect();
             return Ok(Ok(Level { fixed, ambiguous: members.into_iter().zip(rec.time).collect(), ..level }));

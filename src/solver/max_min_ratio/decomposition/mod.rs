@@ -18,6 +18,7 @@ mod recovery;
 use crate::error::{ArbiterError, Result};
 use crate::lp::{Backend, SolveError};
 use crate::problem::Matrix;
+use crate::solver::band::{Absorbed, Band};
 use best_response::{best_response, JobView, Scratch, Structure};
 
 /// How hard the decomposition tries before it gives up (and the engine solves the plain LP).
@@ -211,18 +212,16 @@ fn solve_level(
         }
     }
     let rounds_allowed = if top { options.max_rounds } else { options.max_rounds.min(4) };
-    let mut in_ambiguous = vec![false; jobs.len()];
-    let mut ambiguous: Vec<usize> = Vec::new();
+    let mut band = Band::new(jobs.len(), options);
     let mut scratch = Scratch::default();
     let mut structures: Vec<Option<Structure>> = vec![None; jobs.len()];
     let mut margins: Vec<(f64, u32)> = Vec::with_capacity(jobs.len());
     let mut last: Option<Level> = None;
-    let mut band_now = options.band;
     for round in 1..=rounds_allowed.max(1) {
         // Classify every job not yet ambiguous by its best response at the current prices.
         margins.clear();
         for (i, &m) in jobs.iter().enumerate() {
-            if in_ambiguous[i] {
+            if band.contains[i] {
                 continue;
             }
             match best_response(ratio.job(m as usize), &ratio.usable, &prices, z, &mut scratch) {
@@ -234,15 +233,8 @@ fn solve_level(
             }
         }
         // The band: the jobs nearest a change of structure.
-        let band = band_now.min(margins.len());
-        if band > 0 && band < margins.len() {
-            margins.select_nth_unstable_by(band - 1, |a, b| a.0.total_cmp(&b.0));
-        }
-        for &(_, i) in &margins[..band] {
-            in_ambiguous[i as usize] = true;
-            ambiguous.push(i as usize);
-        }
-        if ambiguous.len() > options.max_ambiguous {
+        band.add_nearest(&mut margins);
+        if band.outgrown() {
             let why = format!("the ambiguous set outgrew its bound ({} jobs)", options.max_ambiguous);
             return Ok(match last.filter(|_| !top) {
                 Some(level) => Ok(level),
@@ -253,7 +245,7 @@ fn solve_level(
         // Fold the fixed jobs into the capacity rows.
         let mut fixed_usage = vec![(0.0, 0.0); num_types];
         for (i, &m) in jobs.iter().enumerate() {
-            if in_ambiguous[i] {
+            if band.contains[i] {
                 continue;
             }
             let Some(structure) = structures[i] else { continue };
@@ -265,16 +257,15 @@ fn solve_level(
                 fixed_usage[w].1 += job.sf * x;
             }
         }
-        let members: Vec<u32> = ambiguous.iter().map(|&i| jobs[i]).collect();
+        let members: Vec<u32> = band.members.iter().map(|&i| jobs[i]).collect();
         lp_solves += 1;
         let rec = match recovery::solve(ratio, &members, capacity, &fixed_usage, z, backend) {
             Ok(rec) => rec,
             Err(e) => {
                 let why = fatal(e)?;
-                if band_now < options.max_ambiguous {
+                if band.widen() {
                     // Too few ambiguous jobs to absorb the estimate's misfit (the fixed jobs alone
                     // overfill a type at every z): widen the band and try again.
-                    band_now = (band_now * 2).min(options.max_ambiguous);
                     continue;
                 }
                 return Ok(if top { Err(why) } else { Ok(estimate(z, prices, lp_solves, why)) });
@@ -283,7 +274,7 @@ fn solve_level(
         // The certificate: every fixed job's structure optimal at the recovered prices and z.
         let mut failures = Vec::new();
         for (i, &m) in jobs.iter().enumerate() {
-            if in_ambiguous[i] {
+            if band.contains[i] {
                 continue;
             }
             let Some(structure) = structures[i] else { continue };
@@ -292,17 +283,11 @@ fn solve_level(
             }
         }
         let failed = failures.len();
-        if failed > 4 * band_now.max(64) && band_now < options.max_ambiguous {
-            // The band was too narrow to absorb the misfit of the estimated prices, and the
-            // recovered prices are distorted by it: keep the estimate, widen the band.
-            band_now = (band_now * 2).min(options.max_ambiguous);
+        if band.absorb(&failures) == Absorbed::Widened {
+            // The recovered prices are distorted by a misfit the band could not absorb: keep
+            // the estimate.
             continue;
         }
-        for &i in &failures {
-            in_ambiguous[i] = true;
-            ambiguous.push(i);
-        }
-        band_now = (options.band / 4).max(1);
         z = rec.z;
         prices = rec.prices;
         let level = Level {
@@ -319,7 +304,7 @@ fn solve_level(
             let fixed = jobs
                 .iter()
                 .enumerate()
-                .filter(|&(i, _)| !in_ambiguous[i])
+                .filter(|&(i, _)| !band.contains[i])
                 .filter_map(|(i, &m)| structures[i].map(|s| (m, s)))
                 .collect();
             return Ok(Ok(Level { fixed, ambiguous: members.into_iter().zip(rec.time).collect(), ..level }));
