@@ -38,8 +38,8 @@ mod model;
 mod pricing;
 mod program;
 
-pub(crate) use decomposition::fit_capacity;
 pub use decomposition::DecompositionOptions;
+pub(crate) use decomposition::{fatal, fit_capacity, place_ambiguous};
 pub(crate) use method::mostly_distinct;
 pub use method::{Method, MethodReport};
 pub use program::{Instance, Need, Program, RatioSolution, Solved};

@@ -70,7 +70,7 @@ impl<'a> Lagrangian<'a> {
     /// `(−L(p), U(p) − G)`: the value and a supergradient of `−L` at `p`, for cutting planes.
     pub(super) fn negated(&mut self, p: &[f64]) -> (f64, Vec<f64>) {
         let k = self.capacity.len();
-        let distance = if self.anchor.len() == p.len() {
+        let mut distance = if self.anchor.len() == p.len() {
             self.anchor.iter().zip(p).map(|(a, b)| (a - b).abs()).fold(0.0, f64::max)
         } else {
             f64::INFINITY
@@ -78,8 +78,8 @@ impl<'a> Lagrangian<'a> {
         let unstable = self.anchored.iter().flatten().filter(|a| a.radius <= distance).count();
         if distance.is_infinite() || 2 * unstable > self.jobs.len() {
             self.anchor_at(p);
+            distance = 0.0;
         }
-        let distance = self.anchor.iter().zip(p).map(|(a, b)| (a - b).abs()).fold(0.0, f64::max);
         let (mut bound, mut usage) = (self.worth, self.usage.clone());
         bound -= (0..k).map(|w| (p[w] - self.anchor[w]) * self.usage[w]).sum::<f64>();
         // The jobs within reach of a change of vertex: their anchor part out, their part at p in.

@@ -15,10 +15,12 @@ mod best_response;
 mod lagrangian;
 mod recovery;
 
-use crate::error::{ArbiterError, Result};
+use crate::error::Result;
 use crate::lp::{Backend, SolveError};
-use crate::max_min_ratio::DecompositionOptions;
-use crate::problem::Matrix;
+use crate::max_min_ratio::{
+    fatal, fit_capacity, mostly_distinct, place_ambiguous, DecompositionOptions, Method, MethodReport,
+};
+use crate::problem::{Matrix, Problem};
 use crate::solver::band::{Absorbed, Band};
 use crate::solver::cutting_planes::{self, Region};
 use best_response::{JobView, Vertex};
@@ -80,6 +82,44 @@ const CERTIFY: f64 = 1e-9;
 /// Recovery rounds at a sample level (only its prices are used).
 const SAMPLE_ROUNDS: usize = 2;
 
+impl Decomposed {
+    pub(crate) fn report(&self) -> MethodReport {
+        MethodReport::decomposition(self.rounds, self.ambiguous)
+    }
+}
+
+/// `max Σ_m value_m·thr_m` over `floor` for `problem`'s jobs and GPUs, by decomposition where
+/// its `method` and rows call for it (`decomposition`, or `auto` on mostly distinct rows) and no
+/// placement sensitivity is formulated: `Ok(Err(None))` when they do not, `Ok(Err(Some(why)))`
+/// when it could not certify an optimum (the caller then solves the plain LP).
+pub(crate) fn solve_problem(
+    problem: &Problem,
+    value: &[f64],
+    floor: &[f64],
+    backend: Backend,
+    options: &DecompositionOptions,
+) -> Result<std::result::Result<Decomposed, Option<String>>> {
+    let scale_factor = crate::policies::scale_factors(problem);
+    let wanted = problem.unconsolidated.is_none()
+        && match problem.method {
+            Method::Lp => false,
+            Method::Decomposition => true,
+            Method::Auto => mostly_distinct(&problem.throughput, &scale_factor, &vec![1.0; problem.num_jobs()]),
+        };
+    if !wanted {
+        return Ok(Err(None));
+    }
+    let capacity = crate::policies::capacities(problem);
+    let instance = Instance {
+        throughput: &problem.throughput,
+        scale_factor: &scale_factor,
+        value,
+        floor,
+        usable: capacity.iter().map(|&g| g > 0.0).collect(),
+    };
+    Ok(solve(&instance, &capacity, backend, options)?.map_err(Some))
+}
+
 /// Solves `max Σ_m a_m·thr_m` over the floors by decomposition. `Ok(Err(why))` when it cannot certify an
 /// optimum within `options`: the caller then solves the plain LP.
 pub(crate) fn solve(
@@ -108,13 +148,8 @@ pub(crate) fn solve(
             allocation.set(m as usize, w, x.min(1.0));
         }
     }
-    for (m, time) in &level.ambiguous {
-        let total: f64 = time.iter().map(|&(_, t)| t).sum();
-        for &(w, t) in time {
-            allocation.set(*m as usize, w, if total > 1.0 { t / total } else { t });
-        }
-    }
-    if let Err(why) = crate::max_min_ratio::fit_capacity(&mut allocation, instance.scale_factor, capacity) {
+    place_ambiguous(&mut allocation, &level.ambiguous);
+    if let Err(why) = fit_capacity(&mut allocation, instance.scale_factor, capacity) {
         return Ok(Err(why));
     }
     Ok(Ok(Decomposed {
@@ -123,14 +158,6 @@ pub(crate) fn solve(
         rounds: level.rounds,
         ambiguous: level.ambiguous.len(),
     }))
-}
-
-/// Errors that end the solve (the budget ran out) rather than send it to the plain LP.
-fn fatal(error: SolveError) -> std::result::Result<String, ArbiterError> {
-    match error {
-        SolveError::TimeLimit => Err(ArbiterError::from(SolveError::TimeLimit)),
-        other => Ok(format!("recovery LP: {other}")),
-    }
 }
 
 /// The most a GPU of any type could be worth to one of `jobs` with no floor: `max a_m·T_mw/sf_m`.
@@ -150,9 +177,9 @@ fn refine(
     jobs: &[u32],
     capacity: &[f64],
     start: &[f64],
+    scale: f64,
     backend: Backend,
 ) -> std::result::Result<(Vec<f64>, usize), SolveError> {
-    let scale = price_scale(instance, jobs);
     if scale <= 0.0 {
         return Ok((start.to_vec(), 0));
     }
@@ -183,7 +210,8 @@ fn solve_level(
     top: bool,
 ) -> Result<std::result::Result<Level, String>> {
     let num_types = capacity.len();
-    let overflow = (!top).then(|| PRICE_CEILING * price_scale(instance, jobs));
+    let scale = price_scale(instance, jobs);
+    let overflow = (!top).then_some(PRICE_CEILING * scale);
     if jobs.len() <= options.base.max(1) {
         return Ok(match recovery::solve(instance, jobs, capacity, &vec![0.0; num_types], overflow, backend) {
             Ok(rec) => Ok(Level {
@@ -205,7 +233,7 @@ fn solve_level(
         Ok(level) => (level.prices, level.lp_solves),
         Err(_) => (vec![0.0; num_types], 0),
     };
-    match refine(instance, jobs, capacity, &prices, backend) {
+    match refine(instance, jobs, capacity, &prices, scale, backend) {
         Ok((refined, solves)) => {
             prices = refined;
             lp_solves += solves;

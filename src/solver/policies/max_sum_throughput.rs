@@ -3,11 +3,11 @@
 //! decomposition solves it instead (`max_weighted_throughput` with every `a_m = 1` and no floors).
 //! See `formulations/max_sum_throughput.md`.
 
-use super::{capacities, colocated, scale_factors, Outcome, Policy};
+use super::{colocated, Outcome, Policy};
 use crate::error::Result;
 use crate::formulation::{BaseLp, Groups};
 use crate::lp::{Backend, LinearProgram, Sense};
-use crate::max_min_ratio::{mostly_distinct, Method, MethodReport};
+use crate::max_min_ratio::MethodReport;
 use crate::problem::Problem;
 use crate::solver::max_weighted_throughput as decomposition;
 use crate::space_sharing::kept_pairs;
@@ -51,48 +51,30 @@ impl Policy for MaxSumThroughput {
     }
 }
 
-/// The decomposition, where the request's method and its rows call for it and nothing else is
-/// formulated (no colocations, no placement sensitivity): `Err(None)` when they do not,
-/// `Err(Some(why))` when it could not certify an optimum.
+/// The decomposition (`max_weighted_throughput` with every `a_m = 1` and no floors), where the
+/// request's method and its rows call for it and no colocation is formulated: `Err(None)` when
+/// they do not, `Err(Some(why))` when it could not certify an optimum.
 fn decomposed(
     problem: &Problem,
     no_pairs: bool,
     backend: Backend,
 ) -> Result<std::result::Result<Outcome, Option<String>>> {
-    let scale_factor = scale_factors(problem);
-    let n = problem.num_jobs();
-    let wanted = no_pairs
-        && problem.unconsolidated.is_none()
-        && match problem.method {
-            Method::Lp => false,
-            Method::Decomposition => true,
-            Method::Auto => mostly_distinct(&problem.throughput, &scale_factor, &vec![1.0; n]),
-        };
-    if !wanted {
+    if !no_pairs {
         return Ok(Err(None));
     }
-    let capacity = capacities(problem);
-    let (value, floor) = (vec![1.0; n], vec![0.0; n]);
-    let instance = decomposition::Instance {
-        throughput: &problem.throughput,
-        scale_factor: &scale_factor,
-        value: &value,
-        floor: &floor,
-        usable: capacity.iter().map(|&g| g > 0.0).collect(),
+    let n = problem.num_jobs();
+    let found = match decomposition::solve_problem(problem, &vec![1.0; n], &vec![0.0; n], backend, &Default::default())?
+    {
+        Ok(found) => found,
+        Err(why) => return Ok(Err(why)),
     };
-    Ok(match decomposition::solve(&instance, &capacity, backend, &Default::default())? {
-        Ok(found) => {
-            let objective = super::throughputs(problem, &found.allocation).iter().sum();
-            Ok(Outcome {
-                objective: Some(objective),
-                lp_solves: found.lp_solves,
-                water_filling: None,
-                method: Some(MethodReport::decomposition(found.rounds, found.ambiguous)),
-                colocated: colocated(problem, &[], &[]),
-                unconsolidated: crate::problem::Matrix::zeros(0, 0),
-                allocation: found.allocation,
-            })
-        }
-        Err(why) => Err(Some(why)),
-    })
+    Ok(Ok(Outcome {
+        objective: Some(super::throughputs(problem, &found.allocation).iter().sum()),
+        lp_solves: found.lp_solves,
+        water_filling: None,
+        method: Some(found.report()),
+        colocated: colocated(problem, &[], &[]),
+        unconsolidated: crate::problem::Matrix::zeros(0, 0),
+        allocation: found.allocation,
+    }))
 }

@@ -8,7 +8,7 @@
 
 use crate::error::{ArbiterError, ErrorCode, Result};
 use crate::lp::{Backend, Sense};
-use crate::max_min_ratio::{DecompositionOptions, Method, MethodReport, Need, Program};
+use crate::max_min_ratio::{DecompositionOptions, MethodReport, Need, Program};
 use crate::policies::{throughputs, Outcome, PolicyKind};
 use crate::problem::{Matrix, Problem};
 use crate::solver::max_weighted_throughput as decomposition;
@@ -126,8 +126,12 @@ pub fn throughput_with(
         floor.iter().zip(&thr).map(|(&f, &t)| if f.is_finite() { f.min(t) } else { t } * (1.0 - FLOOR_SLACK)).collect();
     let value: Vec<f64> =
         problem.equal_share_throughput().iter().map(|&eq| if eq > 0.0 { 1.0 / eq } else { 0.0 }).collect();
-    let (allocation, lp_solves, report) = match decomposed(problem, &floor, &value, backend, options)? {
-        Ok(found) => found,
+    let (allocation, lp_solves, report) = match decomposition::solve_problem(problem, &value, &floor, backend, options)?
+    {
+        Ok(found) => {
+            let report = found.report();
+            (found.allocation, found.lp_solves, report)
+        }
         Err(fallback) => {
             let (allocation, lp_solves) = on_engine(problem, &floor, &value, backend)?;
             (allocation, lp_solves, MethodReport::lp(fallback))
@@ -137,42 +141,6 @@ pub fn throughput_with(
     // Type-blind, the second solve's vertex pins jobs to types as the first one's would have.
     crate::policies::spread_if_type_blind(problem, &mut better);
     Ok(Some((better, report)))
-}
-
-/// The second solve by decomposition, where the request's method and its rows call for it:
-/// `Ok(Err(None))` when they do not, `Ok(Err(Some(why)))` when it could not certify an optimum.
-fn decomposed(
-    problem: &Problem,
-    floor: &[f64],
-    value: &[f64],
-    backend: Backend,
-    options: &DecompositionOptions,
-) -> Result<std::result::Result<(Matrix, usize, MethodReport), Option<String>>> {
-    let scale_factor = crate::policies::scale_factors(problem);
-    let wanted = match problem.method {
-        Method::Lp => false,
-        Method::Decomposition => true,
-        Method::Auto => {
-            crate::max_min_ratio::mostly_distinct(&problem.throughput, &scale_factor, &vec![1.0; floor.len()])
-        }
-    };
-    if !wanted {
-        return Ok(Err(None));
-    }
-    let capacity = crate::policies::capacities(problem);
-    let instance = decomposition::Instance {
-        throughput: &problem.throughput,
-        scale_factor: &scale_factor,
-        value,
-        floor,
-        usable: capacity.iter().map(|&g| g > 0.0).collect(),
-    };
-    Ok(match decomposition::solve(&instance, &capacity, backend, options)? {
-        Ok(found) => {
-            Ok((found.allocation, found.lp_solves, MethodReport::decomposition(found.rounds, found.ambiguous)))
-        }
-        Err(why) => Err(Some(why)),
-    })
 }
 
 /// The second solve on the exact engine.

@@ -148,8 +148,8 @@ fn solve_from(
     }))
 }
 
-/// Errors that end the solve (the budget ran out) rather than send it to the plain LP.
-fn fatal(error: SolveError) -> std::result::Result<String, ArbiterError> {
+/// Errors that end a decomposition (the budget ran out) rather than send it to the plain LP.
+pub(crate) fn fatal(error: SolveError) -> std::result::Result<String, ArbiterError> {
     match error {
         SolveError::TimeLimit => Err(ArbiterError::from(SolveError::TimeLimit)),
         other => Ok(format!("recovery LP: {other}")),
@@ -348,16 +348,21 @@ fn allocate(ratio: &Ratio, level: &Level, capacity: &[f64]) -> std::result::Resu
             }
         }
     }
-    for (m, time) in &level.ambiguous {
-        let m = *m as usize;
+    place_ambiguous(&mut x, &level.ambiguous);
+    fit_capacity(&mut x, ratio.scale_factor, capacity)?;
+    Ok(x)
+}
+
+/// Writes each ambiguous job's time from its recovery LP into `x`, scaled down where round-off
+/// left it above one unit.
+pub(crate) fn place_ambiguous(x: &mut Matrix, ambiguous: &[(u32, Vec<(usize, f64)>)]) {
+    for (m, time) in ambiguous {
         let total: f64 = time.iter().map(|&(_, t)| t).sum();
         let shrink = if total > 1.0 { 1.0 / total } else { 1.0 };
         for &(w, t) in time {
-            x.set(m, w, t * shrink);
+            x.set(*m as usize, w, t * shrink);
         }
     }
-    fit_capacity(&mut x, ratio.scale_factor, capacity)?;
-    Ok(x)
 }
 
 /// Scales `x` down where round-off left a type over its capacity by at most a relative 1e-6
