@@ -77,6 +77,10 @@ pub struct SimulationReport {
     /// Worker type → GPUs.
     pub cluster: indexmap::IndexMap<String, f64>,
     pub jobs_total: usize,
+    /// Trace jobs that arrived before the run ended. A run ends when its measured jobs finish, so
+    /// below `jobs_total` arrivals were still coming (Blox's steady state); equal, they may have
+    /// run out before the measured jobs finished.
+    pub jobs_arrived: usize,
     pub jobs_measured: usize,
     pub jobs_finished: usize,
     /// Average JCT of the measured jobs.
@@ -215,6 +219,7 @@ pub fn assemble(trace: &Trace, config: &SimulationConfig, outcomes: &[JobOutcome
         .sum::<Option<f64>>();
     let waits = sorted(measured.iter().filter_map(|j| Some(j.start_seconds? - j.arrival_seconds)).collect());
     let mean = |v: &[f64]| if v.is_empty() { f64::NAN } else { v.iter().sum::<f64>() / v.len() as f64 };
+    let arrived = jobs.iter().filter(|j| j.arrival_seconds <= now).count();
     SimulationReport {
         policy: config.policy.name().to_string(),
         composition: totals.composition,
@@ -225,6 +230,7 @@ pub fn assemble(trace: &Trace, config: &SimulationConfig, outcomes: &[JobOutcome
         seed: config.seed,
         cluster: config.cluster.iter().map(|w| (w.name.clone(), w.count)).collect(),
         jobs_total: jobs.len(),
+        jobs_arrived: arrived,
         jobs_measured: measured.len(),
         jobs_finished: jobs.iter().filter(|j| j.finish_seconds.is_some()).count(),
         average_jct_seconds: mean(&jcts),
@@ -235,7 +241,7 @@ pub fn assemble(trace: &Trace, config: &SimulationConfig, outcomes: &[JobOutcome
             p95: percentile(&waits, 95.0),
             p99: percentile(&waits, 99.0),
         },
-        preemptions_per_job: if jobs.is_empty() { 0.0 } else { totals.preemptions as f64 / jobs.len() as f64 },
+        preemptions_per_job: if arrived == 0 { 0.0 } else { totals.preemptions as f64 / arrived as f64 },
         makespan_seconds: if last_finish.is_finite() { last_finish - first_arrival } else { 0.0 },
         utilization: if span > 0.0 && total_gpus > 0.0 { busy / (span * total_gpus) } else { 0.0 },
         ftf_rho: rho_summary(&jobs),

@@ -261,7 +261,7 @@ pub fn run(
 /// The CSV of a sweep: one row per simulation.
 pub fn csv(points: &[SweepPoint]) -> String {
     let mut out = String::from(
-        "variant,policy,heterogeneity_aware,space_sharing,jobs_per_hour,seed,jobs_measured,jobs_finished,\
+        "variant,policy,heterogeneity_aware,space_sharing,jobs_per_hour,seed,jobs_total,jobs_arrived,jobs_measured,jobs_finished,\
          average_jct_hours,p50_jct_hours,p95_jct_hours,p99_jct_hours,makespan_hours,utilization,\
          preemptions,rounds,wall_seconds,average_responsiveness_hours,preemptions_per_job,\
          sharing_loss_share,tenant_unfairness_ratio,error\n",
@@ -288,7 +288,9 @@ pub fn csv(points: &[SweepPoint]) -> String {
                 let q = r.jct_percentiles_seconds;
                 let _ = writeln!(
                     out,
-                    "{},{},{:.4},{:.4},{:.4},{:.4},{:.4},{:.4},{},{},{:.3},{:.4},{:.4},{},{},",
+                    "{},{},{},{},{:.4},{:.4},{:.4},{:.4},{:.4},{:.4},{},{},{:.3},{:.4},{:.4},{},{},",
+                    r.jobs_total,
+                    r.jobs_arrived,
                     r.jobs_measured,
                     r.jobs_finished,
                     h(r.average_jct_seconds),
@@ -307,7 +309,7 @@ pub fn csv(points: &[SweepPoint]) -> String {
                 );
             }
             Err(e) => {
-                let _ = writeln!(out, ",,,,,,,,,,,,,,,\"{}\"", e.replace('"', "'"));
+                let _ = writeln!(out, ",,,,,,,,,,,,,,,,,\"{}\"", e.replace('"', "'"));
             }
         }
     }

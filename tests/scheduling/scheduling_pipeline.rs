@@ -190,6 +190,41 @@ fn restart_overhead_is_charged_on_resumption() {
     assert!((r.preemptions_per_job - 0.5).abs() < 1e-12);
 }
 
+#[test]
+fn a_run_ends_with_its_measured_jobs_while_arrivals_continue() {
+    let table = table();
+    let kind = "ResNet-18 (batch size 64)";
+    let rate = table.row(&["v100".to_string()], kind, 1).unwrap()[0];
+    // LAS on one GPU; job 0 (measured) needs 2 rounds; jobs 1, 2 arrive at 100 s and 400 s with
+    // 1 round each, job 3 at 10,000 s. Round 0: 0 runs. Round 1 (300 s): 1 (less served) runs and
+    // suspends 0. Round 2 (600 s): 2 runs. Round 3 (900 s): 0 finishes at 1200 s; job 3 never arrives.
+    let trace = Trace::new(vec![
+        job(kind, 600.0 * rate, 1, 0.0),
+        job(kind, 300.0 * rate, 1, 100.0),
+        job(kind, 300.0 * rate, 1, 400.0),
+        job(kind, 300.0 * rate, 1, 10_000.0),
+    ]);
+    let config = SimulationConfig {
+        round_seconds: 300.0,
+        window: Some((0, 1)),
+        ..SimulationConfig::new(
+            arbiter::simulator::parse_cluster("v100=1", 1, None).unwrap(),
+            arbiter::PolicyKind::Fifo,
+        )
+    };
+    let r = arbiter::scheduling::simulation::run(
+        &trace,
+        &table,
+        &config,
+        &compose("accept_all", "las", "consolidated", "lease"),
+        &mut |_| {},
+    )
+    .unwrap();
+    assert!((r.jobs[0].jct_seconds.unwrap() - 1200.0).abs() < 1e-6, "{:?}", r.jobs[0].jct_seconds);
+    assert_eq!((r.jobs_total, r.jobs_arrived, r.preemptions), (4, 3, 1));
+    assert!((r.preemptions_per_job - 1.0 / 3.0).abs() < 1e-12, "{}", r.preemptions_per_job);
+}
+
 // ---- invariants under random compositions and event streams ----
 
 #[derive(Debug, Clone)]
