@@ -1,7 +1,7 @@
 //! HiGHS through its C API: the model is passed once, later rows are added in place, and each
 //! `solve` re-runs from the current basis (dual simplex hot start after added rows).
 
-use super::{LinearProgram, Row, Sense, Session, Solution, SolveError};
+use super::{Col, LinearProgram, Row, Sense, Session, Solution, SolveError};
 use highs_sys::*;
 use std::ffi::{c_void, CString};
 
@@ -94,23 +94,36 @@ impl HighsSession {
 
 impl Session for HighsSession {
     fn add_rows(&mut self, rows: &[Row]) {
+        if rows.is_empty() {
+            return;
+        }
+        // One call for all of them: each call rebuilds part of HiGHS's matrix.
         self.num_rows += rows.len();
+        let (mut starts, mut index, mut value) = (Vec::new(), Vec::new(), Vec::new());
+        let (mut lower, mut upper) = (Vec::new(), Vec::new());
         for row in rows {
             let (row, scale) = row.equilibrated();
             self.row_scale.push(scale);
-            let index: Vec<HighsInt> = row.coefs.iter().map(|&(c, _)| c as HighsInt).collect();
-            let value: Vec<f64> = row.coefs.iter().map(|&(_, v)| v).collect();
-            // SAFETY: index and value both hold num_new_nz entries.
-            unsafe {
-                Highs_addRow(
-                    self.ptr,
-                    clamp_inf(row.lower),
-                    clamp_inf(row.upper),
-                    index.len() as HighsInt,
-                    index.as_ptr(),
-                    value.as_ptr(),
-                );
+            starts.push(index.len() as HighsInt);
+            for &(c, v) in &row.coefs {
+                index.push(c as HighsInt);
+                value.push(v);
             }
+            lower.push(clamp_inf(row.lower));
+            upper.push(clamp_inf(row.upper));
+        }
+        // SAFETY: lower, upper and starts hold num_new_row entries; index and value num_new_nz.
+        unsafe {
+            Highs_addRows(
+                self.ptr,
+                rows.len() as HighsInt,
+                lower.as_ptr(),
+                upper.as_ptr(),
+                index.len() as HighsInt,
+                starts.as_ptr(),
+                index.as_ptr(),
+                value.as_ptr(),
+            );
         }
     }
 
@@ -131,6 +144,42 @@ impl Session for HighsSession {
         }
         self.num_cols += 1;
         self.num_cols - 1
+    }
+
+    fn add_cols(&mut self, cols: &[Col]) -> usize {
+        let first = self.num_cols;
+        if cols.is_empty() {
+            return first;
+        }
+        // One call for all of them, as for rows.
+        let (mut starts, mut index, mut value) = (Vec::new(), Vec::new(), Vec::new());
+        let (mut cost, mut lower, mut upper) = (Vec::new(), Vec::new(), Vec::new());
+        for col in cols {
+            starts.push(index.len() as HighsInt);
+            for &(r, v) in &col.entries {
+                index.push(r as HighsInt);
+                value.push(v / self.row_scale[r]);
+            }
+            cost.push(col.cost);
+            lower.push(clamp_inf(col.lower));
+            upper.push(clamp_inf(col.upper));
+        }
+        // SAFETY: cost, lower, upper and starts hold num_new_col entries; index and value num_new_nz.
+        unsafe {
+            Highs_addCols(
+                self.ptr,
+                cols.len() as HighsInt,
+                cost.as_ptr(),
+                lower.as_ptr(),
+                upper.as_ptr(),
+                index.len() as HighsInt,
+                starts.as_ptr(),
+                index.as_ptr(),
+                value.as_ptr(),
+            );
+        }
+        self.num_cols += cols.len();
+        first
     }
 
     fn set_coef(&mut self, row: usize, col: usize, value: f64) {

@@ -116,11 +116,30 @@ impl fmt::Display for SolveError {
 
 impl std::error::Error for SolveError {}
 
+/// A column to add to a loaded model: its cost, bounds and `(row, coefficient)` entries.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Col {
+    pub cost: f64,
+    pub lower: f64,
+    pub upper: f64,
+    pub entries: Vec<(usize, f64)>,
+}
+
 /// A model loaded into a backend, which can grow by rows and be re-solved from its last basis.
 pub trait Session {
     fn add_rows(&mut self, rows: &[Row]);
     /// Adds a column with its cost, bounds and `(row, coefficient)` entries; returns its index.
     fn add_col(&mut self, cost: f64, lower: f64, upper: f64, entries: &[(usize, f64)]) -> usize;
+    /// Adds columns `(cost, lower, upper, entries)` together; returns the first one's index (the
+    /// others follow in order).
+    fn add_cols(&mut self, cols: &[Col]) -> usize {
+        let mut first = None;
+        for col in cols {
+            let index = self.add_col(col.cost, col.lower, col.upper, &col.entries);
+            first.get_or_insert(index);
+        }
+        first.unwrap_or(0)
+    }
     /// Replaces the coefficient of column `col` in row `row`.
     fn set_coef(&mut self, row: usize, col: usize, value: f64);
     /// Replaces the bounds of row `row`.
@@ -234,6 +253,9 @@ impl Session for Bounded {
     }
     fn add_col(&mut self, cost: f64, lower: f64, upper: f64, entries: &[(usize, f64)]) -> usize {
         self.inner.add_col(cost, lower, upper, entries)
+    }
+    fn add_cols(&mut self, cols: &[Col]) -> usize {
+        self.inner.add_cols(cols)
     }
     fn set_coef(&mut self, row: usize, col: usize, value: f64) {
         self.inner.set_coef(row, col, value)

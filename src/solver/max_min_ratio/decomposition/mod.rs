@@ -21,6 +21,11 @@ use crate::problem::Matrix;
 use crate::solver::band::{Absorbed, Band};
 use best_response::{best_response, JobView, Scratch, Structure};
 
+/// The relative move of the estimate z past which the recovery LP is loaded again around it.
+const RELOAD_DRIFT: f64 = 1e-3;
+/// Ambiguous jobs past which each round's recovery LP starts afresh.
+const HOT_START_MAX: usize = 1024;
+
 /// How hard the decomposition tries before it gives up (and the engine solves the plain LP).
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct DecompositionOptions {
@@ -212,11 +217,19 @@ fn solve_level(
         }
     }
     let rounds_allowed = if top { options.max_rounds } else { options.max_rounds.min(4) };
-    let mut band = Band::new(jobs.len(), options);
+    // Warm prices are near the optimum already: fewer jobs sit near a change of structure, and
+    // the first recovery LP can start smaller (failures still join it).
+    let band_options = match warm {
+        Some(_) => DecompositionOptions { band: (options.band / 4).max(1), ..*options },
+        None => *options,
+    };
+    let mut band = Band::new(jobs.len(), &band_options);
     let mut scratch = Scratch::default();
     let mut structures: Vec<Option<Structure>> = vec![None; jobs.len()];
     let mut margins: Vec<(f64, u32)> = Vec::with_capacity(jobs.len());
     let mut last: Option<Level> = None;
+    // The recovery LP stays loaded from round to round (`recovery::Model`).
+    let mut model: Option<recovery::Model> = None;
     for round in 1..=rounds_allowed.max(1) {
         // Classify every job not yet ambiguous by its best response at the current prices.
         margins.clear();
@@ -242,7 +255,16 @@ fn solve_level(
                 None => Err(why),
             });
         }
-        // Fold the fixed jobs into the capacity rows.
+        // Fold the fixed jobs into the capacity rows, at the model's estimate z₀. A model written
+        // around an estimate z has moved away from is loaded again around z: far from z₀ the
+        // fixed usage's constants would cancel against z's coefficients.
+        // A large recovery LP is loaded afresh too: past about a thousand ambiguous jobs a start
+        // from the last basis was not reliably faster (finish-time fairness, 2^20 jobs).
+        let drifted = |loaded: &recovery::Model| (z - loaded.z0()).abs() > RELOAD_DRIFT * loaded.z0();
+        if band.members.len() > HOT_START_MAX || model.as_ref().is_some_and(drifted) {
+            model = None;
+        }
+        let z0 = model.as_ref().map_or(z, recovery::Model::z0);
         let mut fixed_usage = vec![(0.0, 0.0); num_types];
         for (i, &m) in jobs.iter().enumerate() {
             if band.contains[i] {
@@ -251,7 +273,7 @@ fn solve_level(
             let Some(structure) = structures[i] else { continue };
             let job = ratio.job(m as usize);
             for ((w, alpha, _), (_, x)) in
-                job.affine(structure).into_iter().zip(job.time_at(structure, z)).take(structure.width())
+                job.affine(structure).into_iter().zip(job.time_at(structure, z0)).take(structure.width())
             {
                 fixed_usage[w].0 += job.sf * alpha;
                 fixed_usage[w].1 += job.sf * x;
@@ -259,9 +281,11 @@ fn solve_level(
         }
         let members: Vec<u32> = band.members.iter().map(|&i| jobs[i]).collect();
         lp_solves += 1;
-        let rec = match recovery::solve(ratio, &members, capacity, &fixed_usage, z, backend) {
+        let loaded = model.get_or_insert_with(|| recovery::Model::new(num_types, z0, backend));
+        let rec = match loaded.solve(ratio, &members, capacity, &fixed_usage) {
             Ok(rec) => rec,
             Err(e) => {
+                model = None;
                 let why = fatal(e)?;
                 if band.widen() {
                     // Too few ambiguous jobs to absorb the estimate's misfit (the fixed jobs alone
