@@ -2,7 +2,7 @@
 //! that are real answers of this code on the demo cluster (`openapi/openapi.json` is this, pretty).
 //!
 //! The examples go through the same functions the handlers call. Only what varies between runs
-//! is pinned: `stats.solve_seconds` and `created_at`.
+//! is pinned: `stats.solve_seconds`, `stats.realizable.seconds` and `created_at`.
 
 use super::error::{ApiError, ErrorResponse};
 use super::sessions::events::{apply, Event, Stored};
@@ -160,6 +160,9 @@ fn add_examples(doc: &mut Document) -> Result<(), ApiError> {
     let request = crate::demo::request("max_min_fairness");
     let mut response = crate::solve(&Problem::from_request(&request)?, Backend::default())?;
     response.stats.solve_seconds = EXAMPLE_SOLVE_SECONDS;
+    if let Some(realizable) = response.stats.realizable.as_mut() {
+        realizable.seconds = EXAMPLE_SOLVE_SECONDS;
+    }
     request_example(doc, "/v1/allocations", "post", value(&request));
     response_example(doc, "/v1/allocations", "post", "200", value(&response));
     let mut unknown = request.clone();
