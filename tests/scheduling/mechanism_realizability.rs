@@ -261,3 +261,33 @@ fn booked_exactly_full_with_power_of_two_scale_factors_is_not_always_realizable(
     assert!(best_gap(&session, 0) < 1e-9);
     assert!(max_gap(&session) <= 1.0 / ROUNDS as f64 + 1e-9, "{}", max_gap(&session));
 }
+
+/// The realizability check (`arbiter::realizability`) and `best_gap` answer the same question on
+/// one type from two formulations (configurations of jobs, count vectors of scale factors): an
+/// allocation is realizable (fraction 1) exactly when the best gap is 0.
+#[test]
+fn the_realizability_check_agrees_with_best_gap() {
+    use arbiter::realizability::{check, Budget, Instance as Checked};
+    let (mut realizable, mut not) = (0, 0);
+    for seed in 0..150 {
+        let instance = booked(seed);
+        let session = instance.session();
+        let gap = best_gap(&session, 0);
+        let x: Vec<&[f64]> = instance.allocation.iter().map(|row| row.as_slice()).collect();
+        let checked = Checked {
+            capacity: instance.counts.clone(),
+            scale_factors: instance.scale_factors.clone(),
+            requested: matrix(&x),
+        };
+        let result = check(&checked, &Budget::default(), Backend::default()).expect("checked");
+        assert!(result.stopped.is_none(), "seed {seed}: {:?}", result.stopped);
+        let whole = (result.fraction() - 1.0).abs() <= 1e-6;
+        assert_eq!(whole, gap <= 1e-6, "seed {seed}: fraction {} but best gap {gap}: {instance:?}", result.fraction());
+        if whole {
+            realizable += 1;
+        } else {
+            not += 1;
+        }
+    }
+    assert!(realizable > 0 && not > 0, "both kinds occur: {realizable} realizable, {not} not");
+}
