@@ -74,8 +74,17 @@ pub fn decompose(
     }
     let mut lp_solves = 0;
     let mut stopped = None;
+    let mut last: Option<(crate::lp::Solution, f64)> = None;
     let (solution, upper_bound) = loop {
-        let solution = session.solve()?;
+        let solution = match (session.solve(), last.take()) {
+            (Ok(solution), _) => solution,
+            // Out of time after a solve: the last master stands, with its bound.
+            (Err(SolveError::TimeLimit), Some(previous)) => {
+                stopped = Some("column generation stopped at its time budget".to_string());
+                break previous;
+            }
+            (Err(error), _) => return Err(error),
+        };
         lp_solves += 1;
         if solution.row_duals.len() <= convexity {
             return Err(SolveError::Failed("the backend reports no row duals, which pricing needs".into()));
@@ -104,6 +113,7 @@ pub fn decompose(
             break (solution, upper_bound);
         }
         add(&mut session, column.entries);
+        last = Some((solution, upper_bound));
     };
     let weights: Vec<f64> = solution.values[entries..].iter().map(|&l| l.max(0.0)).collect();
     let mut supplied = vec![0.0; entries];

@@ -60,7 +60,7 @@ impl Default for Budget {
     fn default() -> Budget {
         Budget {
             max_entries: 65_536,
-            max_master_entries: 1_024,
+            max_master_entries: 512,
             max_pricing_work: 2_000_000,
             greedy_steps_per_entry: 2,
             greedy_work: 20_000_000,
@@ -156,41 +156,47 @@ pub fn check(instance: &Instance, budget: &Budget, backend: Backend) -> Result<R
         per_type[w as usize] += 1;
     }
     let work: u64 = per_type.iter().zip(cap).map(|(&n, &c)| n * (c as u64 + 1)).sum();
-    let (columns, weights, deliverable, upper_bound, stopped, lp_solves) = if first
-        .supplied
-        .iter()
-        .zip(&asked)
-        .all(|(&s, &x)| s >= x - MIN_TIME)
-    {
-        let deliverable = greedy_delivers(&first);
-        (first.columns, first.weights, deliverable, requested, None, 0)
-    } else if entries.len() > budget.max_master_entries || work > budget.max_pricing_work {
-        // No LP: the greedy decomposition is a lower bound; no gang on a type it does not fit
-        // in is the bound above.
-        let deliverable = greedy_delivers(&first);
-        let fits: f64 =
-            entries.iter().zip(&asked).filter(|&(&(m, w), _)| sf[m as usize] <= cap[w as usize]).map(|(_, &x)| x).sum();
-        let why = format!(
-            "not certified: the greedy decomposition does not deliver everything, and column generation \
+    let fits: f64 =
+        entries.iter().zip(&asked).filter(|&(&(m, w), _)| sf[m as usize] <= cap[w as usize]).map(|(_, &x)| x).sum();
+    let (columns, weights, deliverable, upper_bound, stopped, lp_solves) =
+        if first.supplied.iter().zip(&asked).all(|(&s, &x)| s >= x - MIN_TIME) {
+            let deliverable = greedy_delivers(&first);
+            (first.columns, first.weights, deliverable, requested, None, 0)
+        } else if entries.len() > budget.max_master_entries || work > budget.max_pricing_work {
+            // No LP: the greedy decomposition is a lower bound; no gang on a type it does not fit
+            // in is the bound above.
+            let deliverable = greedy_delivers(&first);
+            let why = format!(
+                "not certified: the greedy decomposition does not deliver everything, and column generation \
                  is skipped past {} entries or {} knapsack steps per pricing ({} entries, {work} steps); \
                  `fraction` is the greedy decomposition's, a lower bound",
-            budget.max_master_entries,
-            budget.max_pricing_work,
-            entries.len()
-        );
-        (first.columns, first.weights, deliverable, fits, Some(why), 0)
-    } else {
-        let pricing = pricing::Pricing::new(&entries, sf, cap, &asked);
-        let deadline = Instant::now() + std::time::Duration::from_secs_f64(budget.seconds.clamp(0.0, 1e6));
-        let limits = master::Limits {
-            iterations: budget.iterations.max(1),
-            pricing_nodes: budget.pricing_nodes,
-            deadline: Some(backend.deadline.map_or(deadline, |d| d.min(deadline))),
+                budget.max_master_entries,
+                budget.max_pricing_work,
+                entries.len()
+            );
+            (first.columns, first.weights, deliverable, fits, Some(why), 0)
+        } else {
+            let pricing = pricing::Pricing::new(&entries, sf, cap, &asked);
+            let deadline = Instant::now() + std::time::Duration::from_secs_f64(budget.seconds.clamp(0.0, 1e6));
+            let limits = master::Limits {
+                iterations: budget.iterations.max(1),
+                pricing_nodes: budget.pricing_nodes,
+                deadline: Some(backend.deadline.map_or(deadline, |d| d.min(deadline))),
+            };
+            let seed = (first.columns.clone(), first.weights.clone());
+            match master::decompose(&pricing, &asked, seed, backend.until(deadline), limits) {
+                Ok(d) => (d.columns, d.weights, d.deliverable, d.upper_bound, d.stopped, d.lp_solves),
+                // The first master solve outran the budget: the greedy decomposition stands.
+                Err(SolveError::TimeLimit) => {
+                    let deliverable = greedy_delivers(&first);
+                    let why = "not certified: the column generation's first LP outran its time budget; `fraction` is \
+                           the greedy decomposition's, a lower bound"
+                        .to_string();
+                    (first.columns, first.weights, deliverable, fits, Some(why), 0)
+                }
+                Err(error) => return Err(Skipped::Solver(error)),
+            }
         };
-        let d = master::decompose(&pricing, &asked, (first.columns, first.weights), backend, limits)
-            .map_err(Skipped::Solver)?;
-        (d.columns, d.weights, d.deliverable, d.upper_bound, d.stopped, d.lp_solves)
-    };
     // Weights summing past 1 by round-off are scaled back, and what they deliver with them.
     let total_weight: f64 = weights.iter().sum();
     let shrink = if total_weight > 1.0 { 1.0 / total_weight } else { 1.0 };
