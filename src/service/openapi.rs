@@ -154,6 +154,13 @@ fn add_fitgpp_examples(doc: &mut Document) -> Result<(), ApiError> {
     Ok(())
 }
 
+/// A session's allocation view with the check's time pinned.
+fn allocation_example(id: &str, session: &crate::mechanism::Session) -> Result<views::AllocationView, ApiError> {
+    let mut view = views::allocation(id, session)?;
+    view.realizable.seconds = EXAMPLE_SOLVE_SECONDS;
+    Ok(view)
+}
+
 fn add_examples(doc: &mut Document) -> Result<(), ApiError> {
     add_fitgpp_examples(doc)?;
     // POST /v1/allocations: the demo request and its real response.
@@ -218,7 +225,7 @@ fn add_examples(doc: &mut Document) -> Result<(), ApiError> {
             value(&views::round(id, &session, &round, stale)),
         );
     }
-    response_example(doc, "/v1/sessions/{id}/allocation", "get", "200", value(&views::allocation(id, &session)?));
+    response_example(doc, "/v1/sessions/{id}/allocation", "get", "200", value(&allocation_example(id, &session)?));
     response_example(
         doc,
         "/v1/sessions/{id}",
@@ -257,6 +264,6 @@ fn add_examples(doc: &mut Document) -> Result<(), ApiError> {
 
     let recomputed = session.solve_allocation(Backend::default())?;
     apply(&spec, &mut session, &Event::Allocation { allocation: Stored::new(&recomputed) })?;
-    response_example(doc, "/v1/sessions/{id}/allocation", "post", "200", value(&views::allocation(id, &session)?));
+    response_example(doc, "/v1/sessions/{id}/allocation", "post", "200", value(&allocation_example(id, &session)?));
     Ok(())
 }

@@ -305,23 +305,38 @@ pub fn instance(problem: &Problem, outcome: &Outcome) -> Result<Instance, String
 
 /// The check on a solved problem, as the response reports it.
 pub fn report(problem: &Problem, outcome: &Outcome, budget: &Budget, backend: Backend) -> RealizabilityReport {
+    match instance(problem, outcome) {
+        Ok(instance) => {
+            let jobs: Vec<&str> = problem.jobs.iter().map(|j| j.id.as_str()).collect();
+            let types: Vec<&str> = problem.worker_types.iter().map(|t| t.name.as_str()).collect();
+            report_instance(&instance, &jobs, &types, budget, backend)
+        }
+        Err(reason) => RealizabilityReport::skipped(reason),
+    }
+}
+
+/// The check on an instance, with its jobs' and types' names, as responses report it.
+pub fn report_instance(
+    instance: &Instance,
+    jobs: &[&str],
+    types: &[&str],
+    budget: &Budget,
+    backend: Backend,
+) -> RealizabilityReport {
     let start = Instant::now();
-    let instance = match instance(problem, outcome) {
-        Ok(instance) => instance,
-        Err(reason) => return RealizabilityReport::skipped(reason),
-    };
-    let result = match check(&instance, budget, backend) {
+    let result = match check(instance, budget, backend) {
         Ok(result) => result,
         Err(Skipped::TooLarge(reason)) => return RealizabilityReport::skipped(reason),
         Err(Skipped::Solver(error)) => return RealizabilityReport::skipped(format!("the check's LP failed: {error}")),
     };
+    let name = |names: &[&str], i: usize| names.get(i).map_or_else(|| i.to_string(), |n| n.to_string());
     let shortfall = result
         .entries
         .iter()
         .filter(|&&(_, _, x, d)| x - d > SHORTFALL_TOL)
         .map(|&(m, w, x, d)| Shortfall {
-            job: problem.jobs[m].id.clone(),
-            worker_type: problem.worker_types[w].name.clone(),
+            job: name(jobs, m),
+            worker_type: name(types, w),
             requested: x,
             deliverable: d,
         })
