@@ -59,11 +59,11 @@ pub struct Budget {
 impl Default for Budget {
     fn default() -> Budget {
         Budget {
-            max_entries: 65_536,
+            max_entries: 8_192,
             max_master_entries: 512,
             max_pricing_work: 2_000_000,
             greedy_steps_per_entry: 2,
-            greedy_work: 20_000_000,
+            greedy_work: 4_000_000,
             iterations: 300,
             pricing_nodes: 500,
             seconds: 0.1,
