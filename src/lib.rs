@@ -26,7 +26,7 @@ pub mod solver;
 pub use contract::{error, problem, request, response};
 pub use scheduling::mechanism;
 pub use simulator::workload;
-pub use solver::{formulation, lp, max_min_ratio, partition, policies, space_sharing};
+pub use solver::{formulation, lp, max_min_ratio, partition, policies, realizability, space_sharing};
 
 pub use error::{ArbiterError, ErrorCode};
 pub use policies::{Outcome, PolicyKind};
@@ -36,8 +36,22 @@ pub use response::Response;
 
 use std::time::Instant;
 
-/// Solves a validated problem with its policy, within its `max_solve_seconds` if it has one.
+/// Solves a validated problem with its policy, within its `max_solve_seconds` if it has one, and
+/// checks how much of the allocation rounds on whole GPUs can deliver (`stats.realizable`).
 pub fn solve(problem: &Problem, backend: lp::Backend) -> error::Result<Response> {
+    // One deadline for the solve and the check.
+    let backend = match problem.max_solve_seconds {
+        Some(seconds) => backend.within(seconds),
+        None => backend,
+    };
+    let (mut response, outcome) = allocate(problem, backend)?;
+    let budget = realizability::Budget::default();
+    response.stats.realizable = Some(realizability::report(problem, &outcome, &budget, backend));
+    Ok(response)
+}
+
+/// The policy's solve alone: the response without `stats.realizable`, and the outcome it renders.
+pub fn allocate(problem: &Problem, backend: lp::Backend) -> error::Result<(Response, Outcome)> {
     let start = Instant::now();
     let backend = match problem.max_solve_seconds {
         Some(seconds) => backend.within(seconds),
@@ -62,7 +76,7 @@ pub fn solve(problem: &Problem, backend: lp::Backend) -> error::Result<Response>
     response.stats.partitioning = partitioning;
     response.stats.tie_break = tie_break;
     response.stats.tie_break_method = applied.method;
-    Ok(response)
+    Ok((response, outcome))
 }
 
 /// Parses, validates and solves a request given as JSON text. A request with

@@ -76,6 +76,10 @@ pub struct Stats {
     /// distinct rows, `lp` otherwise) and, when the decomposition did not certify, why.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub tie_break_method: Option<crate::max_min_ratio::MethodReport>,
+    /// How much of the allocation rounds on whole GPUs can deliver (`formulations/realizability.md`):
+    /// the realizable fraction and the jobs that lose time, or why the check was skipped.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub realizable: Option<crate::solver::realizability::RealizabilityReport>,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, utoipa::ToSchema)]
@@ -213,6 +217,7 @@ impl Response {
                 tie_break: crate::solver::tie_break::TieBreak::None,
                 method: outcome.method.clone(),
                 tie_break_method: None,
+                realizable: None,
             },
         }
     }

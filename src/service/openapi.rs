@@ -2,7 +2,7 @@
 //! that are real answers of this code on the demo cluster (`openapi/openapi.json` is this, pretty).
 //!
 //! The examples go through the same functions the handlers call. Only what varies between runs
-//! is pinned: `stats.solve_seconds` and `created_at`.
+//! is pinned: `stats.solve_seconds`, `stats.realizable.seconds` and `created_at`.
 
 use super::error::{ApiError, ErrorResponse};
 use super::sessions::events::{apply, Event, Stored};
@@ -154,12 +154,22 @@ fn add_fitgpp_examples(doc: &mut Document) -> Result<(), ApiError> {
     Ok(())
 }
 
+/// A session's allocation view with the check's time pinned.
+fn allocation_example(id: &str, session: &crate::mechanism::Session) -> Result<views::AllocationView, ApiError> {
+    let mut view = views::allocation(id, session)?;
+    view.realizable.seconds = EXAMPLE_SOLVE_SECONDS;
+    Ok(view)
+}
+
 fn add_examples(doc: &mut Document) -> Result<(), ApiError> {
     add_fitgpp_examples(doc)?;
     // POST /v1/allocations: the demo request and its real response.
     let request = crate::demo::request("max_min_fairness");
     let mut response = crate::solve(&Problem::from_request(&request)?, Backend::default())?;
     response.stats.solve_seconds = EXAMPLE_SOLVE_SECONDS;
+    if let Some(realizable) = response.stats.realizable.as_mut() {
+        realizable.seconds = EXAMPLE_SOLVE_SECONDS;
+    }
     request_example(doc, "/v1/allocations", "post", value(&request));
     response_example(doc, "/v1/allocations", "post", "200", value(&response));
     let mut unknown = request.clone();
@@ -215,7 +225,7 @@ fn add_examples(doc: &mut Document) -> Result<(), ApiError> {
             value(&views::round(id, &session, &round, stale)),
         );
     }
-    response_example(doc, "/v1/sessions/{id}/allocation", "get", "200", value(&views::allocation(id, &session)?));
+    response_example(doc, "/v1/sessions/{id}/allocation", "get", "200", value(&allocation_example(id, &session)?));
     response_example(
         doc,
         "/v1/sessions/{id}",
@@ -254,6 +264,6 @@ fn add_examples(doc: &mut Document) -> Result<(), ApiError> {
 
     let recomputed = session.solve_allocation(Backend::default())?;
     apply(&spec, &mut session, &Event::Allocation { allocation: Stored::new(&recomputed) })?;
-    response_example(doc, "/v1/sessions/{id}/allocation", "post", "200", value(&views::allocation(id, &session)?));
+    response_example(doc, "/v1/sessions/{id}/allocation", "post", "200", value(&allocation_example(id, &session)?));
     Ok(())
 }

@@ -1,7 +1,8 @@
 //! The solver: a validated problem in, an allocation out. The LP layer (`lp`, one narrow interface
 //! over HiGHS and the pure-Rust simplex), the constraints every policy shares (`formulation`), the
 //! exact engine of the max-min family (`max_min_ratio`), space sharing's kept pairs, POP
-//! partitions, and one file per policy (`policies`). No rounds, no clock, no I/O: what happens to
+//! partitions, one file per policy (`policies`), and the check of how much of an allocation
+//! whole-GPU rounds can deliver (`realizability`). No rounds, no clock, no I/O: what happens to
 //! an allocation over time is the scheduling layer's.
 
 pub mod band;
@@ -12,5 +13,6 @@ pub mod max_min_ratio;
 pub mod max_weighted_throughput;
 pub mod partition;
 pub mod policies;
+pub mod realizability;
 pub mod space_sharing;
 pub mod tie_break;

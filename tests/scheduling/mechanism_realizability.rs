@@ -261,3 +261,56 @@ fn booked_exactly_full_with_power_of_two_scale_factors_is_not_always_realizable(
     assert!(best_gap(&session, 0) < 1e-9);
     assert!(max_gap(&session) <= 1.0 / ROUNDS as f64 + 1e-9, "{}", max_gap(&session));
 }
+
+/// The realizability check (`arbiter::realizability`) and `best_gap` answer the same question on
+/// one type from two formulations (configurations of jobs, count vectors of scale factors): an
+/// allocation is realizable (fraction 1) exactly when the best gap is 0.
+#[test]
+fn the_realizability_check_agrees_with_best_gap() {
+    use arbiter::realizability::{check, Budget, Instance as Checked};
+    let (mut realizable, mut not) = (0, 0);
+    for seed in 0..150 {
+        let instance = booked(seed);
+        let session = instance.session();
+        let gap = best_gap(&session, 0);
+        let x: Vec<&[f64]> = instance.allocation.iter().map(|row| row.as_slice()).collect();
+        let checked = Checked {
+            capacity: instance.counts.clone(),
+            scale_factors: instance.scale_factors.clone(),
+            requested: matrix(&x),
+        };
+        let result = check(&checked, &Budget::default(), Backend::default()).expect("checked");
+        assert!(result.stopped.is_none(), "seed {seed}: {:?}", result.stopped);
+        let whole = (result.fraction() - 1.0).abs() <= 1e-6;
+        assert_eq!(whole, gap <= 1e-6, "seed {seed}: fraction {} but best gap {gap}: {instance:?}", result.fraction());
+        if whole {
+            realizable += 1;
+        } else {
+            not += 1;
+        }
+    }
+    assert!(realizable > 0 && not > 0, "both kinds occur: {realizable} realizable, {not} not");
+}
+
+/// `arbiter rounds` names the shortfall the check predicts, and the rounds then show it: on 4
+/// GPUs, two 1-GPU jobs at 1.0 and a 4-GPU job at 0.5 ask 2.5 of time, the best schedule delivers
+/// 2.0, and the rounds deliver no more.
+#[test]
+fn the_rounds_report_names_the_shortfall_the_rounds_show() {
+    let request = r#"{"policy": "max_sum_throughput",
+        "cluster": {"worker_types": {"v100": {"count": 4, "gpus_per_server": 4}}},
+        "jobs": [{"id": "a", "throughput": {"v100": 1.0}}, {"id": "b", "throughput": {"v100": 1.0}},
+                 {"id": "big", "throughput": {"v100": 1.0}, "scale_factor": 4}]}"#;
+    let problem = arbiter::Problem::from_json(request).unwrap();
+    let report = arbiter::mechanism::report::run(&problem, ROUNDS as u32, Config::default()).unwrap();
+    let allocated: f64 = report.jobs.values().map(|j| j.allocation["v100"]).sum();
+    assert!((allocated - 2.5).abs() < 1e-9, "the policy books the type exactly full: {allocated}");
+    let realizable = &report.realizable;
+    assert!(realizable.checked && realizable.certified);
+    assert!((realizable.fraction.unwrap() - 0.8).abs() < 1e-9, "{realizable:?}");
+    let short: Vec<&str> = realizable.shortfall.iter().map(|s| s.job.as_str()).collect();
+    assert_eq!(short, ["big"]);
+    let received: f64 = report.jobs.values().map(|j| j.received["v100"]).sum();
+    assert!(received <= 2.0 + 1e-9, "rounds deliver {received}, more than the best schedule's 2.0");
+    assert!(allocated - received >= 0.5 - 1e-9, "the rounds show the shortfall: {received} of {allocated}");
+}

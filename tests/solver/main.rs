@@ -15,6 +15,7 @@ mod paper_examples;
 mod placement_sensitivity;
 mod policies;
 mod properties;
+mod realizability;
 mod space_sharing;
 mod tie_break;
 mod water_filling;

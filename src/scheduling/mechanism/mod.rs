@@ -13,6 +13,7 @@
 //!   combinations run this round, never a job twice.
 //! - [`placement`]: which GPUs they get, consolidated, renewing leases.
 //! - [`report`]: the `arbiter rounds` run on a fixed request, and its JSON.
+//! - `realizable`: how much of the current allocation rounds on whole GPUs can deliver.
 //! - `composed`: a session whose rounds a composition of list-policy stages decides
 //!   (`crate::scheduling::Pipeline`), every event mirrored into it.
 //! - `metrics`: JCT, responsiveness, preemptions and utilization of a session so far.
@@ -26,6 +27,7 @@ mod composed;
 mod metrics;
 pub mod placement;
 pub mod priority;
+mod realizable;
 pub mod report;
 pub mod round;
 pub mod session;
@@ -35,6 +37,7 @@ pub use allocation::Allocation;
 pub use cluster::{Cluster, GpuId, ServerId, Worker};
 pub use metrics::SessionMetrics;
 pub use placement::{Lease, Placement, Tenants};
+pub use realizable::realizability;
 pub use round::{JobRound, LeaseChange, Round};
 pub use session::Session;
 

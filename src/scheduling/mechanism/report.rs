@@ -22,6 +22,9 @@ pub struct RoundsReport {
     /// Per colocated pair, in the request's order (space sharing only).
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub pairs: Vec<PairReport>,
+    /// How much of the allocation rounds on whole GPUs can deliver, and the (job, type) entries
+    /// that lose time: the shortfall the rounds above then show.
+    pub realizable: crate::solver::realizability::RealizabilityReport,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize)]
@@ -68,6 +71,7 @@ pub struct JobReport {
 pub fn run(problem: &Problem, rounds: u32, config: Config) -> Result<RoundsReport> {
     let mut session = Session::from_problem(problem, config)?;
     session.recompute_allocation()?;
+    let realizable = super::realizability(&session);
     let cluster = session.cluster().clone();
     let names: Vec<String> = (0..cluster.num_types()).map(|w| cluster.type_name(w).to_string()).collect();
     let mut reports = Vec::with_capacity(rounds as usize);
@@ -122,6 +126,7 @@ pub fn run(problem: &Problem, rounds: u32, config: Config) -> Result<RoundsRepor
         rounds: reports,
         jobs,
         pairs,
+        realizable,
     })
 }
 

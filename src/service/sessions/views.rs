@@ -214,6 +214,9 @@ pub struct AllocationView {
     pub effective_throughput: IndexMap<String, f64>,
     /// Fraction of the session time since each job was added that it ran on each type.
     pub received_fraction: IndexMap<String, IndexMap<String, f64>>,
+    /// How much of the allocation rounds on the healthy GPUs can deliver
+    /// (`formulations/realizability.md`).
+    pub realizable: crate::solver::realizability::RealizabilityReport,
 }
 
 #[derive(Debug, Clone, Serialize, ToSchema)]
@@ -429,6 +432,7 @@ pub fn allocation(id: &str, session: &Session) -> ApiResult<AllocationView> {
         allocation,
         effective_throughput,
         received_fraction,
+        realizable: crate::mechanism::realizability(session),
     })
 }
 

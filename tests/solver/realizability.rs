@@ -1,0 +1,275 @@
+//! The realizability check (`arbiter::realizability`): the two examples worked by hand, a
+//! case where a job's one type per round is what makes time undeliverable, and properties over
+//! random clusters and gang sizes. Configurations are checked here, not by the crate's own
+//! `Configuration::check`, and tiny instances against an LP over every configuration.
+
+use arbiter::lp::{Backend, LinearProgram, Row, Sense};
+use arbiter::problem::Matrix;
+use arbiter::realizability::{check, Budget, Instance, Realizability};
+use proptest::prelude::*;
+
+fn instance(capacity: &[u32], scale_factors: &[u32], rows: &[&[f64]]) -> Instance {
+    let mut requested = Matrix::zeros(rows.len(), capacity.len());
+    for (m, row) in rows.iter().enumerate() {
+        requested.row_mut(m).copy_from_slice(row);
+    }
+    Instance { capacity: capacity.to_vec(), scale_factors: scale_factors.to_vec(), requested }
+}
+
+fn run(instance: &Instance) -> Realizability {
+    check(instance, &Budget::default(), Backend::default()).expect("checked")
+}
+
+/// `deliverable` of (job, type), 0 when the entry asks nothing.
+fn deliverable(result: &Realizability, m: usize, w: usize) -> f64 {
+    result.entries.iter().find(|e| e.0 == m && e.1 == w).map_or(0.0, |e| e.3)
+}
+
+/// Whether a set of (job, type) runs is one round: every job once, gangs within each type's GPUs.
+fn feasible(runs: &[(u32, u32)], instance: &Instance) -> bool {
+    let mut used = vec![0u64; instance.capacity.len()];
+    let mut jobs: Vec<u32> = runs.iter().map(|r| r.0).collect();
+    jobs.sort_unstable();
+    let distinct = jobs.windows(2).all(|p| p[0] != p[1]);
+    for &(m, w) in runs {
+        used[w as usize] += instance.scale_factors[m as usize] as u64;
+    }
+    distinct && used.iter().zip(&instance.capacity).all(|(&u, &c)| u <= c as u64)
+}
+
+/// The decomposition is a convex combination of rounds that reproduces the deliverable time:
+/// `min(X, supplied) = deliverable` for every entry, and the totals add up.
+fn assert_decomposition(instance: &Instance, result: &Realizability) {
+    let total: f64 = result.configurations.iter().map(|c| c.0).sum();
+    assert!(total <= 1.0 + 1e-9, "weights sum to {total}");
+    let mut supplied = Matrix::zeros(instance.requested.rows(), instance.capacity.len());
+    for (weight, configuration) in &result.configurations {
+        assert!(*weight > 0.0);
+        assert!(feasible(&configuration.runs, instance), "not a round: {configuration:?} on {instance:?}");
+        for &(m, w) in &configuration.runs {
+            let (m, w) = (m as usize, w as usize);
+            assert!(instance.requested.get(m, w) > 0.0, "a round runs ({m}, {w}) that asks nothing");
+            supplied.set(m, w, supplied.get(m, w) + weight);
+        }
+    }
+    let mut delivered = 0.0;
+    for &(m, w, x, d) in &result.entries {
+        assert_eq!(x, instance.requested.get(m, w));
+        assert!(d <= x + 1e-9 && d >= -1e-9, "({m}, {w}) delivers {d} of {x}");
+        let reproduced = x.min(supplied.get(m, w));
+        assert!((reproduced - d).abs() <= 1e-6, "({m}, {w}): rounds give {reproduced}, reported {d}");
+        delivered += d;
+    }
+    assert!((delivered - result.deliverable).abs() <= 1e-6);
+    assert!(result.deliverable <= result.upper_bound + 1e-9);
+}
+
+#[test]
+fn four_gpus_two_single_jobs_at_one_and_a_four_gpu_job_at_half() {
+    // Booked exactly full (1 + 1 + 4·0.5 = 4), yet a round runs either both 1-GPU jobs or the
+    // 4-GPU job: λ for {j0, j1} delivers 2 per unit of time, λ for {j2} at most 1, so the best is
+    // {j0, j1} all the time: 2 of 2.5, and j2 gets nothing.
+    let instance = instance(&[4], &[1, 1, 4], &[&[1.0], &[1.0], &[0.5]]);
+    let result = run(&instance);
+    assert_decomposition(&instance, &result);
+    assert!(result.stopped.is_none());
+    assert!((result.requested - 2.5).abs() < 1e-12);
+    assert!((result.deliverable - 2.0).abs() < 1e-9, "{result:?}");
+    assert!((result.fraction() - 0.8).abs() < 1e-9);
+    assert!((result.upper_bound - 2.0).abs() < 1e-9);
+    assert!((deliverable(&result, 0, 0) - 1.0).abs() < 1e-9);
+    assert!((deliverable(&result, 1, 0) - 1.0).abs() < 1e-9);
+    assert!(deliverable(&result, 2, 0).abs() < 1e-9);
+}
+
+#[test]
+fn a_two_gpu_job_on_a_type_with_one_gpu_receives_nothing_there() {
+    // k80: 1 GPU, v100: 4. Job a (2 GPUs) asks 0.5 on each (Gavel's LP books 2·0.5 = 1 k80), job b
+    // (1 GPU) 1.0 on v100: a and b fit together on the v100s, a never on the k80.
+    let instance = instance(&[1, 4], &[2, 1], &[&[0.5, 0.5], &[0.0, 1.0]]);
+    let result = run(&instance);
+    assert_decomposition(&instance, &result);
+    assert!(result.stopped.is_none());
+    assert!((result.requested - 2.0).abs() < 1e-12);
+    assert!((result.deliverable - 1.5).abs() < 1e-9);
+    assert!((result.fraction() - 0.75).abs() < 1e-9);
+    assert!(deliverable(&result, 0, 0).abs() < 1e-12);
+    assert!((deliverable(&result, 0, 1) - 0.5).abs() < 1e-9);
+    assert!((deliverable(&result, 1, 1) - 1.0).abs() < 1e-9);
+}
+
+#[test]
+fn one_type_per_round_is_what_loses_time() {
+    // A: 2 GPUs, B: 1. Jobs 0 and 1 (1 GPU) ask 0.5 on each type, job 2 (2 GPUs) 0.5 on A. Each
+    // type alone is realizable and no job asks more than 1, but every round delivers at most two
+    // entries (A holds job 2 or two small jobs, and a small job on A cannot also run on B): 2 of
+    // 2.5, e.g. ¼ each of (2@A, 0@B), (2@A, 1@B), (0@A, 1@B), (1@A, 0@B).
+    let instance = instance(&[2, 1], &[1, 1, 2], &[&[0.5, 0.5], &[0.5, 0.5], &[0.5, 0.0]]);
+    let result = run(&instance);
+    assert_decomposition(&instance, &result);
+    assert!(result.stopped.is_none());
+    assert!((result.deliverable - 2.0).abs() < 1e-9, "{result:?}");
+    assert!((result.fraction() - 0.8).abs() < 1e-9);
+}
+
+#[test]
+fn a_realizable_allocation_is_delivered_whole() {
+    // Two 2-GPU jobs at 1/2 and two 1-GPU jobs at 1 on 4 GPUs: the 2-GPU jobs alternate.
+    let instance = instance(&[4], &[2, 2, 1, 1], &[&[0.5], &[0.5], &[1.0], &[1.0]]);
+    let result = run(&instance);
+    assert_decomposition(&instance, &result);
+    assert!((result.fraction() - 1.0).abs() < 1e-9);
+}
+
+#[test]
+fn nothing_asked_is_realizable_and_budgets_skip() {
+    let empty = instance(&[4], &[], &[]);
+    let result = run(&empty);
+    assert_eq!(result.fraction(), 1.0);
+    assert!(result.configurations.is_empty());
+    let big = instance(&[4], &[1, 1], &[&[0.5], &[0.5]]);
+    let budget = Budget { max_entries: 1, ..Budget::default() };
+    assert!(check(&big, &budget, Backend::default()).is_err());
+}
+
+/// The most any schedule delivers, by an LP over every configuration (tiny instances only).
+fn best_by_every_configuration(instance: &Instance) -> f64 {
+    let (jobs, types) = (instance.requested.rows(), instance.capacity.len());
+    let entries: Vec<(usize, usize)> = (0..jobs)
+        .flat_map(|m| (0..types).map(move |w| (m, w)))
+        .filter(|&(m, w)| instance.requested.get(m, w) > 1e-9)
+        .collect();
+    // Every assignment of each job to a type or to none.
+    let mut configurations = Vec::new();
+    let mut choice = vec![types; jobs];
+    loop {
+        let runs: Vec<(u32, u32)> =
+            (0..jobs).filter(|&m| choice[m] < types).map(|m| (m as u32, choice[m] as u32)).collect();
+        if feasible(&runs, instance) {
+            configurations.push(runs);
+        }
+        let mut k = 0;
+        while k < jobs && choice[k] == 0 {
+            choice[k] = types;
+            k += 1;
+        }
+        if k == jobs {
+            break;
+        }
+        choice[k] -= 1;
+    }
+    let mut lp = LinearProgram::new(Sense::Maximize);
+    let d: Vec<usize> = entries.iter().map(|&(m, w)| lp.add_col(1.0, 0.0, instance.requested.get(m, w))).collect();
+    let lambda: Vec<usize> = configurations.iter().map(|_| lp.add_col(0.0, 0.0, 1.0)).collect();
+    lp.add_row(Row::at_most(1.0, lambda.iter().map(|&c| (c, 1.0)).collect()));
+    for (i, &(m, w)) in entries.iter().enumerate() {
+        let mut row = vec![(d[i], 1.0)];
+        for (c, runs) in configurations.iter().enumerate() {
+            if runs.contains(&(m as u32, w as u32)) {
+                row.push((lambda[c], -1.0));
+            }
+        }
+        lp.add_row(Row::at_most(0.0, row));
+    }
+    Backend::default().solve(lp).expect("feasible").objective
+}
+
+/// 1–3 types of 1–12 GPUs, jobs of scale factor 1, 2, 4 or 8 (at most the largest type), and
+/// each job's time spread at random over the types, summing to at most 1.
+fn random_instance(max_jobs: usize) -> impl Strategy<Value = Instance> {
+    (prop::collection::vec(1u32..=12, 1..=3), 1..=max_jobs).prop_flat_map(|(capacity, jobs)| {
+        let largest = *capacity.iter().max().unwrap();
+        let sizes: Vec<u32> = [1, 2, 4, 8].into_iter().filter(|&s| s <= largest).collect();
+        let types = capacity.len();
+        (
+            Just(capacity),
+            prop::collection::vec(prop::sample::select(sizes), jobs),
+            prop::collection::vec(prop::collection::vec(prop_oneof![Just(0.0), 0.0..1.0f64], types), jobs),
+        )
+            .prop_map(|(capacity, scale_factors, raw)| {
+                let mut requested = Matrix::zeros(scale_factors.len(), capacity.len());
+                for (m, row) in raw.iter().enumerate() {
+                    let sum: f64 = row.iter().sum();
+                    for (w, &v) in row.iter().enumerate() {
+                        requested.set(m, w, if sum > 1.0 { v / sum } else { v });
+                    }
+                }
+                Instance { capacity, scale_factors, requested }
+            })
+    })
+}
+
+/// A random convex combination of 1–6 random rounds (jobs first-fit in random order, each on a
+/// random type that has room), the weights summing to at most 1: realizable by construction.
+fn convex_combination() -> impl Strategy<Value = Instance> {
+    (prop::collection::vec(1u32..=16, 1..=3), 1usize..=14, 1usize..=6, any::<u64>()).prop_map(
+        |(capacity, jobs, rounds, seed)| {
+            let mut state = seed;
+            let mut next = move || {
+                state = state.wrapping_add(0x9E37_79B9_7F4A_7C15);
+                let mut z = state;
+                z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+                z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+                (z ^ (z >> 31)) >> 11
+            };
+            let largest = *capacity.iter().max().unwrap();
+            let scale_factors: Vec<u32> = (0..jobs)
+                .map(|_| loop {
+                    let s = [1, 1, 1, 2, 2, 4, 8][next() as usize % 7];
+                    if s <= largest {
+                        break s;
+                    }
+                })
+                .collect();
+            let mut weights: Vec<f64> = (0..rounds).map(|_| 0.05 + (next() % 1000) as f64 / 1000.0).collect();
+            let scale = (0.5 + (next() % 500) as f64 / 1000.0) / weights.iter().sum::<f64>();
+            weights.iter_mut().for_each(|v| *v *= scale);
+            let mut requested = Matrix::zeros(jobs, capacity.len());
+            for lambda in weights {
+                let mut free = capacity.clone();
+                let mut order: Vec<usize> = (0..jobs).collect();
+                for i in (1..jobs).rev() {
+                    order.swap(i, next() as usize % (i + 1));
+                }
+                for m in order {
+                    let first = next() as usize % capacity.len();
+                    let fits = (0..capacity.len())
+                        .map(|d| (first + d) % capacity.len())
+                        .find(|&w| scale_factors[m] <= free[w]);
+                    if let Some(w) = fits.filter(|_| next() % 4 != 0) {
+                        free[w] -= scale_factors[m];
+                        requested.set(m, w, requested.get(m, w) + lambda);
+                    }
+                }
+            }
+            Instance { capacity, scale_factors, requested }
+        },
+    )
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 64, ..ProptestConfig::default() })]
+
+    #[test]
+    fn decompositions_are_convex_combinations_of_rounds(instance in random_instance(24)) {
+        let result = run(&instance);
+        assert_decomposition(&instance, &result);
+        prop_assert!(result.stopped.is_none(), "{:?}", result.stopped);
+        prop_assert!((result.deliverable - result.upper_bound).abs() <= 1e-6);
+    }
+
+    #[test]
+    fn the_check_finds_the_best_schedule(instance in random_instance(6)) {
+        let result = run(&instance);
+        assert_decomposition(&instance, &result);
+        let best = best_by_every_configuration(&instance);
+        prop_assert!((result.deliverable - best).abs() <= 1e-6, "check {} vs every configuration {best}: {instance:?}", result.deliverable);
+    }
+
+    #[test]
+    fn convex_combinations_of_rounds_are_realizable(instance in convex_combination()) {
+        let result = run(&instance);
+        assert_decomposition(&instance, &result);
+        prop_assert!((result.fraction() - 1.0).abs() <= 1e-6, "fraction {}: {instance:?}", result.fraction());
+    }
+}
