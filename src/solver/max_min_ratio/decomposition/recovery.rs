@@ -225,7 +225,8 @@ impl Model {
     }
 }
 
-#[cfg(test)]
+/// The recovery LP needs the capacity rows' duals, which only HiGHS reports.
+#[cfg(all(test, feature = "highs"))]
 mod tests {
     use super::*;
     use crate::problem::Matrix;
