@@ -16,6 +16,24 @@ pub struct HighsSession {
 // The HiGHS instance is owned by this session alone and never shared between threads at once.
 unsafe impl Send for HighsSession {}
 
+/// Rows or columns packed for HiGHS: where each one's entries start, their indices and values.
+#[derive(Default)]
+struct Packed {
+    starts: Vec<HighsInt>,
+    index: Vec<HighsInt>,
+    value: Vec<f64>,
+}
+
+impl Packed {
+    fn push(&mut self, entries: impl Iterator<Item = (usize, f64)>) {
+        self.starts.push(self.index.len() as HighsInt);
+        for (i, v) in entries {
+            self.index.push(i as HighsInt);
+            self.value.push(v);
+        }
+    }
+}
+
 fn clamp_inf(v: f64) -> f64 {
     // HiGHS treats any |v| ≥ 1e20 as infinite.
     v.clamp(-1e30, 1e30)
@@ -32,19 +50,16 @@ impl HighsSession {
         session.set_string("presolve", "off");
         let col_lower: Vec<f64> = lp.col_lower.iter().map(|&v| clamp_inf(v)).collect();
         let col_upper: Vec<f64> = lp.col_upper.iter().map(|&v| clamp_inf(v)).collect();
-        let (mut starts, mut index, mut value) = (Vec::new(), Vec::new(), Vec::new());
+        let mut packed = Packed::default();
         let (mut row_lower, mut row_upper) = (Vec::new(), Vec::new());
         for row in &lp.rows {
             let (row, scale) = row.equilibrated();
             session.row_scale.push(scale);
-            starts.push(index.len() as HighsInt);
-            for &(c, v) in &row.coefs {
-                index.push(c as HighsInt);
-                value.push(v);
-            }
+            packed.push(row.coefs.iter().copied());
             row_lower.push(clamp_inf(row.lower));
             row_upper.push(clamp_inf(row.upper));
         }
+        let Packed { starts, index, value } = packed;
         let sense = match lp.sense {
             Sense::Minimize => OBJECTIVE_SENSE_MINIMIZE,
             Sense::Maximize => OBJECTIVE_SENSE_MAXIMIZE,
@@ -99,19 +114,16 @@ impl Session for HighsSession {
         }
         // One call for all of them: each call rebuilds part of HiGHS's matrix.
         self.num_rows += rows.len();
-        let (mut starts, mut index, mut value) = (Vec::new(), Vec::new(), Vec::new());
+        let mut packed = Packed::default();
         let (mut lower, mut upper) = (Vec::new(), Vec::new());
         for row in rows {
             let (row, scale) = row.equilibrated();
             self.row_scale.push(scale);
-            starts.push(index.len() as HighsInt);
-            for &(c, v) in &row.coefs {
-                index.push(c as HighsInt);
-                value.push(v);
-            }
+            packed.push(row.coefs.iter().copied());
             lower.push(clamp_inf(row.lower));
             upper.push(clamp_inf(row.upper));
         }
+        let Packed { starts, index, value } = packed;
         // SAFETY: lower, upper and starts hold num_new_row entries; index and value num_new_nz.
         unsafe {
             Highs_addRows(
@@ -152,18 +164,15 @@ impl Session for HighsSession {
             return first;
         }
         // One call for all of them, as for rows.
-        let (mut starts, mut index, mut value) = (Vec::new(), Vec::new(), Vec::new());
+        let mut packed = Packed::default();
         let (mut cost, mut lower, mut upper) = (Vec::new(), Vec::new(), Vec::new());
         for col in cols {
-            starts.push(index.len() as HighsInt);
-            for &(r, v) in &col.entries {
-                index.push(r as HighsInt);
-                value.push(v / self.row_scale[r]);
-            }
+            packed.push(col.entries.iter().map(|&(r, v)| (r, v / self.row_scale[r])));
             cost.push(col.cost);
             lower.push(clamp_inf(col.lower));
             upper.push(clamp_inf(col.upper));
         }
+        let Packed { starts, index, value } = packed;
         // SAFETY: cost, lower, upper and starts hold num_new_col entries; index and value num_new_nz.
         unsafe {
             Highs_addCols(
