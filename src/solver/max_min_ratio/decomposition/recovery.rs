@@ -40,14 +40,14 @@ pub(super) struct Model {
     /// Loaded at the first solve, with every ambiguous job of that round at once.
     session: Option<Box<dyn Session>>,
     z0: f64,
-    /// Columns: ζ first; rows: one capacity row per type first (empty while nothing uses it).
-    zeta: usize,
-    capacity_rows: Vec<usize>,
-    /// The ambiguous jobs loaded so far, each with its `(type, column)`s.
+    num_types: usize,
+    /// The ambiguous jobs loaded so far, each with its `(type, column)`s. Columns: ζ (`ZETA`),
+    /// then theirs; rows: type w's capacity row is row w, then each job's need and time rows.
     members: Vec<Vec<(usize, usize)>>,
-    cols: usize,
-    rows: usize,
 }
+
+/// ζ's column.
+const ZETA: usize = 0;
 
 /// A recovery LP being built: columns and rows are numbered as they are added.
 trait Builder {
@@ -86,16 +86,7 @@ impl Builder for Additions {
 
 impl Model {
     pub(super) fn new(num_types: usize, z0: f64, backend: Backend) -> Model {
-        Model {
-            backend,
-            session: None,
-            z0,
-            zeta: 0,
-            capacity_rows: (0..num_types).collect(),
-            members: Vec::new(),
-            cols: 1,
-            rows: num_types,
-        }
+        Model { backend, session: None, z0, num_types, members: Vec::new() }
     }
 
     /// The estimate z₀ the fixed usage is written around.
@@ -106,38 +97,20 @@ impl Model {
     /// Adds job `m`'s columns and its two rows (need and time) to `builder`.
     fn add_member(&mut self, builder: &mut impl Builder, ratio: &Ratio, m: u32) {
         let job: JobView = ratio.job(m as usize);
-        let mine: Vec<(usize, usize)> = (0..self.capacity_rows.len())
+        let mine: Vec<(usize, usize)> = (0..self.num_types)
             .filter(|&w| ratio.usable[w] && job.row[w] > 0.0)
-            .map(|w| (w, builder.col(self.capacity_rows[w], job.sf)))
+            .map(|w| (w, builder.col(w, job.sf)))
             .collect();
         let mut need: Vec<(usize, f64)> = mine.iter().map(|&(w, col)| (col, job.row[w])).collect();
-        need.push((self.zeta, -job.demand * self.z0));
+        need.push((ZETA, -job.demand * self.z0));
         let time = mine.iter().map(|&(_, col)| (col, 1.0)).collect();
         builder.rows([Row::at_least(job.demand * self.z0, need), Row::at_most(1.0, time)]);
-        self.rows += 2;
         self.members.push(mine);
     }
 
-    /// Types some loaded ambiguous job may use.
-    fn used(&self, num_types: usize) -> Vec<bool> {
-        let mut used = vec![false; num_types];
-        for mine in &self.members {
-            for &(w, _) in mine {
-                used[w] = true;
-            }
-        }
-        used
-    }
-
-    /// `Infeasible` when the fixed jobs alone overfill a type no ambiguous job uses, at any z.
-    fn check_room(&self, capacity: &[f64], fixed_usage: &[(f64, f64)]) -> Result<(), SolveError> {
-        let used = self.used(capacity.len());
-        for (w, &(alpha, fixed)) in fixed_usage.iter().enumerate() {
-            if !used[w] && alpha == 0.0 && capacity[w] - fixed < -1e-9 * capacity[w].max(1.0) {
-                return Err(SolveError::Infeasible);
-            }
-        }
-        Ok(())
+    /// Columns loaded: ζ and the ambiguous jobs'.
+    fn num_cols(&self) -> usize {
+        1 + self.members.iter().map(Vec::len).sum::<usize>()
     }
 
     /// Solves with full columns for `ambiguous` (whose first jobs are those already loaded, in the
@@ -153,18 +126,17 @@ impl Model {
         debug_assert!(ambiguous.len() >= self.members.len(), "the ambiguous set only grows");
         let mut session = match self.session.take() {
             Some(mut session) => {
-                let mut additions = Additions { next_col: self.cols, cols: Vec::new(), rows: Vec::new() };
+                let first = self.num_cols();
+                let mut additions = Additions { next_col: first, cols: Vec::new(), rows: Vec::new() };
                 for &m in ambiguous.iter().skip(self.members.len()) {
                     self.add_member(&mut additions, ratio, m);
                 }
-                let first = session.add_cols(&additions.cols);
-                debug_assert_eq!(first, self.cols);
-                self.cols += additions.cols.len();
+                let added = session.add_cols(&additions.cols);
+                debug_assert_eq!(added, first);
                 session.add_rows(&additions.rows);
-                self.check_room(capacity, fixed_usage)?;
                 for (w, &(alpha, fixed)) in fixed_usage.iter().enumerate() {
-                    session.set_coef(self.capacity_rows[w], self.zeta, alpha * z0);
-                    session.set_row_bounds(self.capacity_rows[w], f64::NEG_INFINITY, capacity[w] - fixed);
+                    session.set_coef(w, ZETA, alpha * z0);
+                    session.set_row_bounds(w, f64::NEG_INFINITY, capacity[w] - fixed);
                 }
                 session
             }
@@ -172,36 +144,39 @@ impl Model {
                 // Loaded whole, the fixed usage in the capacity rows from the start (so that their
                 // scaling sees z's coefficients).
                 self.members.clear();
-                self.rows = capacity.len();
                 let mut lp = LinearProgram::new(Sense::Maximize);
-                self.zeta = lp.add_col(z0, -1.0, f64::INFINITY);
-                self.capacity_rows = fixed_usage
-                    .iter()
-                    .zip(capacity)
-                    .map(|(&(alpha, fixed), &g)| {
-                        let coefs = if alpha != 0.0 { vec![(self.zeta, alpha * z0)] } else { Vec::new() };
-                        lp.add_row(Row::at_most(g - fixed, coefs))
-                    })
-                    .collect();
+                lp.add_col(z0, -1.0, f64::INFINITY);
+                for (&(alpha, fixed), &g) in fixed_usage.iter().zip(capacity) {
+                    let coefs = if alpha != 0.0 { vec![(ZETA, alpha * z0)] } else { Vec::new() };
+                    lp.add_row(Row::at_most(g - fixed, coefs));
+                }
                 for &m in ambiguous {
                     self.add_member(&mut lp, ratio, m);
                 }
-                self.cols = lp.num_cols();
-                self.check_room(capacity, fixed_usage)?;
                 self.backend.open(lp)
             }
         };
+        // Types some loaded ambiguous job may use.
+        let mut used = vec![false; self.num_types];
+        for &(w, _) in self.members.iter().flatten() {
+            used[w] = true;
+        }
+        for (w, &(alpha, fixed)) in fixed_usage.iter().enumerate() {
+            if !used[w] && alpha == 0.0 && capacity[w] - fixed < -1e-9 * capacity[w].max(1.0) {
+                // Fixed jobs alone already over the capacity at any z: this structure cannot hold.
+                return Err(SolveError::Infeasible);
+            }
+        }
         let solution = session.solve()?;
         self.session = Some(session);
-        let used = self.used(capacity.len());
-        let zeta = solution.values[self.zeta];
+        let zeta = solution.values[ZETA];
         if zeta <= -1.0 + 1e-9 && fixed_usage.iter().any(|&(alpha, used)| alpha != 0.0 || used != 0.0) {
             // z stopped at its bound 0, whose dual no certificate covers. Every job with a demand
             // has a type it can use (or the caller stopped earlier), so the full LP's optimum is
             // positive: the fixed structures are what leave no room, as when they overfill a type.
             return Err(SolveError::Infeasible);
         }
-        if solution.row_duals.len() < self.rows {
+        if solution.row_duals.len() < self.num_types + 2 * self.members.len() {
             return Err(SolveError::Failed("the backend reports no duals".into()));
         }
         // A type whose row has no coefficient constrains nothing: its price is 0.
@@ -209,7 +184,7 @@ impl Model {
             .map(|w| {
                 let constrains = used[w] || fixed_usage[w].0 != 0.0;
                 if constrains {
-                    solution.row_duals[self.capacity_rows[w]].max(0.0)
+                    solution.row_duals[w].max(0.0)
                 } else {
                     0.0
                 }
