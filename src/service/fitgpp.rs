@@ -343,6 +343,15 @@ fn storage(e: StoreError) -> ApiError {
 }
 
 impl FitGppSessions {
+    /// FitGpp sessions held.
+    pub fn len(&self) -> usize {
+        self.map.read().unwrap_or_else(|p| p.into_inner()).len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
     /// Rebuilds every stored FitGpp session by replaying its events; the ids of those that could not be.
     pub fn load(store: Arc<Store>) -> Result<(FitGppSessions, Vec<(String, String)>), StoreError> {
         let mut map = HashMap::new();

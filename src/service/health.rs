@@ -15,7 +15,10 @@ pub struct Health {
     pub status: String,
     pub version: String,
     pub uptime_seconds: f64,
+    /// Allocation sessions held (`/v1/sessions`).
     pub sessions: usize,
+    /// FitGpp sessions held (`/v1/fitgpp/sessions`).
+    pub fitgpp_sessions: usize,
     pub solves_running: usize,
     pub solves_queued: usize,
     pub max_concurrent_solves: usize,
@@ -30,6 +33,7 @@ pub async fn healthz(State(state): State<SharedState>) -> Json<Health> {
         version: env!("CARGO_PKG_VERSION").to_string(),
         uptime_seconds: state.started.elapsed().as_secs_f64(),
         sessions: state.sessions.len(),
+        fitgpp_sessions: state.fitgpp.len(),
         solves_running: state.limiter.running(),
         solves_queued: state.limiter.queued(),
         max_concurrent_solves: state.limiter.max_running(),

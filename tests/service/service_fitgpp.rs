@@ -34,6 +34,8 @@ fn a_te_job_preempts_with_a_grace_deadline_and_starts_when_it_ends() {
     let mut server = Server::start(&db, &dir.path("first.log"), &["--no-demo"]);
     let mut client = server.client();
     let id = session(&mut client);
+    let health = client.get("/healthz").unwrap().json();
+    assert_eq!((health["sessions"].as_u64(), health["fitgpp_sessions"].as_u64()), (Some(0), Some(1)));
     let te = json!({"id": "te", "kind": "te", "cpus": 2, "memory_gb": 8, "gpus": 1,
                     "duration_seconds": 100, "at": 10});
     let pass = post(&mut client, &format!("/v1/fitgpp/sessions/{id}/jobs"), te.clone()).json();
