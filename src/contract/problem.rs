@@ -125,6 +125,9 @@ pub struct Problem {
     /// next one starts instead of a sample. Never part of a request; only a warm start, the
     /// certificate decides.
     pub warm_prices: Option<Vec<f64>>,
+    /// How hard the decomposition tries before the plain LP solves instead. Never part of a
+    /// request; the library may set it (tests send small instances through samples and rounds).
+    pub decomposition: crate::max_min_ratio::DecompositionOptions,
 }
 
 fn finite_at_least(value: f64, min: f64, field: impl Fn() -> String, what: &str) -> Result<f64> {
@@ -345,6 +348,7 @@ impl Problem {
             tie_break,
             method,
             warm_prices: None,
+            decomposition: Default::default(),
             entities,
             job_entity,
             max_solve_seconds: req
@@ -420,6 +424,7 @@ impl Problem {
             tie_break: self.tie_break,
             method: self.method,
             warm_prices: self.warm_prices.clone(),
+            decomposition: self.decomposition,
             entities: self.entities.clone(),
             job_entity: Vec::new(),
             max_solve_seconds: self.max_solve_seconds,
@@ -444,6 +449,7 @@ impl Problem {
             tie_break: Default::default(),
             method: Default::default(),
             warm_prices: None,
+            decomposition: Default::default(),
             entities: Vec::new(),
             job_entity: Vec::new(),
             max_solve_seconds: None,

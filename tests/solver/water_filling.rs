@@ -6,7 +6,12 @@
 use crate::common::plain::*;
 use crate::common::random::*;
 use crate::common::*;
+use arbiter::lp::Backend;
+use arbiter::max_min_ratio::{DecompositionOptions, Method};
+use arbiter::policies;
+use arbiter::Problem;
 use proptest::prelude::*;
+use proptest::test_runner::{Config, TestCaseError, TestRunner};
 use serde_json::{json, Value};
 
 fn assert_shares(x: &[Vec<f64>], want: &[f64]) {
@@ -188,4 +193,122 @@ proptest! {
         let (_, r, _) = solve_value(&entity_request(&counts, &jobs, "hierarchical"));
         prop_assert!(r.objective.unwrap().is_finite());
     }
+}
+
+/// Water-filling by the price decomposition (`method: decomposition`) against water-filling on
+/// the plain engine (`method: lp`), job by job (the levels are unique), on random instances with
+/// mostly distinct rows, ties and zeros, scale factors above 1, weights, one type to four, and
+/// clusters from a few GPUs to more than the jobs need (so that levels end at jobs' own ceilings,
+/// at the GPUs, or both). Returns whether the decomposition solved every level.
+fn agrees_with_the_engine(case: &DistinctCase, options: DecompositionOptions) -> Result<bool, TestCaseError> {
+    let request = case.request();
+    let solve = |method: Method| {
+        let mut problem = Problem::from_request(&serde_json::from_value(request.clone()).unwrap()).unwrap();
+        problem.method = method;
+        problem.decomposition = options;
+        let outcome = policies::solve(&problem, Backend::default()).expect("solves");
+        let x = matrix_rows(&outcome.allocation);
+        assert_feasible(&problem, &x);
+        (weighted_levels(&problem, &x), outcome.method)
+    };
+    let (got, report) = solve(Method::Decomposition);
+    let (want, _) = solve(Method::Lp);
+    for (m, (g, w)) in got.iter().zip(&want).enumerate() {
+        prop_assert!(
+            (g - w).abs() <= 1e-6 * w.abs().max(1e-6),
+            "job {}: level {} vs the engine's {} ({:?})",
+            m,
+            g,
+            w,
+            report
+        );
+    }
+    Ok(report.is_some_and(|r| r.method == "decomposition"))
+}
+
+#[derive(Debug, Clone)]
+struct DistinctCase {
+    counts: Vec<u32>,
+    jobs: Vec<(Vec<f64>, u32, f64)>,
+}
+
+impl DistinctCase {
+    fn request(&self) -> Value {
+        let types = by_type(self.counts.iter().map(|c| json!({"count": c})));
+        let names: Vec<String> = (0..self.counts.len()).map(|w| TYPE_NAMES[w].to_string()).collect();
+        let jobs: Vec<Value> = self
+            .jobs
+            .iter()
+            .enumerate()
+            .map(|(m, (row, sf, weight))| {
+                let thr: serde_json::Map<String, Value> =
+                    names.iter().cloned().zip(row.iter().map(|&t| json!(t))).collect();
+                json!({"id": format!("j{m}"), "throughput": thr, "scale_factor": sf, "weight": weight})
+            })
+            .collect();
+        json!({"policy": "max_min_fairness_water_filling", "cluster": {"worker_types": types}, "jobs": jobs})
+    }
+}
+
+fn distinct_case(
+    jobs: std::ops::RangeInclusive<usize>,
+    gpus: std::ops::RangeInclusive<u32>,
+) -> impl Strategy<Value = DistinctCase> {
+    let entry = prop_oneof![1 => Just(0.0), 1 => prop::sample::select(vec![1.0, 2.0, 4.0]), 4 => 0.1f64..100.0];
+    (1usize..=4).prop_flat_map(move |types| {
+        let job = (
+            prop::collection::vec(entry.clone(), types),
+            prop::sample::select(vec![1u32, 1, 2, 4, 8]),
+            prop::sample::select(vec![1.0, 1.0, 5.0]),
+        );
+        (prop::collection::vec(gpus.clone(), types), prop::collection::vec(job, jobs.clone())).prop_map(
+            move |(mut counts, jobs)| {
+                counts[0] = counts[0].max(8); // room for the largest gang
+                let jobs = jobs
+                    .into_iter()
+                    .map(|(mut row, sf, weight)| {
+                        // The contract refuses a job that can run nowhere.
+                        if (0..types).all(|w| row[w] == 0.0 || counts[w] == 0) {
+                            row[0] = 1.0;
+                        }
+                        (row, sf, weight)
+                    })
+                    .collect();
+                DistinctCase { counts, jobs }
+            },
+        )
+    })
+}
+
+fn run_distinct(
+    cases: u32,
+    strategy: impl Strategy<Value = DistinctCase>,
+    options: DecompositionOptions,
+    min_decomposed: f64,
+) {
+    let mut runner = TestRunner::new(Config { cases, failure_persistence: None, ..Config::default() });
+    let (decomposed, total) = (std::cell::Cell::new(0u32), std::cell::Cell::new(0u32));
+    runner
+        .run(&strategy, |case| {
+            let by_decomposition = agrees_with_the_engine(&case, options)?;
+            total.set(total.get() + 1);
+            decomposed.set(decomposed.get() + u32::from(by_decomposition));
+            Ok(())
+        })
+        .unwrap();
+    let share = decomposed.get() as f64 / total.get() as f64;
+    assert!(share >= min_decomposed, "the decomposition solved every level of only {share:.2} of the instances");
+}
+
+/// Small options (a base of a few jobs, a band of one) send every level through samples, rounds
+/// and certificates.
+#[test]
+fn water_filling_by_decomposition_agrees_with_the_engine() {
+    let options = DecompositionOptions { base: 6, sample_ratio: 2, band: 1, max_ambiguous: 10_000, max_rounds: 40 };
+    run_distinct(32, distinct_case(1..=120, 0..=60), options, 0.75);
+}
+
+#[test]
+fn water_filling_by_decomposition_agrees_with_the_engine_with_default_options() {
+    run_distinct(6, distinct_case(300..=700, 20..=400), DecompositionOptions::default(), 0.75);
 }

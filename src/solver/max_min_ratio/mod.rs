@@ -42,7 +42,7 @@ pub use decomposition::DecompositionOptions;
 pub(crate) use decomposition::{fatal, fit_capacity, place_ambiguous};
 pub(crate) use method::mostly_distinct;
 pub use method::{Method, MethodReport};
-pub use program::{Instance, Need, Program, RatioSolution, Solved};
+pub use program::{Instance, Need, Program, Raised, RatioSolution, Solved};
 
 use crate::error::Result;
 use crate::formulation::group_identical;
@@ -279,6 +279,7 @@ impl<'a> Engine<'a> {
                     t,
                     &self.instance.scale_factor,
                     &self.instance.capacity,
+                    None,
                     &scaled,
                     self.backend,
                     &options,
@@ -317,6 +318,77 @@ impl<'a> Engine<'a> {
             lp_solves: solved.lp_solves,
             classes: solved.classes,
         })
+    }
+
+    /// One level of water-filling on mostly distinct rows: `max c s.t. thr_m ≥ floor_m + c·rate_m`
+    /// by the price decomposition, starting from the last solve's prices. `Ok(None)` when the
+    /// decomposition does not apply to the jobs with a rate or a floor (as `max_ratio` decides) or
+    /// cannot certify; the report then says which, and the caller solves the level as a
+    /// `Program`. A positive rate on a job that can run nowhere is also `None`.
+    pub fn raise_floors(&mut self, floor: &[f64], rate: &[f64]) -> Result<Option<Raised>> {
+        let Some(unit) = self.natural_unit(rate).filter(|&u| u > 0.0) else {
+            return Ok(None);
+        };
+        let part: Vec<f64> = (0..rate.len()).map(|m| if rate[m] > 0.0 || floor[m] > 0.0 { 1.0 } else { 0.0 }).collect();
+        if let Err(why) = self.decomposition_applies(&part) {
+            // The plain LP by choice leaves no report, as for any engine program.
+            if why.is_some() {
+                self.report = Some(MethodReport::lp(why));
+            }
+            return Ok(None);
+        }
+        let scaled: Vec<f64> = rate.iter().map(|r| r * unit).collect();
+        let options = self.options;
+        match decomposition::solve(
+            self.instance.throughput,
+            &self.instance.scale_factor,
+            &self.instance.capacity,
+            Some(floor),
+            &scaled,
+            self.backend,
+            &options,
+            self.warm_prices.as_deref(),
+        )? {
+            Ok(found) => {
+                self.report = Some(MethodReport {
+                    prices: Some(found.prices.clone()),
+                    ..MethodReport::decomposition(found.rounds, found.ambiguous)
+                });
+                self.warm_prices = Some(found.prices);
+                Ok(Some(Raised {
+                    c: found.z * unit,
+                    allocation: found.allocation,
+                    binding: found.binding,
+                    lp_solves: found.lp_solves,
+                }))
+            }
+            Err(why) => {
+                self.report = Some(MethodReport::lp(Some(why)));
+                Ok(None)
+            }
+        }
+    }
+
+    /// Whether the fixed throughputs `need` cannot all be given: the largest `Σ_m f_m(p) − G·p`
+    /// found over GPU prices p on the simplex (`f_m(p)`: job m's cheapest cost of its need at p),
+    /// relative to the GPUs, and the prices where. Positive proves the needs do not fit; at most 0
+    /// says they do, as far as the search found. O(jobs × types) per price tried.
+    pub fn capacity_excess(&self, need: &[f64], start: &[f64]) -> Result<(f64, Vec<f64>)> {
+        let capacity = &self.instance.capacity;
+        let (value, prices) = decomposition::excess(
+            self.instance.throughput,
+            &self.instance.scale_factor,
+            capacity,
+            need,
+            start,
+            self.backend,
+        )?;
+        Ok((value / capacity.iter().sum::<f64>().max(1.0), prices))
+    }
+
+    /// Starts the next decomposition from `prices` (an estimate; the certificate decides).
+    pub fn warm_start(&mut self, prices: Vec<f64>) {
+        self.warm_prices = Some(prices);
     }
 
     /// Whether `max_ratio(demand)` goes to the decomposition: `Ok(())` if so, otherwise why not

@@ -112,6 +112,20 @@ pub struct Solved {
     pub binding: Option<Vec<bool>>,
 }
 
+/// One water-filling level solved by the price decomposition (`Engine::raise_floors`).
+#[derive(Debug, Clone)]
+pub struct Raised {
+    /// The largest common rise `c`: every job gets `floor_m + c·rate_m`. Negative when the floors
+    /// cannot all be met (a probe past the reachable level).
+    pub c: f64,
+    /// An allocation that gives it (no pairs, no unconsolidated time: the decomposition
+    /// formulates neither).
+    pub allocation: Matrix,
+    /// The jobs whose need row has a positive dual: they sit at their need in every optimum.
+    pub binding: Vec<bool>,
+    pub lp_solves: usize,
+}
+
 /// The optimum of `max z s.t. thr_m ≥ z·demand_m`.
 #[derive(Debug, Clone)]
 pub struct RatioSolution {

@@ -17,6 +17,10 @@ impl Reweighting for JobWeights {
     fn weights(&self, problem: &Problem, _frozen: &[bool]) -> Vec<f64> {
         problem.jobs.iter().map(|j| j.weight).collect()
     }
+
+    fn fixed(&self) -> bool {
+        true
+    }
 }
 
 impl Policy for MaxMinFairnessWaterFilling {

@@ -264,7 +264,7 @@ pub(crate) fn engine(problem: &Problem, backend: Backend) -> Engine<'_> {
         consolidated_slots: problem.consolidated_slots(),
     };
     Engine::new(instance, backend)
-        .with_method(problem.method, Default::default())
+        .with_method(problem.method, problem.decomposition)
         .with_warm_prices(problem.warm_prices.clone())
 }
 

@@ -2,39 +2,196 @@
 //! throughput at the same rate until some jobs are bottlenecked, freeze those at their level,
 //! reweight, repeat until every job is frozen. Shared by `max_min_fairness_water_filling` (fixed
 //! weights) and `hierarchical` (weights re-derived from the entity tree after every freeze).
-//! Each level and each bottleneck test is one exact program of the `max_min_ratio` engine.
+//! Each level is one exact program of the `max_min_ratio` engine, or, when most rows are distinct,
+//! one solve of its price decomposition with the floors as bases; each bottleneck test is a program.
 
 use super::{colocated, engine, scale_factors, Outcome, WaterFillingReport};
 use crate::error::Result;
 use crate::lp::{Backend, Sense};
-use crate::max_min_ratio::{Engine, Need, Program, Solved};
-use crate::problem::Problem;
+use crate::max_min_ratio::{Engine, Need, Program};
+use crate::problem::{Matrix, Problem};
 
 /// Derives each job's weight for the next level from which jobs are frozen; weight 0 means the
 /// job keeps its floor but does not rise at this level.
 pub trait Reweighting {
     fn weights(&self, problem: &Problem, frozen: &[bool]) -> Vec<f64>;
+
+    /// Whether freezing jobs never changes the others' weights (then a level may run on past
+    /// jobs that reach their own ceiling: `Levels::gallop`).
+    fn fixed(&self) -> bool {
+        false
+    }
 }
 
 /// A common rise below this fraction of a job's floor counts as none (LP round-off stays below).
 const RISE_TOLERANCE: f64 = 1e-7;
 
-/// One level: the largest `c` such that every `rising` job can get `floor + c·rate` while every
-/// job keeps its floor, solved on the engine's kept model (a hot start after the first level).
-fn raise(engine: &mut Engine, floor: &[f64], rising: &[bool], rate: &[f64]) -> Result<(f64, Solved)> {
-    let rate: Vec<f64> = rate.iter().zip(rising).map(|(&r, &on)| if on { r } else { 0.0 }).collect();
-    let unit = engine.natural_unit(&rate).filter(|&u| u > 0.0).unwrap_or(1.0);
-    let needs = (0..floor.len())
-        .map(|m| Need { base: floor[m], terms: if rate[m] > 0.0 { vec![(0, rate[m] * unit)] } else { Vec::new() } })
-        .collect();
-    let mut program = Program::new(Sense::Maximize, needs);
-    program.keep_model = true;
-    program.allocate = false;
-    // c is free (its optimum is ≥ 0: the last allocation meets every floor) so that no bound
-    // absorbs its reduced cost and the duals always name binding rows.
-    program.add_var(1.0, f64::NEG_INFINITY, f64::INFINITY);
-    let solved = engine.solve_program(&program)?;
-    Ok((solved.vars[0].max(0.0) * unit, solved))
+/// One level's optimum: the common rise and the jobs the duals prove stuck (`None`: no duals).
+struct Level {
+    c: f64,
+    binding: Option<Vec<bool>>,
+    lp_solves: usize,
+}
+
+/// Jobs whose own ceiling a level passes, and what the level then is (`Levels::gallop`).
+struct Galloped {
+    /// The rise of every job still rising.
+    rise: f64,
+    /// The jobs the level took to their ceiling.
+    capped: Vec<usize>,
+    /// The rising jobs the duals prove stuck at the level's end.
+    binding: Vec<bool>,
+    lp_solves: usize,
+}
+
+/// A job's ceiling: its throughput with all of its time on its fastest type with GPUs. No
+/// allocation gives it more, so a job there is stuck whatever the others get.
+fn ceilings(problem: &Problem) -> Vec<f64> {
+    let t = &problem.throughput;
+    (0..t.rows())
+        .map(|m| {
+            (0..t.cols()).filter(|&w| problem.worker_types[w].count > 0.0).map(|w| t.get(m, w)).fold(0.0, f64::max)
+        })
+        .collect()
+}
+
+/// Relative slack under which a level counts as reaching a ceiling, or a probe's rise as 0.
+const CEILING_TOLERANCE: f64 = 1e-9;
+/// A capacity excess (relative to the GPUs) above this proves needs do not fit.
+const EXCESS_TOLERANCE: f64 = 1e-9;
+
+/// Solves the levels: by the price decomposition while it applies and certifies, then (for good,
+/// once it does not) on the engine's kept model, a hot start after the first level there.
+struct Levels<'e, 'a> {
+    engine: &'e mut Engine<'a>,
+    decompose: bool,
+    /// The allocation of the last level, when the decomposition solved it.
+    decomposed: Option<Matrix>,
+}
+
+impl Levels<'_, '_> {
+    /// A level with fixed weights on the decomposition. When every row is its own, most levels
+    /// end where one job reaches its own ceiling, so there would be about as many levels as jobs.
+    /// Instead the level runs on past ceilings: with the j jobs of lowest ceiling (in rise,
+    /// `τ_m = (ceiling_m − floor_m)/rate_m`) held at their ceilings and the others raised to
+    /// `τ_(j)`, a probe solves for the further rise `c_j` (negative: `τ_(j)` is out of reach). The
+    /// level is the largest j whose probe is feasible: the Lagrangian finds the first j whose needs
+    /// provably do not fit, and probes step from the one before it. That probe's rise stops short
+    /// of the next ceiling, so its binding jobs are the level's stuck ones. Exact: up to `τ_(j)`
+    /// no job is stuck but by its ceiling (the needs at any smaller rise are at most those the
+    /// probe meets). `None` when the first probe does not certify (the decomposition is then off
+    /// for good).
+    fn gallop(&mut self, floor: &[f64], active: &[bool], rate: &[f64], ceiling: &[f64]) -> Result<Option<Galloped>> {
+        let n = floor.len();
+        let reach = |m: usize| ((ceiling[m] - floor[m]) / rate[m]).max(0.0);
+        let mut order: Vec<usize> = (0..n).filter(|&m| active[m] && rate[m] > 0.0).collect();
+        order.sort_by(|&a, &b| reach(a).total_cmp(&reach(b)));
+        let total = order.len();
+        let mut lp_solves = 0;
+        // Probe j: its start τ_(j), and the decomposition's answer (None: not certified, or out of reach).
+        let mut probe = |levels: &mut Self, j: usize| -> Result<Option<(f64, crate::max_min_ratio::Raised)>> {
+            let start = if j == 0 { 0.0 } else { reach(order[j - 1]) };
+            let mut base = floor.to_vec();
+            let mut rising = rate.to_vec();
+            for &m in &order[..j] {
+                base[m] = ceiling[m];
+                rising[m] = 0.0;
+            }
+            for &m in &order[j..] {
+                base[m] += start * rate[m];
+            }
+            let raised = levels.engine.raise_floors(&base, &rising)?;
+            if let Some(r) = &raised {
+                lp_solves += r.lp_solves;
+            }
+            Ok(raised.filter(|r| r.c >= -CEILING_TOLERANCE * start.max(r.c.abs())).map(|r| (start, r)))
+        };
+        // Whether probe j's level reaches the next job's ceiling (it cannot pass it).
+        let reaches_next =
+            |j: usize, start: f64, c: f64| j < total && start + c >= reach(order[j]) * (1.0 - CEILING_TOLERANCE);
+        let Some(first) = probe(self, 0)? else {
+            self.decompose = false;
+            return Ok(None);
+        };
+        let (mut lo, mut best) = (0, first);
+        if reaches_next(0, best.0, best.1.c) {
+            // Where the GPUs stop the level, from the Lagrangian: the first j whose needs provably
+            // do not fit (bisection; the needs only grow with j).
+            let needs_at = |j: usize| {
+                let start = if j == 0 { 0.0 } else { reach(order[j - 1]) };
+                let mut need = floor.to_vec();
+                order[..j].iter().for_each(|&m| need[m] = ceiling[m]);
+                order[j..].iter().for_each(|&m| need[m] += start * rate[m]);
+                need
+            };
+            let mut prices = self.engine.method_report().and_then(|r| r.prices).unwrap_or_default();
+            let (mut low, mut high) = (1, total + 1);
+            while low < high {
+                let mid = low + (high - low) / 2;
+                let (excess, at) = self.engine.capacity_excess(&needs_at(mid), &prices)?;
+                if excess > EXCESS_TOLERANCE {
+                    high = mid;
+                    prices = at;
+                } else {
+                    low = mid + 1;
+                }
+            }
+            // Probes from the last j that fits, with the prices where the next did not: up while
+            // the level reaches the next ceiling, down while it is out of reach.
+            self.engine.warm_start(prices);
+            let mut j = high - 1;
+            let mut floor_j = 0;
+            loop {
+                match probe(self, j)? {
+                    Some(found) => {
+                        let up = reaches_next(j, found.0, found.1.c);
+                        (lo, best) = (j, found);
+                        floor_j = j;
+                        if !up || j == total {
+                            break;
+                        }
+                        j += 1;
+                    }
+                    None if j > floor_j + 1 => j -= 1,
+                    None => break,
+                }
+            }
+        }
+        let (start, raised) = best;
+        self.decomposed = self.decompose.then_some(raised.allocation);
+        Ok(Some(Galloped {
+            rise: start + raised.c.max(0.0),
+            capped: order[..lo].to_vec(),
+            binding: raised.binding,
+            lp_solves,
+        }))
+    }
+
+    /// The largest `c` such that every `rising` job can get `floor + c·rate` while every job keeps
+    /// its floor.
+    fn raise(&mut self, floor: &[f64], rising: &[bool], rate: &[f64]) -> Result<Level> {
+        let rate: Vec<f64> = rate.iter().zip(rising).map(|(&r, &on)| if on { r } else { 0.0 }).collect();
+        if self.decompose {
+            if let Some(raised) = self.engine.raise_floors(floor, &rate)? {
+                self.decomposed = Some(raised.allocation);
+                return Ok(Level { c: raised.c.max(0.0), binding: Some(raised.binding), lp_solves: raised.lp_solves });
+            }
+            self.decompose = false;
+        }
+        self.decomposed = None;
+        let unit = self.engine.natural_unit(&rate).filter(|&u| u > 0.0).unwrap_or(1.0);
+        let needs = (0..floor.len())
+            .map(|m| Need { base: floor[m], terms: if rate[m] > 0.0 { vec![(0, rate[m] * unit)] } else { Vec::new() } })
+            .collect();
+        let mut program = Program::new(Sense::Maximize, needs);
+        program.keep_model = true;
+        program.allocate = false;
+        // c is free (its optimum is ≥ 0: the last allocation meets every floor) so that no bound
+        // absorbs its reduced cost and the duals always name binding rows.
+        program.add_var(1.0, f64::NEG_INFINITY, f64::INFINITY);
+        let solved = self.engine.solve_program(&program)?;
+        Ok(Level { c: solved.vars[0].max(0.0) * unit, binding: solved.binding, lp_solves: solved.lp_solves })
+    }
 }
 
 /// Whether some active jobs are proven stuck and others are still undecided.
@@ -49,6 +206,10 @@ pub fn water_fill(problem: &Problem, backend: Backend, reweighting: &dyn Reweigh
     let sf = scale_factors(problem);
     let mut engine = engine(problem, backend);
     let class_of = engine.class_of();
+    // Only fixed weights gallop past ceilings; level by level, the decomposition is no faster than
+    // the engine's kept model.
+    let mut levels = Levels { engine: &mut engine, decompose: reweighting.fixed(), decomposed: None };
+    let ceiling = ceilings(problem);
     let thr_equal = problem.equal_share_throughput();
 
     // floor[m]: the throughput job m is guaranteed so far (nt_so_far · thr_equal).
@@ -71,11 +232,21 @@ pub fn water_fill(problem: &Problem, backend: Backend, reweighting: &dyn Reweigh
         // (sf/w)·Δnt = c for every active job  ⟺  Δthr_m = c · w_m·thr_equal_m/sf_m.
         let rate: Vec<f64> =
             (0..n).map(|m| if active[m] { weights[m] * thr_equal[m] / sf[m] as f64 } else { 0.0 }).collect();
-        let (c, solved) = raise(&mut engine, &floor, &active, &rate)?;
-        lp_solves += solved.lp_solves;
+        let galloped = match levels.decompose {
+            true => levels.gallop(&floor, &active, &rate, &ceiling)?,
+            false => None,
+        };
+        let (Level { c, binding, lp_solves: solves }, capped) = match galloped {
+            Some(g) => (Level { c: g.rise, binding: Some(g.binding), lp_solves: g.lp_solves }, g.capped),
+            None => (levels.raise(&floor, &active, &rate)?, Vec::new()),
+        };
+        lp_solves += solves;
         let rose = (0..n).any(|m| active[m] && c * rate[m] > RISE_TOLERANCE * floor[m] && c > 0.0);
         for m in (0..n).filter(|&m| active[m]) {
             floor[m] += c * rate[m];
+        }
+        for &m in &capped {
+            floor[m] = ceiling[m];
         }
 
         // Who is stuck at this level. Active jobs of one class with one floor and one rate are
@@ -87,10 +258,14 @@ pub fn water_fill(problem: &Problem, backend: Backend, reweighting: &dyn Reweigh
         let mut stuck: Vec<bool> = if symmetric.all(|key| Some(key) == first) {
             active.clone()
         } else {
-            match &solved.binding {
-                Some(b) => (0..n).map(|m| active[m] && b[m]).collect(),
+            match &binding {
+                Some(b) => {
+                    let mut stuck: Vec<bool> = (0..n).map(|m| active[m] && b[m]).collect();
+                    capped.iter().for_each(|&m| stuck[m] = true);
+                    stuck
+                }
                 None => {
-                    let (found, solves) = engine.bottlenecks(&floor, &active)?;
+                    let (found, solves) = levels.engine.bottlenecks(&floor, &active)?;
                     lp_solves += solves;
                     found
                 }
@@ -109,15 +284,15 @@ pub fn water_fill(problem: &Problem, backend: Backend, reweighting: &dyn Reweigh
             if (0..n).all(|m| after[m] || next[m] == if open[m] { weights[m] } else { 0.0 }) {
                 break;
             }
-            let (rise, again) = raise(&mut engine, &floor, &open, &rate)?;
+            let again = levels.raise(&floor, &open, &rate)?;
             lp_solves += again.lp_solves;
-            if (0..n).any(|m| open[m] && rise * rate[m] > RISE_TOLERANCE * floor[m]) {
+            if (0..n).any(|m| open[m] && again.c * rate[m] > RISE_TOLERANCE * floor[m]) {
                 break;
             }
             let proven: Vec<usize> =
                 (0..n).filter(|&m| open[m] && again.binding.as_ref().is_some_and(|b| b[m])).collect();
             if proven.is_empty() {
-                let (found, solves) = engine.bottlenecks(&floor, &open)?;
+                let (found, solves) = levels.engine.bottlenecks(&floor, &open)?;
                 lp_solves += solves;
                 (0..n).filter(|&m| found[m]).for_each(|m| stuck[m] = true);
                 break;
@@ -146,7 +321,10 @@ pub fn water_fill(problem: &Problem, backend: Backend, reweighting: &dyn Reweigh
     }
 
     // The last level meets every final floor (later levels of height 0 move none).
-    let allocation = engine.last_allocation();
+    let allocation = match levels.decomposed.take() {
+        Some(allocation) => allocation,
+        None => engine.last_allocation(),
+    };
     let pair_time = engine.last_pair_time();
     let unconsolidated = engine.last_unconsolidated();
     let thr = engine.throughputs(&allocation, &pair_time, &unconsolidated);

@@ -3,7 +3,7 @@
 //! time to spare, or its whole time on two neighbouring hull types), the job's duals for that
 //! structure, and how far the job is from changing structure (its margin).
 
-/// How a job meets its need `t = z·d`: its allocation is affine in z once this is fixed.
+/// How a job meets its need `t = b + z·d`: its allocation is affine in z once this is fixed.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(super) enum Structure {
     /// Only type `a`, time to spare: `x_a = t / T_a`.
@@ -22,27 +22,33 @@ impl Structure {
     }
 }
 
-/// A job as the decomposition sees it: its row, scale factor and demand.
+/// A job as the decomposition sees it: its row, scale factor, and need `base + z·demand`.
 #[derive(Clone, Copy)]
 pub(super) struct JobView<'a> {
     pub(super) row: &'a [f64],
     pub(super) sf: f64,
+    pub(super) base: f64,
     pub(super) demand: f64,
 }
 
 impl JobView<'_> {
+    /// The throughput the job needs at `z`.
+    pub(super) fn need(&self, z: f64) -> f64 {
+        self.base + z * self.demand
+    }
+
     /// `x[w] = α_w·z + β_w` for the types `structure` uses (at most two entries).
     pub(super) fn affine(&self, structure: Structure) -> [(usize, f64, f64); 2] {
         match structure {
             Structure::Single { a } => {
                 let a = a as usize;
-                [(a, self.demand / self.row[a], 0.0), (a, 0.0, 0.0)]
+                [(a, self.demand / self.row[a], self.base / self.row[a]), (a, 0.0, 0.0)]
             }
             Structure::Pair { a, b } => {
                 let (a, b) = (a as usize, b as usize);
                 let (ta, tb) = (self.row[a], self.row[b]);
                 let span = tb - ta;
-                [(a, -self.demand / span, tb / span), (b, self.demand / span, -ta / span)]
+                [(a, -self.demand / span, (tb - self.base) / span), (b, self.demand / span, (self.base - ta) / span)]
             }
         }
     }
@@ -52,13 +58,13 @@ impl JobView<'_> {
         match structure {
             Structure::Single { a } => {
                 let a = a as usize;
-                [(a, z * self.demand / self.row[a]), (a, 0.0)]
+                [(a, self.need(z) / self.row[a]), (a, 0.0)]
             }
             Structure::Pair { a, b } => {
                 let (a, b) = (a as usize, b as usize);
                 let (ta, tb) = (self.row[a], self.row[b]);
                 // x_b from the need, x_a as the rest of the unit: the time row holds exactly.
-                let xb = (z * self.demand - ta) / (tb - ta);
+                let xb = (self.need(z) - ta) / (tb - ta);
                 [(a, 1.0 - xb), (b, xb)]
             }
         }
@@ -110,11 +116,12 @@ impl JobView<'_> {
 }
 
 impl JobView<'_> {
-    /// The relative change of z that would take the structure out of its range (negative: it
-    /// is out already): the primal margin in the same relative units as the dual one.
+    /// The relative change of the need that would take the structure out of its range
+    /// (negative: it is out already): the primal margin in the same relative units as the dual one.
     pub(super) fn z_margin(&self, structure: Structure, z: f64) -> f64 {
-        let t = z * self.demand;
-        if t <= 0.0 {
+        let t = self.need(z);
+        // A need that z does not move (a floor alone) keeps its time whatever z does.
+        if t <= 0.0 || self.demand == 0.0 {
             return f64::INFINITY;
         }
         match structure {
@@ -135,7 +142,7 @@ pub(super) struct Scratch {
     chain: Vec<u32>,
 }
 
-/// The best structure for a job at prices `p` and need `z·d`, and its margin: the smaller of its
+/// The best structure for a job at prices `p` and need `b + z·d`, and its margin: the smaller of its
 /// dual margin (how close another type is to being as cheap) and its primal margin (how close
 /// the need is to a hull vertex). `None` when the job can run nowhere.
 pub(super) fn best_response(
@@ -145,7 +152,7 @@ pub(super) fn best_response(
     z: f64,
     scratch: &mut Scratch,
 ) -> Option<(Structure, f64)> {
-    let t = z * job.demand;
+    let t = job.need(z);
     let point = |w: u32| (job.row[w as usize], job.sf * p[w as usize]);
     let Scratch { order, chain } = scratch;
     order.clear();

@@ -47,18 +47,38 @@ impl Default for DecompositionOptions {
     }
 }
 
-/// The instance as the decomposition reads it. `demand[m] = 0`: the job takes no part.
+/// The instance as the decomposition reads it: job m needs `base[m] + z·demand[m]` (base 0 when
+/// there is none). A job with neither takes no part.
 struct Ratio<'a> {
     throughput: &'a Matrix,
     scale_factor: &'a [u32],
+    /// Floors (water-filling's frozen levels); with them z may be 0 and the binding jobs are read
+    /// from the duals.
+    base: Option<&'a [f64]>,
     demand: &'a [f64],
     /// Types with GPUs.
     usable: Vec<bool>,
+    /// With floors, the largest z at which every job with a demand could still meet its need
+    /// alone (all of its time on its fastest type): no estimate need look past it, which keeps
+    /// the estimates of a level near a job's ceiling in range. Without floors, infinite: there an
+    /// optimum is often exactly at such a ceiling, and an estimate held there leaves that job's
+    /// margin at 0 rather than marking it out of range, so it may miss the first band.
+    ceiling: f64,
 }
 
 impl Ratio<'_> {
     fn job(&self, m: usize) -> JobView<'_> {
-        JobView { row: self.throughput.row(m), sf: self.scale_factor[m] as f64, demand: self.demand[m] }
+        JobView {
+            row: self.throughput.row(m),
+            sf: self.scale_factor[m] as f64,
+            base: self.base.map_or(0.0, |b| b[m]),
+            demand: self.demand[m],
+        }
+    }
+
+    /// Whether job m takes part: it has a demand or a floor.
+    fn takes_part(&self, m: usize) -> bool {
+        self.demand[m] > 0.0 || self.base.is_some_and(|b| b[m] > 0.0)
     }
 }
 
@@ -73,6 +93,9 @@ pub(super) struct Decomposed {
     pub(super) ambiguous: usize,
     /// The capacity rows' duals: a warm start for the next solve on the same instance.
     pub(super) prices: Vec<f64>,
+    /// With floors: the jobs whose need row has a positive dual, so that they sit at their need
+    /// in every optimum (empty without floors).
+    pub(super) binding: Vec<bool>,
 }
 
 /// One level's result: its ratio and prices, how each job is allocated, and whether the
@@ -84,65 +107,99 @@ struct Level {
     fixed: Vec<(u32, Structure)>,
     /// `(job, time per type)` for the ambiguous jobs.
     ambiguous: Vec<(u32, Vec<(usize, f64)>)>,
+    /// The ambiguous jobs' need-row duals, in the same order.
+    ambiguous_duals: Vec<f64>,
     certified: bool,
     rounds: usize,
     lp_solves: usize,
     why_not: Option<String>,
 }
 
-/// Solves `max z s.t. thr_m ≥ z·demand_m` (z in the caller's unit) by decomposition. `Ok(Err(why))`
-/// when it cannot certify an optimum within its options: the caller then solves the plain LP.
-/// `warm`: prices of an earlier solve on the same jobs and GPUs (other demands), used instead of
-/// the sample's; if they lead nowhere the solve starts again from the sample.
+/// Solves `max z s.t. thr_m ≥ base_m + z·demand_m` (z in the caller's unit; no `base`: 0) by
+/// decomposition. `Ok(Err(why))` when it cannot certify an optimum within its options: the caller
+/// then solves the plain LP. `warm`: prices of an earlier solve on the same jobs and GPUs (other
+/// demands), used instead of the sample's; if they lead nowhere the solve starts again from the
+/// sample.
+#[allow(clippy::too_many_arguments)]
 pub(super) fn solve(
     throughput: &Matrix,
     scale_factor: &[u32],
     capacity: &[f64],
+    base: Option<&[f64]>,
     demand: &[f64],
     backend: Backend,
     options: &DecompositionOptions,
     warm: Option<&[f64]>,
 ) -> Result<std::result::Result<Decomposed, String>> {
     if let Some(prices) = warm.filter(|p| p.len() == capacity.len()) {
-        if let Ok(found) = solve_from(throughput, scale_factor, capacity, demand, backend, options, Some(prices))? {
+        let ratio = Ratio::new(throughput, scale_factor, capacity, base, demand);
+        if let Ok(found) = solve_from(&ratio, capacity, backend, options, Some(prices))? {
             return Ok(Ok(found));
         }
     }
-    solve_from(throughput, scale_factor, capacity, demand, backend, options, None)
+    solve_from(&Ratio::new(throughput, scale_factor, capacity, base, demand), capacity, backend, options, None)
+}
+
+impl<'a> Ratio<'a> {
+    fn new(
+        throughput: &'a Matrix,
+        scale_factor: &'a [u32],
+        capacity: &[f64],
+        base: Option<&'a [f64]>,
+        demand: &'a [f64],
+    ) -> Ratio<'a> {
+        let usable: Vec<bool> = capacity.iter().map(|&g| g > 0.0).collect();
+        let ceiling = match base {
+            None => f64::INFINITY,
+            Some(base) => (0..throughput.rows())
+                .filter(|&m| demand[m] > 0.0)
+                .map(|m| {
+                    let fastest =
+                        (0..usable.len()).filter(|&w| usable[w]).map(|w| throughput.get(m, w)).fold(0.0, f64::max);
+                    (fastest - base[m]) / demand[m]
+                })
+                .fold(f64::INFINITY, f64::min)
+                .max(0.0),
+        };
+        Ratio { throughput, scale_factor, base, demand, usable, ceiling }
+    }
 }
 
 fn solve_from(
-    throughput: &Matrix,
-    scale_factor: &[u32],
+    ratio: &Ratio,
     capacity: &[f64],
-    demand: &[f64],
     backend: Backend,
     options: &DecompositionOptions,
     warm: Option<&[f64]>,
 ) -> Result<std::result::Result<Decomposed, String>> {
-    let ratio = Ratio { throughput, scale_factor, demand, usable: capacity.iter().map(|&g| g > 0.0).collect() };
-    let jobs: Vec<u32> = (0..throughput.rows()).filter(|&m| demand[m] > 0.0).map(|m| m as u32).collect();
-    if jobs.is_empty() {
+    let (throughput, demand) = (ratio.throughput, ratio.demand);
+    let jobs: Vec<u32> = (0..throughput.rows()).filter(|&m| ratio.takes_part(m)).map(|m| m as u32).collect();
+    if !jobs.iter().any(|&m| demand[m as usize] > 0.0) {
         return Ok(Err("no job has a demand".into()));
     }
     if jobs.len() > u32::MAX as usize - 1 {
         return Ok(Err("too many jobs".into()));
     }
-    let level = match solve_level(&ratio, &jobs, capacity, backend, options, true, warm)? {
+    let level = match solve_level(ratio, &jobs, capacity, backend, options, true, warm)? {
         Ok(level) => level,
         Err(why) => return Ok(Err(why)),
     };
     if !level.certified {
         return Ok(Err(level.why_not.unwrap_or_else(|| "no certificate".into())));
     }
-    let allocation = match allocate(&ratio, &level, capacity) {
+    let allocation = match allocate(ratio, &level, capacity) {
         Ok(allocation) => allocation,
         Err(why) => return Ok(Err(why)),
     };
     let z = jobs
         .iter()
-        .map(|&m| crate::problem::dot(throughput.row(m as usize), allocation.row(m as usize)) / demand[m as usize])
+        .filter(|&&m| demand[m as usize] > 0.0)
+        .map(|&m| {
+            let job = ratio.job(m as usize);
+            (crate::problem::dot(job.row, allocation.row(m as usize)) - job.base) / job.demand
+        })
         .fold(f64::INFINITY, f64::min);
+    let binding = if ratio.base.is_some() { binding(ratio, &level) } else { Vec::new() };
     Ok(Ok(Decomposed {
         z,
         allocation,
@@ -150,7 +207,44 @@ fn solve_from(
         rounds: level.rounds,
         ambiguous: level.ambiguous.len(),
         prices: level.prices,
+        binding,
     }))
+}
+
+/// A need-row dual counts as positive above this share of `Σ_m u_m·need_m` (LP round-off stays
+/// far below; a binding job's share is at least about one over the jobs).
+const BINDING_SHARE: f64 = 1e-10;
+
+/// The jobs whose need row has a positive dual in the certified solution: fixed jobs' duals in
+/// closed form from their structure at the level's prices, ambiguous jobs' from the recovery LP.
+fn binding(ratio: &Ratio, level: &Level) -> Vec<bool> {
+    let n = ratio.throughput.rows();
+    let mut weighted = vec![0.0; n];
+    for &(m, structure) in &level.fixed {
+        let job = ratio.job(m as usize);
+        weighted[m as usize] = job.duals(structure, &level.prices).0.max(0.0) * job.need(level.z);
+    }
+    for (&(m, _), &u) in level.ambiguous.iter().zip(&level.ambiguous_duals) {
+        weighted[m as usize] = u * ratio.job(m as usize).need(level.z);
+    }
+    let total: f64 = weighted.iter().sum();
+    weighted.iter().map(|&s| s > BINDING_SHARE * total).collect()
+}
+
+/// `excess(need)`: the largest `Σ_m f_m(p) − G·p` found on the price simplex for the fixed needs
+/// `need` (see `prices::excess`) and the prices where; positive proves they cannot all be met.
+pub(super) fn excess(
+    throughput: &Matrix,
+    scale_factor: &[u32],
+    capacity: &[f64],
+    need: &[f64],
+    start: &[f64],
+    backend: Backend,
+) -> std::result::Result<(f64, Vec<f64>), SolveError> {
+    let none = vec![0.0; need.len()];
+    let ratio = Ratio::new(throughput, scale_factor, capacity, Some(need), &none);
+    let jobs: Vec<u32> = (0..need.len()).filter(|&m| need[m] > 0.0).map(|m| m as u32).collect();
+    prices::excess(&ratio, &jobs, capacity, start, backend)
 }
 
 /// Errors that end a decomposition (the budget ran out) rather than send it to the plain LP.
@@ -180,6 +274,7 @@ fn solve_level(
                 prices: rec.prices,
                 fixed: Vec::new(),
                 ambiguous: jobs.iter().copied().zip(rec.time).collect(),
+                ambiguous_duals: rec.need_duals,
                 certified: true,
                 rounds: 1,
                 lp_solves: 1,
@@ -203,12 +298,16 @@ fn solve_level(
             }
         }
     };
-    if z <= 0.0 {
+    z = z.min(ratio.ceiling);
+    if ratio.base.is_some() {
+        // With floors the optimum may be 0 (a level that only proves more jobs stuck).
+        z = z.max(0.0);
+    } else if z <= 0.0 {
         return Ok(Err("the first estimate of the optimum is 0".into()));
     }
     match prices::refine(ratio, jobs, capacity, z, &prices, backend) {
         Ok((refined_z, refined, solves)) => {
-            z = refined_z;
+            z = refined_z.min(ratio.ceiling);
             prices = refined;
             lp_solves += solves;
         }
@@ -260,7 +359,7 @@ fn solve_level(
         // fixed usage's constants would cancel against z's coefficients.
         // A large recovery LP is loaded afresh too: past about a thousand ambiguous jobs a start
         // from the last basis was not reliably faster (finish-time fairness, 2^20 jobs).
-        let drifted = |loaded: &recovery::Model| (z - loaded.z0()).abs() > RELOAD_DRIFT * loaded.z0();
+        let drifted = |loaded: &recovery::Model| (z - loaded.z0()).abs() > RELOAD_DRIFT * loaded.step();
         if band.members.len() > HOT_START_MAX || model.as_ref().is_some_and(drifted) {
             model = None;
         }
@@ -319,6 +418,7 @@ fn solve_level(
             prices: prices.clone(),
             fixed: Vec::new(),
             ambiguous: Vec::new(),
+            ambiguous_duals: Vec::new(),
             certified: failed == 0,
             rounds: round,
             lp_solves,
@@ -331,9 +431,13 @@ fn solve_level(
                 .filter(|&(i, _)| !band.contains[i])
                 .filter_map(|(i, &m)| structures[i].map(|s| (m, s)))
                 .collect();
-            return Ok(Ok(Level { fixed, ambiguous: members.into_iter().zip(rec.time).collect(), ..level }));
+            let ambiguous = members.into_iter().zip(rec.time).collect();
+            return Ok(Ok(Level { fixed, ambiguous, ambiguous_duals: rec.need_duals, ..level }));
         }
-        if z <= 0.0 {
+        if ratio.base.is_some() {
+            // Past the optimum's 0 only while the structures are wrong: classify at 0 next.
+            z = z.max(0.0);
+        } else if z <= 0.0 {
             return Ok(Err("the recovered optimum is 0".into()));
         }
         last = Some(level);
@@ -352,6 +456,7 @@ fn estimate(z: f64, prices: Vec<f64>, lp_solves: usize, why: String) -> Level {
         prices,
         fixed: Vec::new(),
         ambiguous: Vec::new(),
+        ambiguous_duals: Vec::new(),
         certified: false,
         rounds: 0,
         lp_solves,

@@ -108,18 +108,19 @@ fn refine_once(
 const MAX_NEWTON: usize = 20;
 
 /// The ratio z at which the best responses at prices `p` use what the GPUs are worth,
-/// `F(p; z) = 0` (Newton's method from z = 1, the natural unit's largest possible ratio); 1 when
-/// no price is positive.
+/// `F(p; z) = 0` (Newton's method from z = 1, the natural unit's largest possible ratio, or from
+/// the ratio past which some job cannot meet its need, if smaller); that start when no price is
+/// positive.
 pub(super) fn ratio_at(ratio: &Ratio, jobs: &[u32], capacity: &[f64], p: &[f64]) -> f64 {
     let mut scratch = Scratch::default();
-    let mut z: f64 = 1.0;
+    let mut z: f64 = ratio.ceiling.min(1.0);
     for _ in 0..MAX_NEWTON {
         let value = evaluate(ratio, jobs, p, z, &mut scratch);
         let f: f64 = (0..p.len()).map(|w| (value.usage[w] - capacity[w]) * p[w]).sum();
         if value.slope <= 0.0 || !f.is_finite() {
             break;
         }
-        let next = (z - f / value.slope).clamp(0.5 * z, 2.0 * z);
+        let next = (z - f / value.slope).clamp(0.5 * z, 2.0 * z).min(ratio.ceiling);
         let done = (next - z).abs() <= 1e-12 * z;
         z = next;
         if done {
@@ -127,4 +128,41 @@ pub(super) fn ratio_at(ratio: &Ratio, jobs: &[u32], capacity: &[f64], p: &[f64])
         }
     }
     z
+}
+
+/// How far fixed needs (`ratio`'s bases; no demand) are from fitting the GPUs: the largest
+/// `F(p) = Σ_m f_m(p) − G·p` found on the price simplex, and where. Positive proves the needs
+/// cannot all be met (every feasible allocation costs at most `G·p` at any prices, and each job at
+/// least `f_m(p)`); at most 0 says they fit, up to how well the cutting planes found the maximum.
+pub(super) fn excess(
+    ratio: &Ratio,
+    jobs: &[u32],
+    capacity: &[f64],
+    start: &[f64],
+    backend: Backend,
+) -> Result<(f64, Vec<f64>), SolveError> {
+    let k = capacity.len();
+    let usable = (0..k).filter(|&w| ratio.usable[w]).count();
+    let mut scratch = Scratch::default();
+    let total: f64 = start.iter().sum();
+    let p: Vec<f64> = if total > 0.0 {
+        start.iter().map(|v| v / total).collect()
+    } else {
+        (0..k).map(|w| if ratio.usable[w] { 1.0 / usable as f64 } else { 0.0 }).collect()
+    };
+    let region = Region {
+        bounds: (0..k).map(|w| ratio.usable[w].then_some((0.0, 1.0))).collect(),
+        simplex: true,
+        radius: TRUST_RADIUS,
+        min_radius: MIN_RADIUS,
+        gap: GAP * capacity.iter().sum::<f64>().max(1.0),
+        max_cuts: MAX_CUTS,
+    };
+    let mut cost = |p: &[f64]| {
+        let value = evaluate(ratio, jobs, p, 0.0, &mut scratch);
+        let g: Vec<f64> = (0..k).map(|w| value.usage[w] - capacity[w]).collect();
+        (g.iter().zip(p).map(|(g, p)| g * p).sum::<f64>(), g)
+    };
+    let found = cutting_planes::maximize(&p, &region, backend, &mut cost)?;
+    Ok((found.value, found.point))
 }

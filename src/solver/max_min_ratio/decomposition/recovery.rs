@@ -1,8 +1,9 @@
 //! The recovery LP: the ratio `z`, full columns for the ambiguous jobs only, and every fixed job
 //! folded into the capacity rows as its usage, affine in z (k coefficients of z, k constants).
 //! Its size depends on the ambiguous set, not on the number of jobs. z is written as
-//! `z₀·(1 + ζ)` around the estimate z₀ and the fixed usage as its value at z₀ plus `α_w·z₀·ζ`:
-//! each job's usage at z₀ is at most its scale factor, so the constants carry no cancellation.
+//! `z₀ + s·ζ` around the estimate z₀ (the step `s` is z₀, or 1 when z₀ is 0) and the fixed usage
+//! as its value at z₀ plus `α_w·s·ζ`: each job's usage at z₀ is at most its scale factor, so the
+//! constants carry no cancellation.
 //! `Model` keeps one level's recovery LP loaded from round to round.
 
 use super::best_response::JobView;
@@ -16,6 +17,9 @@ pub(super) struct Recovery {
     pub(super) prices: Vec<f64>,
     /// Per ambiguous job (in the order given), its time on each type it may use.
     pub(super) time: Vec<Vec<(usize, f64)>>,
+    /// Per ambiguous job, its need row's dual `u_m ≥ 0` (positive: the job sits at its need in
+    /// every optimum).
+    pub(super) need_duals: Vec<f64>,
 }
 
 /// Solves the recovery LP once. `fixed_usage[w] = (α_w, U_w)`: the fixed jobs' usage of type w is
@@ -40,6 +44,8 @@ pub(super) struct Model {
     /// Loaded at the first solve, with every ambiguous job of that round at once.
     session: Option<Box<dyn Session>>,
     z0: f64,
+    /// The step of ζ: z = z₀ + step·ζ.
+    step: f64,
     num_types: usize,
     /// The ambiguous jobs loaded so far, each with its `(type, column)`s. Columns: ζ (`ZETA`),
     /// then theirs; rows: type w's capacity row is row w, then each job's need and time rows.
@@ -86,12 +92,18 @@ impl Builder for Additions {
 
 impl Model {
     pub(super) fn new(num_types: usize, z0: f64, backend: Backend) -> Model {
-        Model { backend, session: None, z0, num_types, members: Vec::new() }
+        let step = if z0 > 0.0 { z0 } else { 1.0 };
+        Model { backend, session: None, z0, step, num_types, members: Vec::new() }
     }
 
     /// The estimate z₀ the fixed usage is written around.
     pub(super) fn z0(&self) -> f64 {
         self.z0
+    }
+
+    /// The step of ζ (`z = z₀ + step·ζ`): z₀, or 1 when z₀ is 0.
+    pub(super) fn step(&self) -> f64 {
+        self.step
     }
 
     /// Adds job `m`'s columns and its two rows (need and time) to `builder`.
@@ -102,9 +114,11 @@ impl Model {
             .map(|w| (w, builder.col(w, job.sf)))
             .collect();
         let mut need: Vec<(usize, f64)> = mine.iter().map(|&(w, col)| (col, job.row[w])).collect();
-        need.push((ZETA, -job.demand * self.z0));
+        if job.demand != 0.0 {
+            need.push((ZETA, -job.demand * self.step));
+        }
         let time = mine.iter().map(|&(_, col)| (col, 1.0)).collect();
-        builder.rows([Row::at_least(job.demand * self.z0, need), Row::at_most(1.0, time)]);
+        builder.rows([Row::at_least(job.need(self.z0), need), Row::at_most(1.0, time)]);
         self.members.push(mine);
     }
 
@@ -122,7 +136,7 @@ impl Model {
         capacity: &[f64],
         fixed_usage: &[(f64, f64)],
     ) -> Result<Recovery, SolveError> {
-        let z0 = self.z0;
+        let (z0, step) = (self.z0, self.step);
         debug_assert!(ambiguous.len() >= self.members.len(), "the ambiguous set only grows");
         let mut session = match self.session.take() {
             Some(mut session) => {
@@ -135,7 +149,7 @@ impl Model {
                 debug_assert_eq!(added, first);
                 session.add_rows(&additions.rows);
                 for (w, &(alpha, fixed)) in fixed_usage.iter().enumerate() {
-                    session.set_coef(w, ZETA, alpha * z0);
+                    session.set_coef(w, ZETA, alpha * step);
                     session.set_row_bounds(w, f64::NEG_INFINITY, capacity[w] - fixed);
                 }
                 session
@@ -145,9 +159,12 @@ impl Model {
                 // scaling sees z's coefficients).
                 self.members.clear();
                 let mut lp = LinearProgram::new(Sense::Maximize);
-                lp.add_col(z0, -1.0, f64::INFINITY);
+                // z ≥ 0, unless jobs have floors: then z is free, so that no bound absorbs its
+                // reduced cost when the optimum is 0 (the certificate covers the z column only).
+                let lowest = if ratio.base.is_some() { f64::NEG_INFINITY } else { -z0 / step };
+                lp.add_col(step, lowest, f64::INFINITY);
                 for (&(alpha, fixed), &g) in fixed_usage.iter().zip(capacity) {
-                    let coefs = if alpha != 0.0 { vec![(ZETA, alpha * z0)] } else { Vec::new() };
+                    let coefs = if alpha != 0.0 { vec![(ZETA, alpha * step)] } else { Vec::new() };
                     lp.add_row(Row::at_most(g - fixed, coefs));
                 }
                 for &m in ambiguous {
@@ -170,7 +187,10 @@ impl Model {
         let solution = session.solve()?;
         self.session = Some(session);
         let zeta = solution.values[ZETA];
-        if zeta <= -1.0 + 1e-9 && fixed_usage.iter().any(|&(alpha, used)| alpha != 0.0 || used != 0.0) {
+        if ratio.base.is_none()
+            && zeta <= -z0 / step + 1e-9
+            && fixed_usage.iter().any(|&(alpha, used)| alpha != 0.0 || used != 0.0)
+        {
             // z stopped at its bound 0, whose dual no certificate covers. Every job with a demand
             // has a type it can use (or the caller stopped earlier), so the full LP's optimum is
             // positive: the fixed structures are what leave no room, as when they overfill a type.
@@ -196,7 +216,9 @@ impl Model {
             .take(ambiguous.len())
             .map(|mine| mine.iter().map(|&(w, col)| (w, solution.values[col].max(0.0))).collect())
             .collect();
-        Ok(Recovery { z: (z0 * (1.0 + zeta)).max(0.0), prices, time })
+        let need_duals = (0..ambiguous.len()).map(|i| solution.row_duals[self.num_types + 2 * i].abs()).collect();
+        let z = z0 + step * zeta;
+        Ok(Recovery { z: if ratio.base.is_some() { z } else { z.max(0.0) }, prices, time, need_duals })
     }
 }
 
@@ -221,7 +243,14 @@ mod tests {
     #[test]
     fn a_model_grown_round_by_round_solves_as_one_loaded_afresh() {
         let (t, sf, demand) = instance();
-        let ratio = Ratio { throughput: &t, scale_factor: &sf, demand: &demand, usable: vec![true; 3] };
+        let ratio = Ratio {
+            throughput: &t,
+            scale_factor: &sf,
+            base: None,
+            demand: &demand,
+            usable: vec![true; 3],
+            ceiling: f64::INFINITY,
+        };
         let capacity = [3.0, 2.0, 4.0];
         let z0 = 0.8;
         // Job 5 fixed on type 0: usage sf·d/T·z = 3·z.
