@@ -60,13 +60,6 @@ fn run(problem: &Problem) -> Run {
     let start = Instant::now();
     let outcome = policies::solve(problem, Backend::default()).expect("the instance solves");
     let time = start.elapsed();
-    if std::env::var("DBG").is_ok() {
-        eprintln!(
-            "{:?} lp_solves={}",
-            outcome.method.as_ref().map(|r| (r.rounds, r.ambiguous_jobs)),
-            outcome.lp_solves
-        );
-    }
     let method = match &outcome.method {
         Some(report) => match &report.fallback {
             Some(why) => format!("{} (fallback: {why})", report.method),

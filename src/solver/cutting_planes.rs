@@ -22,6 +22,9 @@ pub struct Region {
     pub gap: f64,
     /// Oracle calls at most.
     pub max_cuts: usize,
+    /// Stop as soon as a value above this is found (`f64::INFINITY`: never), for a caller that
+    /// only asks whether the maximum is positive.
+    pub enough: f64,
 }
 
 /// The best point found, its value, and the LPs solved.
@@ -50,6 +53,10 @@ pub fn maximize(
     let (mut radius, mut predicted) = (region.radius, f64::INFINITY);
     for _ in 0..region.max_cuts {
         let (value, g) = oracle(&p);
+        if value > region.enough {
+            best = Maximum { point: p.clone(), value, lp_solves: best.lp_solves };
+            break;
+        }
         if value > best.value {
             if value - best.value >= 0.5 * predicted {
                 radius = (radius * 2.0).min(region.radius);
@@ -65,20 +72,16 @@ pub fn maximize(
         // θ − g·q ≤ F(p) − g·p
         let intercept = value - g.iter().zip(&p).map(|(g, p)| g * p).sum::<f64>();
         cuts.push((intercept, g));
-        let mut lp = LinearProgram::new(Sense::Maximize);
-        let theta = lp.add_col(1.0, f64::NEG_INFINITY, f64::INFINITY);
-        let cols: Vec<usize> = free
-            .iter()
-            .map(|&(w, lo, hi)| lp.add_col(0.0, (best.point[w] - radius).max(lo), (best.point[w] + radius).min(hi)))
-            .collect();
-        for (intercept, g) in &cuts {
-            let mut coefs: Vec<(usize, f64)> = free.iter().zip(&cols).map(|(&(w, _, _), &c)| (c, -g[w])).collect();
-            coefs.push((theta, 1.0));
-            lp.add_row(Row::at_most(*intercept, coefs));
+        if region.enough.is_finite() {
+            // Every cut bounds F everywhere: the cuts' maximum over the whole region bounds its
+            // maximum. At most `enough` answers a caller that asks only whether it is above.
+            let (lp, theta, _) = cut_model(&cuts, &free, region, None);
+            best.lp_solves += 1;
+            if backend.solve(lp)?.values[theta] <= region.enough {
+                break;
+            }
         }
-        if region.simplex {
-            lp.add_row(Row::equal(1.0, cols.iter().map(|&c| (c, 1.0)).collect()));
-        }
+        let (lp, theta, cols) = cut_model(&cuts, &free, region, Some((&best.point, radius)));
         let solution = backend.solve(lp)?;
         best.lp_solves += 1;
         let bound = solution.values[theta];
@@ -95,4 +98,32 @@ pub fn maximize(
         }
     }
     Ok(best)
+}
+
+/// The LP `max θ` s.t. `θ ≤ every cut`, over the region's variables (within `box` around a point,
+/// if given): θ's column and the variables' columns.
+fn cut_model(
+    cuts: &[(f64, Vec<f64>)],
+    free: &[(usize, f64, f64)],
+    region: &Region,
+    around: Option<(&[f64], f64)>,
+) -> (LinearProgram, usize, Vec<usize>) {
+    let mut lp = LinearProgram::new(Sense::Maximize);
+    let theta = lp.add_col(1.0, f64::NEG_INFINITY, f64::INFINITY);
+    let cols: Vec<usize> = free
+        .iter()
+        .map(|&(w, lo, hi)| match around {
+            Some((center, radius)) => lp.add_col(0.0, (center[w] - radius).max(lo), (center[w] + radius).min(hi)),
+            None => lp.add_col(0.0, lo, hi),
+        })
+        .collect();
+    for (intercept, g) in cuts {
+        let mut coefs: Vec<(usize, f64)> = free.iter().zip(&cols).map(|(&(w, _, _), &c)| (c, -g[w])).collect();
+        coefs.push((theta, 1.0));
+        lp.add_row(Row::at_most(*intercept, coefs));
+    }
+    if region.simplex {
+        lp.add_row(Row::equal(1.0, cols.iter().map(|&c| (c, 1.0)).collect()));
+    }
+    (lp, theta, cols)
 }

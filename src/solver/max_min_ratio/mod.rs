@@ -372,18 +372,21 @@ impl<'a> Engine<'a> {
     /// Whether the fixed throughputs `need` cannot all be given: the largest `Σ_m f_m(p) − G·p`
     /// found over GPU prices p on the simplex (`f_m(p)`: job m's cheapest cost of its need at p),
     /// relative to the GPUs, and the prices where. Positive proves the needs do not fit; at most 0
-    /// says they do, as far as the search found. O(jobs × types) per price tried.
-    pub fn capacity_excess(&self, need: &[f64], start: &[f64]) -> Result<(f64, Vec<f64>)> {
+    /// says they do, as far as the search found. O(jobs × types) per price tried. The search stops
+    /// at the first excess above `enough` (relative, as the result).
+    pub fn capacity_excess(&self, need: &[f64], start: &[f64], enough: f64) -> Result<(f64, Vec<f64>)> {
         let capacity = &self.instance.capacity;
+        let scale = capacity.iter().sum::<f64>().max(1.0);
         let (value, prices) = decomposition::excess(
             self.instance.throughput,
             &self.instance.scale_factor,
             capacity,
             need,
             start,
+            enough * scale,
             self.backend,
         )?;
-        Ok((value / capacity.iter().sum::<f64>().max(1.0), prices))
+        Ok((value / scale, prices))
     }
 
     /// Starts the next decomposition from `prices` (an estimate; the certificate decides).

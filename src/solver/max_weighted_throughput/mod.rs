@@ -191,6 +191,7 @@ fn refine(
         min_radius: GAP * scale,
         gap: GAP * scale * capacity.iter().sum::<f64>().max(1.0),
         max_cuts: MAX_CUTS,
+        enough: f64::INFINITY,
     };
     let mut lagrangian = Lagrangian::new(instance, jobs, capacity);
     let found = cutting_planes::maximize(start, &region, backend, |p| lagrangian.negated(p))?;

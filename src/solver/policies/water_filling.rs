@@ -128,7 +128,7 @@ impl Levels<'_, '_> {
             let (mut low, mut high) = (1, total + 1);
             while low < high {
                 let mid = low + (high - low) / 2;
-                let (excess, at) = self.engine.capacity_excess(&needs_at(mid), &prices)?;
+                let (excess, at) = self.engine.capacity_excess(&needs_at(mid), &prices, EXCESS_TOLERANCE)?;
                 if excess > EXCESS_TOLERANCE {
                     high = mid;
                     prices = at;

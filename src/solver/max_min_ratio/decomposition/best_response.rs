@@ -152,6 +152,20 @@ pub(super) fn best_response(
     z: f64,
     scratch: &mut Scratch,
 ) -> Option<(Structure, f64)> {
+    let structure = best_structure(job, usable, p, z, scratch)?;
+    let (u, v) = job.duals(structure, p);
+    let margin = job.dual_margin(structure, usable, p, u, v).min(job.z_margin(structure, z));
+    Some((structure, margin))
+}
+
+/// The best structure alone (`best_response` without the margin).
+pub(super) fn best_structure(
+    job: JobView,
+    usable: &[bool],
+    p: &[f64],
+    z: f64,
+    scratch: &mut Scratch,
+) -> Option<Structure> {
     let t = job.need(z);
     let point = |w: u32| (job.row[w as usize], job.sf * p[w as usize]);
     let Scratch { order, chain } = scratch;
@@ -184,9 +198,7 @@ pub(super) fn best_response(
         // The need exceeds the fastest type: the nearest structure, primal infeasible.
         None => Structure::Single { a: *chain.last()? },
     };
-    let (u, v) = job.duals(structure, p);
-    let margin = job.dual_margin(structure, usable, p, u, v).min(job.z_margin(structure, z));
-    Some((structure, margin))
+    Some(structure)
 }
 
 /// Relative tolerance of the certificate: a dual slack or a time that is off by less counts as met.

@@ -239,12 +239,13 @@ pub(super) fn excess(
     capacity: &[f64],
     need: &[f64],
     start: &[f64],
+    enough: f64,
     backend: Backend,
 ) -> std::result::Result<(f64, Vec<f64>), SolveError> {
     let none = vec![0.0; need.len()];
     let ratio = Ratio::new(throughput, scale_factor, capacity, Some(need), &none);
     let jobs: Vec<u32> = (0..need.len()).filter(|&m| need[m] > 0.0).map(|m| m as u32).collect();
-    prices::excess(&ratio, &jobs, capacity, start, backend)
+    prices::excess(&ratio, &jobs, capacity, start, enough, backend)
 }
 
 /// Errors that end a decomposition (the budget ran out) rather than send it to the plain LP.

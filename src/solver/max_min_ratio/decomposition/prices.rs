@@ -5,7 +5,7 @@
 //! on the simplex prices the GPUs as the full LP does near z; a Newton step on `F(p; z) = 0`
 //! then moves z. Only an estimate: the recovery LP and its certificate decide.
 
-use super::best_response::{best_response, Scratch};
+use super::best_response::{best_structure, Scratch};
 use super::Ratio;
 use crate::lp::{Backend, SolveError};
 use crate::solver::cutting_planes::{self, Region};
@@ -32,11 +32,13 @@ fn evaluate(ratio: &Ratio, jobs: &[u32], p: &[f64], z: f64, scratch: &mut Scratc
     let mut slope = 0.0;
     for &m in jobs {
         let job = ratio.job(m as usize);
-        let Some((structure, _)) = best_response(job, &ratio.usable, p, z, scratch) else { continue };
+        let Some(structure) = best_structure(job, &ratio.usable, p, z, scratch) else { continue };
         for (w, x) in job.time_at(structure, z).into_iter().take(structure.width()) {
             usage[w] += job.sf * x;
         }
-        slope += job.demand * job.duals(structure, p).0;
+        if job.demand > 0.0 {
+            slope += job.demand * job.duals(structure, p).0;
+        }
     }
     Value { usage, slope }
 }
@@ -88,6 +90,7 @@ fn refine_once(
         min_radius: MIN_RADIUS,
         gap: GAP * capacity.iter().sum::<f64>().max(1.0),
         max_cuts: MAX_CUTS,
+        enough: f64::INFINITY,
     };
     // F is homogeneous: F(p) = (U(p) − G)·p, the supergradient's product with p.
     let found = cutting_planes::maximize(&p, &region, backend, |p| {
@@ -134,11 +137,13 @@ pub(super) fn ratio_at(ratio: &Ratio, jobs: &[u32], capacity: &[f64], p: &[f64])
 /// `F(p) = Σ_m f_m(p) − G·p` found on the price simplex, and where. Positive proves the needs
 /// cannot all be met (every feasible allocation costs at most `G·p` at any prices, and each job at
 /// least `f_m(p)`); at most 0 says they fit, up to how well the cutting planes found the maximum.
+/// The search stops at the first value above `enough`.
 pub(super) fn excess(
     ratio: &Ratio,
     jobs: &[u32],
     capacity: &[f64],
     start: &[f64],
+    enough: f64,
     backend: Backend,
 ) -> Result<(f64, Vec<f64>), SolveError> {
     let k = capacity.len();
@@ -157,6 +162,7 @@ pub(super) fn excess(
         min_radius: MIN_RADIUS,
         gap: GAP * capacity.iter().sum::<f64>().max(1.0),
         max_cuts: MAX_CUTS,
+        enough,
     };
     let mut cost = |p: &[f64]| {
         let value = evaluate(ratio, jobs, p, 0.0, &mut scratch);
