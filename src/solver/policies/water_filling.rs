@@ -139,22 +139,26 @@ impl Levels<'_, '_> {
             // Probes from the last j that fits, with the prices where the next did not: up while
             // the level reaches the next ceiling, down while it is out of reach.
             self.engine.warm_start(prices);
+            // `lo` is feasible and its level reaches the next ceiling; `out` is the smallest j
+            // known out of reach. Steps are +1 until a probe fails, then bisection.
+            let mut out: Option<usize> = None;
             let mut j = high - 1;
-            let mut floor_j = 0;
             loop {
                 match probe(self, j)? {
                     Some(found) => {
                         let up = reaches_next(j, found.0, found.1.c);
                         (lo, best) = (j, found);
-                        floor_j = j;
                         if !up || j == total {
                             break;
                         }
-                        j += 1;
                     }
-                    None if j > floor_j + 1 => j -= 1,
-                    None => break,
+                    None => out = Some(j),
                 }
+                j = match out {
+                    Some(out) if out > lo + 1 => lo + (out - lo) / 2,
+                    Some(_) => break,
+                    None => lo + 1,
+                };
             }
         }
         let (start, raised) = best;
