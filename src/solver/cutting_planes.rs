@@ -127,3 +127,54 @@ fn cut_model(
     }
     (lp, theta, cols)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// `F(p) = offset + min_w (1 − 3·p_w)` on the simplex of three prices: concave, its maximum
+    /// `offset` at the centre. Returns the maximum found and the oracle calls it took.
+    fn search(offset: f64, enough: f64) -> (Maximum, usize) {
+        let region = Region {
+            bounds: vec![Some((0.0, 1.0)); 3],
+            simplex: true,
+            radius: 0.05,
+            min_radius: 1e-9,
+            gap: 1e-9,
+            max_cuts: 60,
+            enough,
+        };
+        let mut calls = 0;
+        let found = maximize(&[0.8, 0.1, 0.1], &region, Backend::default(), |p| {
+            calls += 1;
+            let w = (0..3).min_by(|&a, &b| p[b].total_cmp(&p[a])).unwrap_or(0);
+            let mut g = vec![0.0; 3];
+            g[w] = -3.0;
+            (offset + 1.0 - 3.0 * p[w], g)
+        })
+        .expect("the cut LPs solve");
+        (found, calls)
+    }
+
+    #[test]
+    fn a_search_without_a_threshold_finds_the_maximum() {
+        let (found, _) = search(0.25, f64::INFINITY);
+        assert!((found.value - 0.25).abs() < 1e-6, "{found:?}");
+    }
+
+    #[test]
+    fn a_search_stops_at_the_first_value_above_its_threshold() {
+        let (found, calls) = search(0.25, 0.0);
+        assert!(found.value > 0.0, "{found:?}");
+        let (full, full_calls) = search(0.25, f64::INFINITY);
+        assert!(calls < full_calls, "{calls} oracle calls against {full_calls} ({full:?})");
+    }
+
+    #[test]
+    fn a_search_stops_once_the_cuts_bound_the_maximum_below_its_threshold() {
+        let (found, calls) = search(-0.25, 0.0);
+        assert!(found.value <= 0.0, "{found:?}");
+        let (_, full_calls) = search(-0.25, f64::INFINITY);
+        assert!(calls < full_calls, "{calls} oracle calls against {full_calls}");
+    }
+}
