@@ -273,24 +273,8 @@ impl<'a> Engine<'a> {
         let fallback = match self.decomposition_applies(demand) {
             Ok(()) => {
                 let scaled: Vec<f64> = demand.iter().map(|d| d * unit).collect();
-                let t = self.instance.throughput;
-                let options = self.options;
-                match decomposition::solve(
-                    t,
-                    &self.instance.scale_factor,
-                    &self.instance.capacity,
-                    None,
-                    &scaled,
-                    self.backend,
-                    &options,
-                    self.warm_prices.as_deref(),
-                )? {
+                match self.decompose(None, &scaled)? {
                     Ok(found) => {
-                        self.report = Some(MethodReport {
-                            prices: Some(found.prices.clone()),
-                            ..MethodReport::decomposition(found.rounds, found.ambiguous)
-                        });
-                        self.warm_prices = Some(found.prices);
                         return Ok(RatioSolution {
                             z: Some(found.z * unit),
                             allocation: found.allocation,
@@ -320,6 +304,34 @@ impl<'a> Engine<'a> {
         })
     }
 
+    /// `max z s.t. thr_m ≥ base_m + z·demand_m` by the decomposition, from the last solve's
+    /// prices; a certified answer is reported and its prices kept for the next solve.
+    fn decompose(
+        &mut self,
+        base: Option<&[f64]>,
+        demand: &[f64],
+    ) -> Result<std::result::Result<decomposition::Decomposed, String>> {
+        let options = self.options;
+        let found = decomposition::solve(
+            self.instance.throughput,
+            &self.instance.scale_factor,
+            &self.instance.capacity,
+            base,
+            demand,
+            self.backend,
+            &options,
+            self.warm_prices.as_deref(),
+        )?;
+        if let Ok(found) = &found {
+            self.report = Some(MethodReport {
+                prices: Some(found.prices.clone()),
+                ..MethodReport::decomposition(found.rounds, found.ambiguous)
+            });
+            self.warm_prices = Some(found.prices.clone());
+        }
+        Ok(found)
+    }
+
     /// One level of water-filling on mostly distinct rows: `max c s.t. thr_m ≥ floor_m + c·rate_m`
     /// by the price decomposition, starting from the last solve's prices. `Ok(None)` when the
     /// decomposition does not apply to the jobs with a rate or a floor (as `max_ratio` decides) or
@@ -338,30 +350,13 @@ impl<'a> Engine<'a> {
             return Ok(None);
         }
         let scaled: Vec<f64> = rate.iter().map(|r| r * unit).collect();
-        let options = self.options;
-        match decomposition::solve(
-            self.instance.throughput,
-            &self.instance.scale_factor,
-            &self.instance.capacity,
-            Some(floor),
-            &scaled,
-            self.backend,
-            &options,
-            self.warm_prices.as_deref(),
-        )? {
-            Ok(found) => {
-                self.report = Some(MethodReport {
-                    prices: Some(found.prices.clone()),
-                    ..MethodReport::decomposition(found.rounds, found.ambiguous)
-                });
-                self.warm_prices = Some(found.prices);
-                Ok(Some(Raised {
-                    c: found.z * unit,
-                    allocation: found.allocation,
-                    binding: found.binding,
-                    lp_solves: found.lp_solves,
-                }))
-            }
+        match self.decompose(Some(floor), &scaled)? {
+            Ok(found) => Ok(Some(Raised {
+                c: found.z * unit,
+                allocation: found.allocation,
+                binding: found.binding,
+                lp_solves: found.lp_solves,
+            })),
             Err(why) => {
                 self.report = Some(MethodReport::lp(Some(why)));
                 Ok(None)

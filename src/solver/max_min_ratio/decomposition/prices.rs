@@ -75,29 +75,8 @@ fn refine_once(
     backend: Backend,
 ) -> Result<(f64, Vec<f64>, usize), SolveError> {
     let k = capacity.len();
-    let usable = (0..k).filter(|&w| ratio.usable[w]).count();
+    let found = maximize(ratio, jobs, capacity, z, start, f64::INFINITY, backend)?;
     let mut scratch = Scratch::default();
-    let total: f64 = start.iter().sum();
-    let p: Vec<f64> = if total > 0.0 {
-        start.iter().map(|v| v / total).collect()
-    } else {
-        (0..k).map(|w| if ratio.usable[w] { 1.0 / usable as f64 } else { 0.0 }).collect()
-    };
-    let region = Region {
-        bounds: (0..k).map(|w| ratio.usable[w].then_some((0.0, 1.0))).collect(),
-        simplex: true,
-        radius: TRUST_RADIUS,
-        min_radius: MIN_RADIUS,
-        gap: GAP * capacity.iter().sum::<f64>().max(1.0),
-        max_cuts: MAX_CUTS,
-        enough: f64::INFINITY,
-    };
-    // F is homogeneous: F(p) = (U(p) − G)·p, the supergradient's product with p.
-    let found = cutting_planes::maximize(&p, &region, backend, |p| {
-        let value = evaluate(ratio, jobs, p, z, &mut scratch);
-        let g: Vec<f64> = (0..k).map(|w| value.usage[w] - capacity[w]).collect();
-        (g.iter().zip(p).map(|(g, p)| g * p).sum(), g)
-    })?;
     let lp_solves = found.lp_solves;
     // A Newton step on F(p; z) = 0 along z (F rises with z at rate Σ_m d_m·u_m, in units of p).
     let p = found.point;
@@ -146,6 +125,22 @@ pub(super) fn excess(
     enough: f64,
     backend: Backend,
 ) -> Result<(f64, Vec<f64>), SolveError> {
+    let found = maximize(ratio, jobs, capacity, 0.0, start, enough, backend)?;
+    Ok((found.value, found.point))
+}
+
+/// Cutting planes for the maximum of `F(p; z) = Σ_m f_m(p) − G·p` on the price simplex, from
+/// `start` (normalized; uniform over the usable types if it is all 0), stopping at the first value
+/// above `enough`.
+fn maximize(
+    ratio: &Ratio,
+    jobs: &[u32],
+    capacity: &[f64],
+    z: f64,
+    start: &[f64],
+    enough: f64,
+    backend: Backend,
+) -> Result<cutting_planes::Maximum, SolveError> {
     let k = capacity.len();
     let usable = (0..k).filter(|&w| ratio.usable[w]).count();
     let mut scratch = Scratch::default();
@@ -164,11 +159,10 @@ pub(super) fn excess(
         max_cuts: MAX_CUTS,
         enough,
     };
-    let mut cost = |p: &[f64]| {
-        let value = evaluate(ratio, jobs, p, 0.0, &mut scratch);
+    // F is homogeneous: F(p) = (U(p) − G)·p, the supergradient's product with p.
+    cutting_planes::maximize(&p, &region, backend, |p| {
+        let value = evaluate(ratio, jobs, p, z, &mut scratch);
         let g: Vec<f64> = (0..k).map(|w| value.usage[w] - capacity[w]).collect();
-        (g.iter().zip(p).map(|(g, p)| g * p).sum::<f64>(), g)
-    };
-    let found = cutting_planes::maximize(&p, &region, backend, &mut cost)?;
-    Ok((found.value, found.point))
+        (g.iter().zip(p).map(|(g, p)| g * p).sum(), g)
+    })
 }
