@@ -50,16 +50,7 @@ impl HighsSession {
         session.set_string("presolve", "off");
         let col_lower: Vec<f64> = lp.col_lower.iter().map(|&v| clamp_inf(v)).collect();
         let col_upper: Vec<f64> = lp.col_upper.iter().map(|&v| clamp_inf(v)).collect();
-        let mut packed = Packed::default();
-        let (mut row_lower, mut row_upper) = (Vec::new(), Vec::new());
-        for row in &lp.rows {
-            let (row, scale) = row.equilibrated();
-            session.row_scale.push(scale);
-            packed.push(row.coefs.iter().copied());
-            row_lower.push(clamp_inf(row.lower));
-            row_upper.push(clamp_inf(row.upper));
-        }
-        let Packed { starts, index, value } = packed;
+        let (Packed { starts, index, value }, row_lower, row_upper) = session.pack_rows(&lp.rows);
         let sense = match lp.sense {
             Sense::Minimize => OBJECTIVE_SENSE_MINIMIZE,
             Sense::Maximize => OBJECTIVE_SENSE_MAXIMIZE,
@@ -85,6 +76,20 @@ impl HighsSession {
             );
         }
         session
+    }
+
+    /// Equilibrates `rows` (keeping each one's scale), packs them, and returns their bounds.
+    fn pack_rows(&mut self, rows: &[Row]) -> (Packed, Vec<f64>, Vec<f64>) {
+        let mut packed = Packed::default();
+        let (mut lower, mut upper) = (Vec::with_capacity(rows.len()), Vec::with_capacity(rows.len()));
+        for row in rows {
+            let (row, scale) = row.equilibrated();
+            self.row_scale.push(scale);
+            packed.push(row.coefs.iter().copied());
+            lower.push(clamp_inf(row.lower));
+            upper.push(clamp_inf(row.upper));
+        }
+        (packed, lower, upper)
     }
 
     fn set_bool(&self, name: &str, value: bool) {
@@ -114,16 +119,7 @@ impl Session for HighsSession {
         }
         // One call for all of them: each call rebuilds part of HiGHS's matrix.
         self.num_rows += rows.len();
-        let mut packed = Packed::default();
-        let (mut lower, mut upper) = (Vec::new(), Vec::new());
-        for row in rows {
-            let (row, scale) = row.equilibrated();
-            self.row_scale.push(scale);
-            packed.push(row.coefs.iter().copied());
-            lower.push(clamp_inf(row.lower));
-            upper.push(clamp_inf(row.upper));
-        }
-        let Packed { starts, index, value } = packed;
+        let (Packed { starts, index, value }, lower, upper) = self.pack_rows(rows);
         // SAFETY: lower, upper and starts hold num_new_row entries; index and value num_new_nz.
         unsafe {
             Highs_addRows(
@@ -140,22 +136,7 @@ impl Session for HighsSession {
     }
 
     fn add_col(&mut self, cost: f64, lower: f64, upper: f64, entries: &[(usize, f64)]) -> usize {
-        let index: Vec<HighsInt> = entries.iter().map(|&(r, _)| r as HighsInt).collect();
-        let value: Vec<f64> = entries.iter().map(|&(r, v)| v / self.row_scale[r]).collect();
-        // SAFETY: index and value both hold entries.len() entries; HiGHS checks the row indices.
-        unsafe {
-            Highs_addCol(
-                self.ptr,
-                cost,
-                clamp_inf(lower),
-                clamp_inf(upper),
-                index.len() as HighsInt,
-                index.as_ptr(),
-                value.as_ptr(),
-            );
-        }
-        self.num_cols += 1;
-        self.num_cols - 1
+        self.add_cols(&[Col { cost, lower, upper, entries: entries.to_vec() }])
     }
 
     fn add_cols(&mut self, cols: &[Col]) -> usize {

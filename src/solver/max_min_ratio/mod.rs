@@ -238,11 +238,7 @@ impl<'a> Engine<'a> {
         let t = self.instance.throughput;
         (0..t.rows())
             .filter(|&m| rate[m] > 0.0)
-            .map(|m| {
-                let best =
-                    (0..t.cols()).filter(|&w| self.instance.capacity[w] > 0.0).map(|w| t.get(m, w)).fold(0.0, f64::max);
-                best / rate[m]
-            })
+            .map(|m| ceiling(t.row(m), &self.instance.capacity) / rate[m])
             .filter(|u| u.is_finite())
             .reduce(f64::min)
     }
@@ -461,6 +457,12 @@ impl<'a> Engine<'a> {
         }
         class_of
     }
+}
+
+/// A job's ceiling: its throughput (`row`) with all of its time on its fastest type with GPUs. No
+/// allocation gives it more.
+pub fn ceiling(row: &[f64], capacity: &[f64]) -> f64 {
+    row.iter().zip(capacity).filter(|&(_, &g)| g > 0.0).map(|(&t, _)| t).fold(0.0, f64::max)
 }
 
 /// Solves `max z s.t. thr_m ≥ z·demand_m` once (see `Engine::max_ratio`).

@@ -5,10 +5,10 @@
 //! Each level is one exact program of the `max_min_ratio` engine, or, when most rows are distinct,
 //! one solve of its price decomposition with the floors as bases; each bottleneck test is a program.
 
-use super::{colocated, engine, scale_factors, Outcome, WaterFillingReport};
+use super::{capacities, colocated, engine, scale_factors, Outcome, WaterFillingReport};
 use crate::error::Result;
 use crate::lp::{Backend, Sense};
-use crate::max_min_ratio::{Engine, Need, Program};
+use crate::max_min_ratio::{ceiling, Engine, Need, Program};
 use crate::problem::{Matrix, Problem};
 
 /// Derives each job's weight for the next level from which jobs are frozen; weight 0 means the
@@ -44,15 +44,10 @@ struct Galloped {
     lp_solves: usize,
 }
 
-/// A job's ceiling: its throughput with all of its time on its fastest type with GPUs. No
-/// allocation gives it more, so a job there is stuck whatever the others get.
+/// Every job's ceiling (`max_min_ratio::ceiling`): a job there is stuck whatever the others get.
 fn ceilings(problem: &Problem) -> Vec<f64> {
-    let t = &problem.throughput;
-    (0..t.rows())
-        .map(|m| {
-            (0..t.cols()).filter(|&w| problem.worker_types[w].count > 0.0).map(|w| t.get(m, w)).fold(0.0, f64::max)
-        })
-        .collect()
+    let capacity = capacities(problem);
+    (0..problem.num_jobs()).map(|m| ceiling(problem.throughput.row(m), &capacity)).collect()
 }
 
 /// Relative slack under which a level counts as reaching a ceiling, or a probe's rise as 0.
@@ -60,8 +55,9 @@ const CEILING_TOLERANCE: f64 = 1e-9;
 /// A capacity excess (relative to the GPUs) above this proves needs do not fit.
 const EXCESS_TOLERANCE: f64 = 1e-9;
 
-/// Solves the levels: by the price decomposition while it applies and certifies, then (for good,
-/// once it does not) on the engine's kept model, a hot start after the first level there.
+/// Solves the levels: by the price decomposition (`gallop`, fixed weights only) while it applies
+/// and certifies, then (for good, once it does not) on the engine's kept model (`raise`), a hot
+/// start after the first level there.
 struct Levels<'e, 'a> {
     engine: &'e mut Engine<'a>,
     decompose: bool,
@@ -88,19 +84,20 @@ impl Levels<'_, '_> {
         order.sort_by(|&a, &b| reach(a).total_cmp(&reach(b)));
         let total = order.len();
         let mut lp_solves = 0;
+        // τ_(j), and the needs there: the first j jobs at their ceilings, the others raised to it.
+        let start_of = |j: usize| if j == 0 { 0.0 } else { reach(order[j - 1]) };
+        let needs_at = |j: usize| {
+            let (mut need, start) = (floor.to_vec(), start_of(j));
+            order[..j].iter().for_each(|&m| need[m] = ceiling[m]);
+            order[j..].iter().for_each(|&m| need[m] += start * rate[m]);
+            need
+        };
         // Probe j: its start τ_(j), and the decomposition's answer (None: not certified, or out of reach).
         let mut probe = |levels: &mut Self, j: usize| -> Result<Option<(f64, crate::max_min_ratio::Raised)>> {
-            let start = if j == 0 { 0.0 } else { reach(order[j - 1]) };
-            let mut base = floor.to_vec();
+            let start = start_of(j);
             let mut rising = rate.to_vec();
-            for &m in &order[..j] {
-                base[m] = ceiling[m];
-                rising[m] = 0.0;
-            }
-            for &m in &order[j..] {
-                base[m] += start * rate[m];
-            }
-            let raised = levels.engine.raise_floors(&base, &rising)?;
+            order[..j].iter().for_each(|&m| rising[m] = 0.0);
+            let raised = levels.engine.raise_floors(&needs_at(j), &rising)?;
             if let Some(r) = &raised {
                 lp_solves += r.lp_solves;
             }
@@ -117,13 +114,6 @@ impl Levels<'_, '_> {
         if reaches_next(0, best.0, best.1.c) {
             // Where the GPUs stop the level, from the Lagrangian: the first j whose needs provably
             // do not fit (bisection; the needs only grow with j).
-            let needs_at = |j: usize| {
-                let start = if j == 0 { 0.0 } else { reach(order[j - 1]) };
-                let mut need = floor.to_vec();
-                order[..j].iter().for_each(|&m| need[m] = ceiling[m]);
-                order[j..].iter().for_each(|&m| need[m] += start * rate[m]);
-                need
-            };
             let mut prices = self.engine.method_report().and_then(|r| r.prices).unwrap_or_default();
             let (mut low, mut high) = (1, total + 1);
             while low < high {
@@ -136,11 +126,10 @@ impl Levels<'_, '_> {
                     low = mid + 1;
                 }
             }
-            // Probes from the last j that fits, with the prices where the next did not: up while
-            // the level reaches the next ceiling, down while it is out of reach.
+            // Probes from the last j that fits, with the prices where the next did not. `lo` is
+            // feasible and its level reaches the next ceiling; `out` is the smallest j known out
+            // of reach. Steps are +1 until a probe fails, then bisection.
             self.engine.warm_start(prices);
-            // `lo` is feasible and its level reaches the next ceiling; `out` is the smallest j
-            // known out of reach. Steps are +1 until a probe fails, then bisection.
             let mut out: Option<usize> = None;
             let mut j = high - 1;
             loop {
@@ -162,7 +151,7 @@ impl Levels<'_, '_> {
             }
         }
         let (start, raised) = best;
-        self.decomposed = self.decompose.then_some(raised.allocation);
+        self.decomposed = Some(raised.allocation);
         Ok(Some(Galloped {
             rise: start + raised.c.max(0.0),
             capped: order[..lo].to_vec(),
@@ -172,16 +161,9 @@ impl Levels<'_, '_> {
     }
 
     /// The largest `c` such that every `rising` job can get `floor + c·rate` while every job keeps
-    /// its floor.
+    /// its floor, on the engine's kept model (a decomposed level is `gallop`'s).
     fn raise(&mut self, floor: &[f64], rising: &[bool], rate: &[f64]) -> Result<Level> {
         let rate: Vec<f64> = rate.iter().zip(rising).map(|(&r, &on)| if on { r } else { 0.0 }).collect();
-        if self.decompose {
-            if let Some(raised) = self.engine.raise_floors(floor, &rate)? {
-                self.decomposed = Some(raised.allocation);
-                return Ok(Level { c: raised.c.max(0.0), binding: Some(raised.binding), lp_solves: raised.lp_solves });
-            }
-            self.decompose = false;
-        }
         self.decomposed = None;
         let unit = self.engine.natural_unit(&rate).filter(|&u| u > 0.0).unwrap_or(1.0);
         let needs = (0..floor.len())

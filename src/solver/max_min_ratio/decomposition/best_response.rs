@@ -37,18 +37,18 @@ impl JobView<'_> {
         self.base + z * self.demand
     }
 
-    /// `x[w] = α_w·z + β_w` for the types `structure` uses (at most two entries).
-    pub(super) fn affine(&self, structure: Structure) -> [(usize, f64, f64); 2] {
+    /// `α_w = dx[w]/dz` for the types `structure` uses (at most two entries): how its time moves
+    /// with z (`time_at` gives the time itself).
+    pub(super) fn slopes(&self, structure: Structure) -> [(usize, f64); 2] {
         match structure {
             Structure::Single { a } => {
                 let a = a as usize;
-                [(a, self.demand / self.row[a], self.base / self.row[a]), (a, 0.0, 0.0)]
+                [(a, self.demand / self.row[a]), (a, 0.0)]
             }
             Structure::Pair { a, b } => {
                 let (a, b) = (a as usize, b as usize);
-                let (ta, tb) = (self.row[a], self.row[b]);
-                let span = tb - ta;
-                [(a, -self.demand / span, (tb - self.base) / span), (b, self.demand / span, (self.base - ta) / span)]
+                let span = self.row[b] - self.row[a];
+                [(a, -self.demand / span), (b, self.demand / span)]
             }
         }
     }

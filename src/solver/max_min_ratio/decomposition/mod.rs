@@ -131,13 +131,13 @@ pub(super) fn solve(
     options: &DecompositionOptions,
     warm: Option<&[f64]>,
 ) -> Result<std::result::Result<Decomposed, String>> {
+    let ratio = Ratio::new(throughput, scale_factor, capacity, base, demand);
     if let Some(prices) = warm.filter(|p| p.len() == capacity.len()) {
-        let ratio = Ratio::new(throughput, scale_factor, capacity, base, demand);
         if let Ok(found) = solve_from(&ratio, capacity, backend, options, Some(prices))? {
             return Ok(Ok(found));
         }
     }
-    solve_from(&Ratio::new(throughput, scale_factor, capacity, base, demand), capacity, backend, options, None)
+    solve_from(&ratio, capacity, backend, options, None)
 }
 
 impl<'a> Ratio<'a> {
@@ -153,11 +153,7 @@ impl<'a> Ratio<'a> {
             None => f64::INFINITY,
             Some(base) => (0..throughput.rows())
                 .filter(|&m| demand[m] > 0.0)
-                .map(|m| {
-                    let fastest =
-                        (0..usable.len()).filter(|&w| usable[w]).map(|w| throughput.get(m, w)).fold(0.0, f64::max);
-                    (fastest - base[m]) / demand[m]
-                })
+                .map(|m| (super::ceiling(throughput.row(m), capacity) - base[m]) / demand[m])
                 .fold(f64::INFINITY, f64::min)
                 .max(0.0),
         };
@@ -372,8 +368,8 @@ fn solve_level(
             }
             let Some(structure) = structures[i] else { continue };
             let job = ratio.job(m as usize);
-            for ((w, alpha, _), (_, x)) in
-                job.affine(structure).into_iter().zip(job.time_at(structure, z0)).take(structure.width())
+            for ((w, alpha), (_, x)) in
+                job.slopes(structure).into_iter().zip(job.time_at(structure, z0)).take(structure.width())
             {
                 fixed_usage[w].0 += job.sf * alpha;
                 fixed_usage[w].1 += job.sf * x;
