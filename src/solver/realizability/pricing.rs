@@ -1,11 +1,15 @@
 //! Pricing for the column generation: given a value per (job, worker type) entry (the master's
 //! duals), the round configuration of greatest total value. Per type it is a knapsack (scale
 //! factors into the type's GPUs), solved exactly by dynamic programming over jobs grouped by
-//! scale factor; a job chosen on two types is resolved by branch and bound over the types it may
-//! keep, the per-type knapsacks being the bound.
+//! scale factor; a job chosen on two types is resolved by a dynamic program over the GPUs used on
+//! every type when that table is small, else by branch and bound over the types it may keep, the
+//! per-type knapsacks being the bound.
 
 /// Values below this are taken as 0: a job with no value is never worth a GPU in pricing.
 const VALUE_TOL: f64 = 1e-12;
+/// Work of the dynamic program over every type's GPUs at most: `Π_w (GPUs_w + 1)` states times
+/// the valued entries it runs over. Past it, branch and bound.
+const TABLE_WORK: usize = 1 << 22;
 
 /// The configurations' search space: entries `(job, type)`, jobs' scale factors, types' GPUs.
 pub struct Pricing<'a> {
@@ -87,7 +91,80 @@ impl<'a> Pricing<'a> {
         if fixed.value > threshold {
             return Priced { column: Some(fixed), bound };
         }
+        if let Some(best) = self.table(value) {
+            let best = self.complete(value, best);
+            let bound = best.value;
+            return Priced { column: (bound > threshold).then_some(best), bound };
+        }
         self.branch_and_bound(value, threshold.max(fixed.value), bound, node_budget)
+    }
+
+    /// The best configuration by a dynamic program over jobs whose state is the GPUs used on
+    /// every type, exact; `None` when its table is past `TABLE_WORK`.
+    fn table(&self, value: &[f64]) -> Option<Vec<usize>> {
+        let mut states = 1usize;
+        let mut stride = Vec::with_capacity(self.capacity.len());
+        for &c in self.capacity {
+            stride.push(states);
+            states = states.checked_mul(c as usize + 1)?;
+        }
+        // Per job (entries come job by job), its valued entries that fit.
+        let mut jobs: Vec<Vec<usize>> = Vec::new();
+        let mut last = None;
+        let mut valued: Vec<usize> = self.by_type.iter().flatten().copied().filter(|&e| value[e] > VALUE_TOL).collect();
+        valued.sort_unstable();
+        for e in valued {
+            let m = self.entries[e].0;
+            if last != Some(m) {
+                jobs.push(Vec::new());
+                last = Some(m);
+            }
+            if let Some(job) = jobs.last_mut() {
+                job.push(e);
+            }
+        }
+        if states.checked_mul(jobs.iter().map(Vec::len).sum::<usize>().max(1))? > TABLE_WORK {
+            return None;
+        }
+        // GPUs used on each type, per state.
+        let used = |state: usize, w: usize| state / stride[w] % (self.capacity[w] as usize + 1);
+        let mut best = vec![f64::NEG_INFINITY; states];
+        best[0] = 0.0;
+        // Per job and state: which of its entries (1-based) reached the state, 0 for none.
+        let mut choice = vec![0u8; jobs.len() * states];
+        for (j, job) in jobs.iter().enumerate() {
+            let mut next = best.clone();
+            for (state, &v) in best.iter().enumerate() {
+                if v == f64::NEG_INFINITY {
+                    continue;
+                }
+                for (k, &e) in job.iter().enumerate() {
+                    let (m, w) = self.entries[e];
+                    let (w, sf) = (w as usize, self.scale_factors[m as usize] as usize);
+                    if used(state, w) + sf > self.capacity[w] as usize {
+                        continue;
+                    }
+                    let to = state + sf * stride[w];
+                    if v + value[e] > next[to] {
+                        next[to] = v + value[e];
+                        choice[j * states + to] = k as u8 + 1;
+                    }
+                }
+            }
+            best = next;
+        }
+        let (mut state, _) = best.iter().enumerate().max_by(|a, b| a.1.total_cmp(b.1).then(b.0.cmp(&a.0)))?;
+        let mut chosen = Vec::new();
+        for (j, job) in jobs.iter().enumerate().rev() {
+            let k = choice[j * states + state] as usize;
+            if k > 0 {
+                let e = job[k - 1];
+                let (m, w) = self.entries[e];
+                state -= self.scale_factors[m as usize] as usize * stride[w as usize];
+                chosen.push(e);
+            }
+        }
+        Some(chosen)
     }
 
     /// Best-first branch and bound: a node forbids entries, its per-type knapsacks bound its
@@ -276,6 +353,91 @@ mod tests {
             }
         }
         best
+    }
+
+    /// Every configuration (each job on none or one of its entries), for small instances.
+    fn every_configuration(pricing: &Pricing, value: &[f64]) -> f64 {
+        fn go(pricing: &Pricing, value: &[f64], e: usize, used: &mut Vec<u32>, taken: &mut Vec<bool>) -> f64 {
+            if e == pricing.entries.len() {
+                return 0.0;
+            }
+            let skip = go(pricing, value, e + 1, used, taken);
+            let (m, w) = pricing.entries[e];
+            let sf = pricing.scale_factors[m as usize];
+            if taken[m as usize] || used[w as usize] + sf > pricing.capacity[w as usize] {
+                return skip;
+            }
+            taken[m as usize] = true;
+            used[w as usize] += sf;
+            let with = value[e] + go(pricing, value, e + 1, used, taken);
+            taken[m as usize] = false;
+            used[w as usize] -= sf;
+            skip.max(with)
+        }
+        let mut used = vec![0; pricing.capacity.len()];
+        let mut taken = vec![false; pricing.scale_factors.len()];
+        go(pricing, value, 0, &mut used, &mut taken)
+    }
+
+    /// A configuration's value, checked to be one round.
+    fn value_of(pricing: &Pricing, value: &[f64], chosen: &[usize]) -> f64 {
+        let mut used = vec![0; pricing.capacity.len()];
+        let mut jobs: Vec<u32> = chosen.iter().map(|&e| pricing.entries[e].0).collect();
+        for &e in chosen {
+            let (m, w) = pricing.entries[e];
+            used[w as usize] += pricing.scale_factors[m as usize];
+        }
+        jobs.sort_unstable();
+        assert!(jobs.windows(2).all(|p| p[0] != p[1]), "a job twice: {chosen:?}");
+        assert!(used.iter().zip(pricing.capacity).all(|(u, c)| u <= c), "over capacity: {chosen:?}");
+        chosen.iter().map(|&e| value[e]).sum()
+    }
+
+    /// The table, branch and bound and `price` agree with every configuration, values drawn from
+    /// a few levels so that ties (the master's degenerate duals) are common.
+    #[test]
+    fn table_and_branch_and_bound_match_every_configuration() {
+        let mut seed = 11u64;
+        let mut next = || {
+            seed = seed.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+            (seed >> 33) as u32
+        };
+        for case in 0..300 {
+            let types = 1 + next() as usize % 3;
+            let capacity: Vec<u32> = (0..types).map(|_| 1 + next() % 8).collect();
+            let jobs = 1 + next() as usize % 8;
+            let scale_factors: Vec<u32> = (0..jobs).map(|_| [1, 1, 2, 4][next() as usize % 4]).collect();
+            let entries: Vec<(u32, u32)> = (0..jobs as u32)
+                .flat_map(|m| (0..types as u32).map(move |w| (m, w)))
+                .filter(|_| next() % 4 != 0)
+                .collect();
+            let value: Vec<f64> =
+                entries
+                    .iter()
+                    .map(|_| {
+                        if case % 2 == 0 {
+                            [0.0, 0.5, 1.0][next() as usize % 3]
+                        } else {
+                            (next() % 1000) as f64 / 997.0
+                        }
+                    })
+                    .collect();
+            let requested = vec![0.5; entries.len()];
+            let pricing = Pricing::new(&entries, &scale_factors, &capacity, &requested);
+            let best = every_configuration(&pricing, &value);
+            let table = pricing.table(&value).expect("a small table");
+            assert!((value_of(&pricing, &value, &table) - best).abs() < 1e-9, "table, case {case}");
+            // Branch and bound finds a configuration above its floor, or proves there is none.
+            let found = pricing.branch_and_bound(&value, best - 1e-6, f64::INFINITY, usize::MAX);
+            let column = found.column.expect("a configuration above the floor");
+            assert!(value_of(&pricing, &value, &column.entries) > best - 1e-6, "branch and bound, case {case}");
+            let proved = pricing.branch_and_bound(&value, best + 1e-9, f64::INFINITY, usize::MAX);
+            assert!(proved.column.is_none() && proved.bound <= best + 1e-9, "branch and bound, case {case}");
+            let below = pricing.price(&value, best - 1e-6, 0);
+            assert!(below.column.is_some_and(|c| value_of(&pricing, &value, &c.entries) > best - 1e-6), "case {case}");
+            let at = pricing.price(&value, best + 1e-9, 0);
+            assert!(at.column.is_none() && at.bound <= best + 1e-9, "case {case}: {at:?} vs {best}");
+        }
     }
 
     #[test]
