@@ -1,4 +1,5 @@
-//! LAS, FTF, makespan, max-sum throughput and water-filling when every job has its own throughput row (Gavel-like rows times a
+//! LAS, FTF, makespan, max-sum throughput, water-filling and hierarchical (5 `fairness` entities
+//! of weights 1–5, job m in entity m mod 5) when every job has its own throughput row (Gavel-like rows times a
 //! lognormal factor, σ = 0.1, per job and type; 3 types, scale factors 1/2/4/8, n/4 GPUs of each
 //! type): the price decomposition against the plain LP over classes (`method: lp`), same run.
 //!
@@ -11,7 +12,7 @@
 use arbiter::lp::Backend;
 use arbiter::max_min_ratio::Method;
 use arbiter::policies::{self, PolicyKind};
-use arbiter::request::Request;
+use arbiter::request::{EntitySpec, Request};
 use arbiter::Problem;
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
@@ -27,16 +28,18 @@ const REFERENCE_MAX: usize = 65536;
 const REFERENCE_LIMIT: Duration = Duration::from_secs(40);
 const POLICIES: [PolicyKind; 4] =
     [PolicyKind::MaxMinFairness, PolicyKind::FinishTimeFairness, PolicyKind::MinMakespan, PolicyKind::MaxSumThroughput];
-/// Water-filling in the table (not the smoke test: its plain LP takes seconds at 2,048 jobs), up
-/// to this size.
+/// Water-filling and hierarchical in the table (not the smoke test: their plain LPs take seconds
+/// at 2,048 jobs), up to this size.
 const WATER_FILLING_MAX: usize = 65536;
+/// Hierarchical's entities: 5 `fairness` roots of these weights.
+const ENTITY_WEIGHTS: [f64; 5] = [1.0, 2.0, 3.0, 4.0, 5.0];
 /// σ of the per-entry lognormal noise.
 const SIGMA: f64 = 0.1;
 /// Agreement required between the two methods' objectives.
 const OBJECTIVE_TOLERANCE: f64 = 1e-7;
 
 fn problem(policy: PolicyKind, n: usize, method: Method) -> Problem {
-    let request = Request {
+    let mut request = Request {
         policy: policy.name().to_string(),
         heterogeneity_aware: Some(true),
         space_sharing: Some(false),
@@ -44,6 +47,14 @@ fn problem(policy: PolicyKind, n: usize, method: Method) -> Problem {
         jobs: distinct_jobs(n, SIGMA),
         ..Request::default()
     };
+    if policy == PolicyKind::Hierarchical {
+        let name = |e: usize| format!("e{e}");
+        let entity = |w: f64| EntitySpec { weight: Some(w), policy: Some("fairness".into()), parent: None };
+        request.entities = Some(ENTITY_WEIGHTS.iter().enumerate().map(|(e, &w)| (name(e), entity(w))).collect());
+        for (m, job) in request.jobs.iter_mut().enumerate() {
+            job.entity = Some(name(m % ENTITY_WEIGHTS.len()));
+        }
+    }
     let mut problem = Problem::from_request(&request).expect("the generated request is valid");
     problem.method = method;
     problem
@@ -151,9 +162,10 @@ fn table() {
     };
     println!("| policy | jobs | decomposition | method | plain LP (`method: lp`) | speedup | objectives agree | peak memory |");
     println!("|---|---:|---:|---|---:|---:|---|---:|");
-    for policy in POLICIES.into_iter().chain([PolicyKind::MaxMinFairnessWaterFilling]) {
+    let levels = [PolicyKind::MaxMinFairnessWaterFilling, PolicyKind::Hierarchical];
+    for policy in POLICIES.into_iter().chain(levels) {
         let mut times = Vec::new();
-        let largest = if policy == PolicyKind::MaxMinFairnessWaterFilling { WATER_FILLING_MAX } else { usize::MAX };
+        let largest = if levels.contains(&policy) { WATER_FILLING_MAX } else { usize::MAX };
         for &n in sizes.iter().filter(|&&n| n <= largest) {
             let (t, objective, peak, method) =
                 spawn(policy, n, Method::Decomposition, Duration::from_secs(600)).expect("the decomposition finishes");

@@ -206,16 +206,17 @@ fn agrees_with_the_engine(case: &DistinctCase, options: DecompositionOptions) ->
         let mut problem = Problem::from_request(&serde_json::from_value(request.clone()).unwrap()).unwrap();
         problem.method = method;
         problem.decomposition = options;
-        let outcome = policies::solve(&problem, Backend::default()).expect("solves");
+        let outcome = policies::solve(&problem, Backend::default()).unwrap_or_else(|e| panic!("{method:?}: {e:?}"));
         let x = matrix_rows(&outcome.allocation);
         assert_feasible(&problem, &x);
         (weighted_levels(&problem, &x), outcome.method)
     };
     let (got, report) = solve(Method::Decomposition);
     let (want, _) = solve(Method::Lp);
+    let scale = want.iter().fold(1e-6f64, |a, &w| a.max(w.abs()));
     for (m, (g, w)) in got.iter().zip(&want).enumerate() {
         prop_assert!(
-            (g - w).abs() <= 1e-6 * w.abs().max(1e-6),
+            (g - w).abs() <= 1e-6 * w.abs() + 1e-12 * scale,
             "job {}: level {} vs the engine's {} ({:?})",
             m,
             g,
@@ -230,6 +231,9 @@ fn agrees_with_the_engine(case: &DistinctCase, options: DecompositionOptions) ->
 struct DistinctCase {
     counts: Vec<u32>,
     jobs: Vec<(Vec<f64>, u32, f64)>,
+    /// Empty: `max_min_fairness_water_filling`. Otherwise `hierarchical` over these root
+    /// `fairness` entities (their weights), job m in entity `m % entities.len()`.
+    entities: Vec<f64>,
 }
 
 impl DistinctCase {
@@ -243,17 +247,32 @@ impl DistinctCase {
             .map(|(m, (row, sf, weight))| {
                 let thr: serde_json::Map<String, Value> =
                     names.iter().cloned().zip(row.iter().map(|&t| json!(t))).collect();
-                json!({"id": format!("j{m}"), "throughput": thr, "scale_factor": sf, "weight": weight})
+                let mut job = json!({"id": format!("j{m}"), "throughput": thr, "scale_factor": sf, "weight": weight});
+                if !self.entities.is_empty() {
+                    job["entity"] = json!(format!("e{}", m % self.entities.len()));
+                }
+                job
             })
             .collect();
-        json!({"policy": "max_min_fairness_water_filling", "cluster": {"worker_types": types}, "jobs": jobs})
+        if self.entities.is_empty() {
+            return json!({"policy": "max_min_fairness_water_filling", "cluster": {"worker_types": types}, "jobs": jobs});
+        }
+        let entities: serde_json::Map<String, Value> = self
+            .entities
+            .iter()
+            .enumerate()
+            .map(|(e, &weight)| (format!("e{e}"), json!({"weight": weight, "policy": "fairness"})))
+            .collect();
+        json!({"policy": "hierarchical", "cluster": {"worker_types": types}, "entities": entities, "jobs": jobs})
     }
 }
 
 fn distinct_case(
     jobs: std::ops::RangeInclusive<usize>,
     gpus: std::ops::RangeInclusive<u32>,
+    entities: std::ops::RangeInclusive<usize>,
 ) -> impl Strategy<Value = DistinctCase> {
+    let entity = prop::sample::select(vec![1.0, 2.0, 3.0, 5.0]);
     let entry = prop_oneof![1 => Just(0.0), 1 => prop::sample::select(vec![1.0, 2.0, 4.0]), 4 => 0.1f64..100.0];
     (1usize..=4).prop_flat_map(move |types| {
         let job = (
@@ -261,8 +280,12 @@ fn distinct_case(
             prop::sample::select(vec![1u32, 1, 2, 4, 8]),
             prop::sample::select(vec![1.0, 1.0, 5.0]),
         );
-        (prop::collection::vec(gpus.clone(), types), prop::collection::vec(job, jobs.clone())).prop_map(
-            move |(mut counts, jobs)| {
+        (
+            prop::collection::vec(gpus.clone(), types),
+            prop::collection::vec(job, jobs.clone()),
+            prop::collection::vec(entity.clone(), entities.clone()),
+        )
+            .prop_map(move |(mut counts, jobs, entities)| {
                 counts[0] = counts[0].max(8); // room for the largest gang
                 let jobs = jobs
                     .into_iter()
@@ -274,9 +297,8 @@ fn distinct_case(
                         (row, sf, weight)
                     })
                     .collect();
-                DistinctCase { counts, jobs }
-            },
-        )
+                DistinctCase { counts, jobs, entities }
+            })
     })
 }
 
@@ -305,10 +327,23 @@ fn run_distinct(
 #[test]
 fn water_filling_by_decomposition_agrees_with_the_engine() {
     let options = DecompositionOptions { base: 6, sample_ratio: 2, band: 1, max_ambiguous: 10_000, max_rounds: 40 };
-    run_distinct(32, distinct_case(1..=120, 0..=60), options, 0.75);
+    run_distinct(32, distinct_case(1..=120, 0..=60, 0..=0), options, 0.75);
 }
 
 #[test]
 fn water_filling_by_decomposition_agrees_with_the_engine_with_default_options() {
-    run_distinct(6, distinct_case(300..=700, 20..=400), DecompositionOptions::default(), 0.75);
+    run_distinct(6, distinct_case(300..=700, 20..=400, 0..=0), DecompositionOptions::default(), 0.75);
+}
+
+/// `hierarchical` on flat trees of one to five `fairness` entities, the same way (a freeze
+/// reweights its entity's other jobs, and the levels gallop past those reweightings).
+#[test]
+fn hierarchical_by_decomposition_agrees_with_the_engine() {
+    let options = DecompositionOptions { base: 6, sample_ratio: 2, band: 1, max_ambiguous: 10_000, max_rounds: 40 };
+    run_distinct(32, distinct_case(1..=120, 0..=60, 1..=5), options, 0.75);
+}
+
+#[test]
+fn hierarchical_by_decomposition_agrees_with_the_engine_with_default_options() {
+    run_distinct(6, distinct_case(300..=700, 20..=400, 1..=5), DecompositionOptions::default(), 0.75);
 }

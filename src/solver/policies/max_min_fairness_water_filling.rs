@@ -2,6 +2,7 @@
 //! capacity that LAS leaves idle goes to jobs that can still use it. See
 //! `formulations/max_min_fairness_water_filling.md`.
 
+use super::trajectory::{Group, Share};
 use super::water_filling::{water_fill, Reweighting};
 use super::{Outcome, Policy};
 use crate::error::Result;
@@ -18,8 +19,9 @@ impl Reweighting for JobWeights {
         problem.jobs.iter().map(|j| j.weight).collect()
     }
 
-    fn fixed(&self) -> bool {
-        true
+    fn groups(&self, problem: &Problem, frozen: &[bool]) -> Option<Vec<Group>> {
+        let jobs = (0..problem.num_jobs()).filter(|&m| !frozen[m]).map(|m| (m, problem.jobs[m].weight)).collect();
+        Some(vec![Group { weight: 1.0, share: Share::Fixed, jobs }])
     }
 }
 

@@ -16,6 +16,7 @@ mod min_cost_slo;
 mod min_makespan;
 mod proportional;
 mod shortest_job_first;
+mod trajectory;
 mod water_filling;
 
 use crate::error::{ArbiterError, ErrorCode, Result};

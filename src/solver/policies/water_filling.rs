@@ -2,13 +2,16 @@
 //! throughput at the same rate until some jobs are bottlenecked, freeze those at their level,
 //! reweight, repeat until every job is frozen. Shared by `max_min_fairness_water_filling` (fixed
 //! weights) and `hierarchical` (weights re-derived from the entity tree after every freeze).
-//! Each level is one exact program of the `max_min_ratio` engine, or, when most rows are distinct,
-//! one solve of its price decomposition with the floors as bases; each bottleneck test is a program.
+//! Each level is one exact program of the `max_min_ratio` engine, or, when most rows are distinct
+//! and freezes reweight only their own group, a few solves of its price decomposition with the
+//! floors as bases, running on past jobs' ceilings (`trajectory`); each bottleneck test is a
+//! program.
 
+use super::trajectory::{Group, Trajectory};
 use super::{capacities, colocated, engine, scale_factors, Outcome, WaterFillingReport};
-use crate::error::Result;
+use crate::error::{ErrorCode, Result};
 use crate::lp::{Backend, Sense};
-use crate::max_min_ratio::{ceiling, Engine, Need, Program};
+use crate::max_min_ratio::{ceiling, Engine, MethodReport, Need, Program};
 use crate::problem::{Matrix, Problem};
 
 /// Derives each job's weight for the next level from which jobs are frozen; weight 0 means the
@@ -16,10 +19,12 @@ use crate::problem::{Matrix, Problem};
 pub trait Reweighting {
     fn weights(&self, problem: &Problem, frozen: &[bool]) -> Vec<f64>;
 
-    /// Whether freezing jobs never changes the others' weights (then a level may run on past
-    /// jobs that reach their own ceiling: `Levels::gallop`).
-    fn fixed(&self) -> bool {
-        false
+    /// The unfrozen jobs in groups whose weights change only with freezes inside the group, if
+    /// they are (then a level may run on past jobs that reach their own ceiling:
+    /// `Levels::gallop`). `None`: a freeze reweights other groups (a nested entity tree), or the
+    /// decomposition is not to be used (`fifo` entities).
+    fn groups(&self, _problem: &Problem, _frozen: &[bool]) -> Option<Vec<Group>> {
+        None
     }
 }
 
@@ -33,15 +38,24 @@ struct Level {
     lp_solves: usize,
 }
 
-/// Jobs whose own ceiling a level passes, and what the level then is (`Levels::gallop`).
+/// A level run on past the jobs that reach their own ceilings (`Levels::gallop`).
 struct Galloped {
-    /// The rise of every job still rising.
-    rise: f64,
-    /// The jobs the level took to their ceiling.
-    capped: Vec<usize>,
+    /// Every job's throughput at the level's end.
+    floor: Vec<f64>,
+    /// The jobs the level took to their ceilings, with the weights they rose at.
+    capped: Vec<(usize, f64)>,
+    /// The jobs still rising at the level's end, their rates and weights there.
+    rising: Vec<bool>,
+    rate: Vec<f64>,
+    weights: Vec<f64>,
     /// The rising jobs the duals prove stuck at the level's end.
     binding: Vec<bool>,
     lp_solves: usize,
+}
+
+/// `|c|` of a probe's answer, 0 without one.
+fn r_abs(raised: &Option<crate::max_min_ratio::Raised>) -> f64 {
+    raised.as_ref().map_or(0.0, |r| r.c.abs())
 }
 
 /// Every job's ceiling (`max_min_ratio::ceiling`): a job there is stuck whatever the others get.
@@ -54,115 +68,168 @@ fn ceilings(problem: &Problem) -> Vec<f64> {
 const CEILING_TOLERANCE: f64 = 1e-9;
 /// A capacity excess (relative to the GPUs) above this proves needs do not fit.
 const EXCESS_TOLERANCE: f64 = 1e-9;
+/// How much floors are lowered (relative), besides to what the last decomposed allocation gives,
+/// when the engine takes over: the engine's LP may call floors an allocation meets infeasible by
+/// its round-off.
+const HANDOVER_SLACK: f64 = 1e-9;
 
-/// Solves the levels: by the price decomposition (`gallop`, fixed weights only) while it applies
-/// and certifies, then (for good, once it does not) on the engine's kept model (`raise`), a hot
-/// start after the first level there.
+/// Solves the levels: by the price decomposition (`gallop`, when freezes reweight only their own
+/// group) while it applies and certifies, then (for good, once it does not) on the engine's kept
+/// model (`raise_on_engine`), a hot start after the first level there.
 struct Levels<'e, 'a> {
     engine: &'e mut Engine<'a>,
     decompose: bool,
     /// The allocation of the last level, when the decomposition solved it.
     decomposed: Option<Matrix>,
+    /// Whether the floors come from the decomposition and the engine has not yet taken over.
+    unhanded: bool,
 }
 
 impl Levels<'_, '_> {
-    /// A level with fixed weights on the decomposition. When every row is its own, most levels
-    /// end where one job reaches its own ceiling, so there would be about as many levels as jobs.
-    /// Instead the level runs on past ceilings: with the j jobs of lowest ceiling (in rise,
-    /// `τ_m = (ceiling_m − floor_m)/rate_m`) held at their ceilings and the others raised to
-    /// `τ_(j)`, a probe solves for the further rise `c_j` (negative: `τ_(j)` is out of reach). The
-    /// level is the largest j whose probe is feasible: the Lagrangian finds the first j whose needs
-    /// provably do not fit, and probes step from the one before it. That probe's rise stops short
-    /// of the next ceiling, so its binding jobs are the level's stuck ones. Exact: up to `τ_(j)`
-    /// no job is stuck but by its ceiling (the needs at any smaller rise are at most those the
-    /// probe meets). `None` when the first probe does not certify (the decomposition is then off
-    /// for good).
-    fn gallop(&mut self, floor: &[f64], active: &[bool], rate: &[f64], ceiling: &[f64]) -> Result<Option<Galloped>> {
-        let n = floor.len();
-        let reach = |m: usize| ((ceiling[m] - floor[m]) / rate[m]).max(0.0);
-        let mut order: Vec<usize> = (0..n).filter(|&m| active[m] && rate[m] > 0.0).collect();
-        order.sort_by(|&a, &b| reach(a).total_cmp(&reach(b)));
-        let total = order.len();
+    /// A level on the decomposition. When every row is its own, most levels end where one job
+    /// reaches its own ceiling, so there would be about as many levels as jobs. Instead the level
+    /// runs on past ceilings, along `path`: after its first j freezes (at time `τ_j`, with those
+    /// jobs at their ceilings, the others where their clocks put them, and the weights re-derived
+    /// in their groups), a probe solves for the further rise `c_j` at the rates after the j-th
+    /// freeze (negative: `τ_j` is out of reach). The level is the largest j whose probe is
+    /// feasible: the Lagrangian finds the first j whose needs provably do not fit, and probes step
+    /// from the one before it. That probe's rise stops short of the next freeze, so its binding
+    /// jobs are the level's stuck ones. Exact: up to `τ_j` no job is stuck but by its ceiling (the
+    /// needs at any earlier time are at most those the probe meets). `None` when the first probe
+    /// does not certify (the decomposition is then off for good).
+    fn gallop(&mut self, path: &Trajectory) -> Result<Option<Galloped>> {
+        let total = path.freezes();
         let mut lp_solves = 0;
-        // τ_(j), and the needs there: the first j jobs at their ceilings, the others raised to it.
-        let start_of = |j: usize| if j == 0 { 0.0 } else { reach(order[j - 1]) };
-        let needs_at = |j: usize| {
-            let (mut need, start) = (floor.to_vec(), start_of(j));
-            order[..j].iter().for_each(|&m| need[m] = ceiling[m]);
-            order[j..].iter().for_each(|&m| need[m] += start * rate[m]);
-            need
-        };
-        // Probe j: its start τ_(j), and the decomposition's answer (None: not certified, or out of reach).
+        // Probe j: its start τ_j, and the decomposition's answer (None: not certified, or out of reach).
         let mut probe = |levels: &mut Self, j: usize| -> Result<Option<(f64, crate::max_min_ratio::Raised)>> {
-            let start = start_of(j);
-            let mut rising = rate.to_vec();
-            order[..j].iter().for_each(|&m| rising[m] = 0.0);
-            let raised = levels.engine.raise_floors(&needs_at(j), &rising)?;
+            let start = path.time(j);
+            let raised = levels.engine.raise_floors(&path.needs(j), &path.rates(j).0)?;
             if let Some(r) = &raised {
                 lp_solves += r.lp_solves;
             }
-            Ok(raised.filter(|r| r.c >= -CEILING_TOLERANCE * start.max(r.c.abs())).map(|r| (start, r)))
+            // Out of reach only beyond round-off, on the scale of the rise (0 at the first probe).
+            let scale = path.time((j + 1).min(total)).max(r_abs(&raised));
+            Ok(raised.filter(|r| r.c >= -CEILING_TOLERANCE * scale).map(|r| (start, r)))
         };
-        // Whether probe j's level reaches the next job's ceiling (it cannot pass it).
+        // Whether probe j's level reaches the next freeze (it cannot pass it).
         let reaches_next =
-            |j: usize, start: f64, c: f64| j < total && start + c >= reach(order[j]) * (1.0 - CEILING_TOLERANCE);
-        let Some(first) = probe(self, 0)? else {
+            |j: usize, start: f64, c: f64| j < total && start + c >= path.time(j + 1) * (1.0 - CEILING_TOLERANCE);
+        // Where the GPUs stop the level, from the Lagrangian: the first j whose needs provably
+        // do not fit (bisection; the needs only grow with j). No decomposition is solved for it,
+        // so the first probe is made where the level ends, not from the floors (a probe from the
+        // floors of every job is the hardest: its optimum sits at the first ceiling).
+        let mut prices = self.engine.method_report().and_then(|r| r.prices).unwrap_or_default();
+        let (mut low, mut high) = (1, total + 1);
+        while low < high {
+            let mid = low + (high - low) / 2;
+            let (excess, at) = self.engine.capacity_excess(&path.needs(mid), &prices, EXCESS_TOLERANCE)?;
+            if excess > EXCESS_TOLERANCE {
+                high = mid;
+                prices = at;
+            } else {
+                low = mid + 1;
+            }
+        }
+        // Probes from the last j that fits, with the prices where the next did not. `lo` is the
+        // last feasible probe (`best` its answer) and its level reaches the next freeze; `out` is
+        // the smallest j known out of reach (or not certified). Steps are +1 until a probe fails,
+        // then bisection, down to probe 0, which must certify.
+        if !prices.is_empty() {
+            self.engine.warm_start(prices);
+        }
+        let (mut lo, mut best) = (0, None);
+        let mut out: Option<usize> = None;
+        let mut j = high - 1;
+        loop {
+            match probe(self, j)? {
+                Some(found) => {
+                    let up = reaches_next(j, found.0, found.1.c);
+                    (lo, best) = (j, Some(found));
+                    if !up || j == total {
+                        break;
+                    }
+                }
+                None if j == 0 => {
+                    self.decompose = false;
+                    return Ok(None);
+                }
+                None => out = Some(j),
+            }
+            j = match out {
+                Some(out) if out > lo + 1 => lo + (out - lo) / 2,
+                Some(_) if best.is_some() => break,
+                Some(_) => 0,
+                None => lo + 1,
+            };
+        }
+        let Some((start, raised)) = best else {
             self.decompose = false;
             return Ok(None);
         };
-        let (mut lo, mut best) = (0, first);
-        if reaches_next(0, best.0, best.1.c) {
-            // Where the GPUs stop the level, from the Lagrangian: the first j whose needs provably
-            // do not fit (bisection; the needs only grow with j).
-            let mut prices = self.engine.method_report().and_then(|r| r.prices).unwrap_or_default();
-            let (mut low, mut high) = (1, total + 1);
-            while low < high {
-                let mid = low + (high - low) / 2;
-                let (excess, at) = self.engine.capacity_excess(&needs_at(mid), &prices, EXCESS_TOLERANCE)?;
-                if excess > EXCESS_TOLERANCE {
-                    high = mid;
-                    prices = at;
-                } else {
-                    low = mid + 1;
-                }
-            }
-            // Probes from the last j that fits, with the prices where the next did not. `lo` is
-            // feasible and its level reaches the next ceiling; `out` is the smallest j known out
-            // of reach. Steps are +1 until a probe fails, then bisection.
-            self.engine.warm_start(prices);
-            let mut out: Option<usize> = None;
-            let mut j = high - 1;
-            loop {
-                match probe(self, j)? {
-                    Some(found) => {
-                        let up = reaches_next(j, found.0, found.1.c);
-                        (lo, best) = (j, found);
-                        if !up || j == total {
-                            break;
-                        }
-                    }
-                    None => out = Some(j),
-                }
-                j = match out {
-                    Some(out) if out > lo + 1 => lo + (out - lo) / 2,
-                    Some(_) => break,
-                    None => lo + 1,
-                };
-            }
-        }
-        let (start, raised) = best;
+        // A level that reaches the next freeze but whose next probe did not certify ends at that
+        // freeze, with no job proven stuck (the next level goes on from there).
+        let at_next = reaches_next(lo, start, raised.c);
+        let (end, c, binding) = match at_next {
+            true => (lo + 1, 0.0, vec![false; raised.binding.len()]),
+            false => (lo, raised.c.max(0.0), raised.binding),
+        };
+        let (rate, weights) = path.rates(end);
+        let mut floor = path.needs(end);
+        floor.iter_mut().zip(&rate).for_each(|(f, &r)| *f += c * r);
         self.decomposed = Some(raised.allocation);
+        self.unhanded = true;
         Ok(Some(Galloped {
-            rise: start + raised.c.max(0.0),
-            capped: order[..lo].to_vec(),
-            binding: raised.binding,
+            floor,
+            capped: path.frozen(end),
+            rising: rate.iter().map(|&r| r > 0.0).collect(),
+            rate,
+            weights,
+            binding,
             lp_solves,
         }))
     }
 
     /// The largest `c` such that every `rising` job can get `floor + c·rate` while every job keeps
-    /// its floor, on the engine's kept model (a decomposed level is `gallop`'s).
-    fn raise(&mut self, floor: &[f64], rising: &[bool], rate: &[f64]) -> Result<Level> {
+    /// its floor: by the decomposition while galloping (falling back for good when it does not
+    /// certify), else on the engine's kept model.
+    fn raise(&mut self, floor: &mut [f64], rising: &[bool], rate: &[f64]) -> Result<Level> {
+        if self.decompose {
+            let rate: Vec<f64> = rate.iter().zip(rising).map(|(&r, &on)| if on { r } else { 0.0 }).collect();
+            if let Some(raised) = self.engine.raise_floors(floor, &rate)? {
+                self.decomposed = Some(raised.allocation);
+                self.unhanded = true;
+                return Ok(Level { c: raised.c.max(0.0), binding: Some(raised.binding), lp_solves: raised.lp_solves });
+            }
+            self.decompose = false;
+        }
+        self.raise_on_engine(floor, rising, rate)
+    }
+
+    /// Before the engine's first program after decomposed levels: lowers the floors to what the
+    /// last decomposed allocation gives, and by `HANDOVER_SLACK`. Each decomposed level meets the
+    /// floors to its recovery LP's tolerance (1e-7) and raises the rising jobs from there, so over
+    /// many levels the floors may drift above what any allocation meets (the engine and the
+    /// decomposition then call them infeasible); that allocation is within the GPUs.
+    fn hand_over(&mut self, floor: &mut [f64]) {
+        if !std::mem::take(&mut self.unhanded) {
+            return;
+        }
+        if let Some(allocation) = &self.decomposed {
+            let given = self.engine.throughputs(allocation, &[], &self.engine.no_unconsolidated());
+            floor.iter_mut().zip(&given).for_each(|(f, &g)| *f = f.min(g));
+        }
+        floor.iter_mut().for_each(|f| *f *= 1.0 - HANDOVER_SLACK);
+    }
+
+    /// The engine's exact group test of which `which` jobs cannot rise from `floor`.
+    fn bottlenecks(&mut self, floor: &mut [f64], which: &[bool]) -> Result<(Vec<bool>, usize)> {
+        self.hand_over(floor);
+        self.engine.bottlenecks(floor, which)
+    }
+
+    /// `raise` on the engine's kept model.
+    fn raise_on_engine(&mut self, floor: &mut [f64], rising: &[bool], rate: &[f64]) -> Result<Level> {
+        self.hand_over(floor);
         let rate: Vec<f64> = rate.iter().zip(rising).map(|(&r, &on)| if on { r } else { 0.0 }).collect();
         self.decomposed = None;
         let unit = self.engine.natural_unit(&rate).filter(|&u| u > 0.0).unwrap_or(1.0);
@@ -188,15 +255,38 @@ fn binding_only(stuck: &[bool], active: &[bool], frozen: &[bool]) -> bool {
 
 /// Runs water-filling with the given reweighting.
 pub fn water_fill(problem: &Problem, backend: Backend, reweighting: &dyn Reweighting) -> Result<Outcome> {
+    match fill(problem, backend, reweighting, true) {
+        // Floors the decomposition built that the engine cannot take over (seen once in many
+        // random hierarchies: HiGHS calls them infeasible although an allocation meets them to
+        // 1e-9): water-filling runs again on the engine alone.
+        Err(error)
+            if error.code == ErrorCode::SolverFailed
+                && reweighting.groups(problem, &vec![false; problem.num_jobs()]).is_some() =>
+        {
+            let mut outcome = fill(problem, backend, reweighting, false)?;
+            let why =
+                format!("the decomposition's levels could not be continued on the LP ({error}); solved on the LP");
+            outcome.method = Some(MethodReport::lp(Some(why)));
+            Ok(outcome)
+        }
+        other => other,
+    }
+}
+
+/// Water-filling, with the decomposition's galloping levels where `decompose` and the
+/// reweighting allow.
+fn fill(problem: &Problem, backend: Backend, reweighting: &dyn Reweighting, decompose: bool) -> Result<Outcome> {
     let n = problem.num_jobs();
     let sf = scale_factors(problem);
     let mut engine = engine(problem, backend);
     let class_of = engine.class_of();
-    // Only fixed weights gallop past ceilings; level by level, the decomposition is no faster than
-    // the engine's kept model.
-    let mut levels = Levels { engine: &mut engine, decompose: reweighting.fixed(), decomposed: None };
+    // Levels gallop past ceilings when freezes reweight only their own group; level by level,
+    // the decomposition is no faster than the engine's kept model.
+    let decompose = decompose && reweighting.groups(problem, &vec![false; n]).is_some();
+    let mut levels = Levels { engine: &mut engine, decompose, decomposed: None, unhanded: false };
     let ceiling = ceilings(problem);
     let thr_equal = problem.equal_share_throughput();
+    let rate_unit: Vec<f64> = (0..n).map(|m| thr_equal[m] / sf[m] as f64).collect();
 
     // floor[m]: the throughput job m is guaranteed so far (nt_so_far · thr_equal).
     let mut floor = vec![0.0; n];
@@ -209,31 +299,43 @@ pub fn water_fill(problem: &Problem, backend: Backend, reweighting: &dyn Reweigh
     let mut iterations = 0;
     let mut counted: Option<(usize, Vec<f64>, Vec<bool>)> = None;
     while frozen.iter().any(|f| !f) {
-        let weights = reweighting.weights(problem, &frozen);
-        let active: Vec<bool> = (0..n).map(|m| !frozen[m] && weights[m] > 0.0).collect();
+        let mut weights = reweighting.weights(problem, &frozen);
+        let mut active: Vec<bool> = (0..n).map(|m| !frozen[m] && weights[m] > 0.0).collect();
         if !active.iter().any(|&a| a) {
             break;
         }
         first_weights.get_or_insert_with(|| weights.clone());
         // (sf/w)·Δnt = c for every active job  ⟺  Δthr_m = c · w_m·thr_equal_m/sf_m.
-        let rate: Vec<f64> =
-            (0..n).map(|m| if active[m] { weights[m] * thr_equal[m] / sf[m] as f64 } else { 0.0 }).collect();
-        let galloped = match levels.decompose {
-            true => levels.gallop(&floor, &active, &rate, &ceiling)?,
-            false => None,
+        let mut rate: Vec<f64> = (0..n).map(|m| if active[m] { weights[m] * rate_unit[m] } else { 0.0 }).collect();
+        let galloped = match levels.decompose.then(|| reweighting.groups(problem, &frozen)).flatten() {
+            Some(groups) => match Trajectory::new(&groups, &floor, &ceiling, &rate_unit) {
+                Some(path) => levels.gallop(&path)?,
+                None => {
+                    levels.decompose = false;
+                    None
+                }
+            },
+            None => None,
         };
-        let (Level { c, binding, lp_solves: solves }, capped) = match galloped {
-            Some(g) => (Level { c: g.rise, binding: Some(g.binding), lp_solves: g.lp_solves }, g.capped),
-            None => (levels.raise(&floor, &active, &rate)?, Vec::new()),
+        let before = floor.clone();
+        // The jobs a galloping level took to their ceilings, with the weights they rose at.
+        let mut capped: Vec<(usize, f64)> = Vec::new();
+        let binding = match galloped {
+            Some(g) => {
+                lp_solves += g.lp_solves;
+                // The level ends after its freezes: the rising jobs are those left, at their
+                // weights and rates there.
+                (floor, capped, active, rate, weights) = (g.floor, g.capped, g.rising, g.rate, g.weights);
+                Some(g.binding)
+            }
+            None => {
+                let Level { c, binding, lp_solves: solves } = levels.raise_on_engine(&mut floor, &active, &rate)?;
+                lp_solves += solves;
+                (0..n).filter(|&m| active[m]).for_each(|m| floor[m] += c * rate[m]);
+                binding
+            }
         };
-        lp_solves += solves;
-        let rose = (0..n).any(|m| active[m] && c * rate[m] > RISE_TOLERANCE * floor[m] && c > 0.0);
-        for m in (0..n).filter(|&m| active[m]) {
-            floor[m] += c * rate[m];
-        }
-        for &m in &capped {
-            floor[m] = ceiling[m];
-        }
+        let rose = (0..n).any(|m| floor[m] - before[m] > RISE_TOLERANCE * before[m] && floor[m] > before[m]);
 
         // Who is stuck at this level. Active jobs of one class with one floor and one rate are
         // symmetric: at the highest level none can rise without the others, so all are. Otherwise
@@ -245,18 +347,15 @@ pub fn water_fill(problem: &Problem, backend: Backend, reweighting: &dyn Reweigh
             active.clone()
         } else {
             match &binding {
-                Some(b) => {
-                    let mut stuck: Vec<bool> = (0..n).map(|m| active[m] && b[m]).collect();
-                    capped.iter().for_each(|&m| stuck[m] = true);
-                    stuck
-                }
+                Some(b) => (0..n).map(|m| active[m] && b[m]).collect(),
                 None => {
-                    let (found, solves) = levels.engine.bottlenecks(&floor, &active)?;
+                    let (found, solves) = levels.bottlenecks(&mut floor, &active)?;
                     lp_solves += solves;
                     found
                 }
             }
         };
+        capped.iter().for_each(|&(m, _)| stuck[m] = true);
         // Duals may prove only some of the stuck jobs. The others cannot rise either, and stuck-ness
         // does not depend on weights, so when freezing the proven ones changes nobody's weight and
         // wakes no job, the next level is this one again: it has height 0, proves more, and its
@@ -270,7 +369,7 @@ pub fn water_fill(problem: &Problem, backend: Backend, reweighting: &dyn Reweigh
             if (0..n).all(|m| after[m] || next[m] == if open[m] { weights[m] } else { 0.0 }) {
                 break;
             }
-            let again = levels.raise(&floor, &open, &rate)?;
+            let again = levels.raise(&mut floor, &open, &rate)?;
             lp_solves += again.lp_solves;
             if (0..n).any(|m| open[m] && again.c * rate[m] > RISE_TOLERANCE * floor[m]) {
                 break;
@@ -278,7 +377,7 @@ pub fn water_fill(problem: &Problem, backend: Backend, reweighting: &dyn Reweigh
             let proven: Vec<usize> =
                 (0..n).filter(|&m| open[m] && again.binding.as_ref().is_some_and(|b| b[m])).collect();
             if proven.is_empty() {
-                let (found, solves) = levels.engine.bottlenecks(&floor, &open)?;
+                let (found, solves) = levels.bottlenecks(&mut floor, &open)?;
                 lp_solves += solves;
                 (0..n).filter(|&m| found[m]).for_each(|m| stuck[m] = true);
                 break;
@@ -286,8 +385,11 @@ pub fn water_fill(problem: &Problem, backend: Backend, reweighting: &dyn Reweigh
             proven.into_iter().for_each(|m| stuck[m] = true);
         }
         if !stuck.iter().any(|&s| s) {
-            // At the optimal level some active job is stuck; if round-off hides it, stop them all.
-            stuck = active.clone();
+            // At the optimal level some active job is stuck. If the duals' round-off hides it, the
+            // exact group test finds it; if that finds none either, stop them all.
+            let (found, solves) = levels.bottlenecks(&mut floor, &active)?;
+            lp_solves += solves;
+            stuck = if found.iter().any(|&s| s) { found } else { active.clone() };
         }
 
         // A level of height 0 with the same rising jobs and weights as the last counted one only
@@ -303,6 +405,10 @@ pub fn water_fill(problem: &Problem, backend: Backend, reweighting: &dyn Reweigh
             frozen[m] = true;
             frozen_at[m] = *index;
             level[m] = sf[m] as f64 / level_weights[m] * floor[m] / thr_equal[m];
+        }
+        // A job taken to its ceiling on the way froze at the weight it rose at.
+        for &(m, weight) in &capped {
+            level[m] = sf[m] as f64 / weight * floor[m] / thr_equal[m];
         }
     }
 

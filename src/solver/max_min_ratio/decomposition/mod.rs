@@ -207,24 +207,29 @@ fn solve_from(
     }))
 }
 
-/// A need-row dual counts as positive above this share of `Σ_m u_m·need_m` (LP round-off stays
-/// far below; a binding job's share is at least about one over the jobs).
+/// A need-row dual counts as positive above this share of `Σ_m u_m·need_m`, or, for a job with
+/// a demand, of `Σ_m u_m·demand_m` (LP round-off stays far below; a binding job's share is at
+/// least about one over the jobs).
 const BINDING_SHARE: f64 = 1e-10;
 
 /// The jobs whose need row has a positive dual in the certified solution: fixed jobs' duals in
 /// closed form from their structure at the level's prices, ambiguous jobs' from the recovery LP.
+/// Two shares, since either can vanish alone: a job raised from a floor of 0 at a level of 0
+/// needs nothing, yet its dual may carry the whole level (`Σ_m u_m·demand_m` is the level's
+/// objective coefficient); a job with a floor and no demand carries nothing of the level.
 fn binding(ratio: &Ratio, level: &Level) -> Vec<bool> {
     let n = ratio.throughput.rows();
-    let mut weighted = vec![0.0; n];
+    let mut dual = vec![0.0; n];
     for &(m, structure) in &level.fixed {
-        let job = ratio.job(m as usize);
-        weighted[m as usize] = job.duals(structure, &level.prices).0.max(0.0) * job.need(level.z);
+        dual[m as usize] = ratio.job(m as usize).duals(structure, &level.prices).0.max(0.0);
     }
     for (&(m, _), &u) in level.ambiguous.iter().zip(&level.ambiguous_duals) {
-        weighted[m as usize] = u * ratio.job(m as usize).need(level.z);
+        dual[m as usize] = u;
     }
-    let total: f64 = weighted.iter().sum();
-    weighted.iter().map(|&s| s > BINDING_SHARE * total).collect()
+    let on_need: Vec<f64> = (0..n).map(|m| dual[m] * ratio.job(m).need(level.z)).collect();
+    let on_demand: Vec<f64> = (0..n).map(|m| dual[m] * ratio.demand[m]).collect();
+    let (need_total, demand_total): (f64, f64) = (on_need.iter().sum(), on_demand.iter().sum());
+    (0..n).map(|m| on_need[m] > BINDING_SHARE * need_total || on_demand[m] > BINDING_SHARE * demand_total).collect()
 }
 
 /// `excess(need)`: the largest `Σ_m f_m(p) − G·p` found on the price simplex for the fixed needs
