@@ -68,6 +68,9 @@ fn ceilings(problem: &Problem) -> Vec<f64> {
 const CEILING_TOLERANCE: f64 = 1e-9;
 /// A capacity excess (relative to the GPUs) above this proves needs do not fit.
 const EXCESS_TOLERANCE: f64 = 1e-9;
+/// How much floors are lowered (relative) when a level's program on the engine finds them
+/// infeasible: the drift of many levels' LP tolerances (`Levels::raise_on_engine`).
+const DRIFT_SLACK: f64 = 1e-6;
 /// How much floors are lowered (relative), besides to what the last decomposed allocation gives,
 /// when the engine takes over: the engine's LP may call floors an allocation meets infeasible by
 /// its round-off.
@@ -242,7 +245,18 @@ impl Levels<'_, '_> {
         // c is free (its optimum is ≥ 0: the last allocation meets every floor) so that no bound
         // absorbs its reduced cost and the duals always name binding rows.
         program.add_var(1.0, f64::NEG_INFINITY, f64::INFINITY);
-        let solved = self.engine.solve_program(&program)?;
+        let solved = match self.engine.solve_program(&program) {
+            Err(error) if error.code == ErrorCode::SolverFailed => {
+                // Each level meets the floors only to HiGHS' tolerance (1e-7) and the next one
+                // raises from there, so over many levels floors can drift above what any
+                // allocation meets (seen with `fifo` entities, whose next job starts when the GPUs
+                // are full). Lowered by that drift, the program solves again.
+                floor.iter_mut().for_each(|f| *f *= 1.0 - DRIFT_SLACK);
+                program.needs.iter_mut().zip(floor.iter()).for_each(|(need, &f)| need.base = f);
+                self.engine.solve_program(&program)?
+            }
+            other => other?,
+        };
         Ok(Level { c: solved.vars[0].max(0.0) * unit, binding: solved.binding, lp_solves: solved.lp_solves })
     }
 }
