@@ -324,10 +324,13 @@ fn run_distinct(
 
 /// Small options (a base of a few jobs, a band of one) send every level through samples, rounds
 /// and certificates.
+fn small_options() -> DecompositionOptions {
+    DecompositionOptions { base: 6, sample_ratio: 2, band: 1, max_ambiguous: 10_000, max_rounds: 40 }
+}
+
 #[test]
 fn water_filling_by_decomposition_agrees_with_the_engine() {
-    let options = DecompositionOptions { base: 6, sample_ratio: 2, band: 1, max_ambiguous: 10_000, max_rounds: 40 };
-    run_distinct(32, distinct_case(1..=120, 0..=60, 0..=0), options, 0.75);
+    run_distinct(32, distinct_case(1..=120, 0..=60, 0..=0), small_options(), 0.75);
 }
 
 #[test]
@@ -339,8 +342,7 @@ fn water_filling_by_decomposition_agrees_with_the_engine_with_default_options() 
 /// reweights its entity's other jobs, and the levels gallop past those reweightings).
 #[test]
 fn hierarchical_by_decomposition_agrees_with_the_engine() {
-    let options = DecompositionOptions { base: 6, sample_ratio: 2, band: 1, max_ambiguous: 10_000, max_rounds: 40 };
-    run_distinct(32, distinct_case(1..=120, 0..=60, 1..=5), options, 0.75);
+    run_distinct(32, distinct_case(1..=120, 0..=60, 1..=5), small_options(), 0.75);
 }
 
 #[test]

@@ -53,9 +53,9 @@ struct Galloped {
     lp_solves: usize,
 }
 
-/// `|c|` of a probe's answer, 0 without one.
-fn r_abs(raised: &Option<crate::max_min_ratio::Raised>) -> f64 {
-    raised.as_ref().map_or(0.0, |r| r.c.abs())
+/// `rate` of the `rising` jobs, 0 for the others.
+fn rates_of(rate: &[f64], rising: &[bool]) -> Vec<f64> {
+    rate.iter().zip(rising).map(|(&r, &on)| if on { r } else { 0.0 }).collect()
 }
 
 /// Every job's ceiling (`max_min_ratio::ceiling`): a job there is stuck whatever the others get.
@@ -111,7 +111,7 @@ impl Levels<'_, '_> {
                 lp_solves += r.lp_solves;
             }
             // Out of reach only beyond round-off, on the scale of the rise (0 at the first probe).
-            let scale = path.time((j + 1).min(total)).max(r_abs(&raised));
+            let scale = path.time((j + 1).min(total)).max(raised.as_ref().map_or(0.0, |r| r.c.abs()));
             Ok(raised.filter(|r| r.c >= -CEILING_TOLERANCE * scale).map(|r| (start, r)))
         };
         // Whether probe j's level reaches the next freeze (it cannot pass it).
@@ -197,8 +197,7 @@ impl Levels<'_, '_> {
     /// certify), else on the engine's kept model.
     fn raise(&mut self, floor: &mut [f64], rising: &[bool], rate: &[f64]) -> Result<Level> {
         if self.decompose {
-            let rate: Vec<f64> = rate.iter().zip(rising).map(|(&r, &on)| if on { r } else { 0.0 }).collect();
-            if let Some(raised) = self.engine.raise_floors(floor, &rate)? {
+            if let Some(raised) = self.engine.raise_floors(floor, &rates_of(rate, rising))? {
                 self.decomposed = Some(raised.allocation);
                 self.unhanded = true;
                 return Ok(Level { c: raised.c.max(0.0), binding: Some(raised.binding), lp_solves: raised.lp_solves });
@@ -233,7 +232,7 @@ impl Levels<'_, '_> {
     /// `raise` on the engine's kept model.
     fn raise_on_engine(&mut self, floor: &mut [f64], rising: &[bool], rate: &[f64]) -> Result<Level> {
         self.hand_over(floor);
-        let rate: Vec<f64> = rate.iter().zip(rising).map(|(&r, &on)| if on { r } else { 0.0 }).collect();
+        let rate = rates_of(rate, rising);
         self.decomposed = None;
         let unit = self.engine.natural_unit(&rate).filter(|&u| u > 0.0).unwrap_or(1.0);
         let needs = (0..floor.len())

@@ -109,21 +109,10 @@ impl<'a> Pricing<'a> {
             states = states.checked_mul(c as usize + 1)?;
         }
         // Per job (entries come job by job), its valued entries that fit.
-        let mut jobs: Vec<Vec<usize>> = Vec::new();
-        let mut last = None;
         let mut valued: Vec<usize> = self.by_type.iter().flatten().copied().filter(|&e| value[e] > VALUE_TOL).collect();
         valued.sort_unstable();
-        for e in valued {
-            let m = self.entries[e].0;
-            if last != Some(m) {
-                jobs.push(Vec::new());
-                last = Some(m);
-            }
-            if let Some(job) = jobs.last_mut() {
-                job.push(e);
-            }
-        }
-        if states.checked_mul(jobs.iter().map(Vec::len).sum::<usize>().max(1))? > TABLE_WORK {
+        let jobs: Vec<&[usize]> = valued.chunk_by(|&a, &b| self.entries[a].0 == self.entries[b].0).collect();
+        if states.checked_mul(valued.len().max(1))? > TABLE_WORK {
             return None;
         }
         // GPUs used on each type, per state.
@@ -337,6 +326,14 @@ fn knapsack(capacity: u32, mut items: Vec<(u32, f64, usize)>) -> Knapsack {
 mod tests {
     use super::*;
 
+    /// A seeded stream of pseudo-random numbers (a linear congruential generator).
+    fn stream(mut seed: u64) -> impl FnMut() -> u32 {
+        move || {
+            seed = seed.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+            (seed >> 33) as u32
+        }
+    }
+
     /// Every subset, for small instances.
     fn brute(capacity: u32, items: &[(u32, f64, usize)]) -> f64 {
         let mut best: f64 = 0.0;
@@ -397,11 +394,7 @@ mod tests {
     /// a few levels so that ties (the master's degenerate duals) are common.
     #[test]
     fn table_and_branch_and_bound_match_every_configuration() {
-        let mut seed = 11u64;
-        let mut next = || {
-            seed = seed.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
-            (seed >> 33) as u32
-        };
+        let mut next = stream(11);
         for case in 0..300 {
             let types = 1 + next() as usize % 3;
             let capacity: Vec<u32> = (0..types).map(|_| 1 + next() % 8).collect();
@@ -409,7 +402,7 @@ mod tests {
             let scale_factors: Vec<u32> = (0..jobs).map(|_| [1, 1, 2, 4][next() as usize % 4]).collect();
             let entries: Vec<(u32, u32)> = (0..jobs as u32)
                 .flat_map(|m| (0..types as u32).map(move |w| (m, w)))
-                .filter(|_| next() % 4 != 0)
+                .filter(|_| !next().is_multiple_of(4))
                 .collect();
             let value: Vec<f64> =
                 entries
@@ -442,11 +435,7 @@ mod tests {
 
     #[test]
     fn knapsack_matches_every_subset() {
-        let mut seed = 7u64;
-        let mut next = || {
-            seed = seed.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
-            (seed >> 33) as u32
-        };
+        let mut next = stream(7);
         for _ in 0..300 {
             let capacity = 1 + next() % 9;
             let n = 1 + next() as usize % 10;
