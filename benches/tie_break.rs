@@ -1,5 +1,6 @@
-//! The cost of the tie-break: the whole solve of a bottleneck policy (`arbiter::solve`) with
-//! `tie_break: "none"` and with the default `"throughput"` second solve, on the generated Gavel-like
+//! The cost of the tie-break: the whole solve of a bottleneck policy (`arbiter::allocate`: the
+//! policy, its tie-break and the response; the realizability check, timed by its own bench, left
+//! out) with `tie_break: "none"` and with the default `"throughput"` second solve, on the generated Gavel-like
 //! workloads of `benches/policies.rs` (26 model types, scale factors 1/2/4/8, n/4 GPUs of each of
 //! 3 types), and on the same jobs with every throughput perturbed by its own factor (distinct rows).
 //! Prints the median of each, the ratio measured in the same run (goal: < 1.3×) and which method
@@ -37,14 +38,14 @@ fn problem(policy: PolicyKind, n: usize, distinct: bool, tie_break: TieBreak) ->
     problem
 }
 
-/// Median seconds of `arbiter::solve` over runs filling about `budget`.
+/// Median seconds of `arbiter::allocate` over runs filling about `budget`.
 fn median(problem: &Problem, budget: Duration) -> (f64, Option<f64>, String) {
     let mut times = Vec::new();
     let (mut objective, mut method) = (None, String::new());
     let start = Instant::now();
     while times.len() < 3 || (start.elapsed() < budget && times.len() < 51) {
         let t = Instant::now();
-        let response = arbiter::solve(problem, Backend::default()).expect("solves");
+        let (response, _) = arbiter::allocate(problem, Backend::default()).expect("solves");
         times.push(t.elapsed().as_secs_f64());
         objective = response.objective;
         method = response.stats.tie_break_method.map_or_else(String::new, |m| m.method);
@@ -79,8 +80,13 @@ fn main() {
     let budget = Duration::from_secs_f64(if full { 1.0 } else { 0.0 });
     println!("| policy | rows | jobs | tie_break none | throughput | ratio | second solve | on the engine | ratio |");
     println!("|---|---|---:|---:|---:|---:|---|---:|---:|");
-    for policy in POLICIES {
-        for distinct in [false, true] {
+    // `ARBITER_BENCH_POLICIES=min_makespan,...` and `ARBITER_BENCH_ROWS=distinct|repeated` narrow the table.
+    let policies = std::env::var("ARBITER_BENCH_POLICIES").unwrap_or_default();
+    let rows = std::env::var("ARBITER_BENCH_ROWS").unwrap_or_default();
+    for policy in POLICIES.into_iter().filter(|p| policies.is_empty() || policies.split(',').any(|n| n == p.name())) {
+        for distinct in
+            [false, true].into_iter().filter(|&d| rows.is_empty() || rows == if d { "distinct" } else { "repeated" })
+        {
             for &n in &sizes {
                 let (bare, z0, _) = median(&problem(policy, n, distinct, TieBreak::None), budget);
                 let (tied, z1, method) = median(&problem(policy, n, distinct, TieBreak::Throughput), budget);

@@ -38,6 +38,11 @@ impl Band {
         }
     }
 
+    /// How many jobs the next `add_nearest` adds at most.
+    pub fn width(&self) -> usize {
+        self.width
+    }
+
     /// Adds the band's width of jobs of smallest margin among `margins` (`(margin, position)` of
     /// the jobs not yet ambiguous; reordered).
     pub fn add_nearest(&mut self, margins: &mut [(f64, u32)]) {

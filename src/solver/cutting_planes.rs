@@ -6,7 +6,7 @@
 //! realizes at least half of the rise the cuts predicted. Prices are estimates for the callers:
 //! their recovery LPs and certificates decide exactness, never this.
 
-use crate::lp::{Backend, LinearProgram, Row, Sense, SolveError};
+use crate::lp::{Backend, LinearProgram, Row, Sense, Session, SolveError};
 
 /// Where the variables live and when to stop.
 #[derive(Debug, Clone)]
@@ -48,7 +48,7 @@ pub fn maximize(
     let mut p: Vec<f64> = (0..region.bounds.len())
         .map(|w| region.bounds[w].map_or(0.0, |(lo, hi)| start.get(w).copied().unwrap_or(lo).clamp(lo, hi)))
         .collect();
-    let mut cuts: Vec<(f64, Vec<f64>)> = Vec::new();
+    let mut cuts = Cuts::new(&free, region, backend);
     let mut best = Maximum { point: p.clone(), value: f64::NEG_INFINITY, lp_solves: 0 };
     let (mut radius, mut predicted) = (region.radius, f64::INFINITY);
     for _ in 0..region.max_cuts {
@@ -71,24 +71,17 @@ pub fn maximize(
         }
         // θ − g·q ≤ F(p) − g·p
         let intercept = value - g.iter().zip(&p).map(|(g, p)| g * p).sum::<f64>();
-        cuts.push((intercept, g));
+        cuts.add(intercept, &g);
         if region.enough.is_finite() {
             // Every cut bounds F everywhere: the cuts' maximum over the whole region bounds its
             // maximum. At most `enough` answers a caller that asks only whether it is above.
-            let (lp, theta, _) = cut_model(&cuts, &free, region, None);
             best.lp_solves += 1;
-            if backend.solve(lp)?.values[theta] <= region.enough {
+            if cuts.maximize(None)?.0 <= region.enough {
                 break;
             }
         }
-        let (lp, theta, cols) = cut_model(&cuts, &free, region, Some((&best.point, radius)));
-        let solution = backend.solve(lp)?;
         best.lp_solves += 1;
-        let bound = solution.values[theta];
-        let mut next = vec![0.0; p.len()];
-        for (&(w, lo, hi), &c) in free.iter().zip(&cols) {
-            next[w] = solution.values[c].clamp(lo, hi);
-        }
+        let (bound, next) = cuts.maximize(Some((&best.point, radius)))?;
         // The bound holds beyond the box only when the step stays inside it.
         let inside = free.iter().all(|&(w, _, _)| (next[w] - best.point[w]).abs() < 0.999 * radius);
         p = next;
@@ -100,32 +93,62 @@ pub fn maximize(
     Ok(best)
 }
 
-/// The LP `max θ` s.t. `θ ≤ every cut`, over the region's variables (within `box` around a point,
-/// if given): θ's column and the variables' columns.
-fn cut_model(
-    cuts: &[(f64, Vec<f64>)],
-    free: &[(usize, f64, f64)],
-    region: &Region,
-    around: Option<(&[f64], f64)>,
-) -> (LinearProgram, usize, Vec<usize>) {
-    let mut lp = LinearProgram::new(Sense::Maximize);
-    let theta = lp.add_col(1.0, f64::NEG_INFINITY, f64::INFINITY);
-    let cols: Vec<usize> = free
-        .iter()
-        .map(|&(w, lo, hi)| match around {
-            Some((center, radius)) => lp.add_col(0.0, (center[w] - radius).max(lo), (center[w] + radius).min(hi)),
-            None => lp.add_col(0.0, lo, hi),
-        })
-        .collect();
-    for (intercept, g) in cuts {
-        let mut coefs: Vec<(usize, f64)> = free.iter().zip(&cols).map(|(&(w, _, _), &c)| (c, -g[w])).collect();
-        coefs.push((theta, 1.0));
-        lp.add_row(Row::at_most(*intercept, coefs));
+/// The LP `max θ` s.t. `θ ≤ every cut`, over the region's variables, kept in one session: each
+/// cut is a row added in place and each box a change of column bounds, so every solve is a hot
+/// start from the last basis.
+struct Cuts<'a> {
+    free: &'a [(usize, f64, f64)],
+    simplex: bool,
+    backend: Backend,
+    /// The session, opened with the first cut; θ is column 0, the free variables follow.
+    session: Option<Box<dyn Session>>,
+    /// The number of variables (free or not).
+    width: usize,
+}
+
+impl<'a> Cuts<'a> {
+    fn new(free: &'a [(usize, f64, f64)], region: &Region, backend: Backend) -> Cuts<'a> {
+        Cuts { free, simplex: region.simplex, backend, session: None, width: region.bounds.len() }
     }
-    if region.simplex {
-        lp.add_row(Row::equal(1.0, cols.iter().map(|&c| (c, 1.0)).collect()));
+
+    fn add(&mut self, intercept: f64, g: &[f64]) {
+        let mut coefs: Vec<(usize, f64)> = self.free.iter().enumerate().map(|(i, &(w, _, _))| (i + 1, -g[w])).collect();
+        coefs.push((0, 1.0));
+        let row = Row::at_most(intercept, coefs);
+        match &mut self.session {
+            Some(session) => session.add_rows(&[row]),
+            None => {
+                let mut lp = LinearProgram::new(Sense::Maximize);
+                lp.add_col(1.0, f64::NEG_INFINITY, f64::INFINITY);
+                for &(_, lo, hi) in self.free {
+                    lp.add_col(0.0, lo, hi);
+                }
+                if self.simplex {
+                    lp.add_row(Row::equal(1.0, (1..=self.free.len()).map(|c| (c, 1.0)).collect()));
+                }
+                lp.add_row(row);
+                self.session = Some(self.backend.open(lp));
+            }
+        }
     }
-    (lp, theta, cols)
+
+    /// The cuts' maximum within the box `around` a point (the whole region: `None`), and where.
+    fn maximize(&mut self, around: Option<(&[f64], f64)>) -> Result<(f64, Vec<f64>), SolveError> {
+        let session = self.session.as_mut().expect("a cut before the first solve");
+        for (i, &(w, lo, hi)) in self.free.iter().enumerate() {
+            let (lower, upper) = match around {
+                Some((center, radius)) => ((center[w] - radius).max(lo), (center[w] + radius).min(hi)),
+                None => (lo, hi),
+            };
+            session.set_col_bounds(i + 1, lower, upper);
+        }
+        let solution = session.solve()?;
+        let mut point = vec![0.0; self.width];
+        for (i, &(w, lo, hi)) in self.free.iter().enumerate() {
+            point[w] = solution.values[i + 1].clamp(lo, hi);
+        }
+        Ok((solution.values[0], point))
+    }
 }
 
 #[cfg(test)]

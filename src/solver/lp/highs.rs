@@ -189,6 +189,11 @@ impl Session for HighsSession {
         unsafe { Highs_changeRowBounds(self.ptr, row as HighsInt, clamp_inf(lower / scale), clamp_inf(upper / scale)) };
     }
 
+    fn set_col_bounds(&mut self, col: usize, lower: f64, upper: f64) {
+        // SAFETY: ptr is live; HiGHS checks the index.
+        unsafe { Highs_changeColBounds(self.ptr, col as HighsInt, clamp_inf(lower), clamp_inf(upper)) };
+    }
+
     fn solve(&mut self) -> Result<Solution, SolveError> {
         // SAFETY: ptr is live for the whole call.
         let run = unsafe { Highs_run(self.ptr) };

@@ -45,6 +45,11 @@ impl Session for MicrolpSession {
         self.lp.rows[row].upper = upper;
     }
 
+    fn set_col_bounds(&mut self, col: usize, lower: f64, upper: f64) {
+        self.lp.col_lower[col] = lower;
+        self.lp.col_upper[col] = upper;
+    }
+
     fn solve(&mut self) -> Result<Solution, SolveError> {
         let lp = &self.lp;
         let direction = match lp.sense {

@@ -144,6 +144,8 @@ pub trait Session {
     fn set_coef(&mut self, row: usize, col: usize, value: f64);
     /// Replaces the bounds of row `row`.
     fn set_row_bounds(&mut self, row: usize, lower: f64, upper: f64);
+    /// Replaces the bounds of column `col`.
+    fn set_col_bounds(&mut self, col: usize, lower: f64, upper: f64);
     /// Bounds the next solves to `seconds` of solver time.
     fn set_time_limit(&mut self, seconds: f64);
     fn solve(&mut self) -> Result<Solution, SolveError>;
@@ -262,6 +264,9 @@ impl Session for Bounded {
     }
     fn set_row_bounds(&mut self, row: usize, lower: f64, upper: f64) {
         self.inner.set_row_bounds(row, lower, upper)
+    }
+    fn set_col_bounds(&mut self, col: usize, lower: f64, upper: f64) {
+        self.inner.set_col_bounds(col, lower, upper)
     }
     fn set_time_limit(&mut self, seconds: f64) {
         self.inner.set_time_limit(seconds)

@@ -6,6 +6,26 @@ use super::CUT_TOLERANCE;
 use crate::lp::Row;
 use crate::problem::Matrix;
 use std::borrow::Cow;
+use std::cell::OnceCell;
+
+/// The members of `jobs` by need, largest first (ties by index), when that order is the same for
+/// every value of the program's variables: every need a constant, or every need `c_m·v` for one
+/// variable v with `c_m ≥ 0` (the order then holds wherever v > 0). `None` otherwise.
+fn invariant_order(jobs: &[usize], needs: &[Need]) -> Option<Vec<usize>> {
+    let constant = jobs.iter().all(|&m| needs[m].terms.is_empty());
+    let var = needs[*jobs.first()?].terms.first().map(|&(v, _)| v);
+    let proportional = jobs.iter().all(|&m| {
+        let need = &needs[m];
+        need.base == 0.0 && need.terms.len() == 1 && Some(need.terms[0].0) == var && need.terms[0].1 >= 0.0
+    });
+    let key = |m: usize| if constant { needs[m].base.max(0.0) } else { needs[m].terms[0].1 };
+    if !constant && !proportional {
+        return None;
+    }
+    let mut order: Vec<(usize, f64)> = jobs.iter().map(|&m| (m, key(m))).collect();
+    order.sort_unstable_by(|a, b| b.1.total_cmp(&a.1).then(a.0.cmp(&b.0)));
+    Some(order.into_iter().map(|(m, _)| m).collect())
+}
 
 /// Jobs with the same throughput row and scale factor, grouped once per instance.
 pub(super) struct ClassShape {
@@ -20,6 +40,9 @@ pub(super) struct ClassShape {
 pub(super) struct Class<'s> {
     pub(super) shape: &'s ClassShape,
     pub(super) jobs: Cow<'s, [usize]>,
+    /// The members by need, largest first, when that order holds whatever the variables (see
+    /// `invariant_order`); found at the first `sorted`.
+    pub(super) order: OnceCell<Option<Vec<usize>>>,
     /// `(type, column)`, fastest first.
     pub(super) cols: Vec<(usize, usize)>,
     /// A paired job's class: `(column, its throughput there)` of every pair column it is in.
@@ -90,10 +113,17 @@ impl Class<'_> {
         Row::at_least(base - lambda * k as f64, coefs)
     }
 
-    /// Members sorted by current need, largest first, with those needs.
+    /// Members sorted by current need, largest first (ties by index), with those needs.
     pub(super) fn sorted(&self, needs: &[Need], vars: &[f64]) -> Vec<(usize, f64)> {
-        let mut d: Vec<(usize, f64)> = self.jobs.iter().map(|&m| (m, needs[m].value(vars).max(0.0))).collect();
-        d.sort_by(|a, b| b.1.total_cmp(&a.1).then(a.0.cmp(&b.0)));
+        let value = |m: usize| needs[m].value(vars).max(0.0);
+        if let Some(order) = self.order.get_or_init(|| invariant_order(&self.jobs, needs)) {
+            // The order does not depend on the variables (at positive ones, for needs in one).
+            if order.first().is_none_or(|&m| needs[m].terms.is_empty() || vars[needs[m].terms[0].0] > 0.0) {
+                return order.iter().map(|&m| (m, value(m))).collect();
+            }
+        }
+        let mut d: Vec<(usize, f64)> = self.jobs.iter().map(|&m| (m, value(m))).collect();
+        d.sort_unstable_by(|a, b| b.1.total_cmp(&a.1).then(a.0.cmp(&b.0)));
         d
     }
 

@@ -86,7 +86,7 @@ impl Engine<'_> {
                         })
                         .collect()
                 };
-                Class { shape, jobs, cols, pair_terms: Vec::new() }
+                Class { shape, jobs, cols, pair_terms: Vec::new(), order: Default::default() }
             })
             .collect();
         let signature = program.signature();

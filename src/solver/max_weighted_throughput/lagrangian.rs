@@ -1,21 +1,31 @@
 //! The Lagrangian bound `L(p) = G·p + Σ_m h_m(p)` and its supergradient, evaluated lazily. A job
 //! whose best vertex at an *anchor* `p₀` leads the runner-up by `μ_m` keeps that vertex at every
-//! p with `2·sf_m·‖p − p₀‖_∞ < μ_m` (each vertex uses at most one unit of time, so the gap between
-//! two vertices moves by at most that much), and there its `h_m` is linear:
+//! p with `sf_m·reach(p₀, p) < μ_m` (`classification.rs`), and there its `h_m` is linear:
 //! `h_m(p₀) − sf_m·(p − p₀)·x_m`. So a query near the anchor evaluates only the jobs within reach
-//! of a change of vertex (`μ_m / (2·sf_m)`, the job's *stability radius*, at most the distance)
-//! and takes every other job's part from the anchor's sums. Cutting planes query ever closer to
+//! of a change of vertex (`μ_m / sf_m`, the job's *stability radius*, at most the reach) and
+//! takes every other job's part from the anchor's sums. Cutting planes query ever closer to
 //! their best point, so most queries evaluate few jobs; a query that would evaluate more than half
-//! of them is evaluated in full and becomes the new anchor.
+//! of them is evaluated in full and becomes the new anchor, and so does one where the queries
+//! have settled far from the anchor.
 
+use super::best_response::Vertex;
+use super::classification::{reach, Classification};
 use super::Instance;
 
-/// One job at the anchor: its stability radius, `h_m(p₀)` and its vertex's usage `sf_m·x_m`.
+/// One job at the anchor: its best vertex, its lead and `h_m(p₀)`.
 #[derive(Clone, Copy)]
 struct Anchored {
-    radius: f64,
+    vertex: Vertex,
+    lead: f64,
     worth: f64,
-    usage: [(u32, f64); 2],
+}
+
+/// Radii are grouped by their binary exponent, so the jobs within a reach are a prefix of the
+/// groups plus part of one.
+const GROUPS: usize = 2048;
+
+fn group(radius: f64) -> usize {
+    (radius.max(0.0).to_bits() >> 52) as usize & (GROUPS - 1)
 }
 
 pub(super) struct Lagrangian<'a> {
@@ -23,8 +33,14 @@ pub(super) struct Lagrangian<'a> {
     jobs: &'a [u32],
     capacity: &'a [f64],
     anchor: Vec<f64>,
-    /// Per job of `jobs` (`None`: its floor is out of reach, it takes no part).
+    /// The last query.
+    previous: Vec<f64>,
+    /// Per position in `jobs` (`None`: its floor is out of reach, it takes no part).
     anchored: Vec<Option<Anchored>>,
+    /// `(stability radius, position)` of the jobs that take part, ordered by the radius'
+    /// exponent: group g is `order[starts[g]..starts[g + 1]]`.
+    order: Vec<(f64, u32)>,
+    starts: Vec<usize>,
     /// Over every anchored job: `Σ h_m(p₀)` and `Σ sf_m·x_m` per type.
     worth: f64,
     usage: Vec<f64>,
@@ -37,62 +53,96 @@ impl<'a> Lagrangian<'a> {
             jobs,
             capacity,
             anchor: Vec::new(),
+            previous: Vec::new(),
             anchored: Vec::new(),
+            order: Vec::new(),
+            starts: vec![0; GROUPS + 1],
             worth: 0.0,
             usage: vec![0.0; capacity.len()],
         }
     }
 
+    fn sf(&self, i: usize) -> f64 {
+        self.instance.scale_factor[self.jobs[i] as usize] as f64
+    }
+
     /// Evaluates every job at `p` and makes `p` the anchor.
     fn anchor_at(&mut self, p: &[f64]) {
         let instance = self.instance;
-        self.anchored = self
-            .jobs
-            .iter()
-            .map(|&m| {
-                let job = instance.job(m as usize);
-                let (vertex, worth, lead) = job.best_response(&instance.usable, p)?;
-                let usage = vertex.time.map(|(w, x)| (w, job.sf * x));
-                Some(Anchored { radius: lead / (2.0 * job.sf), worth, usage })
-            })
-            .collect();
+        self.anchored.clear();
+        self.anchored.extend(self.jobs.iter().map(|&m| {
+            let (vertex, worth, lead) = instance.job(m as usize).best_response(&instance.usable, p)?;
+            Some(Anchored { vertex, lead, worth })
+        }));
         self.anchor = p.to_vec();
         self.worth = 0.0;
         self.usage.iter_mut().for_each(|u| *u = 0.0);
-        for a in self.anchored.iter().flatten() {
+        // Counting sort of the radii by group.
+        self.starts.iter_mut().for_each(|s| *s = 0);
+        let mut radii = Vec::with_capacity(self.jobs.len());
+        for (i, a) in self.anchored.iter().enumerate() {
+            let Some(a) = a else { continue };
+            let sf = self.sf(i);
             self.worth += a.worth;
-            for (w, u) in a.usage {
-                self.usage[w as usize] += u;
+            for (w, x) in a.vertex.used() {
+                self.usage[w] += sf * x;
             }
+            let radius = a.lead / sf;
+            self.starts[group(radius) + 1] += 1;
+            radii.push((radius, i as u32));
         }
+        for g in 0..GROUPS {
+            self.starts[g + 1] += self.starts[g];
+        }
+        let mut next = self.starts.clone();
+        self.order.resize(radii.len(), (0.0, 0));
+        for entry in radii {
+            let g = group(entry.0);
+            self.order[next[g]] = entry;
+            next[g] += 1;
+        }
+    }
+
+    /// The positions of the anchored jobs whose radius is within `reach`.
+    fn within(&self, reach: f64) -> impl Iterator<Item = usize> + '_ {
+        self.order[..self.starts[group(reach) + 1]].iter().filter(move |e| e.0 <= reach).map(|e| e.1 as usize)
+    }
+
+    /// Every job's best response at the anchor, with its lead (`None` before the first query).
+    pub(super) fn classification(&self) -> Option<Classification> {
+        if self.anchor.is_empty() {
+            return None;
+        }
+        let entries = self.anchored.iter().map(|a| a.map(|a| (a.vertex, a.lead))).collect();
+        Some(Classification::from_entries(self.anchor.clone(), entries))
     }
 
     /// `(−L(p), U(p) − G)`: the value and a supergradient of `−L` at `p`, for cutting planes.
     pub(super) fn negated(&mut self, p: &[f64]) -> (f64, Vec<f64>) {
         let k = self.capacity.len();
-        let mut distance = if self.anchor.len() == p.len() {
-            self.anchor.iter().zip(p).map(|(a, b)| (a - b).abs()).fold(0.0, f64::max)
-        } else {
-            f64::INFINITY
-        };
-        let unstable = self.anchored.iter().flatten().filter(|a| a.radius <= distance).count();
-        if distance.is_infinite() || 2 * unstable > self.jobs.len() {
+        let mut distance = reach(&self.anchor, p);
+        let unstable = if distance.is_finite() { self.within(distance).count() } else { 0 };
+        // Queries that settle far from the anchor (each within a quarter of the reach of the
+        // last) move it there, when they evaluate an eighth of the jobs or more.
+        let step = reach(&self.previous, p);
+        let settled = 4.0 * step < distance && 8 * unstable > self.jobs.len();
+        self.previous.clear();
+        self.previous.extend_from_slice(p);
+        if distance.is_infinite() || 2 * unstable > self.jobs.len() || settled {
             self.anchor_at(p);
             distance = 0.0;
         }
         let (mut bound, mut usage) = (self.worth, self.usage.clone());
         bound -= (0..k).map(|w| (p[w] - self.anchor[w]) * self.usage[w]).sum::<f64>();
         // The jobs within reach of a change of vertex: their anchor part out, their part at p in.
-        for (&m, anchored) in self.jobs.iter().zip(&self.anchored) {
-            let Some(a) = anchored.filter(|a| a.radius <= distance) else { continue };
-            bound -= a.worth
-                - (0..2)
-                    .map(|i| (p[a.usage[i].0 as usize] - self.anchor[a.usage[i].0 as usize]) * a.usage[i].1)
-                    .sum::<f64>();
-            for (w, u) in a.usage {
-                usage[w as usize] -= u;
+        for i in self.within(distance) {
+            let Some(a) = self.anchored[i] else { continue };
+            let job = self.instance.job(self.jobs[i] as usize);
+            bound -= a.worth;
+            for (w, x) in a.vertex.used() {
+                bound += (p[w] - self.anchor[w]) * job.sf * x;
+                usage[w] -= job.sf * x;
             }
-            let job = self.instance.job(m as usize);
             if let Some((vertex, worth, _)) = job.best_response(&self.instance.usable, p) {
                 bound += worth;
                 for (w, x) in vertex.used() {
@@ -134,7 +184,13 @@ mod tests {
         let jobs: Vec<u32> = (0..n as u32).collect();
         let capacity = [40.0, 30.0, 20.0];
         let mut lazy = Lagrangian::new(&instance, &jobs, &capacity);
-        let points = [[1.0, 2.0, 0.5], [1.001, 2.0, 0.5], [1.0, 2.01, 0.49], [0.3, 0.1, 3.0], [0.3, 0.1, 3.0001]];
+        let mut points =
+            vec![[1.0, 2.0, 0.5], [1.001, 2.0, 0.5], [1.0, 2.01, 0.49], [0.3, 0.1, 3.0], [0.3, 0.1, 3.0001]];
+        // Queries that close in on a point, as cutting planes do, from both sides.
+        for i in 0..24 {
+            let step = 0.2 * 0.7f64.powi(i) * if i % 2 == 0 { 1.0 } else { -1.0 };
+            points.push([0.6 + step, 1.2 - 0.5 * step, 0.8 + 0.3 * step]);
+        }
         for p in points {
             let got = lazy.negated(&p);
             let want = Lagrangian::new(&instance, &jobs, &capacity).negated(&p);

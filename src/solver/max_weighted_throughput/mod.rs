@@ -12,6 +12,7 @@
 //! solves the plain LP and says why. See `formulations/max_weighted_throughput.md`.
 
 mod best_response;
+mod classification;
 mod lagrangian;
 mod recovery;
 
@@ -24,6 +25,7 @@ use crate::problem::{Matrix, Problem};
 use crate::solver::band::{Absorbed, Band};
 use crate::solver::cutting_planes::{self, Region};
 use best_response::{JobView, Vertex};
+use classification::Classification;
 use lagrangian::Lagrangian;
 
 /// The instance as the decomposition reads it.
@@ -62,6 +64,8 @@ pub(crate) struct Decomposed {
 /// One level's result: its prices, the fixed jobs' vertices and the ambiguous jobs' time.
 struct Level {
     prices: Vec<f64>,
+    /// How far refining moved the prices from the sample's (`None`: no sample).
+    moved: Option<f64>,
     fixed: Vec<(u32, Vertex)>,
     ambiguous: Vec<(u32, Vec<(usize, f64)>)>,
     certified: bool,
@@ -79,8 +83,6 @@ const GAP: f64 = 1e-9;
 /// A fixed job's vertex is certified when its net value at the recovered prices is within this
 /// share of the job's scale of its best response's.
 const CERTIFY: f64 = 1e-9;
-/// Recovery rounds at a sample level (only its prices are used).
-const SAMPLE_ROUNDS: usize = 2;
 
 impl Decomposed {
     pub(crate) fn report(&self) -> MethodReport {
@@ -178,16 +180,17 @@ fn refine(
     capacity: &[f64],
     start: &[f64],
     scale: f64,
+    radius: f64,
     backend: Backend,
-) -> std::result::Result<(Vec<f64>, usize), SolveError> {
+) -> std::result::Result<(Vec<f64>, usize, Classification), SolveError> {
     if scale <= 0.0 {
-        return Ok((start.to_vec(), 0));
+        return Ok((start.to_vec(), 0, Classification::default()));
     }
     let k = capacity.len();
     let region = Region {
         bounds: (0..k).map(|w| instance.usable[w].then_some((0.0, PRICE_CEILING * scale))).collect(),
         simplex: false,
-        radius: TRUST * scale,
+        radius,
         min_radius: GAP * scale,
         gap: GAP * scale * capacity.iter().sum::<f64>().max(1.0),
         max_cuts: MAX_CUTS,
@@ -195,13 +198,14 @@ fn refine(
     };
     let mut lagrangian = Lagrangian::new(instance, jobs, capacity);
     let found = cutting_planes::maximize(start, &region, backend, |p| lagrangian.negated(p))?;
-    Ok((found.point, found.lp_solves))
+    Ok((found.point, found.lp_solves, lagrangian.classification().unwrap_or_default()))
 }
 
 /// Solves one level: `jobs` on `capacity`. At most `options.base` jobs: one LP over all of them.
-/// Otherwise prices from a sample level refined over every job, then rounds of classify,
-/// recover, certify. A sample level (`top` false) may overflow its GPUs at a high price (its
-/// share of the GPUs need not hold its floors) and is not certified.
+/// Otherwise prices from a sample level refined over every job, then (at the top level only)
+/// rounds of classify, recover, certify. A sample level (`top` false) gives only its refined
+/// prices; its base LP may overflow its GPUs at a high price (its share of the GPUs need not
+/// hold its floors).
 fn solve_level(
     instance: &Instance,
     jobs: &[u32],
@@ -217,6 +221,7 @@ fn solve_level(
         return Ok(match recovery::solve(instance, jobs, capacity, &vec![0.0; num_types], overflow, backend) {
             Ok(rec) => Ok(Level {
                 prices: rec.prices,
+                moved: None,
                 fixed: Vec::new(),
                 ambiguous: jobs.iter().copied().zip(rec.time).collect(),
                 certified: true,
@@ -230,52 +235,61 @@ fn solve_level(
     let sample: Vec<u32> = jobs.iter().skip(step / 2).step_by(step).copied().collect();
     let share = sample.len() as f64 / jobs.len() as f64;
     let sample_capacity: Vec<f64> = capacity.iter().map(|g| g * share).collect();
-    let (mut prices, mut lp_solves) = match solve_level(instance, &sample, &sample_capacity, backend, options, false)? {
-        Ok(level) => (level.prices, level.lp_solves),
-        Err(_) => (vec![0.0; num_types], 0),
-    };
-    match refine(instance, jobs, capacity, &prices, scale, backend) {
-        Ok((refined, solves)) => {
+    let (mut prices, mut lp_solves, radius) =
+        match solve_level(instance, &sample, &sample_capacity, backend, options, false)? {
+            // A larger sample's prices are closer: the distance the sample's own refinement
+            // moved, scaled down by the square root of the ratio, bounds how far to look first.
+            Ok(level) => {
+                let radius = level.moved.map_or(TRUST * scale, |moved| 2.0 * moved / (step as f64).sqrt());
+                (level.prices, level.lp_solves, radius.clamp(GAP * scale, TRUST * scale))
+            }
+            Err(_) => (vec![0.0; num_types], 0, TRUST * scale),
+        };
+    let start = prices.clone();
+    let mut classes = match refine(instance, jobs, capacity, &prices, scale, radius, backend) {
+        Ok((refined, solves, classes)) => {
             prices = refined;
             lp_solves += solves;
+            classes
         }
         Err(e) => {
             fatal(e)?;
+            Classification::default()
         }
+    };
+    let moved = Some(start.iter().zip(&prices).map(|(a, b)| (a - b).abs()).fold(0.0, f64::max));
+    if !top {
+        // A sample level gives only its prices.
+        return Ok(Ok(Level {
+            prices,
+            moved,
+            fixed: Vec::new(),
+            ambiguous: Vec::new(),
+            certified: false,
+            rounds: 0,
+            lp_solves,
+        }));
     }
-    let rounds_allowed = if top { options.max_rounds } else { SAMPLE_ROUNDS };
+    let rounds_allowed = options.max_rounds;
     let mut band = Band::new(jobs.len(), options);
-    let mut vertices: Vec<Option<Vertex>> = vec![None; jobs.len()];
     let mut margins: Vec<(f64, u32)> = Vec::with_capacity(jobs.len());
-    let mut last: Option<Level> = None;
     for round in 1..=rounds_allowed.max(1) {
         // Classify every job not yet ambiguous by its best response at the current prices.
-        margins.clear();
-        for (i, &m) in jobs.iter().enumerate() {
-            if band.contains[i] {
-                continue;
-            }
-            let job = instance.job(m as usize);
-            match job.best_response(&instance.usable, &prices) {
-                Some((vertex, _, lead)) => {
-                    vertices[i] = Some(vertex);
-                    margins.push((lead / job.scale(&instance.usable, &prices), i as u32));
-                }
-                None => return Ok(Err(format!("job {m}'s floor is out of its reach"))),
-            }
+        if let Err(m) = classes.move_to(instance, jobs, &prices, &band.contains) {
+            return Ok(Err(format!("job {m}'s floor is out of its reach")));
+        }
+        let scale = |i: usize| instance.job(jobs[i] as usize).scale(&instance.usable, &prices);
+        if let Err(m) = classes.margins(instance, jobs, band.width(), scale, &mut margins) {
+            return Ok(Err(format!("job {m}'s floor is out of its reach")));
         }
         // The band: the jobs nearest a change of vertex.
         band.add_nearest(&mut margins);
         if band.outgrown() {
-            let why = format!("the ambiguous set outgrew its bound ({} jobs)", options.max_ambiguous);
-            return Ok(match last.filter(|_| !top) {
-                Some(level) => Ok(level),
-                None => Err(why),
-            });
+            return Ok(Err(format!("the ambiguous set outgrew its bound ({} jobs)", options.max_ambiguous)));
         }
         let mut fixed_usage = vec![0.0; num_types];
         for (i, &m) in jobs.iter().enumerate() {
-            if let (false, Some(vertex)) = (band.contains[i], vertices[i]) {
+            if let (false, Some((vertex, _))) = (band.contains[i], classes.get(i)) {
                 for (w, x) in vertex.used() {
                     fixed_usage[w] += instance.scale_factor[m as usize] as f64 * x;
                 }
@@ -297,13 +311,7 @@ fn solve_level(
         };
         // The certificate: every fixed job's vertex still its best response at the new prices.
         let failures: Vec<usize> = (0..jobs.len())
-            .filter(|&i| !band.contains[i])
-            .filter(|&i| {
-                let Some(vertex) = vertices[i] else { return false };
-                let job = instance.job(jobs[i] as usize);
-                let best = job.best_worth(&instance.usable, &rec.prices).unwrap_or(f64::INFINITY);
-                best - job.worth(&vertex, &rec.prices) > CERTIFY * job.scale(&instance.usable, &rec.prices)
-            })
+            .filter(|&i| !band.contains[i] && !classes.certifies(instance, i, jobs[i], &rec.prices, CERTIFY))
             .collect();
         let failed = failures.len();
         if band.absorb(&failures) == Absorbed::Widened {
@@ -312,28 +320,21 @@ fn solve_level(
             continue;
         }
         prices = rec.prices;
-        let level = Level {
-            prices: prices.clone(),
-            fixed: Vec::new(),
-            ambiguous: Vec::new(),
-            certified: failed == 0,
-            rounds: round,
-            lp_solves,
-        };
         if failed == 0 {
             let fixed = (0..jobs.len())
                 .filter(|&i| !band.contains[i])
-                .filter_map(|i| vertices[i].map(|v| (jobs[i], v)))
+                .filter_map(|i| classes.get(i).map(|(v, _)| (jobs[i], v)))
                 .collect();
-            return Ok(Ok(Level { fixed, ambiguous: members.into_iter().zip(rec.time).collect(), ..level }));
+            return Ok(Ok(Level {
+                prices,
+                moved,
+                fixed,
+                ambiguous: members.into_iter().zip(rec.time).collect(),
+                certified: true,
+                rounds: round,
+                lp_solves,
+            }));
         }
-        last = Some(level);
     }
-    Ok(match last {
-        Some(level) if !top => Ok(level),
-        None if !top => {
-            Ok(Level { prices, fixed: Vec::new(), ambiguous: Vec::new(), certified: false, rounds: 0, lp_solves })
-        }
-        _ => Err(format!("no certificate after {} recovery LPs", rounds_allowed.max(1))),
-    })
+    Ok(Err(format!("no certificate after {} recovery LPs", rounds_allowed.max(1))))
 }
