@@ -137,37 +137,64 @@ mod tests {
     use super::*;
     use crate::problem::Matrix;
 
-    /// A random instance of `n` jobs on three types, with floors on three jobs in four.
-    fn instance(t: &mut Matrix, n: usize, seed: u64) -> (Vec<u32>, Vec<f64>, Vec<f64>) {
-        let mut seed = seed;
-        let mut next = || {
-            seed = seed.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
-            (seed >> 11) as f64 / (1u64 << 53) as f64
-        };
-        for m in 0..n {
-            for w in 0..3 {
-                t.set(m, w, 0.5 + 10.0 * next());
+    /// A random instance's data: `n` jobs on three types, with floors on three jobs in four.
+    struct Random {
+        throughput: Matrix,
+        scale_factor: Vec<u32>,
+        value: Vec<f64>,
+        floor: Vec<f64>,
+    }
+
+    impl Random {
+        fn new(n: usize, seed: u64) -> Random {
+            let mut seed = seed;
+            let mut next = || {
+                seed = seed.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+                (seed >> 11) as f64 / (1u64 << 53) as f64
+            };
+            let mut throughput = Matrix::zeros(n, 3);
+            for m in 0..n {
+                for w in 0..3 {
+                    throughput.set(m, w, 0.5 + 10.0 * next());
+                }
+            }
+            Random {
+                throughput,
+                scale_factor: (0..n).map(|m| 1 << (m % 3)).collect(),
+                value: (0..n).map(|_| 0.1 + next()).collect(),
+                floor: (0..n).map(|m| if m % 4 == 0 { 0.0 } else { 2.0 * next() }).collect(),
             }
         }
-        let sf: Vec<u32> = (0..n).map(|m| 1 << (m % 3)).collect();
-        let value: Vec<f64> = (0..n).map(|_| 0.1 + next()).collect();
-        let floor: Vec<f64> = (0..n).map(|m| if m % 4 == 0 { 0.0 } else { 2.0 * next() }).collect();
-        (sf, value, floor)
+
+        fn instance(&self) -> Instance<'_> {
+            Instance {
+                throughput: &self.throughput,
+                scale_factor: &self.scale_factor,
+                value: &self.value,
+                floor: &self.floor,
+                usable: vec![true; 3],
+            }
+        }
+    }
+
+    /// Every job of `instance` classified at `p`.
+    fn classified(instance: &Instance, p: &[f64]) -> (Vec<u32>, Classification) {
+        let n = instance.throughput.rows();
+        let jobs: Vec<u32> = (0..n as u32).collect();
+        let mut classes = Classification::default();
+        classes.move_to(instance, &jobs, p, &vec![false; n]).expect("every floor is within reach");
+        (jobs, classes)
     }
 
     /// After moves of every size, each vertex is a best response at the new prices and each lead
     /// a lower bound on the true one.
     #[test]
     fn moved_classifications_keep_best_responses_and_bound_the_leads() {
-        let n = 300;
-        let mut t = Matrix::zeros(n, 3);
-        let (sf, value, floor) = instance(&mut t, n, 11);
-        let instance =
-            Instance { throughput: &t, scale_factor: &sf, value: &value, floor: &floor, usable: vec![true; 3] };
-        let jobs: Vec<u32> = (0..n as u32).collect();
-        let skip = vec![false; n];
-        let mut classes = Classification::default();
+        let data = Random::new(300, 11);
+        let instance = data.instance();
         let mut p = vec![1.0, 0.5, 2.0];
+        let (jobs, mut classes) = classified(&instance, &p);
+        let skip = vec![false; jobs.len()];
         for (s, step) in [0.0, 1e-4, 1e-3, 1e-2, 1e-1, 1e-3, 0.5].into_iter().enumerate() {
             p = p.iter().enumerate().map(|(w, &x)| (x + step * ((s + w) % 3) as f64 - 0.8 * step).max(0.0)).collect();
             classes.move_to(&instance, &jobs, &p, &skip).expect("every floor is within reach");
@@ -186,14 +213,9 @@ mod tests {
     /// with evaluating every job there, and some vertices do fail it.
     #[test]
     fn certificates_from_leads_agree_with_evaluation() {
-        let n = 400;
-        let mut t = Matrix::zeros(n, 3);
-        let (sf, value, floor) = instance(&mut t, n, 23);
-        let instance =
-            Instance { throughput: &t, scale_factor: &sf, value: &value, floor: &floor, usable: vec![true; 3] };
-        let jobs: Vec<u32> = (0..n as u32).collect();
-        let mut classes = Classification::default();
-        classes.move_to(&instance, &jobs, &[1.0, 0.5, 2.0], &vec![false; n]).expect("every floor is within reach");
+        let data = Random::new(400, 23);
+        let instance = data.instance();
+        let (jobs, classes) = classified(&instance, &[1.0, 0.5, 2.0]);
         let mut failed = 0;
         for move_by in [1e-4, 1e-3, 1e-2, 5e-2, 0.2] {
             let p = [1.0 + move_by, 0.5 - move_by, 2.0 + 0.5 * move_by];
@@ -213,13 +235,9 @@ mod tests {
     #[test]
     fn the_smallest_margins_are_exact() {
         let n = 500;
-        let mut t = Matrix::zeros(n, 3);
-        let (sf, value, floor) = instance(&mut t, n, 5);
-        let instance =
-            Instance { throughput: &t, scale_factor: &sf, value: &value, floor: &floor, usable: vec![true; 3] };
-        let jobs: Vec<u32> = (0..n as u32).collect();
-        let mut classes = Classification::default();
-        classes.move_to(&instance, &jobs, &[1.0, 0.5, 2.0], &vec![false; n]).expect("every floor is within reach");
+        let data = Random::new(n, 5);
+        let instance = data.instance();
+        let (jobs, mut classes) = classified(&instance, &[1.0, 0.5, 2.0]);
         let p = [1.01, 0.49, 2.005];
         classes.move_to(&instance, &jobs, &p, &vec![false; n]).expect("every floor is within reach");
         let scale = |i: usize| instance.job(i).scale(&instance.usable, &p);
