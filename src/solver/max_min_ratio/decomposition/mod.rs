@@ -258,8 +258,7 @@ pub(crate) fn fatal(error: SolveError) -> std::result::Result<String, ArbiterErr
 }
 
 /// Solves one level: `jobs` on `capacity`. At most `options.base` jobs: one LP over all of them.
-/// Otherwise prices from a sample level, refined over every job, then (at the top level only)
-/// rounds of classify, recover, certify; a sample level gives only its refined estimate.
+/// Otherwise prices from a sample level, then rounds of classify, recover, certify.
 fn solve_level(
     ratio: &Ratio,
     jobs: &[u32],
@@ -318,12 +317,7 @@ fn solve_level(
             fatal(e)?;
         }
     }
-    if !top {
-        // A sample level gives only its prices: its exact optimum would be no nearer the whole
-        // level's than its refined estimate is.
-        return Ok(Ok(estimate(z, prices, lp_solves, "a sample level gives only its prices".into())));
-    }
-    let rounds_allowed = options.max_rounds;
+    let rounds_allowed = if top { options.max_rounds } else { options.max_rounds.min(4) };
     // Warm prices are near the optimum already: fewer jobs sit near a change of structure, and
     // the first recovery LP can start smaller (failures still join it).
     let band_options = match warm {
@@ -334,6 +328,7 @@ fn solve_level(
     let mut scratch = Scratch::default();
     let mut structures: Vec<Option<Structure>> = vec![None; jobs.len()];
     let mut margins: Vec<(f64, u32)> = Vec::with_capacity(jobs.len());
+    let mut last: Option<Level> = None;
     // The recovery LP stays loaded from round to round (`recovery::Model`).
     let mut model: Option<recovery::Model> = None;
     for round in 1..=rounds_allowed.max(1) {
@@ -355,7 +350,11 @@ fn solve_level(
         band.add_nearest(&mut margins);
         if band.outgrown() {
             let why = format!("the ambiguous set outgrew its bound ({} jobs)", options.max_ambiguous);
-            return Ok(Err(why));
+            return Ok(match last.filter(|_| !top) {
+                Some(level) => Ok(level),
+                None if !top => Ok(estimate(z, prices, lp_solves, why)),
+                None => Err(why),
+            });
         }
         // Fold the fixed jobs into the capacity rows, at the model's estimate z₀. A model written
         // around an estimate z has moved away from is loaded again around z: far from z₀ the
@@ -394,7 +393,7 @@ fn solve_level(
                     // overfill a type at every z): widen the band and try again.
                     continue;
                 }
-                return Ok(Err(why));
+                return Ok(if top { Err(why) } else { Ok(estimate(z, prices, lp_solves, why)) });
             }
         };
         // The certificate: every fixed job's structure optimal at the recovered prices and z.
@@ -416,6 +415,17 @@ fn solve_level(
         }
         z = rec.z;
         prices = rec.prices;
+        let level = Level {
+            z,
+            prices: prices.clone(),
+            fixed: Vec::new(),
+            ambiguous: Vec::new(),
+            ambiguous_duals: Vec::new(),
+            certified: failed == 0,
+            rounds: round,
+            lp_solves,
+            why_not: None,
+        };
         if failed == 0 {
             let fixed = jobs
                 .iter()
@@ -423,17 +433,8 @@ fn solve_level(
                 .filter(|&(i, _)| !band.contains[i])
                 .filter_map(|(i, &m)| structures[i].map(|s| (m, s)))
                 .collect();
-            return Ok(Ok(Level {
-                z,
-                prices,
-                fixed,
-                ambiguous: members.into_iter().zip(rec.time).collect(),
-                ambiguous_duals: rec.need_duals,
-                certified: true,
-                rounds: round,
-                lp_solves,
-                why_not: None,
-            }));
+            let ambiguous = members.into_iter().zip(rec.time).collect();
+            return Ok(Ok(Level { fixed, ambiguous, ambiguous_duals: rec.need_duals, ..level }));
         }
         if ratio.base.is_some() {
             // Past the optimum's 0 only while the structures are wrong: classify at 0 next.
@@ -441,8 +442,13 @@ fn solve_level(
         } else if z <= 0.0 {
             return Ok(Err("the recovered optimum is 0".into()));
         }
+        last = Some(level);
     }
-    Ok(Err(format!("no certificate after {} recovery LPs", rounds_allowed.max(1))))
+    let why = format!("no certificate after {} recovery LPs", rounds_allowed.max(1));
+    Ok(match last {
+        Some(level) if !top => Ok(level),
+        _ => Err(why),
+    })
 }
 
 /// A level that only carries prices forward (its certificate does not hold).
