@@ -18,10 +18,10 @@ fn invariant_order(jobs: &[usize], needs: &[Need]) -> Option<Vec<usize>> {
         let need = &needs[m];
         need.base == 0.0 && need.terms.len() == 1 && Some(need.terms[0].0) == var && need.terms[0].1 >= 0.0
     });
-    let key = |m: usize| if constant { needs[m].base.max(0.0) } else { needs[m].terms[0].1 };
     if !constant && !proportional {
         return None;
     }
+    let key = |m: usize| if constant { needs[m].base.max(0.0) } else { needs[m].terms[0].1 };
     let mut order: Vec<(usize, f64)> = jobs.iter().map(|&m| (m, key(m))).collect();
     order.sort_unstable_by(|a, b| b.1.total_cmp(&a.1).then(a.0.cmp(&b.0)));
     Some(order.into_iter().map(|(m, _)| m).collect())

@@ -61,14 +61,14 @@ pub(crate) struct Decomposed {
     pub(crate) ambiguous: usize,
 }
 
-/// One level's result: its prices, the fixed jobs' vertices and the ambiguous jobs' time.
+/// One level's result: its prices, the fixed jobs' vertices and the ambiguous jobs' time. A top
+/// level is returned only certified; a sample level carries only its prices.
 struct Level {
     prices: Vec<f64>,
     /// How far refining moved the prices from the sample's (`None`: no sample).
     moved: Option<f64>,
     fixed: Vec<(u32, Vertex)>,
     ambiguous: Vec<(u32, Vec<(usize, f64)>)>,
-    certified: bool,
     rounds: usize,
     lp_solves: usize,
 }
@@ -140,8 +140,7 @@ pub(crate) fn solve(
         return Ok(Err("too many jobs".into()));
     }
     let level = match solve_level(instance, &jobs, capacity, backend, options, true)? {
-        Ok(level) if level.certified => level,
-        Ok(_) => return Ok(Err("no certificate".into())),
+        Ok(level) => level,
         Err(why) => return Ok(Err(why)),
     };
     let mut allocation = Matrix::zeros(n, capacity.len());
@@ -224,7 +223,6 @@ fn solve_level(
                 moved: None,
                 fixed: Vec::new(),
                 ambiguous: jobs.iter().copied().zip(rec.time).collect(),
-                certified: true,
                 rounds: 1,
                 lp_solves: 1,
             }),
@@ -260,15 +258,7 @@ fn solve_level(
     let moved = Some(start.iter().zip(&prices).map(|(a, b)| (a - b).abs()).fold(0.0, f64::max));
     if !top {
         // A sample level gives only its prices.
-        return Ok(Ok(Level {
-            prices,
-            moved,
-            fixed: Vec::new(),
-            ambiguous: Vec::new(),
-            certified: false,
-            rounds: 0,
-            lp_solves,
-        }));
+        return Ok(Ok(Level { prices, moved, fixed: Vec::new(), ambiguous: Vec::new(), rounds: 0, lp_solves }));
     }
     let rounds_allowed = options.max_rounds;
     let mut band = Band::new(jobs.len(), options);
@@ -330,7 +320,6 @@ fn solve_level(
                 moved,
                 fixed,
                 ambiguous: members.into_iter().zip(rec.time).collect(),
-                certified: true,
                 rounds: round,
                 lp_solves,
             }));
