@@ -201,7 +201,11 @@ proptest! {
 /// clusters from a few GPUs to more than the jobs need (so that levels end at jobs' own ceilings,
 /// at the GPUs, or both). Returns whether the decomposition solved every level.
 fn agrees_with_the_engine(case: &DistinctCase, options: DecompositionOptions) -> Result<bool, TestCaseError> {
-    let request = case.request();
+    agrees_on(&case.request(), options)
+}
+
+/// `agrees_with_the_engine` on a request.
+fn agrees_on(request: &Value, options: DecompositionOptions) -> Result<bool, TestCaseError> {
     let solve = |method: Method| {
         let mut problem = Problem::from_request(&serde_json::from_value(request.clone()).unwrap()).unwrap();
         problem.method = method;
@@ -348,4 +352,51 @@ fn hierarchical_by_decomposition_agrees_with_the_engine() {
 #[test]
 fn hierarchical_by_decomposition_agrees_with_the_engine_with_default_options() {
     run_distinct(6, distinct_case(300..=700, 20..=400, 1..=5), DecompositionOptions::default(), 0.75);
+}
+
+/// Instances random runs found where the two disagreed, each with what it caught:
+/// - `decomposition_roundoff_dual`: a job on a type of price 0 kept a need-row dual of 6e-12
+///   (round-off) whose share of the level was 1.8e-10, was counted binding and froze at 5.93
+///   against its level of 17.07;
+/// - `decomposition_degenerate_duals`: binding judged against the largest dual instead, which a
+///   frozen job's degenerate dual made huge, missed a binding job (0.88 against 0.82);
+/// - `engine_floor_drift`: the engine's levels, with floors drifted infeasible lowered by a
+///   blanket 1e-6, put 500 jobs 7e-6 off (the engine is the reference here).
+#[test]
+fn decomposition_agrees_with_the_engine_where_random_runs_disagreed() {
+    assert_fixtures_agree(&[
+        ("decomposition_roundoff_dual", small_options()),
+        ("decomposition_degenerate_duals", small_options()),
+        ("engine_floor_drift", DecompositionOptions::default()),
+    ]);
+}
+
+/// Disagreements random runs found that are not fixed yet:
+/// - `decomposition_large_floor_small_demand` (hierarchical): a galloping level's rise is read
+///   from its allocation, which meets the needs only to round-off; with a large floor and a small
+///   demand that rise came out 0, and a binding job froze 6e-4 below its level. Reading it from
+///   the recovery LP instead fixes this case but put two other random instances 2e-5 off.
+/// - `decomposition_handover_freezes_all` (water-filling): after 20 decomposed levels the first
+///   level on the engine proves all 220 rising jobs stuck at once, 4.3% below the engine's own
+///   levels for most of them.
+#[test]
+#[ignore = "known disagreements, not fixed yet"]
+fn decomposition_agrees_with_the_engine_where_it_does_not_yet() {
+    assert_fixtures_agree(&[
+        ("decomposition_large_floor_small_demand", DecompositionOptions::default()),
+        ("decomposition_handover_freezes_all", DecompositionOptions::default()),
+    ]);
+}
+
+/// `agrees_on` for each fixture of `fixtures/water_filling/`, with its options; every failure
+/// reported.
+fn assert_fixtures_agree(cases: &[(&str, DecompositionOptions)]) {
+    let failures: Vec<String> = cases
+        .iter()
+        .filter_map(|&(name, options)| {
+            let request = fixture_json(&format!("water_filling/{name}.json"));
+            agrees_on(&request, options).err().map(|e| format!("{name}: {e}"))
+        })
+        .collect();
+    assert!(failures.is_empty(), "{failures:#?}");
 }

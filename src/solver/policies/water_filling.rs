@@ -244,17 +244,34 @@ impl Levels<'_, '_> {
         // c is free (its optimum is ≥ 0: the last allocation meets every floor) so that no bound
         // absorbs its reduced cost and the duals always name binding rows.
         program.add_var(1.0, f64::NEG_INFINITY, f64::INFINITY);
-        let solved = match self.engine.solve_program(&program) {
-            Err(error) if error.code == ErrorCode::SolverFailed => {
-                // Each level meets the floors only to HiGHS' tolerance (1e-7) and the next one
-                // raises from there, so over many levels floors can drift above what any
-                // allocation meets (seen with `fifo` entities, whose next job starts when the GPUs
-                // are full). Lowered by that drift, the program solves again.
-                floor.iter_mut().for_each(|f| *f *= 1.0 - DRIFT_SLACK);
-                program.needs.iter_mut().zip(floor.iter()).for_each(|(need, &f)| need.base = f);
-                self.engine.solve_program(&program)?
+        // Each level meets the floors only to HiGHS' tolerance (1e-7) and the next one raises
+        // from there, so over many levels floors can drift above what any allocation meets (seen
+        // with `fifo` entities, whose next job starts when the GPUs are full). Lowered first to
+        // what the last program's allocation gives (as little as the drift needs), then, should
+        // that not do, by `DRIFT_SLACK`, the program solves again: a blanket 1e-6 alone put 500
+        // jobs' levels 7e-6 off.
+        let mut attempt = 0;
+        let solved = loop {
+            match self.engine.solve_program(&program) {
+                Err(error) if error.code == ErrorCode::SolverFailed && attempt < 2 => {
+                    if attempt == 0 {
+                        let given = self.engine.throughputs(
+                            &self.engine.last_allocation(),
+                            &self.engine.last_pair_time(),
+                            &self.engine.last_unconsolidated(),
+                        );
+                        // Never by more than `DRIFT_SLACK`: the last program may predate the
+                        // floors (the first on the engine after decomposed levels).
+                        let lower = |f: f64, g: f64| f.min(g).max(f * (1.0 - DRIFT_SLACK)) * (1.0 - HANDOVER_SLACK);
+                        floor.iter_mut().zip(&given).for_each(|(f, &g)| *f = lower(*f, g));
+                    } else {
+                        floor.iter_mut().for_each(|f| *f *= 1.0 - DRIFT_SLACK);
+                    }
+                    program.needs.iter_mut().zip(floor.iter()).for_each(|(need, &f)| need.base = f);
+                    attempt += 1;
+                }
+                other => break other?,
             }
-            other => other?,
         };
         Ok(Level { c: solved.vars[0].max(0.0) * unit, binding: solved.binding, lp_solves: solved.lp_solves })
     }

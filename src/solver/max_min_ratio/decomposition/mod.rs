@@ -208,15 +208,19 @@ fn solve_from(
 }
 
 /// A need-row dual counts as positive above this share of `Σ_m u_m·need_m`, or, for a job with
-/// a demand, of `Σ_m u_m·demand_m` (LP round-off stays far below; a binding job's share is at
-/// least about one over the jobs).
+/// a demand, of `Σ_m u_m·demand_m` (a binding job's share is at least about one over the jobs),
+/// and only if it is also positive on the equilibrated row (`super::BINDING_DUAL`).
 const BINDING_SHARE: f64 = 1e-10;
 
 /// The jobs whose need row has a positive dual in the certified solution: fixed jobs' duals in
 /// closed form from their structure at the level's prices, ambiguous jobs' from the recovery LP.
 /// Two shares, since either can vanish alone: a job raised from a floor of 0 at a level of 0
 /// needs nothing, yet its dual may carry the whole level (`Σ_m u_m·demand_m` is the level's
-/// objective coefficient); a job with a floor and no demand carries nothing of the level.
+/// objective coefficient); a job with a floor and no demand carries nothing of the level. A share
+/// alone does not tell a dual from round-off, though: a job on a type of price 0 with a dual of
+/// 6e-12 (its reduced costs' round-off, over its throughput) had a share of 1.8e-10 and froze at
+/// a third of its level. So the dual must also be positive on the equilibrated row, the dual
+/// times the row's largest throughput, as the engine judges its rows: its reduced costs' scale.
 fn binding(ratio: &Ratio, level: &Level) -> Vec<bool> {
     let n = ratio.throughput.rows();
     let mut dual = vec![0.0; n];
@@ -229,7 +233,16 @@ fn binding(ratio: &Ratio, level: &Level) -> Vec<bool> {
     let on_need: Vec<f64> = (0..n).map(|m| dual[m] * ratio.job(m).need(level.z)).collect();
     let on_demand: Vec<f64> = (0..n).map(|m| dual[m] * ratio.demand[m]).collect();
     let (need_total, demand_total): (f64, f64) = (on_need.iter().sum(), on_demand.iter().sum());
-    (0..n).map(|m| on_need[m] > BINDING_SHARE * need_total || on_demand[m] > BINDING_SHARE * demand_total).collect()
+    let equilibrated = |m: usize| {
+        let usable = ratio.throughput.row(m).iter().zip(&ratio.usable).filter(|&(_, &on)| on);
+        dual[m] * usable.fold(0.0f64, |a, (&t, _)| a.max(t))
+    };
+    (0..n)
+        .map(|m| {
+            (on_need[m] > BINDING_SHARE * need_total || on_demand[m] > BINDING_SHARE * demand_total)
+                && equilibrated(m) > super::BINDING_DUAL
+        })
+        .collect()
 }
 
 /// `excess(need)`: the largest `Σ_m f_m(p) − G·p` found on the price simplex for the fixed needs
