@@ -11,6 +11,7 @@ pub mod formulation;
 pub mod lp;
 pub mod max_min_ratio;
 pub mod max_weighted_throughput;
+pub mod oasis_offline;
 pub mod partition;
 pub mod policies;
 pub mod realizability;
