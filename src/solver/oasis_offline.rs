@@ -114,7 +114,7 @@ pub fn solve(cluster: &ClusterSpec, jobs: &[Job], backend: Backend) -> Result<Of
     let (columns, rows) = (lp.num_cols(), lp.rows.len());
     let integer: Vec<usize> = (0..columns).collect();
     let mut session = backend.open(lp);
-    session.set_integer(&integer)?;
+    session.set_integer(&integer, 1e-9)?;
     let solution = session.solve()?;
     let mut admitted = Vec::new();
     for (i, c) in cols.iter().enumerate() {

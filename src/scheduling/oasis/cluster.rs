@@ -97,6 +97,20 @@ impl Pool {
     }
 }
 
+impl Pool {
+    /// Gives back `count` copies of `demand` on `server` in `slot` (never below nothing).
+    pub fn release(&mut self, slot: usize, server: usize, demand: &ResourceVector, count: u32) {
+        if slot >= self.slots || server >= self.servers() {
+            return;
+        }
+        let amounts = demand.amounts();
+        let used = &mut self.used[slot * self.capacity.len() + server];
+        for r in 0..RESOURCE_TYPES {
+            used[r] = used[r].saturating_sub(amounts[r] * count);
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

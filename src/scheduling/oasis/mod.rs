@@ -12,7 +12,9 @@
 //! - [`placement`]: the greedy placement of one slot (`COST_t`).
 //! - [`dp`]: the dynamic program over slots (`DP_COST`), for every completion slot at once.
 //! - [`online`]: the algorithm: best schedule, admission, price update.
+//! - [`baselines`]: FIFO, DRF, RRH and Dorm, slot by slot on the same pools.
 
+pub mod baselines;
 pub mod cluster;
 pub mod dp;
 pub mod job;
@@ -24,5 +26,5 @@ pub mod resources;
 pub use cluster::{ClusterSpec, Pool};
 pub use job::{Job, JobSpec, Utility};
 pub use online::{Decision, Oasis, Schedule, SlotPlan};
-pub use price::{PriceFunction, PriceParameters};
+pub use price::{LowestUtility, PriceFunction, PriceParameters};
 pub use resources::ResourceVector;

@@ -212,7 +212,7 @@ mod tests {
             worker_servers: vec![ResourceVector::new(2, 0, 0, 2)],
             ps_servers: vec![ResourceVector::new(0, 2, 0, 4)],
         };
-        let f = PriceFunction { lower: 2.0, upper: [4.0; 4], eta: 1.0 };
+        let f = PriceFunction { lower: [2.0; 4], upper: [4.0; 4], eta: 1.0 };
         Oasis::new(cluster, PriceParameters::new(f, f).unwrap()).unwrap()
     }
 

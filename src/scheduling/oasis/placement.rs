@@ -86,7 +86,7 @@ mod tests {
         pool.commit(0, 0, &ResourceVector::new(1, 0, 0, 0), 1).unwrap(); // server 0: 1 of 2 GPUs
         pool.commit(0, 2, &ResourceVector::new(1, 0, 0, 0), 1).unwrap(); // server 2: 1 of 4 GPUs
                                                                          // L/2η = 1; a GPU costs 1·16^{g/c}, a core 1·1^{g/c} = 1 (U = L/2η).
-        let prices = PriceFunction { lower: 2.0, upper: [16.0, 1.0, 1.0, 1.0], eta: 1.0 };
+        let prices = PriceFunction { lower: [2.0; 4], upper: [16.0, 1.0, 1.0, 1.0], eta: 1.0 };
         let worker = ResourceVector::new(1, 1, 0, 0);
         let offer = SlotOffer::new(&pool, &prices, 0, &worker, 10);
         let unit = |h: usize| prices.unit_cost(&worker.amounts(), pool.used(0, h), &pool.capacity[h]);

@@ -8,11 +8,12 @@ use super::resources::{ResourceVector, RESOURCE_TYPES};
 use crate::error::{ArbiterError, ErrorCode, Result};
 use serde::Serialize;
 
-/// One pool's price function `p^r(g) = (L / 2η) · (2 U^r η / L)^{g / c}` for each resource `r`.
+/// One pool's price function `p^r(g) = (L^r / 2η) · (2 U^r η / L^r)^{g / c}` for each resource
+/// `r`.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize)]
 pub struct PriceFunction {
-    /// `L`: the least utility per unit of resource and slot among the jobs.
-    pub lower: f64,
+    /// `L^r`: the least utility per unit of resource `r` and slot among the jobs.
+    pub lower: [f64; RESOURCE_TYPES],
     /// `U^r`: the most utility per unit of resource `r` among the jobs.
     pub upper: [f64; RESOURCE_TYPES],
     /// `η ≥ 1`: keeps the prices at zero use, summed over the cluster, small beside any job.
@@ -21,13 +22,13 @@ pub struct PriceFunction {
 
 impl PriceFunction {
     /// The unit price of resource `r` on a server of capacity `capacity` when `used` of it is
-    /// taken: `L/2η` at 0, `U^r` at full use.
+    /// taken: `L^r/2η` at 0, `U^r` at full use.
     pub fn price(&self, r: usize, used: u32, capacity: u32) -> f64 {
-        let start = self.lower / (2.0 * self.eta);
+        let start = self.lower[r] / (2.0 * self.eta);
         if capacity == 0 {
             return self.upper[r].max(start);
         }
-        let base = 2.0 * self.upper[r] * self.eta / self.lower;
+        let base = 2.0 * self.upper[r] * self.eta / self.lower[r];
         start * base.powf(used as f64 / capacity as f64)
     }
 
@@ -44,13 +45,24 @@ impl PriceFunction {
             .sum()
     }
 
-    /// `α = max(1, max_r ln(2 U^r η / L))` over the resources some job demands (`demanded[r]`).
+    /// `α = max(1, max_r ln(2 U^r η / L^r))` over the resources some job demands (`demanded[r]`).
     fn alpha(&self, demanded: &[bool; RESOURCE_TYPES]) -> f64 {
         (0..RESOURCE_TYPES)
             .filter(|&r| demanded[r])
-            .map(|r| (2.0 * self.upper[r] * self.eta / self.lower).ln())
+            .map(|r| (2.0 * self.upper[r] * self.eta / self.lower[r]).ln())
             .fold(1.0, f64::max)
     }
+}
+
+/// Which utility of each job sets the lowest unit utility `L`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum LowestUtility {
+    /// `f_i(T − a_i)`, the least it may earn (the paper's definition).
+    AtHorizon,
+    /// `f_i(d̂_i)`, the most it may earn: a job whose sigmoid has all but vanished by the end of
+    /// the horizon does not drive `L`, and with it every price at zero use, to nearly nothing.
+    AtShortest,
 }
 
 /// The price functions of both pools, and which resources any job demands in each.
@@ -66,16 +78,17 @@ impl PriceParameters {
     /// Price functions given directly (every resource counted as demanded in the bound).
     pub fn new(workers: PriceFunction, parameter_servers: PriceFunction) -> Result<PriceParameters> {
         for (name, f) in [("workers", &workers), ("parameter_servers", &parameter_servers)] {
-            let ok = f.lower.is_finite()
-                && f.lower > 0.0
-                && f.eta.is_finite()
+            let ok = f.eta.is_finite()
                 && f.eta >= 1.0
-                && f.upper.iter().all(|&u| u.is_finite() && 2.0 * u * f.eta >= f.lower);
+                && (0..RESOURCE_TYPES).all(|r| {
+                    let (l, u) = (f.lower[r], f.upper[r]);
+                    l.is_finite() && l > 0.0 && u.is_finite() && 2.0 * u * f.eta >= l
+                });
             if !ok {
                 return Err(ArbiterError::at(
                     ErrorCode::InvalidNumber,
                     format!("prices.{name}"),
-                    "needs L > 0, η ≥ 1 and 2Uη ≥ L, all finite (prices must not fall with use)",
+                    "needs L^r > 0, η ≥ 1 and 2U^rη ≥ L^r, all finite (prices must not fall with use)",
                 ));
             }
         }
@@ -83,15 +96,23 @@ impl PriceParameters {
         Ok(PriceParameters { workers, parameter_servers, demanded_by_workers: all, demanded_by_ps: all })
     }
 
-    /// `U`, `L` and `η` of a workload on a cluster (`formulations/oasis.md`):
+    /// `U`, `L` and `η` of a workload on a cluster (`formulations/oasis.md`), with `L` from
+    /// each job's utility at the end of the horizon, as the paper defines it.
+    pub fn estimate(jobs: &[Job], cluster: &ClusterSpec) -> Result<PriceParameters> {
+        PriceParameters::estimate_with(jobs, cluster, LowestUtility::AtHorizon)
+    }
+
+    /// `U`, `L` and `η` of a workload on a cluster:
     ///
     /// - `U^r = max_i f_i(d̂_i) / α_i^r` (`β_i^r` for parameter servers), `d̂_i` the job's
     ///   shortest duration, over the jobs that demand `r`;
-    /// - `L = min_i f_i(T − a_i) / (K_i Σ_r α_i^r)` for workers, and
-    ///   `min_i f_i(T − a_i) / (⌈K_i b_i / B_i⌉ Σ_r β_i^r)` for parameter servers;
-    /// - `η = max(1, 2 T Σ_h Σ_r c_h^r L / f_min)`, `f_min = min_i f_i(T − a_i)`: the prices at
-    ///   zero use, over the whole pool and horizon, add up to at most `f_min / 4`.
-    pub fn estimate(jobs: &[Job], cluster: &ClusterSpec) -> Result<PriceParameters> {
+    /// - `L^r = min_i f_i(·) / (R_i K_i α_i^r)` for workers and
+    ///   `min_i f_i(·) / (R_i ⌈K_i b_i/B_i⌉ β_i^r)` for parameter servers (the fewest PS-slots),
+    ///   over the jobs that demand `r`, `R_i` the number of resources the job demands there and
+    ///   `f_i(·)` its utility at the horizon's end or at its shortest duration (`lowest`);
+    /// - `η = max(1, 2 T Σ_h Σ_r c_h^r L^r / f_min)`, `f_min` the least of those utilities: the
+    ///   prices at zero use, over the whole pool and horizon, add up to at most `f_min / 4`.
+    pub fn estimate_with(jobs: &[Job], cluster: &ClusterSpec, lowest: LowestUtility) -> Result<PriceParameters> {
         if jobs.is_empty() {
             return Err(ArbiterError::at(
                 ErrorCode::MissingField,
@@ -99,41 +120,48 @@ impl PriceParameters {
                 "prices are estimated from at least one job",
             ));
         }
-        let latest = |job: &Job| job.spec.utility.at(cluster.slots - job.spec.arrival_slot);
         let best = |job: &Job| job.spec.utility.at(job.shortest_duration());
-        let f_min = jobs.iter().map(latest).fold(f64::INFINITY, f64::min);
+        let low = |job: &Job| match lowest {
+            LowestUtility::AtHorizon => job.spec.utility.at(cluster.slots - job.spec.arrival_slot),
+            LowestUtility::AtShortest => best(job),
+        };
+        let f_min = jobs.iter().map(low).fold(f64::INFINITY, f64::min);
         if !f_min.is_finite() || f_min <= 0.0 {
             return Err(ArbiterError::at(
                 ErrorCode::InvalidNumber,
                 "jobs",
-                "every job needs a positive utility at the end of the horizon to set the lowest price",
+                "every job needs a positive utility where the lowest price is set",
             ));
         }
         let pool = |demand: fn(&Job) -> &ResourceVector, slots: fn(&Job) -> u64, servers: &[ResourceVector]| {
             let mut upper = [0.0f64; RESOURCE_TYPES];
+            let mut lower = [f64::INFINITY; RESOURCE_TYPES];
             let mut demanded = [false; RESOURCE_TYPES];
-            let mut lower = f64::INFINITY;
             for job in jobs {
                 let amounts = demand(job).amounts();
-                let total: u32 = amounts.iter().sum();
-                if total > 0 {
-                    lower = lower.min(latest(job) / (slots(job) as f64 * total as f64));
-                }
+                let kinds = amounts.iter().filter(|&&a| a > 0).count() as f64;
                 for r in 0..RESOURCE_TYPES {
                     if amounts[r] > 0 {
                         demanded[r] = true;
                         upper[r] = upper[r].max(best(job) / amounts[r] as f64);
+                        lower[r] = lower[r].min(low(job) / (kinds * slots(job) as f64 * amounts[r] as f64));
                     }
                 }
             }
-            if !lower.is_finite() {
-                lower = f_min; // no job demands anything of this pool: its prices never matter
+            for r in 0..RESOURCE_TYPES {
+                if !demanded[r] {
+                    // No job demands it: its price never matters; keep it flat.
+                    (lower[r], upper[r]) = (f_min, f_min);
+                }
+                upper[r] = upper[r].max(lower[r]);
             }
-            for u in upper.iter_mut() {
-                *u = u.max(lower);
-            }
-            let capacity: f64 = servers.iter().map(|s| s.amounts().iter().map(|&c| c as f64).sum::<f64>()).sum();
-            let eta = (2.0 * cluster.slots as f64 * capacity * lower / f_min).max(1.0);
+            let at_zero: f64 = servers
+                .iter()
+                .map(|s| {
+                    s.amounts().iter().zip(&lower).filter(|(&c, _)| c > 0).map(|(&c, &l)| c as f64 * l).sum::<f64>()
+                })
+                .sum();
+            let eta = (2.0 * cluster.slots as f64 * at_zero / f_min).max(1.0);
             (PriceFunction { lower, upper, eta }, demanded)
         };
         let (workers, demanded_by_workers) = pool(|j| &j.spec.worker, |j| j.worker_slots, &cluster.worker_servers);
@@ -154,7 +182,11 @@ impl PriceParameters {
         if !(u.is_finite() && u > 0.0 && l.is_finite() && l > 0.0) {
             return Err(ArbiterError::new(ErrorCode::InvalidNumber, "price scale factors must be finite and > 0"));
         }
-        let scale = |f: PriceFunction| PriceFunction { lower: f.lower * l, upper: f.upper.map(|x| x * u), eta: f.eta };
+        let scale = |f: PriceFunction| PriceFunction {
+            lower: f.lower.map(|x| x * l),
+            upper: f.upper.map(|x| x * u),
+            eta: f.eta,
+        };
         Ok(PriceParameters { workers: scale(self.workers), parameter_servers: scale(self.parameter_servers), ..*self })
     }
 
@@ -171,7 +203,7 @@ mod tests {
 
     #[test]
     fn price_is_l_over_2_eta_at_zero_and_u_at_full_use() {
-        let f = PriceFunction { lower: 0.5, upper: [8.0, 2.0, 1.0, 0.001], eta: 2.0 };
+        let f = PriceFunction { lower: [0.5; 4], upper: [8.0, 2.0, 1.0, 0.001], eta: 2.0 };
         assert_eq!(f.price(0, 0, 4), 0.125); // 0.5 / (2·2)
         assert!((f.price(0, 4, 4) - 8.0).abs() < 1e-12);
         // halfway: (L/2η)·sqrt(2Uη/L) = 0.125 · sqrt(64) = 1

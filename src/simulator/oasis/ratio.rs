@@ -5,6 +5,7 @@ use super::run::{oasis, validate};
 use super::workload::{generate, Settings};
 use crate::error::Result;
 use crate::lp::Backend;
+use crate::scheduling::oasis::LowestUtility;
 use crate::solver::oasis_offline;
 use serde::Serialize;
 use std::time::Instant;
@@ -25,11 +26,19 @@ pub struct RatioRow {
     pub milp_seconds: f64,
 }
 
-/// Solves one small instance both ways; `u`, `l` scale OASiS's estimates of `U` and `L`.
-pub fn ratio(settings: &Settings, seed: u64, u: f64, l: f64, backend: Backend) -> Result<RatioRow> {
+/// Solves one small instance both ways; `lowest` sets OASiS's `L`, `u` and `l` scale its
+/// estimates of `U` and `L`.
+pub fn ratio(
+    settings: &Settings,
+    seed: u64,
+    lowest: LowestUtility,
+    u: f64,
+    l: f64,
+    backend: Backend,
+) -> Result<RatioRow> {
     let (cluster, specs) = generate(settings, seed);
     let jobs = validate(&cluster, &specs)?;
-    let (online, prices) = oasis(&cluster, &jobs, u, l)?;
+    let (online, prices) = oasis(&cluster, &jobs, lowest, u, l)?;
     let start = Instant::now();
     let offline = oasis_offline::solve(&cluster, &jobs, backend)?;
     let milp_seconds = start.elapsed().as_secs_f64();

@@ -2,7 +2,7 @@
 //! admitted job was worth when it completed. OASiS here; the baselines in `baselines.rs`.
 
 use crate::error::Result;
-use crate::scheduling::oasis::{ClusterSpec, Job, JobSpec, Oasis, PriceParameters, Utility};
+use crate::scheduling::oasis::{ClusterSpec, Job, JobSpec, LowestUtility, Oasis, PriceParameters, Utility};
 use serde::Serialize;
 
 /// One job's fate under one scheme.
@@ -59,9 +59,16 @@ pub fn lateness(job: &Job, outcome: &JobOutcome) -> Option<f64> {
     }
 }
 
-/// OASiS with prices estimated from the workload, `U` and `L` then scaled by `u`, `l`.
-pub fn oasis(cluster: &ClusterSpec, jobs: &[Job], u: f64, l: f64) -> Result<(RunOutcome, PriceParameters)> {
-    let prices = PriceParameters::estimate(jobs, cluster)?.scaled(u, l)?;
+/// OASiS with prices estimated from the workload (`lowest` sets `L`), `U` and `L` then scaled
+/// by `u`, `l`.
+pub fn oasis(
+    cluster: &ClusterSpec,
+    jobs: &[Job],
+    lowest: LowestUtility,
+    u: f64,
+    l: f64,
+) -> Result<(RunOutcome, PriceParameters)> {
+    let prices = PriceParameters::estimate_with(jobs, cluster, lowest)?.scaled(u, l)?;
     let mut scheduler = Oasis::new(cluster.clone(), prices)?;
     let mut outcomes = Vec::with_capacity(jobs.len());
     for job in jobs {
