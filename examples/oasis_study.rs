@@ -143,19 +143,32 @@ fn run_lateness(args: &[String]) -> Result<(), String> {
     Ok(())
 }
 
-/// OASiS's total utility with U and L estimated at factors of their values.
+/// OASiS's total utility with U, L or both (`--scale u|l|both`) estimated at factors of their
+/// values.
 fn run_sensitivity(args: &[String]) -> Result<(), String> {
     let n: usize = arg(args, "--jobs", 200)?;
     let factors: Vec<f64> = list(args, "--factors", "0.25,0.5,1,2,4")?;
+    let scale: String = arg(args, "--scale", "both".to_string())?;
     let seeds = seeds(args)?;
-    println!("| U, L estimated at | total utility | admitted |");
+    let label = match scale.as_str() {
+        "u" => "U",
+        "l" => "L",
+        "both" => "U and L",
+        other => return Err(format!("--scale is u, l or both, not {other}")),
+    };
+    println!("| {label} estimated at | total utility | admitted |");
     println!("|---:|---:|---:|");
     for f in factors {
+        let (fu, fl) = match scale.as_str() {
+            "u" => (f, 1.0),
+            "l" => (1.0, f),
+            _ => (f, f),
+        };
         let (mut total, mut admitted) = (Vec::new(), Vec::new());
         for &seed in &seeds {
             let (cluster, specs) = generate(&Settings::paper(n), seed);
             let jobs = validate(&cluster, &specs).map_err(|e| e.to_string())?;
-            let (run, _) = oasis(&cluster, &jobs, lowest(args)?, f, f).map_err(|e| e.to_string())?;
+            let (run, _) = oasis(&cluster, &jobs, lowest(args)?, fu, fl).map_err(|e| e.to_string())?;
             total.push(run.total_utility);
             admitted.push(run.admitted as f64);
         }
@@ -171,7 +184,7 @@ fn main() -> ExitCode {
         Some("utility") => run_utility(&args),
         Some("lateness") => run_lateness(&args),
         Some("sensitivity") => run_sensitivity(&args),
-        _ => Err("usage: oasis_study ratio|utility|lateness|sensitivity [--jobs N[,N...]] [--seeds A-B] [--lowest horizon|shortest] [--u F] [--l F] [--factors F,...] [--time-limit S]".into()),
+        _ => Err("usage: oasis_study ratio|utility|lateness|sensitivity [--jobs N[,N...]] [--seeds A-B] [--lowest horizon|shortest] [--u F] [--l F] [--factors F,...] [--scale u|l|both] [--time-limit S]".into()),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,
