@@ -6,6 +6,9 @@ use super::resources::{ResourceVector, RESOURCE_TYPES};
 use crate::error::{ArbiterError, ErrorCode, Result};
 use serde::{Deserialize, Serialize};
 
+/// The most (slot, server) pairs the pools keep track of.
+pub const MAX_SERVER_SLOTS: usize = 50_000_000;
+
 /// The cluster and the horizon, as a user describes them.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct ClusterSpec {
@@ -39,6 +42,14 @@ impl ClusterSpec {
                     "needs at least one server",
                 ));
             }
+        }
+        let cells = self.slots.saturating_mul(self.worker_servers.len() + self.ps_servers.len());
+        if cells > MAX_SERVER_SLOTS {
+            return Err(ArbiterError::at(
+                ErrorCode::Unsupported,
+                "cluster.slots",
+                format!("slots × servers is {cells}, more than the {MAX_SERVER_SLOTS} the pools keep"),
+            ));
         }
         Ok(())
     }
@@ -124,5 +135,21 @@ mod tests {
         assert!(pool.commit(2, 0, &worker, 1).is_err());
         assert_eq!(pool.free(1, 0), [0, 4, 8, 0]);
         assert_eq!(pool.free(0, 0), [2, 8, 16, 2000]);
+    }
+
+    #[test]
+    fn bad_clusters_are_refused_with_their_field() {
+        let server = ResourceVector::new(2, 8, 16, 2000);
+        let ok =
+            ClusterSpec { slot_seconds: 3600.0, slots: 10, worker_servers: vec![server], ps_servers: vec![server] };
+        assert!(ok.validate().is_ok());
+        let field = |c: ClusterSpec| c.validate().unwrap_err().field;
+        assert_eq!(
+            field(ClusterSpec { slot_seconds: f64::NAN, ..ok.clone() }).as_deref(),
+            Some("cluster.slot_seconds")
+        );
+        assert_eq!(field(ClusterSpec { slots: 0, ..ok.clone() }).as_deref(), Some("cluster.slots"));
+        assert_eq!(field(ClusterSpec { slots: usize::MAX, ..ok.clone() }).as_deref(), Some("cluster.slots"));
+        assert_eq!(field(ClusterSpec { ps_servers: vec![], ..ok }).as_deref(), Some("cluster.ps_servers"));
     }
 }

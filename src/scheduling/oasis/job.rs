@@ -78,6 +78,10 @@ pub struct JobSpec {
     pub utility: Utility,
 }
 
+/// The most worker-slots `K_i` a job may need: the DP over slots keeps a table of `K_i + 1`
+/// entries per slot.
+pub const MAX_WORKER_SLOTS: u64 = 1_000_000;
+
 /// A validated job with what its schedule is built from.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Job {
@@ -142,6 +146,16 @@ impl Job {
         let chunks_per_worker_slot = q.min(u32::MAX as f64) as u32;
         let workload = spec.epochs as u64 * spec.chunks as u64;
         let worker_slots = workload.div_ceil(chunks_per_worker_slot as u64);
+        if worker_slots > MAX_WORKER_SLOTS {
+            return Err(ArbiterError::at(
+                ErrorCode::Unsupported,
+                format!("{field}.epochs"),
+                format!(
+                    "job {:?}: {worker_slots} worker-slots (E·N/q) is more than the {MAX_WORKER_SLOTS} a schedule is computed for",
+                    spec.id
+                ),
+            ));
+        }
         let max_workers = (spec.chunks as u64).min(worker_slots) as u32;
         Ok(Job { spec, minibatch_time, chunks_per_worker_slot, worker_slots, max_workers })
     }
@@ -220,6 +234,9 @@ pub(crate) mod tests {
             Some("jobs[2].utility.value")
         );
         spec.utility = Utility::Constant { value: 1.0 };
+        let mut huge = spec.clone();
+        (huge.epochs, huge.chunks) = (u32::MAX, u32::MAX);
+        assert_eq!(Job::new(huge, 100.0, 10, "jobs[2]").unwrap_err().code, ErrorCode::Unsupported);
         spec.parameter_server.bandwidth_mbps = 500;
         assert_eq!(
             Job::new(spec, 100.0, 10, "jobs[2]").unwrap_err().field.as_deref(),

@@ -122,7 +122,7 @@ impl PriceParameters {
         }
         let best = |job: &Job| job.spec.utility.at(job.shortest_duration());
         let low = |job: &Job| match lowest {
-            LowestUtility::AtHorizon => job.spec.utility.at(cluster.slots - job.spec.arrival_slot),
+            LowestUtility::AtHorizon => job.spec.utility.at(cluster.slots.saturating_sub(job.spec.arrival_slot).max(1)),
             LowestUtility::AtShortest => best(job),
         };
         let f_min = jobs.iter().map(low).fold(f64::INFINITY, f64::min);
