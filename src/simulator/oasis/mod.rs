@@ -9,7 +9,9 @@
 //! - [`slots`]: the slot simulator the baselines run in.
 //! - [`study`]: every scheme over one workload; lateness against targets.
 //! - [`ratio`]: offline optimum / OASiS on small instances, with the competitive bound.
+//! - [`cli`]: `arbiter oasis`: a JSON workload in, OASiS's explained decisions out.
 
+pub mod cli;
 pub mod ratio;
 pub mod run;
 pub mod slots;
