@@ -83,6 +83,10 @@ enum Command {
     /// Its own command, not `simulate --preemption`: that one replays Gavel traces on GPU-type
     /// clusters in rounds, where `--preemption none` already means run-to-completion.
     Fitgpp(arbiter::simulator::fitgpp::cli::FitGppArgs),
+    /// OASiS's online admission on a JSON workload (a cluster of worker and parameter-server
+    /// servers over slots, jobs of epochs and chunks with utilities): each job's decision with the
+    /// payoff, utility and priced cost that made it, and the schedule of each admitted job.
+    Oasis(arbiter::simulator::oasis::cli::OasisArgs),
     /// Estimate a job's throughputs on the types (and beside the reference jobs) it was not
     /// measured on, by matrix completion against a reference file; or, with --evaluate, measure
     /// how good those estimates are on the reference itself.
@@ -257,5 +261,8 @@ fn main() -> ExitCode {
             arbiter::simulator::fitgpp::cli::run(&args).map_or_else(|e| fail(&e), |()| ExitCode::SUCCESS)
         }
         Command::Estimate(args) => arbiter::estimator::cli::run(&args).map_or_else(|e| fail(&e), |text| emit(&text)),
+        Command::Oasis(args) => {
+            arbiter::simulator::oasis::cli::run(&args).map_or_else(|e| fail(&e), |text| emit(&text))
+        }
     }
 }

@@ -12,6 +12,8 @@
 //! - [`ltgf`]: Astraea's two-phase scheduler over long-term GPU-time fairness, by tenant then job.
 //! - [`fitgpp`]: FitGpp's selective preemption of best-effort jobs for trial-and-error jobs, on
 //!   nodes of CPU cores, memory and GPUs, event by event (beside the rounds, not one of their stages).
+//! - [`oasis`]: OASiS's online admission with resource prices and elastic worker/parameter-server
+//!   schedules over slots, on two pools of multi-resource servers (beside the rounds).
 //! - [`placement`]: first-free, consolidated, random, profile-guided, skew, bandwidth-aware.
 //! - [`preemption`]: lease renewal every round (with a restart overhead), leases of a fixed term,
 //!   or run-to-completion.
@@ -28,6 +30,7 @@ pub mod composition;
 pub mod fitgpp;
 pub mod ltgf;
 pub mod mechanism;
+pub mod oasis;
 pub mod placement;
 pub mod policies;
 pub mod preemption;

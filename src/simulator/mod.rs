@@ -5,6 +5,7 @@
 //! - [`config`]: what one simulation runs (cluster, policy, rounds, measured window).
 //! - [`engine`]: the virtual clock, rounds, and jobs advancing by throughput × time.
 //! - [`fairness`]: finish-time fairness ρ after the fact.
+//! - [`oasis`]: the OASiS paper's simulation study (utility of admitted jobs over slots).
 //! - [`fitgpp`]: the FitGpp paper's TE/BE experiment on multi-resource nodes (`arbiter fitgpp`).
 //! - [`report`]: the JSON report and its aggregates.
 //! - [`plot`]: SVG charts (JCT CDF, JCT against load).
@@ -27,6 +28,7 @@ pub mod estimated;
 pub mod fairness;
 pub mod fitgpp;
 pub mod long_term_fairness;
+pub mod oasis;
 pub mod plot;
 pub mod progress;
 pub mod report;

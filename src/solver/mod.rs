@@ -7,10 +7,12 @@
 
 pub mod band;
 pub mod cutting_planes;
+pub mod dorm;
 pub mod formulation;
 pub mod lp;
 pub mod max_min_ratio;
 pub mod max_weighted_throughput;
+pub mod oasis_offline;
 pub mod partition;
 pub mod policies;
 pub mod realizability;

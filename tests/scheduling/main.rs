@@ -13,4 +13,5 @@ mod mechanism_session;
 mod mechanism_space_sharing;
 mod scheduling_fitgpp;
 mod scheduling_ltgf;
+mod scheduling_oasis;
 mod scheduling_pipeline;

@@ -9,3 +9,4 @@ mod service_support;
 mod bootstrap;
 mod cli;
 mod estimator;
+mod oasis_cli;

@@ -194,6 +194,27 @@ impl Session for HighsSession {
         unsafe { Highs_changeColBounds(self.ptr, col as HighsInt, clamp_inf(lower), clamp_inf(upper)) };
     }
 
+    fn set_integer(&mut self, cols: &[usize], relative_gap: f64) -> Result<(), SolveError> {
+        if cols.iter().any(|&c| c >= self.num_cols) {
+            return Err(SolveError::Failed("an integer column is not in the model".into()));
+        }
+        let set: Vec<HighsInt> = cols.iter().map(|&c| c as HighsInt).collect();
+        let integrality = vec![kHighsVarTypeInteger; set.len()];
+        // Branch and bound gains from presolve, unlike the small LPs above.
+        self.set_string("presolve", "on");
+        let gap = CString::new("mip_rel_gap").expect("option names have no NUL");
+        // SAFETY: ptr is live; gap is a valid C string for the call.
+        unsafe { Highs_setDoubleOptionValue(self.ptr, gap.as_ptr(), relative_gap.clamp(0.0, 1.0)) };
+        // SAFETY: ptr is live; set and integrality hold num_set_entries entries.
+        let status = unsafe {
+            Highs_changeColsIntegralityBySet(self.ptr, set.len() as HighsInt, set.as_ptr(), integrality.as_ptr())
+        };
+        if status == kHighsStatusError {
+            return Err(SolveError::Failed("HiGHS refused the integrality of the columns".into()));
+        }
+        Ok(())
+    }
+
     fn solve(&mut self) -> Result<Solution, SolveError> {
         // SAFETY: ptr is live for the whole call.
         let run = unsafe { Highs_run(self.ptr) };

@@ -149,6 +149,11 @@ pub trait Session {
     /// Bounds the next solves to `seconds` of solver time.
     fn set_time_limit(&mut self, seconds: f64);
     fn solve(&mut self) -> Result<Solution, SolveError>;
+    /// Makes columns `cols` integer (the model becomes a MILP, solved to `relative_gap`);
+    /// backends without a MILP solver refuse.
+    fn set_integer(&mut self, _cols: &[usize], _relative_gap: f64) -> Result<(), SolveError> {
+        Err(SolveError::Failed("this LP backend solves no integer programs".into()))
+    }
 }
 
 /// Which LP solver runs the models.
@@ -270,6 +275,9 @@ impl Session for Bounded {
     }
     fn set_time_limit(&mut self, seconds: f64) {
         self.inner.set_time_limit(seconds)
+    }
+    fn set_integer(&mut self, cols: &[usize], relative_gap: f64) -> Result<(), SolveError> {
+        self.inner.set_integer(cols, relative_gap)
     }
     fn solve(&mut self) -> Result<Solution, SolveError> {
         let left = self.deadline.saturating_duration_since(Instant::now()).as_secs_f64();

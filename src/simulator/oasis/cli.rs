@@ -1,0 +1,132 @@
+//! The `arbiter oasis` command: a cluster and jobs as JSON in, OASiS's decision on each job (in
+//! arrival order) out, with the payoff, utility and priced cost that made it and the schedule of
+//! each admitted job. `src/main.rs` only dispatches here.
+
+use super::run::validate;
+use crate::error::{ArbiterError, ErrorCode, Result};
+use crate::scheduling::oasis::{ClusterSpec, Decision, JobSpec, LowestUtility, Oasis, PriceParameters};
+use serde::{Deserialize, Serialize};
+
+/// Flags of `arbiter oasis`.
+#[derive(Debug, Clone, clap::Args)]
+pub struct OasisArgs {
+    /// `{"cluster": {...}, "jobs": [...]}` (docs/oasis.md), a file or `-` for standard input.
+    #[arg(long)]
+    pub input: String,
+    /// Which utility sets the lowest unit utility L: `shortest` (each job's at its shortest
+    /// duration) or `horizon` (at the end of the horizon, the paper's).
+    #[arg(long, default_value = "shortest")]
+    pub lowest: String,
+    /// U estimated at this factor of its value.
+    #[arg(long, default_value_t = 1.0)]
+    pub u: f64,
+    /// L estimated at this factor of its value.
+    #[arg(long, default_value_t = 1.0)]
+    pub l: f64,
+}
+
+/// What the command reads.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct OasisInput {
+    pub cluster: ClusterSpec,
+    pub jobs: Vec<JobSpec>,
+}
+
+/// What it prints.
+#[derive(Debug, Clone, Serialize)]
+pub struct OasisOutput {
+    pub prices: PriceParameters,
+    pub competitive_ratio_bound: f64,
+    pub total_utility: f64,
+    pub admitted: usize,
+    pub decisions: Vec<Decision>,
+}
+
+/// Decides every job of `text` (the input's JSON).
+pub fn decide_all(text: &str, lowest: LowestUtility, u: f64, l: f64) -> Result<OasisOutput> {
+    let input: OasisInput = serde_path_to_error::deserialize(&mut serde_json::Deserializer::from_str(text))
+        .map_err(|e| ArbiterError::at(ErrorCode::MalformedRequest, e.path().to_string(), e.inner().to_string()))?;
+    let jobs = validate(&input.cluster, &input.jobs)?;
+    let prices = PriceParameters::estimate_with(&jobs, &input.cluster, lowest)?.scaled(u, l)?;
+    let mut oasis = Oasis::new(input.cluster, prices)?;
+    let mut order: Vec<usize> = (0..jobs.len()).collect();
+    order.sort_by_key(|&i| (jobs[i].spec.arrival_slot, i));
+    let mut decisions = Vec::with_capacity(jobs.len());
+    for i in order {
+        decisions.push(oasis.decide(&jobs[i])?);
+    }
+    let admitted = decisions.iter().filter(|d| d.admitted).count();
+    let total_utility = decisions.iter().filter(|d| d.admitted).map(|d| d.utility).sum();
+    Ok(OasisOutput {
+        prices,
+        competitive_ratio_bound: prices.competitive_ratio_bound(),
+        total_utility,
+        admitted,
+        decisions,
+    })
+}
+
+pub fn run(args: &OasisArgs) -> Result<String> {
+    let lowest = match args.lowest.as_str() {
+        "shortest" => LowestUtility::AtShortest,
+        "horizon" => LowestUtility::AtHorizon,
+        other => {
+            return Err(ArbiterError::at(
+                ErrorCode::MalformedRequest,
+                "lowest",
+                format!("--lowest is shortest or horizon, not {other:?}"),
+            ))
+        }
+    };
+    let input = &args.input;
+    let text = if input == "-" { std::io::read_to_string(std::io::stdin()) } else { std::fs::read_to_string(input) }
+        .map_err(|e| ArbiterError::new(ErrorCode::MalformedRequest, format!("cannot read {input}: {e}")))?;
+    let output = decide_all(&text, lowest, args.u, args.l)?;
+    Ok(serde_json::to_string_pretty(&output).expect("the output serializes"))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const HAND: &str = r#"{
+      "cluster": {"slot_seconds": 100, "slots": 2,
+                  "worker_servers": [{"gpus": 2, "cpus": 0, "memory_gb": 0, "bandwidth_mbps": 2}],
+                  "ps_servers": [{"gpus": 0, "cpus": 2, "memory_gb": 0, "bandwidth_mbps": 4}]},
+      "jobs": [
+        {"id": "A", "arrival_slot": 0, "epochs": 2, "chunks": 5, "minibatches_per_chunk": 10,
+         "minibatch_seconds": 1, "gradient_mb": 0.0625,
+         "worker": {"gpus": 1, "cpus": 0, "memory_gb": 0, "bandwidth_mbps": 1},
+         "parameter_server": {"gpus": 0, "cpus": 1, "memory_gb": 0, "bandwidth_mbps": 2},
+         "utility": {"kind": "constant", "value": 20}},
+        {"id": "C", "arrival_slot": 1, "epochs": 1, "chunks": 5, "minibatches_per_chunk": 10,
+         "minibatch_seconds": 1, "gradient_mb": 0.0625,
+         "worker": {"gpus": 1, "cpus": 0, "memory_gb": 0, "bandwidth_mbps": 1},
+         "parameter_server": {"gpus": 0, "cpus": 1, "memory_gb": 0, "bandwidth_mbps": 2},
+         "utility": {"kind": "sigmoid", "priority": 16, "decay": 0, "target": 1}}
+      ]}"#;
+
+    #[test]
+    fn decides_a_json_workload_in_arrival_order() {
+        let out = decide_all(HAND, LowestUtility::AtShortest, 1.0, 1.0).unwrap();
+        assert_eq!(out.decisions.iter().map(|d| d.job.as_str()).collect::<Vec<_>>(), vec!["A", "C"]);
+        assert_eq!(out.admitted, 2);
+        assert!((out.total_utility - 28.0).abs() < 1e-9); // 20 + 16/2
+        let text = serde_json::to_string(&out).unwrap();
+        assert!(text.contains("\"completion_slot\":0") && text.contains("\"completion_slot\":1"));
+    }
+
+    #[test]
+    fn bad_input_names_the_field() {
+        let err = decide_all(&HAND.replace("\"epochs\": 2", "\"epochs\": -2"), LowestUtility::AtShortest, 1.0, 1.0)
+            .unwrap_err();
+        assert_eq!(err.code, ErrorCode::MalformedRequest);
+        assert_eq!(err.field.as_deref(), Some("jobs[0].epochs"));
+        let err = decide_all(&HAND.replace("\"epochs\": 2", "\"epochs\": 0"), LowestUtility::AtShortest, 1.0, 1.0)
+            .unwrap_err();
+        assert_eq!(err.field.as_deref(), Some("jobs[0].epochs"));
+        let err = decide_all(HAND, LowestUtility::AtShortest, f64::NAN, 1.0).unwrap_err();
+        assert_eq!(err.code, ErrorCode::InvalidNumber);
+    }
+}

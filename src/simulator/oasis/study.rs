@@ -1,0 +1,59 @@
+//! The paper's simulation study on one workload: OASiS and the four baselines over the same
+//! jobs and cluster, their total utility, and how late the time-sensitive and time-critical
+//! jobs finish against their targets.
+
+use super::run::{lateness, oasis, validate, RunOutcome};
+use super::slots::simulate;
+use super::workload::{generate, Settings};
+use crate::error::Result;
+use crate::lp::Backend;
+use crate::scheduling::oasis::baselines::{Dorm, Drf, Fifo, Rrh, SlotScheme};
+use crate::scheduling::oasis::{Job, LowestUtility, Utility};
+use serde::Serialize;
+
+/// The schemes, in the order the tables list them.
+pub const SCHEMES: [&str; 5] = ["oasis", "fifo", "drf", "rrh", "dorm"];
+
+/// FIFO's and RRH's fixed workers per job; Dorm's fairness slack θ.
+pub const FIXED_WORKERS: u32 = 8;
+pub const DORM_THETA: f64 = 0.5;
+
+/// Every scheme's run over one seeded workload.
+#[derive(Debug, Clone, Serialize)]
+pub struct StudyRun {
+    pub seed: u64,
+    pub runs: Vec<RunOutcome>,
+    #[serde(skip)]
+    pub jobs: Vec<Job>,
+}
+
+/// Runs every scheme on the workload `settings` and `seed` draw.
+pub fn run_all(settings: &Settings, seed: u64, lowest: LowestUtility, backend: Backend) -> Result<StudyRun> {
+    let (cluster, specs) = generate(settings, seed);
+    let jobs = validate(&cluster, &specs)?;
+    let mut runs = vec![oasis(&cluster, &jobs, lowest, 1.0, 1.0)?.0];
+    let gpus: f64 = cluster.worker_servers.iter().map(|s| s.compute.gpus as f64).sum();
+    let mut schemes: Vec<Box<dyn SlotScheme>> = vec![
+        Box::new(Fifo { fixed_workers: FIXED_WORKERS }),
+        Box::new(Drf),
+        Box::new(Rrh { fixed_workers: FIXED_WORKERS, threshold: 0.0, gpus }),
+        Box::new(Dorm::new(DORM_THETA, backend)),
+    ];
+    for scheme in schemes.iter_mut() {
+        runs.push(simulate(&cluster, &jobs, scheme.as_mut())?);
+    }
+    Ok(StudyRun { seed, runs, jobs })
+}
+
+/// `(completion − arrival + 1) − γ3` of every finished job of a class (1: time-sensitive,
+/// `γ2 < 4`; 2: time-critical) under one run.
+pub fn lateness_of(run: &RunOutcome, jobs: &[Job], class: usize) -> Vec<f64> {
+    jobs.iter()
+        .zip(&run.jobs)
+        .filter(|(job, _)| match job.spec.utility {
+            Utility::Sigmoid { decay, .. } if decay > 0.0 => (decay >= 4.0) == (class == 2),
+            _ => false,
+        })
+        .filter_map(|(job, outcome)| lateness(job, outcome))
+        .collect()
+}

@@ -1,0 +1,52 @@
+//! `arbiter oasis`: the three-job fixture's decisions, and the contract's error object on bad
+//! input.
+
+use serde_json::Value;
+use std::io::Write;
+use std::process::{Command, Stdio};
+
+fn oasis(args: &[&str], stdin: Option<&str>) -> std::process::Output {
+    let mut child = Command::new(env!("CARGO_BIN_EXE_arbiter"))
+        .arg("oasis")
+        .args(args)
+        .current_dir(env!("CARGO_MANIFEST_DIR"))
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("the binary runs");
+    child.stdin.take().unwrap().write_all(stdin.unwrap_or("").as_bytes()).unwrap();
+    child.wait_with_output().unwrap()
+}
+
+/// With prices estimated from the three jobs, A runs in slot 0 and B in slot 1, each on both
+/// GPUs of the one worker server with one parameter server; C finds no room and is rejected.
+#[test]
+fn decides_the_fixture() {
+    let out = oasis(&["--input", "fixtures/oasis.json"], None);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let v: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let decisions = v["decisions"].as_array().unwrap();
+    let fates: Vec<(&str, bool)> =
+        decisions.iter().map(|d| (d["job"].as_str().unwrap(), d["admitted"].as_bool().unwrap())).collect();
+    assert_eq!(fates, vec![("A", true), ("B", true), ("C", false)]);
+    assert_eq!(decisions[0]["schedule"]["slots"][0]["workers"], serde_json::json!([[0, 2]]));
+    assert_eq!(decisions[1]["schedule"]["completion_slot"], 1);
+    assert!(decisions[2]["schedule"].is_null() && decisions[2]["payoff"].is_null());
+    assert!((v["total_utility"].as_f64().unwrap() - 26.0).abs() < 1e-9); // 20 + 24/(1+3)
+    assert!(v["competitive_ratio_bound"].as_f64().unwrap() >= 2.0);
+}
+
+#[test]
+fn refuses_bad_input_with_exit_2_and_the_field() {
+    let out = oasis(
+        &["--input", "-"],
+        Some(r#"{"cluster": {"slot_seconds": 1, "slots": 0, "worker_servers": [], "ps_servers": []}, "jobs": []}"#),
+    );
+    assert_eq!(out.status.code(), Some(2));
+    assert!(out.stdout.is_empty());
+    let err: Value = serde_json::from_slice(&out.stderr).unwrap();
+    assert_eq!(err["error"]["field"], "cluster.slots");
+    let out = oasis(&["--input", "fixtures/oasis.json", "--lowest", "median"], None);
+    assert_eq!(out.status.code(), Some(2));
+}
