@@ -128,7 +128,8 @@ pub fn solve(cluster: &ClusterSpec, jobs: &[Job], backend: Backend) -> Result<Of
 #[cfg(all(test, feature = "highs"))]
 mod tests {
     use super::*;
-    use crate::scheduling::oasis::{JobSpec, ResourceVector, Utility};
+    use crate::scheduling::oasis::job::tests::{worked_example_cluster, worked_example_job};
+    use crate::scheduling::oasis::Utility;
 
     /// The OASiS hand example's cluster (one worker server of 2 workers, one PS server of 2
     /// PSs, 2 slots) and its jobs A (2 worker-slots, 20), B (2, sigmoid 12 then 6), C (1, 8).
@@ -136,27 +137,9 @@ mod tests {
     /// (slot 0 for B: 12, slot 1 for A: 20 → 32) beats any set with C (A + C = 28, B + C ≤ 20).
     #[test]
     fn the_hand_example_offline() {
-        let cluster = ClusterSpec {
-            slot_seconds: 100.0,
-            slots: 2,
-            worker_servers: vec![ResourceVector::new(2, 0, 0, 2)],
-            ps_servers: vec![ResourceVector::new(0, 2, 0, 4)],
-        };
-        let job = |id: &str, epochs, utility| {
-            let spec = JobSpec {
-                id: String::from(id),
-                arrival_slot: 0,
-                epochs,
-                chunks: 5,
-                minibatches_per_chunk: 10,
-                minibatch_seconds: 1.0,
-                gradient_mb: 0.0625,
-                worker: ResourceVector::new(1, 0, 0, 1),
-                parameter_server: ResourceVector::new(0, 1, 0, 2),
-                utility,
-            };
-            Job::new(spec, 100.0, 2, "job").unwrap()
-        };
+        let cluster = worked_example_cluster();
+        let job =
+            |id: &str, epochs, utility| Job::new(worked_example_job(id, epochs, utility), 100.0, 2, "job").unwrap();
         let jobs = [
             job("A", 2, Utility::Constant { value: 20.0 }),
             job("B", 2, Utility::Sigmoid { priority: 24.0, decay: 3f64.ln(), target: 1.0 }),

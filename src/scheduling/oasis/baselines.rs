@@ -337,10 +337,11 @@ impl SlotScheme for Dorm {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::scheduling::oasis::job::tests::worked_example_job;
     use crate::scheduling::oasis::{JobSpec, ResourceVector, Utility};
 
     /// One worker server of 4 GPUs (and 4 Mbit/s), one PS server of 4 cores; jobs of 1-GPU,
-    /// 1-Mbit/s workers and 1-core, 2-Mbit/s PSs, q = 5 (as in `online.rs`'s hand example).
+    /// 1-Mbit/s workers and 1-core, 2-Mbit/s PSs, q = 5 (as in the worked example's jobs).
     fn cluster() -> ClusterSpec {
         ClusterSpec {
             slot_seconds: 100.0,
@@ -351,18 +352,7 @@ mod tests {
     }
 
     fn job(id: &str, epochs: u32, chunks: u32) -> Job {
-        let spec = JobSpec {
-            id: id.into(),
-            arrival_slot: 0,
-            epochs,
-            chunks,
-            minibatches_per_chunk: 10,
-            minibatch_seconds: 1.0,
-            gradient_mb: 0.0625,
-            worker: ResourceVector::new(1, 0, 0, 1),
-            parameter_server: ResourceVector::new(0, 1, 0, 2),
-            utility: Utility::Constant { value: 1.0 },
-        };
+        let spec = JobSpec { chunks, ..worked_example_job(id, epochs, Utility::Constant { value: 1.0 }) };
         Job::new(spec, 100.0, 4, "job").unwrap()
     }
 

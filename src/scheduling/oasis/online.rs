@@ -197,40 +197,18 @@ impl Oasis {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::scheduling::oasis::job::{JobSpec, Utility};
+    use crate::scheduling::oasis::job::tests::{worked_example_cluster, worked_example_job};
+    use crate::scheduling::oasis::job::Utility;
     use crate::scheduling::oasis::price::PriceFunction;
-    use crate::scheduling::oasis::resources::ResourceVector;
 
     /// One worker server (2 GPUs, 2 Mbit/s: two workers), one PS server (2 cores, 4 Mbit/s:
     /// two parameter servers), two slots of 100 s. In both pools `L/2η = 1` and `2Uη/L = 4`,
     /// so a unit costs `4^{g/c}`: a worker (1 GPU, 1 Mbit/s) costs 2 on an empty server and 4
     /// on a half-full one; a parameter server (1 core, 2 Mbit/s) 3 and 6.
     fn hand_cluster() -> Oasis {
-        let cluster = ClusterSpec {
-            slot_seconds: 100.0,
-            slots: 2,
-            worker_servers: vec![ResourceVector::new(2, 0, 0, 2)],
-            ps_servers: vec![ResourceVector::new(0, 2, 0, 4)],
-        };
+        let cluster = worked_example_cluster();
         let f = PriceFunction { lower: [2.0; 4], upper: [4.0; 4], eta: 1.0 };
         Oasis::new(cluster, PriceParameters::new(f, f).unwrap()).unwrap()
-    }
-
-    /// 10 mini-batches of 1 s + 2·8·0.0625 MB / 1 Mbit/s = 2 s a chunk-minibatch: 20 s a chunk,
-    /// q = 5 chunks a worker-slot; `E·N / 5` worker-slots; one PS per two workers.
-    fn hand_job(id: &str, epochs: u32, utility: Utility) -> JobSpec {
-        JobSpec {
-            id: id.into(),
-            arrival_slot: 0,
-            epochs,
-            chunks: 5,
-            minibatches_per_chunk: 10,
-            minibatch_seconds: 1.0,
-            gradient_mb: 0.0625,
-            worker: ResourceVector::new(1, 0, 0, 1),
-            parameter_server: ResourceVector::new(0, 1, 0, 2),
-            utility,
-        }
     }
 
     /// A (2 worker-slots, worth 20): at zero use 1 worker + 1 PS cost 5 a slot, 2 workers + 1
@@ -244,7 +222,7 @@ mod tests {
     #[test]
     fn three_jobs_worked_by_hand() {
         let mut oasis = hand_cluster();
-        let a = oasis.job(hand_job("A", 2, Utility::Constant { value: 20.0 }), "jobs[0]").unwrap();
+        let a = oasis.job(worked_example_job("A", 2, Utility::Constant { value: 20.0 }), "jobs[0]").unwrap();
         assert_eq!((a.chunks_per_worker_slot, a.worker_slots, a.max_workers), (5, 2, 2));
         let da = oasis.decide(&a).unwrap();
         assert!(da.admitted);
@@ -258,7 +236,7 @@ mod tests {
         assert!((f.unit_cost(&[1, 0, 0, 1], oasis.worker_pool().used(0, 0), &[2, 0, 0, 2]) - 8.0).abs() < 1e-12);
 
         let sigmoid = Utility::Sigmoid { priority: 24.0, decay: 3f64.ln(), target: 1.0 };
-        let b = oasis.job(hand_job("B", 2, sigmoid), "jobs[1]").unwrap();
+        let b = oasis.job(worked_example_job("B", 2, sigmoid), "jobs[1]").unwrap();
         assert!((b.utility_ending_at(0) - 12.0).abs() < 1e-12 && (b.utility_ending_at(1) - 6.0).abs() < 1e-12);
         let first = hand_cluster().evaluate(&b);
         assert!(first.admitted && (first.payoff - 5.0).abs() < 1e-12);
@@ -268,7 +246,7 @@ mod tests {
         assert_eq!(db.schedule.unwrap().completion_slot, 1);
         assert_eq!(oasis.worker_pool().used(1, 0), &[0, 0, 0, 0], "a rejected job takes nothing");
 
-        let c = oasis.job(hand_job("C", 1, Utility::Constant { value: 8.0 }), "jobs[2]").unwrap();
+        let c = oasis.job(worked_example_job("C", 1, Utility::Constant { value: 8.0 }), "jobs[2]").unwrap();
         let dc = oasis.decide(&c).unwrap();
         assert!(dc.admitted && (dc.payoff - 3.0).abs() < 1e-12);
         let sc = dc.schedule.unwrap();
@@ -280,7 +258,7 @@ mod tests {
     fn a_job_that_cannot_fit_is_rejected_without_a_schedule() {
         let mut oasis = hand_cluster();
         // 30 worker-slots with at most 5 workers a slot, 2 of which fit: 4 in two slots.
-        let big = oasis.job(hand_job("big", 30, Utility::Constant { value: 1e9 }), "jobs[0]").unwrap();
+        let big = oasis.job(worked_example_job("big", 30, Utility::Constant { value: 1e9 }), "jobs[0]").unwrap();
         let d = oasis.decide(&big).unwrap();
         assert!(!d.admitted && d.schedule.is_none() && d.payoff == f64::NEG_INFINITY);
     }
