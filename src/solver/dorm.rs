@@ -58,24 +58,23 @@ pub fn allocate(
         }
         cols.push((w, s));
     }
+    // Per resource, each pool's capacity over the columns of the jobs whose worker (or
+    // parameter server) demands it.
     for r in 0..RESOURCE_TYPES {
-        let workers: Vec<(usize, f64)> = demands
-            .iter()
-            .zip(&cols)
-            .filter(|(d, _)| d.job.spec.worker.amounts()[r] > 0)
-            .map(|(d, &(w, _))| (w, d.job.spec.worker.amounts()[r] as f64))
-            .collect();
-        if !workers.is_empty() {
-            lp.add_row(Row::at_most(worker_capacity[r], workers));
-        }
-        let servers: Vec<(usize, f64)> = demands
-            .iter()
-            .zip(&cols)
-            .filter(|(d, _)| d.job.spec.parameter_server.amounts()[r] > 0)
-            .map(|(d, &(_, s))| (s, d.job.spec.parameter_server.amounts()[r] as f64))
-            .collect();
-        if !servers.is_empty() {
-            lp.add_row(Row::at_most(ps_capacity[r], servers));
+        for (capacity, parameter_server) in [(worker_capacity[r], false), (ps_capacity[r], true)] {
+            let coefs: Vec<(usize, f64)> = demands
+                .iter()
+                .zip(&cols)
+                .filter_map(|(d, &(w, s))| {
+                    let (unit, col) =
+                        if parameter_server { (&d.job.spec.parameter_server, s) } else { (&d.job.spec.worker, w) };
+                    let amount = unit.amounts()[r];
+                    (amount > 0).then_some((col, amount as f64))
+                })
+                .collect();
+            if !coefs.is_empty() {
+                lp.add_row(Row::at_most(capacity, coefs));
+            }
         }
     }
     let integer: Vec<usize> = (0..lp.num_cols()).collect();

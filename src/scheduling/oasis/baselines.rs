@@ -105,8 +105,11 @@ impl Placer {
 /// A scheme that decides slot by slot.
 pub trait SlotScheme {
     fn name(&self) -> &'static str;
-    /// Whether job `i`, arriving in `slot`, is admitted (jobs arrive in order).
-    fn admit(&mut self, i: usize, slot: usize, jobs: &[Job], progress: &[Progress]) -> bool;
+    /// Whether job `i`, arriving in `slot`, is admitted (jobs arrive in order). Every job, unless
+    /// the scheme has an admission rule.
+    fn admit(&mut self, _i: usize, _slot: usize, _jobs: &[Job], _progress: &[Progress]) -> bool {
+        true
+    }
     /// Places the workers of admitted, unfinished, arrived jobs for `slot`.
     fn allocate(&mut self, slot: usize, jobs: &[Job], progress: &[Progress], placer: &mut Placer) -> Result<()>;
 }
@@ -137,9 +140,6 @@ impl SlotScheme for Fifo {
     fn name(&self) -> &'static str {
         "fifo"
     }
-    fn admit(&mut self, _: usize, _: usize, _: &[Job], _: &[Progress]) -> bool {
-        true
-    }
     fn allocate(&mut self, slot: usize, jobs: &[Job], progress: &[Progress], placer: &mut Placer) -> Result<()> {
         // Started jobs first (re-placed each slot), then the queue in order.
         let mut order = active(slot, jobs, progress);
@@ -163,9 +163,6 @@ pub struct Drf;
 impl SlotScheme for Drf {
     fn name(&self) -> &'static str {
         "drf"
-    }
-    fn admit(&mut self, _: usize, _: usize, _: &[Job], _: &[Progress]) -> bool {
-        true
     }
     fn allocate(&mut self, slot: usize, jobs: &[Job], progress: &[Progress], placer: &mut Placer) -> Result<()> {
         let totals = |pool: &Pool| -> [f64; RESOURCE_TYPES] {
@@ -291,9 +288,6 @@ impl Dorm {
 impl SlotScheme for Dorm {
     fn name(&self) -> &'static str {
         "dorm"
-    }
-    fn admit(&mut self, _: usize, _: usize, _: &[Job], _: &[Progress]) -> bool {
-        true
     }
     fn allocate(&mut self, slot: usize, jobs: &[Job], progress: &[Progress], placer: &mut Placer) -> Result<()> {
         if self.counts.len() != jobs.len() {
