@@ -361,31 +361,45 @@ fn hierarchical_by_decomposition_agrees_with_the_engine_with_default_options() {
 /// - `decomposition_degenerate_duals`: binding judged against the largest dual instead, which a
 ///   frozen job's degenerate dual made huge, missed a binding job (0.88 against 0.82);
 /// - `engine_floor_drift`: the engine's levels, with floors drifted infeasible lowered by a
-///   blanket 1e-6, put 500 jobs 7e-6 off (the engine is the reference here).
+///   blanket 1e-6, put 500 jobs 7e-6 off (the engine is the reference here);
+/// - `decomposition_large_floor_small_demand` (hierarchical): a galloping level's rise read from
+///   its allocation, which meets the needs only to round-off, came out 0 for a job with a large
+///   floor and a small demand, and a binding job froze 6e-4 below its level (an exact LP from
+///   those floors rose 0.04 further). The rise is now the recovery LP's wherever the allocation
+///   meets every need at it to the LP's tolerance;
+/// - `decomposition_badly_scaled_recovery` (hierarchical): a recovery LP written around an
+///   estimate of 1.4e-8 found its optimum 2.9e5 steps away, where its solution left a job 0.3%
+///   short of its need, and a level froze 3e-3 low. Such a round now only moves the estimate;
+/// - `decomposition_roundoff_share` (hierarchical, small options): an ambiguous job's need-row
+///   dual of 2.5e-10, round-off, was a share of 2.5e-10 of the level's, above the old threshold
+///   of 1e-10, and the job froze 20% below its level.
 #[test]
 fn decomposition_agrees_with_the_engine_where_random_runs_disagreed() {
     assert_fixtures_agree(&[
         ("decomposition_roundoff_dual", small_options()),
         ("decomposition_degenerate_duals", small_options()),
         ("engine_floor_drift", DecompositionOptions::default()),
+        ("decomposition_large_floor_small_demand", DecompositionOptions::default()),
+        ("decomposition_badly_scaled_recovery", DecompositionOptions::default()),
+        ("decomposition_roundoff_share", small_options()),
     ]);
 }
 
-/// Disagreements random runs found that are not fixed yet:
-/// - `decomposition_large_floor_small_demand` (hierarchical): a galloping level's rise is read
-///   from its allocation, which meets the needs only to round-off; with a large floor and a small
-///   demand that rise came out 0, and a binding job froze 6e-4 below its level. Reading it from
-///   the recovery LP instead fixes this case but put two other random instances 2e-5 off.
-/// - `decomposition_handover_freezes_all` (water-filling): after 20 decomposed levels the first
-///   level on the engine proves all 220 rising jobs stuck at once, 4.3% below the engine's own
-///   levels for most of them.
+/// A disagreement random runs found that no method can settle: `decomposition_handover_freezes_all`
+/// (water-filling, 346 jobs), where the levels differed by up to 4.3% (2.5e-4 now that the
+/// decomposition hands over to the engine earlier, at j267). The instance
+/// amplifies round-off about 37,000-fold: holding its frozen jobs 1e-9 below their throughputs
+/// lets the next level rise 3.7e-5, and 1e-7 lets it rise 0.37%. The decomposition's levels, each
+/// re-solved as one exact LP from its own floors, rise by at most 5e-9 with the same jobs binding;
+/// the engine's kept model, within its 1e-7 tolerances, takes job j267 2.5e-4 above what an exact
+/// LP allows from the same floors (a fresh LP calls them infeasible), and later lowers 124 frozen
+/// jobs' floors by its 1e-6 drift slack, which lifts the last level 4.3%. A certificate of
+/// max-min fairness (no job can rise while every job at or below its level keeps its throughput)
+/// suffers the same round-off, so the case is kept to measure a better method by, not to pass.
 #[test]
-#[ignore = "known disagreements, not fixed yet"]
-fn decomposition_agrees_with_the_engine_where_it_does_not_yet() {
-    assert_fixtures_agree(&[
-        ("decomposition_large_floor_small_demand", DecompositionOptions::default()),
-        ("decomposition_handover_freezes_all", DecompositionOptions::default()),
-    ]);
+#[ignore = "ill-conditioned: the levels depend on LP round-off"]
+fn decomposition_agrees_with_the_engine_where_round_off_decides() {
+    assert_fixtures_agree(&[("decomposition_handover_freezes_all", DecompositionOptions::default())]);
 }
 
 /// `agrees_on` for each fixture of `fixtures/water_filling/`, with its options; every failure

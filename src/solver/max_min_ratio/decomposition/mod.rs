@@ -82,6 +82,10 @@ impl Ratio<'_> {
     }
 }
 
+/// How far (relative) an allocation may fall short of a need and still meet it: the recovery
+/// LP's feasibility tolerance.
+const NEED_TOLERANCE: f64 = 1e-7;
+
 /// An exact optimum found by decomposition.
 pub(super) struct Decomposed {
     pub(super) z: f64,
@@ -187,14 +191,24 @@ fn solve_from(
         Ok(allocation) => allocation,
         Err(why) => return Ok(Err(why)),
     };
-    let z = jobs
-        .iter()
-        .filter(|&&m| demand[m as usize] > 0.0)
-        .map(|&m| {
-            let job = ratio.job(m as usize);
-            (crate::problem::dot(job.row, allocation.row(m as usize)) - job.base) / job.demand
+    // The level the allocation gives, `min (thr − base)/demand`, or the recovery LP's where the
+    // allocation meets every need at that level to the LP's tolerance: a job with a large base and
+    // a small demand turns round-off in its throughput into a large error in z (a level read as 0
+    // from an allocation 1e-9 short of a floor of 7, whose job then froze 6e-4 below its level).
+    let given = |m: u32| crate::problem::dot(ratio.job(m as usize).row, allocation.row(m as usize));
+    let with_demand = || jobs.iter().copied().filter(|&m| demand[m as usize] > 0.0);
+    let meets = |z: f64| {
+        jobs.iter().all(|&m| {
+            let need = ratio.job(m as usize).need(z);
+            given(m) >= need - NEED_TOLERANCE * need.abs().max(f64::MIN_POSITIVE)
         })
-        .fold(f64::INFINITY, f64::min);
+    };
+    let z = match meets(level.z) {
+        true => level.z,
+        false => with_demand()
+            .map(|m| (given(m) - ratio.job(m as usize).base) / demand[m as usize])
+            .fold(f64::INFINITY, f64::min),
+    };
     let binding = if ratio.base.is_some() { binding(ratio, &level) } else { Vec::new() };
     Ok(Ok(Decomposed {
         z,
@@ -209,8 +223,11 @@ fn solve_from(
 
 /// A need-row dual counts as positive above this share of `Σ_m u_m·need_m`, or, for a job with
 /// a demand, of `Σ_m u_m·demand_m` (a binding job's share is at least about one over the jobs),
-/// and only if it is also positive on the equilibrated row (`super::BINDING_DUAL`).
-const BINDING_SHARE: f64 = 1e-10;
+/// and only if it is also positive on the equilibrated row (`super::BINDING_DUAL`). The recovery
+/// LP's relative tolerance: a round-off dual of 2.5e-10 had a share of 2.5e-10 and froze a job
+/// 20% below its level. A binding job missed is no error: the level is played again, or the
+/// exact group test finds it.
+const BINDING_SHARE: f64 = 1e-7;
 
 /// The jobs whose need row has a positive dual in the certified solution: fixed jobs' duals in
 /// closed form from their structure at the level's prices, ambiguous jobs' from the recovery LP.
@@ -409,6 +426,16 @@ fn solve_level(
                 return Ok(if top { Err(why) } else { Ok(estimate(z, prices, lp_solves, why)) });
             }
         };
+        // A model written around an estimate far from its optimum is badly scaled (z = z₀ + s·ζ
+        // with ζ in the hundreds of thousands): its solution can miss the needs by far more than
+        // the solver's tolerance (seen: a job 0.3% short, and a level frozen 3e-3 low). Such a
+        // round only moves the estimate; the next loads the model again around it.
+        if !rec.meets_needs(ratio, &members, NEED_TOLERANCE) {
+            model = None;
+            z = if ratio.base.is_some() { rec.z.max(0.0) } else { rec.z };
+            prices = rec.prices;
+            continue;
+        }
         // The certificate: every fixed job's structure optimal at the recovered prices and z.
         let mut failures = Vec::new();
         for (i, &m) in jobs.iter().enumerate() {

@@ -22,6 +22,21 @@ pub(super) struct Recovery {
     pub(super) need_duals: Vec<f64>,
 }
 
+impl Recovery {
+    /// Whether every ambiguous job (`ambiguous`, in the order solved) gets its need at the
+    /// recovered z to within `tolerance` of it (and a billionth of its best throughput, for a
+    /// need near 0).
+    pub(super) fn meets_needs(&self, ratio: &Ratio, ambiguous: &[u32], tolerance: f64) -> bool {
+        ambiguous.iter().zip(&self.time).all(|(&m, time)| {
+            let job = ratio.job(m as usize);
+            let thr: f64 = time.iter().map(|&(w, x)| job.row[w] * x).sum();
+            let best = job.row.iter().fold(0.0f64, |a, &t| a.max(t));
+            let need = job.need(self.z);
+            thr >= need - tolerance * need.abs() - 1e-9 * best
+        })
+    }
+}
+
 /// Solves the recovery LP once. `fixed_usage[w] = (α_w, U_w)`: the fixed jobs' usage of type w is
 /// `U_w + α_w·(z − z₀)`. With no fixed jobs z₀ may be anything positive (1 will do).
 pub(super) fn solve(
