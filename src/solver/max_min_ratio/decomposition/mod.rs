@@ -76,6 +76,12 @@ impl Ratio<'_> {
         }
     }
 
+    /// Job m's throughput with all of its time on its fastest type with GPUs.
+    fn fastest(&self, m: usize) -> f64 {
+        let usable = self.throughput.row(m).iter().zip(&self.usable).filter(|&(_, &on)| on);
+        usable.fold(0.0f64, |a, (&t, _)| a.max(t))
+    }
+
     /// Whether job m takes part: it has a demand or a floor.
     fn takes_part(&self, m: usize) -> bool {
         self.demand[m] > 0.0 || self.base.is_some_and(|b| b[m] > 0.0)
@@ -196,17 +202,16 @@ fn solve_from(
     // a small demand turns round-off in its throughput into a large error in z (a level read as 0
     // from an allocation 1e-9 short of a floor of 7, whose job then froze 6e-4 below its level).
     let given = |m: u32| crate::problem::dot(ratio.job(m as usize).row, allocation.row(m as usize));
-    let with_demand = || jobs.iter().copied().filter(|&m| demand[m as usize] > 0.0);
-    let meets = |z: f64| {
-        jobs.iter().all(|&m| {
-            let need = ratio.job(m as usize).need(z);
-            given(m) >= need - NEED_TOLERANCE * need.abs().max(f64::MIN_POSITIVE)
-        })
-    };
-    let z = match meets(level.z) {
+    let meets = jobs.iter().all(|&m| {
+        let need = ratio.job(m as usize).need(level.z);
+        given(m) >= need - NEED_TOLERANCE * need.abs().max(f64::MIN_POSITIVE)
+    });
+    let z = match meets {
         true => level.z,
-        false => with_demand()
-            .map(|m| (given(m) - ratio.job(m as usize).base) / demand[m as usize])
+        false => jobs
+            .iter()
+            .filter(|&&m| demand[m as usize] > 0.0)
+            .map(|&m| (given(m) - ratio.job(m as usize).base) / demand[m as usize])
             .fold(f64::INFINITY, f64::min),
     };
     let binding = if ratio.base.is_some() { binding(ratio, &level) } else { Vec::new() };
@@ -250,14 +255,10 @@ fn binding(ratio: &Ratio, level: &Level) -> Vec<bool> {
     let on_need: Vec<f64> = (0..n).map(|m| dual[m] * ratio.job(m).need(level.z)).collect();
     let on_demand: Vec<f64> = (0..n).map(|m| dual[m] * ratio.demand[m]).collect();
     let (need_total, demand_total): (f64, f64) = (on_need.iter().sum(), on_demand.iter().sum());
-    let equilibrated = |m: usize| {
-        let usable = ratio.throughput.row(m).iter().zip(&ratio.usable).filter(|&(_, &on)| on);
-        dual[m] * usable.fold(0.0f64, |a, (&t, _)| a.max(t))
-    };
     (0..n)
         .map(|m| {
             (on_need[m] > BINDING_SHARE * need_total || on_demand[m] > BINDING_SHARE * demand_total)
-                && equilibrated(m) > super::BINDING_DUAL
+                && dual[m] * ratio.fastest(m) > super::BINDING_DUAL
         })
         .collect()
 }

@@ -24,15 +24,14 @@ pub(super) struct Recovery {
 
 impl Recovery {
     /// Whether every ambiguous job (`ambiguous`, in the order solved) gets its need at the
-    /// recovered z to within `tolerance` of it (and a billionth of its best throughput, for a
+    /// recovered z to within `tolerance` of it (and a billionth of its fastest throughput, for a
     /// need near 0).
     pub(super) fn meets_needs(&self, ratio: &Ratio, ambiguous: &[u32], tolerance: f64) -> bool {
         ambiguous.iter().zip(&self.time).all(|(&m, time)| {
             let job = ratio.job(m as usize);
             let thr: f64 = time.iter().map(|&(w, x)| job.row[w] * x).sum();
-            let best = job.row.iter().fold(0.0f64, |a, &t| a.max(t));
             let need = job.need(self.z);
-            thr >= need - tolerance * need.abs() - 1e-9 * best
+            thr >= need - tolerance * need.abs() - 1e-9 * ratio.fastest(m as usize)
         })
     }
 }
