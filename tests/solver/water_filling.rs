@@ -386,8 +386,11 @@ fn decomposition_agrees_with_the_engine_where_random_runs_disagreed() {
 }
 
 /// Disagreements random runs found that are not settled:
-/// - `decomposition_handover_freezes_all` (water-filling, 346 jobs): the levels differed by up to
-///   4.3% (2.5e-4 now that the decomposition hands over to the engine earlier, at j267). The
+/// - `decomposition_handover_freezes_all` (water-filling, 346 jobs): the levels differ by up to
+///   4.3% (job 0: 1.369 decomposed, 1.431 on the engine). For a while the decomposition handed
+///   over to the engine at j267 (its recovery LP, kept loaded from round to round, was called
+///   infeasible) and they differed by 2.5e-4; since each round's recovery LP is written afresh
+///   around its estimate, every level is decomposed again. The
 ///   instance amplifies round-off about 37,000-fold: holding its frozen jobs 1e-9 below their
 ///   throughputs lets the next level rise 3.7e-5, and 1e-7 lets it rise 0.37%. The
 ///   decomposition's levels, each re-solved as one exact LP from its own floors, rise by at most

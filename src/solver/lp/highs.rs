@@ -1,7 +1,7 @@
 //! HiGHS through its C API: the model is passed once, later rows are added in place, and each
 //! `solve` re-runs from the current basis (dual simplex hot start after added rows).
 
-use super::{Col, LinearProgram, Row, Sense, Session, Solution, SolveError};
+use super::{BasisStatus, Col, LinearProgram, Row, Sense, Session, Solution, SolveError};
 use highs_sys::*;
 use std::ffi::{c_void, CString};
 
@@ -192,6 +192,22 @@ impl Session for HighsSession {
     fn set_col_bounds(&mut self, col: usize, lower: f64, upper: f64) {
         // SAFETY: ptr is live; HiGHS checks the index.
         unsafe { Highs_changeColBounds(self.ptr, col as HighsInt, clamp_inf(lower), clamp_inf(upper)) };
+    }
+
+    fn start_from(&mut self, cols: &[BasisStatus], rows: &[BasisStatus]) {
+        if cols.len() != self.num_cols || rows.len() != self.num_rows {
+            return;
+        }
+        let status = |s: &BasisStatus| match s {
+            BasisStatus::Lower => kHighsBasisStatusLower,
+            BasisStatus::Basic => kHighsBasisStatusBasic,
+            BasisStatus::Upper => kHighsBasisStatusUpper,
+        };
+        let cols: Vec<HighsInt> = cols.iter().map(status).collect();
+        let rows: Vec<HighsInt> = rows.iter().map(status).collect();
+        // SAFETY: ptr is live; cols and rows hold num_col and num_row statuses. HiGHS checks the
+        // basis (and keeps its own start when it refuses it).
+        unsafe { Highs_setBasis(self.ptr, cols.as_ptr(), rows.as_ptr()) };
     }
 
     fn set_integer(&mut self, cols: &[usize], relative_gap: f64) -> Result<(), SolveError> {

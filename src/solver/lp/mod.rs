@@ -125,6 +125,15 @@ pub struct Col {
     pub entries: Vec<(usize, f64)>,
 }
 
+/// Where a column or a row stands in a starting basis (`Session::start_from`): basic, or
+/// nonbasic at its lower or upper bound (for a row, the bound of its activity).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum BasisStatus {
+    Lower,
+    Basic,
+    Upper,
+}
+
 /// A model loaded into a backend, which can grow by rows and be re-solved from its last basis.
 pub trait Session {
     fn add_rows(&mut self, rows: &[Row]);
@@ -149,6 +158,10 @@ pub trait Session {
     /// Bounds the next solves to `seconds` of solver time.
     fn set_time_limit(&mut self, seconds: f64);
     fn solve(&mut self) -> Result<Solution, SolveError>;
+    /// A starting basis for the next solve, one status per column and per row, with as many
+    /// basic as there are rows. A hint: a backend that takes none ignores it, and a singular basis
+    /// is repaired by the backend, not refused.
+    fn start_from(&mut self, _cols: &[BasisStatus], _rows: &[BasisStatus]) {}
     /// Makes columns `cols` integer (the model becomes a MILP, solved to `relative_gap`);
     /// backends without a MILP solver refuse.
     fn set_integer(&mut self, _cols: &[usize], _relative_gap: f64) -> Result<(), SolveError> {

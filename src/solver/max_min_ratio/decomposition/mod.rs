@@ -21,11 +21,6 @@ use crate::problem::Matrix;
 use crate::solver::band::{Absorbed, Band};
 use best_response::{best_response, JobView, Scratch, Structure};
 
-/// The relative move of the estimate z past which the recovery LP is loaded again around it.
-const RELOAD_DRIFT: f64 = 1e-3;
-/// Ambiguous jobs past which each round's recovery LP starts afresh.
-const HOT_START_MAX: usize = 1024;
-
 /// How hard the decomposition tries before it gives up (and the engine solves the plain LP).
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct DecompositionOptions {
@@ -123,6 +118,9 @@ struct Level {
     rounds: usize,
     lp_solves: usize,
     why_not: Option<String>,
+    /// How far the level moved the prices it started from (`prices::moved`): the next level up
+    /// starts its search for prices that near its start.
+    moved: f64,
 }
 
 /// Solves `max z s.t. thr_m ≥ base_m + z·demand_m` (z in the caller's unit; no `base`: 0) by
@@ -301,7 +299,7 @@ fn solve_level(
 ) -> Result<std::result::Result<Level, String>> {
     let num_types = capacity.len();
     if jobs.len() <= options.base.max(1) {
-        return Ok(match recovery::solve(ratio, jobs, capacity, &vec![(0.0, 0.0); num_types], 1.0, backend) {
+        return Ok(match recovery::solve(ratio, jobs, capacity, &vec![(0.0, 0.0); num_types], 1.0, None, backend) {
             Ok(rec) => Ok(Level {
                 z: rec.z,
                 prices: rec.prices,
@@ -312,21 +310,24 @@ fn solve_level(
                 rounds: 1,
                 lp_solves: 1,
                 why_not: None,
+                moved: prices::TRUST_RADIUS,
             }),
             Err(e) => Err(fatal(e)?),
         });
     }
     // First prices: a warm start's, at the ratio they clear; or a strided sample's, on the same
     // share of every type's GPUs.
-    let (mut lp_solves, mut z, mut prices) = match warm {
-        Some(warm) => (0, prices::ratio_at(ratio, jobs, capacity, warm), warm.to_vec()),
+    // The sample's prices are off by about as much as the sample's own level moved the prices it
+    // started from (sampling error shrinks as the sample grows): the search starts within twice that.
+    let (mut lp_solves, mut z, mut prices, radius) = match warm {
+        Some(warm) => (0, prices::ratio_at(ratio, jobs, capacity, warm), warm.to_vec(), prices::TRUST_RADIUS),
         None => {
             let step = options.sample_ratio.max(2);
             let sample: Vec<u32> = jobs.iter().skip(step / 2).step_by(step).copied().collect();
             let share = sample.len() as f64 / jobs.len() as f64;
             let sample_capacity: Vec<f64> = capacity.iter().map(|g| g * share).collect();
             match solve_level(ratio, &sample, &sample_capacity, backend, options, false, None)? {
-                Ok(level) => (level.lp_solves, level.z, level.prices),
+                Ok(level) => (level.lp_solves, level.z, level.prices, 2.0 * level.moved),
                 Err(why) => return Ok(Err(why)),
             }
         }
@@ -338,7 +339,8 @@ fn solve_level(
     } else if z <= 0.0 {
         return Ok(Err("the first estimate of the optimum is 0".into()));
     }
-    match prices::refine(ratio, jobs, capacity, z, &prices, backend) {
+    let start = prices.clone();
+    match prices::refine(ratio, jobs, capacity, z, &prices, radius, backend) {
         Ok((refined_z, refined, solves)) => {
             z = refined_z.min(ratio.ceiling);
             prices = refined;
@@ -360,8 +362,6 @@ fn solve_level(
     let mut structures: Vec<Option<Structure>> = vec![None; jobs.len()];
     let mut margins: Vec<(f64, u32)> = Vec::with_capacity(jobs.len());
     let mut last: Option<Level> = None;
-    // The recovery LP stays loaded from round to round (`recovery::Model`).
-    let mut model: Option<recovery::Model> = None;
     for round in 1..=rounds_allowed.max(1) {
         // Classify every job not yet ambiguous by its best response at the current prices.
         margins.clear();
@@ -387,16 +387,8 @@ fn solve_level(
                 None => Err(why),
             });
         }
-        // Fold the fixed jobs into the capacity rows, at the model's estimate z₀. A model written
-        // around an estimate z has moved away from is loaded again around z: far from z₀ the
-        // fixed usage's constants would cancel against z's coefficients.
-        // A large recovery LP is loaded afresh too: past about a thousand ambiguous jobs a start
-        // from the last basis was not reliably faster (finish-time fairness, 2^20 jobs).
-        let drifted = |loaded: &recovery::Model| (z - loaded.z0()).abs() > RELOAD_DRIFT * loaded.step();
-        if band.members.len() > HOT_START_MAX || model.as_ref().is_some_and(drifted) {
-            model = None;
-        }
-        let z0 = model.as_ref().map_or(z, recovery::Model::z0);
+        // Fold the fixed jobs into the capacity rows, at the estimate z₀ = z.
+        let z0 = z;
         let mut fixed_usage = vec![(0.0, 0.0); num_types];
         for (i, &m) in jobs.iter().enumerate() {
             if band.contains[i] {
@@ -413,11 +405,9 @@ fn solve_level(
         }
         let members: Vec<u32> = band.members.iter().map(|&i| jobs[i]).collect();
         lp_solves += 1;
-        let loaded = model.get_or_insert_with(|| recovery::Model::new(num_types, z0, backend));
-        let rec = match loaded.solve(ratio, &members, capacity, &fixed_usage) {
+        let rec = match recovery::solve(ratio, &members, capacity, &fixed_usage, z0, Some(&prices), backend) {
             Ok(rec) => rec,
             Err(e) => {
-                model = None;
                 let why = fatal(e)?;
                 if band.widen() {
                     // Too few ambiguous jobs to absorb the estimate's misfit (the fixed jobs alone
@@ -430,9 +420,8 @@ fn solve_level(
         // A model written around an estimate far from its optimum is badly scaled (z = z₀ + s·ζ
         // with ζ in the hundreds of thousands): its solution can miss the needs by far more than
         // the solver's tolerance (seen: a job 0.3% short, and a level frozen 3e-3 low). Such a
-        // round only moves the estimate; the next loads the model again around it.
+        // round only moves the estimate; the next writes the model around it.
         if !rec.meets_needs(ratio, &members, NEED_TOLERANCE) {
-            model = None;
             z = if ratio.base.is_some() { rec.z.max(0.0) } else { rec.z };
             prices = rec.prices;
             continue;
@@ -466,6 +455,7 @@ fn solve_level(
             rounds: round,
             lp_solves,
             why_not: None,
+            moved: prices::moved(&start, &prices),
         };
         if failed == 0 {
             let fixed = jobs
@@ -504,6 +494,7 @@ fn estimate(z: f64, prices: Vec<f64>, lp_solves: usize, why: String) -> Level {
         rounds: 0,
         lp_solves,
         why_not: Some(why),
+        moved: prices::TRUST_RADIUS,
     }
 }
 

@@ -16,9 +16,9 @@ const MAX_CUTS: usize = 60;
 const PASSES: usize = 1;
 /// Stop when the cutting-plane bound is within this share of `Σ_w G_w·p_w` of the best value.
 const GAP: f64 = 1e-9;
-/// The trust region's first half-width (prices sum to 1), and the width at which it stops
+/// The trust region's widest half-width (prices sum to 1), and the width at which it stops
 /// (`crate::cutting_planes`).
-const TRUST_RADIUS: f64 = 0.05;
+pub(super) const TRUST_RADIUS: f64 = 0.05;
 const MIN_RADIUS: f64 = 1e-9;
 
 /// F at `p` and its pieces: the usage `U(p)` and `Σ_m d_m·u_m` (dF/dz).
@@ -43,14 +43,16 @@ fn evaluate(ratio: &Ratio, jobs: &[u32], p: &[f64], z: f64, scratch: &mut Scratc
     Value { usage, slope }
 }
 
-/// Refines `(z, p)` for `jobs` on `capacity`: cutting planes for p at z, then one Newton step
-/// on z. Returns the estimate and the LPs solved.
+/// Refines `(z, p)` for `jobs` on `capacity`: cutting planes for p at z, from a trust region of
+/// half-width `radius` around `start`, then one Newton step on z. Returns the estimate and the
+/// LPs solved.
 pub(super) fn refine(
     ratio: &Ratio,
     jobs: &[u32],
     capacity: &[f64],
     z: f64,
     start: &[f64],
+    radius: f64,
     backend: Backend,
 ) -> Result<(f64, Vec<f64>, usize), SolveError> {
     let (mut z, mut p, mut lp_solves) = (z, start.to_vec(), 0);
@@ -60,7 +62,7 @@ pub(super) fn refine(
         return Ok((z, p, 0));
     }
     for _ in 0..PASSES {
-        let (next_z, next_p, solves) = refine_once(ratio, jobs, capacity, z, &p, backend)?;
+        let (next_z, next_p, solves) = refine_once(ratio, jobs, capacity, z, &p, radius, backend)?;
         (z, p, lp_solves) = (next_z, next_p, lp_solves + solves);
     }
     Ok((z, p, lp_solves))
@@ -72,10 +74,11 @@ fn refine_once(
     capacity: &[f64],
     z: f64,
     start: &[f64],
+    radius: f64,
     backend: Backend,
 ) -> Result<(f64, Vec<f64>, usize), SolveError> {
     let k = capacity.len();
-    let found = maximize(ratio, jobs, capacity, z, start, f64::INFINITY, backend)?;
+    let found = maximize(ratio, jobs, capacity, z, start, radius, f64::INFINITY, backend)?;
     let mut scratch = Scratch::default();
     let lp_solves = found.lp_solves;
     // A Newton step on F(p; z) = 0 along z (F rises with z at rate Σ_m d_m·u_m, in units of p).
@@ -125,19 +128,21 @@ pub(super) fn excess(
     enough: f64,
     backend: Backend,
 ) -> Result<(f64, Vec<f64>), SolveError> {
-    let found = maximize(ratio, jobs, capacity, 0.0, start, enough, backend)?;
+    let found = maximize(ratio, jobs, capacity, 0.0, start, TRUST_RADIUS, enough, backend)?;
     Ok((found.value, found.point))
 }
 
 /// Cutting planes for the maximum of `F(p; z) = Σ_m f_m(p) − G·p` on the price simplex, from
-/// `start` (normalized; uniform over the usable types if it is all 0), stopping at the first value
-/// above `enough`.
+/// `start` (normalized; uniform over the usable types if it is all 0) and a trust region of
+/// half-width `radius`, stopping at the first value above `enough`.
+#[allow(clippy::too_many_arguments)]
 fn maximize(
     ratio: &Ratio,
     jobs: &[u32],
     capacity: &[f64],
     z: f64,
     start: &[f64],
+    radius: f64,
     enough: f64,
     backend: Backend,
 ) -> Result<cutting_planes::Maximum, SolveError> {
@@ -153,7 +158,7 @@ fn maximize(
     let region = Region {
         bounds: (0..k).map(|w| ratio.usable[w].then_some((0.0, 1.0))).collect(),
         simplex: true,
-        radius: TRUST_RADIUS,
+        radius: radius.clamp(MIN_RADIUS, TRUST_RADIUS),
         min_radius: MIN_RADIUS,
         gap: GAP * capacity.iter().sum::<f64>().max(1.0),
         max_cuts: MAX_CUTS,
@@ -165,4 +170,15 @@ fn maximize(
         let g: Vec<f64> = (0..k).map(|w| value.usage[w] - capacity[w]).collect();
         (g.iter().zip(p).map(|(g, p)| g * p).sum(), g)
     })
+}
+
+/// How far prices moved, on the price simplex: the largest change of a type's share between
+/// `from` and `to` (each normalized to sum 1; all 0 is uniform over nothing, so any move from or
+/// to it counts as the widest).
+pub(super) fn moved(from: &[f64], to: &[f64]) -> f64 {
+    let (a, b): (f64, f64) = (from.iter().sum(), to.iter().sum());
+    if a <= 0.0 || b <= 0.0 {
+        return TRUST_RADIUS;
+    }
+    from.iter().zip(to).map(|(x, y)| (x / a - y / b).abs()).fold(0.0, f64::max)
 }

@@ -3,12 +3,13 @@
 //! Its size depends on the ambiguous set, not on the number of jobs. z is written as
 //! `z₀ + s·ζ` around the estimate z₀ (the step `s` is z₀, or 1 when z₀ is 0) and the fixed usage
 //! as its value at z₀ plus `α_w·s·ζ`: each job's usage at z₀ is at most its scale factor, so the
-//! constants carry no cancellation.
-//! `Model` keeps one level's recovery LP loaded from round to round.
+//! constants carry no cancellation. Each solve loads the LP afresh around the current estimate and
+//! starts the simplex from the basis the ambiguous jobs' best responses at that estimate describe
+//! (`structure_basis`).
 
-use super::best_response::JobView;
+use super::best_response::{best_response, JobView, Scratch, Structure};
 use super::Ratio;
-use crate::lp::{Backend, Col, LinearProgram, Row, Sense, Session, SolveError};
+use crate::lp::{Backend, BasisStatus, LinearProgram, Row, Sense, SolveError};
 
 /// The optimum of one recovery LP and its duals.
 pub(super) struct Recovery {
@@ -36,204 +37,212 @@ impl Recovery {
     }
 }
 
-/// Solves the recovery LP once. `fixed_usage[w] = (α_w, U_w)`: the fixed jobs' usage of type w is
-/// `U_w + α_w·(z − z₀)`. With no fixed jobs z₀ may be anything positive (1 will do).
+/// Solves the recovery LP for `ambiguous`, with the fixed jobs' usage `fixed_usage[w] = (α_w, U_w)`
+/// (`U_w + α_w·(z − z₀)`), from the basis of the best responses at `(z₀, estimate)` when given.
+/// With no fixed jobs z₀ may be anything positive (1 will do).
 pub(super) fn solve(
     ratio: &Ratio,
     ambiguous: &[u32],
     capacity: &[f64],
     fixed_usage: &[(f64, f64)],
     z0: f64,
+    estimate: Option<&[f64]>,
     backend: Backend,
 ) -> Result<Recovery, SolveError> {
-    Model::new(capacity.len(), z0, backend).solve(ratio, ambiguous, capacity, fixed_usage)
-}
-
-/// The recovery LP of one level, kept loaded in the solver from round to round: the ambiguous set
-/// only grows, so a round adds the new jobs' columns and rows, moves the capacity rows to the new
-/// fixed usage (their bounds and the coefficient of ζ), and re-solves from the last basis. z₀ stays
-/// the first round's estimate; the fixed usage must be evaluated there.
-pub(super) struct Model {
-    backend: Backend,
-    /// Loaded at the first solve, with every ambiguous job of that round at once.
-    session: Option<Box<dyn Session>>,
-    z0: f64,
-    /// The step of ζ: z = z₀ + step·ζ.
-    step: f64,
-    num_types: usize,
-    /// The ambiguous jobs loaded so far, each with its `(type, column)`s. Columns: ζ (`ZETA`),
-    /// then theirs; rows: type w's capacity row is row w, then each job's need and time rows.
-    members: Vec<Vec<(usize, usize)>>,
-}
-
-/// ζ's column.
-const ZETA: usize = 0;
-
-/// A recovery LP being built: columns and rows are numbered as they are added.
-trait Builder {
-    fn col(&mut self, capacity_row: usize, sf: f64) -> usize;
-    fn rows(&mut self, rows: [Row; 2]);
-}
-
-impl Builder for LinearProgram {
-    fn col(&mut self, capacity_row: usize, sf: f64) -> usize {
-        let col = self.add_col(0.0, 0.0, 1.0);
-        self.rows[capacity_row].coefs.push((col, sf));
-        col
+    let num_types = capacity.len();
+    let step = if z0 > 0.0 { z0 } else { 1.0 };
+    let mut lp = LinearProgram::new(Sense::Maximize);
+    // z ≥ 0, unless jobs have floors: then z is free, so that no bound absorbs its reduced cost
+    // when the optimum is 0 (the certificate covers the z column only).
+    let lowest = if ratio.base.is_some() { f64::NEG_INFINITY } else { -z0 / step };
+    lp.add_col(step, lowest, f64::INFINITY);
+    // The fixed usage is in the capacity rows from the start, so that their scaling sees z's
+    // coefficients.
+    for (&(alpha, fixed), &g) in fixed_usage.iter().zip(capacity) {
+        let coefs = if alpha != 0.0 { vec![(ZETA, alpha * step)] } else { Vec::new() };
+        lp.add_row(Row::at_most(g - fixed, coefs));
     }
-    fn rows(&mut self, rows: [Row; 2]) {
-        self.rows.extend(rows);
+    let members: Vec<Vec<(usize, usize)>> =
+        ambiguous.iter().map(|&m| add_member(&mut lp, ratio, m, z0, step)).collect();
+    // Types some ambiguous job may use.
+    let mut used = vec![false; num_types];
+    for &(w, _) in members.iter().flatten() {
+        used[w] = true;
     }
-}
-
-/// A loaded model's additions, collected to go in together (each addition rebuilds part of the
-/// solver's matrix): columns are numbered from the model's count on, rows after them.
-struct Additions {
-    next_col: usize,
-    cols: Vec<Col>,
-    rows: Vec<Row>,
-}
-
-impl Builder for Additions {
-    fn col(&mut self, capacity_row: usize, sf: f64) -> usize {
-        self.cols.push(Col { cost: 0.0, lower: 0.0, upper: 1.0, entries: vec![(capacity_row, sf)] });
-        self.next_col + self.cols.len() - 1
-    }
-    fn rows(&mut self, rows: [Row; 2]) {
-        self.rows.extend(rows);
-    }
-}
-
-impl Model {
-    pub(super) fn new(num_types: usize, z0: f64, backend: Backend) -> Model {
-        let step = if z0 > 0.0 { z0 } else { 1.0 };
-        Model { backend, session: None, z0, step, num_types, members: Vec::new() }
-    }
-
-    /// The estimate z₀ the fixed usage is written around.
-    pub(super) fn z0(&self) -> f64 {
-        self.z0
-    }
-
-    /// The step of ζ (`z = z₀ + step·ζ`): z₀, or 1 when z₀ is 0.
-    pub(super) fn step(&self) -> f64 {
-        self.step
-    }
-
-    /// Adds job `m`'s columns and its two rows (need and time) to `builder`.
-    fn add_member(&mut self, builder: &mut impl Builder, ratio: &Ratio, m: u32) {
-        let job: JobView = ratio.job(m as usize);
-        let mine: Vec<(usize, usize)> = (0..self.num_types)
-            .filter(|&w| ratio.usable[w] && job.row[w] > 0.0)
-            .map(|w| (w, builder.col(w, job.sf)))
-            .collect();
-        let mut need: Vec<(usize, f64)> = mine.iter().map(|&(w, col)| (col, job.row[w])).collect();
-        if job.demand != 0.0 {
-            need.push((ZETA, -job.demand * self.step));
-        }
-        let time = mine.iter().map(|&(_, col)| (col, 1.0)).collect();
-        builder.rows([Row::at_least(job.need(self.z0), need), Row::at_most(1.0, time)]);
-        self.members.push(mine);
-    }
-
-    /// Columns loaded: ζ and the ambiguous jobs'.
-    fn num_cols(&self) -> usize {
-        1 + self.members.iter().map(Vec::len).sum::<usize>()
-    }
-
-    /// Solves with full columns for `ambiguous` (whose first jobs are those already loaded, in the
-    /// same order) and the fixed jobs' usage `fixed_usage[w] = (α_w, U_w)` at z₀.
-    pub(super) fn solve(
-        &mut self,
-        ratio: &Ratio,
-        ambiguous: &[u32],
-        capacity: &[f64],
-        fixed_usage: &[(f64, f64)],
-    ) -> Result<Recovery, SolveError> {
-        let (z0, step) = (self.z0, self.step);
-        debug_assert!(ambiguous.len() >= self.members.len(), "the ambiguous set only grows");
-        let mut session = match self.session.take() {
-            Some(mut session) => {
-                let first = self.num_cols();
-                let mut additions = Additions { next_col: first, cols: Vec::new(), rows: Vec::new() };
-                for &m in ambiguous.iter().skip(self.members.len()) {
-                    self.add_member(&mut additions, ratio, m);
-                }
-                let added = session.add_cols(&additions.cols);
-                debug_assert_eq!(added, first);
-                session.add_rows(&additions.rows);
-                for (w, &(alpha, fixed)) in fixed_usage.iter().enumerate() {
-                    session.set_coef(w, ZETA, alpha * step);
-                    session.set_row_bounds(w, f64::NEG_INFINITY, capacity[w] - fixed);
-                }
-                session
-            }
-            None => {
-                // Loaded whole, the fixed usage in the capacity rows from the start (so that their
-                // scaling sees z's coefficients).
-                self.members.clear();
-                let mut lp = LinearProgram::new(Sense::Maximize);
-                // z ≥ 0, unless jobs have floors: then z is free, so that no bound absorbs its
-                // reduced cost when the optimum is 0 (the certificate covers the z column only).
-                let lowest = if ratio.base.is_some() { f64::NEG_INFINITY } else { -z0 / step };
-                lp.add_col(step, lowest, f64::INFINITY);
-                for (&(alpha, fixed), &g) in fixed_usage.iter().zip(capacity) {
-                    let coefs = if alpha != 0.0 { vec![(ZETA, alpha * step)] } else { Vec::new() };
-                    lp.add_row(Row::at_most(g - fixed, coefs));
-                }
-                for &m in ambiguous {
-                    self.add_member(&mut lp, ratio, m);
-                }
-                self.backend.open(lp)
-            }
-        };
-        // Types some loaded ambiguous job may use.
-        let mut used = vec![false; self.num_types];
-        for &(w, _) in self.members.iter().flatten() {
-            used[w] = true;
-        }
-        for (w, &(alpha, fixed)) in fixed_usage.iter().enumerate() {
-            if !used[w] && alpha == 0.0 && capacity[w] - fixed < -1e-9 * capacity[w].max(1.0) {
-                // Fixed jobs alone already over the capacity at any z: this structure cannot hold.
-                return Err(SolveError::Infeasible);
-            }
-        }
-        let solution = session.solve()?;
-        self.session = Some(session);
-        let zeta = solution.values[ZETA];
-        if ratio.base.is_none()
-            && zeta <= -z0 / step + 1e-9
-            && fixed_usage.iter().any(|&(alpha, used)| alpha != 0.0 || used != 0.0)
-        {
-            // z stopped at its bound 0, whose dual no certificate covers. Every job with a demand
-            // has a type it can use (or the caller stopped earlier), so the full LP's optimum is
-            // positive: the fixed structures are what leave no room, as when they overfill a type.
+    for (w, &(alpha, fixed)) in fixed_usage.iter().enumerate() {
+        if !used[w] && alpha == 0.0 && capacity[w] - fixed < -1e-9 * capacity[w].max(1.0) {
+            // Fixed jobs alone already over the capacity at any z: this structure cannot hold.
             return Err(SolveError::Infeasible);
         }
-        if solution.row_duals.len() < self.num_types + 2 * self.members.len() {
-            return Err(SolveError::Failed("the backend reports no duals".into()));
-        }
-        // A type whose row has no coefficient constrains nothing: its price is 0.
-        let prices = (0..capacity.len())
-            .map(|w| {
-                let constrains = used[w] || fixed_usage[w].0 != 0.0;
-                if constrains {
-                    solution.row_duals[w].max(0.0)
-                } else {
-                    0.0
-                }
-            })
-            .collect();
-        let time = self
-            .members
-            .iter()
-            .take(ambiguous.len())
-            .map(|mine| mine.iter().map(|&(w, col)| (w, solution.values[col].max(0.0))).collect())
-            .collect();
-        let need_duals = (0..ambiguous.len()).map(|i| solution.row_duals[self.num_types + 2 * i].abs()).collect();
-        let z = z0 + step * zeta;
-        Ok(Recovery { z: if ratio.base.is_some() { z } else { z.max(0.0) }, prices, time, need_duals })
     }
+    // The basis is only a start: where the solver reports no optimum from it (seen: an
+    // infeasibility claimed from a start on an ill-conditioned hierarchical level), it solves the
+    // LP again from its own.
+    let basis = estimate.and_then(|prices| structure_basis(ratio, ambiguous, &members, z0, prices));
+    let solution = match basis {
+        Some((cols, rows)) => {
+            let mut session = backend.open(lp.clone());
+            session.start_from(&cols, &rows);
+            match session.solve() {
+                Ok(solution) => solution,
+                Err(_) => backend.open(lp).solve()?,
+            }
+        }
+        None => backend.open(lp).solve()?,
+    };
+    let zeta = solution.values[ZETA];
+    if ratio.base.is_none()
+        && zeta <= -z0 / step + 1e-9
+        && fixed_usage.iter().any(|&(alpha, used)| alpha != 0.0 || used != 0.0)
+    {
+        // z stopped at its bound 0, whose dual no certificate covers. Every job with a demand
+        // has a type it can use (or the caller stopped earlier), so the full LP's optimum is
+        // positive: the fixed structures are what leave no room, as when they overfill a type.
+        return Err(SolveError::Infeasible);
+    }
+    if solution.row_duals.len() < num_types + 2 * members.len() {
+        return Err(SolveError::Failed("the backend reports no duals".into()));
+    }
+    // A type whose row has no coefficient constrains nothing: its price is 0.
+    let prices = (0..num_types)
+        .map(|w| {
+            let constrains = used[w] || fixed_usage[w].0 != 0.0;
+            if constrains {
+                solution.row_duals[w].max(0.0)
+            } else {
+                0.0
+            }
+        })
+        .collect();
+    let time =
+        members.iter().map(|mine| mine.iter().map(|&(w, col)| (w, solution.values[col].max(0.0))).collect()).collect();
+    let need_duals = (0..members.len()).map(|i| solution.row_duals[num_types + 2 * i].abs()).collect();
+    let z = z0 + step * zeta;
+    Ok(Recovery { z: if ratio.base.is_some() { z } else { z.max(0.0) }, prices, time, need_duals })
+}
+
+/// ζ's column: z = z₀ + step·ζ. Columns: ζ, then each ambiguous job's; rows: type w's capacity
+/// row is row w, then each job's need and time rows.
+const ZETA: usize = 0;
+
+/// Adds job `m`'s columns (one per type it can use) and its two rows (need at z₀, and time) to
+/// `lp`; returns its `(type, column)`s.
+fn add_member(lp: &mut LinearProgram, ratio: &Ratio, m: u32, z0: f64, step: f64) -> Vec<(usize, usize)> {
+    let job: JobView = ratio.job(m as usize);
+    let mine: Vec<(usize, usize)> = (0..ratio.usable.len())
+        .filter(|&w| ratio.usable[w] && job.row[w] > 0.0)
+        .map(|w| {
+            let col = lp.add_col(0.0, 0.0, 1.0);
+            lp.rows[w].coefs.push((col, job.sf));
+            (w, col)
+        })
+        .collect();
+    let mut need: Vec<(usize, f64)> = mine.iter().map(|&(w, col)| (col, job.row[w])).collect();
+    if job.demand != 0.0 {
+        need.push((ZETA, -job.demand * step));
+    }
+    let time = mine.iter().map(|&(_, col)| (col, 1.0)).collect();
+    lp.add_row(Row::at_least(job.need(z0), need));
+    lp.add_row(Row::at_most(1.0, time));
+    mine
+}
+
+/// A starting basis from the ambiguous jobs' best responses at the estimate `(z, prices)`:
+/// each job's structure as its local basis (one type and its time row's slack, or two types),
+/// z basic, the capacity rows of the priced types nonbasic and the others' slacks basic. The
+/// priced types' prices are then tied to one another by jobs that sit nearest a tie between
+/// two of them (one more basic column each, the cheapest ties forming a spanning tree), so that
+/// the basis prices the GPUs as the estimate does. Near the optimum, only the jobs whose
+/// structure the estimate got wrong are left for the simplex to move.
+fn structure_basis(
+    ratio: &Ratio,
+    ambiguous: &[u32],
+    members: &[Vec<(usize, usize)>],
+    z: f64,
+    prices: &[f64],
+) -> Option<(Vec<BasisStatus>, Vec<BasisStatus>)> {
+    let k = prices.len();
+    let mut cols = vec![BasisStatus::Lower; 1 + members.iter().map(Vec::len).sum::<usize>()];
+    let mut rows = vec![BasisStatus::Basic; k + 2 * members.len()];
+    cols[ZETA] = BasisStatus::Basic;
+    let mut scratch = Scratch::default();
+    // Candidate ties: (relative reduced cost, member, column made basic, the two types).
+    let mut ties: Vec<(f64, usize, usize, usize, usize)> = Vec::new();
+    // Single-type jobs: (how far the need is from all of the job's time, member).
+    let mut singles: Vec<(f64, usize)> = Vec::new();
+    for (i, (&m, mine)) in ambiguous.iter().zip(members).enumerate() {
+        let job = ratio.job(m as usize);
+        let (need, time) = (k + 2 * i, k + 2 * i + 1);
+        let col_of = |w: usize| mine.iter().find(|&&(t, _)| t == w).map(|&(_, c)| c);
+        let Some((structure, _)) = best_response(job, &ratio.usable, prices, z, &mut scratch) else {
+            // No structure: the slacks stay basic.
+            continue;
+        };
+        match structure {
+            Structure::Single { a } => {
+                let (a, Some(col)) = (a as usize, col_of(a as usize)) else { continue };
+                cols[col] = BasisStatus::Basic;
+                rows[need] = BasisStatus::Lower;
+                singles.push((job.z_margin(structure, z), i));
+                if prices[a] <= 0.0 {
+                    continue;
+                }
+                let u = job.sf * prices[a] / job.row[a];
+                for &(c, col) in mine.iter().filter(|&&(c, _)| c != a && prices[c] > 0.0) {
+                    let (cost, value) = (job.sf * prices[c], job.row[c] * u);
+                    ties.push(((cost - value).abs() / (cost + value), i, col, a, c));
+                }
+            }
+            Structure::Pair { a, b } => {
+                let (Some(col_a), Some(col_b)) = (col_of(a as usize), col_of(b as usize)) else { continue };
+                cols[col_a] = BasisStatus::Basic;
+                cols[col_b] = BasisStatus::Basic;
+                rows[need] = BasisStatus::Lower;
+                rows[time] = BasisStatus::Upper;
+            }
+        }
+    }
+    // The cheapest ties that join the priced types into one tree (Kruskal), one per member.
+    ties.sort_by(|x, y| x.0.total_cmp(&y.0));
+    let mut root: Vec<usize> = (0..k).collect();
+    fn find(root: &mut [usize], mut w: usize) -> usize {
+        while root[w] != w {
+            root[w] = root[root[w]];
+            w = root[w];
+        }
+        w
+    }
+    let mut tied = vec![false; members.len()];
+    let mut edges = Vec::new();
+    for &(_, i, col, a, c) in &ties {
+        let (ra, rc) = (find(&mut root, a), find(&mut root, c));
+        if ra == rc || tied[i] {
+            continue;
+        }
+        root[ra] = rc;
+        tied[i] = true;
+        edges.push((col, a));
+    }
+    // The tree holding the highest-priced type: its capacity rows nonbasic, its ties basic.
+    let Some(top) = (0..k).filter(|&w| prices[w] > 0.0).max_by(|&a, &b| prices[a].total_cmp(&prices[b])) else {
+        // No type is priced: z is bounded by a job's own time. The single-type job nearest
+        // its ceiling spends all of it (its time row nonbasic), which fixes z.
+        let nearest = singles.iter().min_by(|x, y| x.0.total_cmp(&y.0))?;
+        rows[k + 2 * nearest.1 + 1] = BasisStatus::Upper;
+        return Some((cols, rows));
+    };
+    let top = find(&mut root, top);
+    for w in 0..k {
+        if prices[w] > 0.0 && find(&mut root, w) == top {
+            rows[w] = BasisStatus::Upper;
+        }
+    }
+    for (col, a) in edges {
+        if find(&mut root, a) == top {
+            cols[col] = BasisStatus::Basic;
+        }
+    }
+    Some((cols, rows))
 }
 
 /// The recovery LP needs the capacity rows' duals, which only HiGHS reports.
@@ -255,7 +264,7 @@ mod tests {
     }
 
     #[test]
-    fn a_model_grown_round_by_round_solves_as_one_loaded_afresh() {
+    fn a_start_from_any_estimate_finds_the_same_optimum() {
         let (t, sf, demand) = instance();
         let ratio = Ratio {
             throughput: &t,
@@ -270,25 +279,37 @@ mod tests {
         // Job 5 fixed on type 0: usage sf·d/T·z = 3·z.
         let alpha = 1.0 * demand[5] / t.get(5, 0);
         let fixed = [(alpha, alpha * z0), (0.0, 0.0), (0.0, 0.0)];
+        let ambiguous = [0, 1, 2, 3, 4];
         let backend = Backend::default();
-        let mut grown = Model::new(3, z0, backend);
-        let first = grown.solve(&ratio, &[0, 1], &capacity, &fixed).expect("solves");
-        assert_eq!(first.time.len(), 2);
-        // A second round: more ambiguous jobs and another fixed usage (job 5 now costs twice).
-        let fixed = [(2.0 * alpha, 2.0 * alpha * z0), (0.0, 0.0), (0.0, 0.0)];
-        let all = [0, 1, 2, 3, 4];
-        let hot = grown.solve(&ratio, &all, &capacity, &fixed).expect("solves");
-        let fresh = solve(&ratio, &all, &capacity, &fixed, z0, backend).expect("solves");
-        assert!((hot.z - fresh.z).abs() < 1e-9 * fresh.z.max(1.0), "{} vs {}", hot.z, fresh.z);
-        assert!(fresh.z < first.z, "a heavier fixed usage and more jobs lower z");
-        for (a, b) in hot.prices.iter().zip(&fresh.prices) {
-            assert!((a - b).abs() < 1e-7, "{:?} vs {:?}", hot.prices, fresh.prices);
+        let cold = solve(&ratio, &ambiguous, &capacity, &fixed, z0, None, backend).expect("solves");
+        let members: Vec<Vec<(usize, usize)>> = {
+            let mut lp = LinearProgram::new(Sense::Maximize);
+            lp.add_col(1.0, 0.0, f64::INFINITY);
+            for _ in 0..3 {
+                lp.add_row(Row::at_most(1.0, Vec::new()));
+            }
+            ambiguous.iter().map(|&m| add_member(&mut lp, &ratio, m, z0, z0)).collect()
+        };
+        let rows = 3 + 2 * ambiguous.len();
+        for estimate in
+            [cold.prices.clone(), vec![1.0, 0.0, 0.0], vec![0.2, 0.3, 0.5], vec![0.0; 3], vec![0.0, 5.0, 1e-3]]
+        {
+            // The basis has one basic column or row per row, whatever the estimate.
+            if let Some((cols, row_status)) = structure_basis(&ratio, &ambiguous, &members, z0, &estimate) {
+                let basic = cols.iter().chain(&row_status).filter(|&&s| s == BasisStatus::Basic).count();
+                assert_eq!((basic, row_status.len()), (rows, rows), "estimate {estimate:?}");
+            }
+            let warm = solve(&ratio, &ambiguous, &capacity, &fixed, z0, Some(&estimate), backend).expect("solves");
+            assert!((warm.z - cold.z).abs() < 1e-9 * cold.z.max(1.0), "{estimate:?}: {} vs {}", warm.z, cold.z);
+            for (a, b) in warm.prices.iter().zip(&cold.prices) {
+                assert!((a - b).abs() < 1e-7, "{estimate:?}: {:?} vs {:?}", warm.prices, cold.prices);
+            }
         }
         // Every ambiguous job reaches z·d within the time it has, and the capacities hold.
-        let mut used = [alpha * 2.0 * hot.z, 0.0, 0.0];
-        for (&m, time) in all.iter().zip(&hot.time) {
+        let mut used = [alpha * cold.z, 0.0, 0.0];
+        for (&m, time) in ambiguous.iter().zip(&cold.time) {
             let thr: f64 = time.iter().map(|&(w, x)| t.get(m as usize, w) * x).sum();
-            assert!(thr >= hot.z * demand[m as usize] - 1e-7, "job {m}: {thr}");
+            assert!(thr >= cold.z * demand[m as usize] - 1e-7, "job {m}: {thr}");
             assert!(time.iter().map(|&(_, x)| x).sum::<f64>() <= 1.0 + 1e-9);
             for &(w, x) in time {
                 used[w] += sf[m as usize] as f64 * x;
