@@ -194,6 +194,14 @@ impl Session for HighsSession {
         unsafe { Highs_changeColBounds(self.ptr, col as HighsInt, clamp_inf(lower), clamp_inf(upper)) };
     }
 
+    fn set_feasibility_tolerance(&mut self, tolerance: f64) {
+        for name in ["primal_feasibility_tolerance", "dual_feasibility_tolerance"] {
+            let name = CString::new(name).expect("option names have no NUL");
+            // SAFETY: ptr is live; name is a valid C string for the call.
+            unsafe { Highs_setDoubleOptionValue(self.ptr, name.as_ptr(), tolerance) };
+        }
+    }
+
     fn start_from(&mut self, cols: &[BasisStatus], rows: &[BasisStatus]) {
         if cols.len() != self.num_cols || rows.len() != self.num_rows {
             return;

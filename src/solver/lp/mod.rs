@@ -158,6 +158,9 @@ pub trait Session {
     /// Bounds the next solves to `seconds` of solver time.
     fn set_time_limit(&mut self, seconds: f64);
     fn solve(&mut self) -> Result<Solution, SolveError>;
+    /// Primal and dual feasibility to `tolerance` (absolute, on the equilibrated rows) instead of
+    /// the backend's default; a backend without the setting ignores it.
+    fn set_feasibility_tolerance(&mut self, _tolerance: f64) {}
     /// A starting basis for the next solve, one status per column and per row, with as many
     /// basic as there are rows. A hint: a backend that takes none ignores it, and a singular basis
     /// is repaired by the backend, not refused.
