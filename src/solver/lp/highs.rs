@@ -105,6 +105,12 @@ impl HighsSession {
         unsafe { Highs_setStringOptionValue(self.ptr, name.as_ptr(), value.as_ptr()) };
     }
 
+    fn set_double(&self, name: &str, value: f64) {
+        let name = CString::new(name).expect("option names have no NUL");
+        // SAFETY: as above.
+        unsafe { Highs_setDoubleOptionValue(self.ptr, name.as_ptr(), value) };
+    }
+
     fn set_int(&self, name: &str, value: i32) {
         let name = CString::new(name).expect("option names have no NUL");
         // SAFETY: as above.
@@ -178,9 +184,7 @@ impl Session for HighsSession {
     }
 
     fn set_time_limit(&mut self, seconds: f64) {
-        let name = CString::new("time_limit").expect("option names have no NUL");
-        // SAFETY: ptr is live; name is a valid C string for the call.
-        unsafe { Highs_setDoubleOptionValue(self.ptr, name.as_ptr(), seconds.max(1e-3)) };
+        self.set_double("time_limit", seconds.max(1e-3));
     }
 
     fn set_row_bounds(&mut self, row: usize, lower: f64, upper: f64) {
@@ -195,11 +199,8 @@ impl Session for HighsSession {
     }
 
     fn set_feasibility_tolerance(&mut self, tolerance: f64) {
-        for name in ["primal_feasibility_tolerance", "dual_feasibility_tolerance"] {
-            let name = CString::new(name).expect("option names have no NUL");
-            // SAFETY: ptr is live; name is a valid C string for the call.
-            unsafe { Highs_setDoubleOptionValue(self.ptr, name.as_ptr(), tolerance) };
-        }
+        self.set_double("primal_feasibility_tolerance", tolerance);
+        self.set_double("dual_feasibility_tolerance", tolerance);
     }
 
     fn start_from(&mut self, cols: &[BasisStatus], rows: &[BasisStatus]) {
@@ -226,9 +227,7 @@ impl Session for HighsSession {
         let integrality = vec![kHighsVarTypeInteger; set.len()];
         // Branch and bound gains from presolve, unlike the small LPs above.
         self.set_string("presolve", "on");
-        let gap = CString::new("mip_rel_gap").expect("option names have no NUL");
-        // SAFETY: ptr is live; gap is a valid C string for the call.
-        unsafe { Highs_setDoubleOptionValue(self.ptr, gap.as_ptr(), relative_gap.clamp(0.0, 1.0)) };
+        self.set_double("mip_rel_gap", relative_gap.clamp(0.0, 1.0));
         // SAFETY: ptr is live; set and integrality hold num_set_entries entries.
         let status = unsafe {
             Highs_changeColsIntegralityBySet(self.ptr, set.len() as HighsInt, set.as_ptr(), integrality.as_ptr())

@@ -7,7 +7,7 @@
 //! starts the simplex from the basis the ambiguous jobs' best responses at that estimate describe
 //! (`structure_basis`).
 
-use super::best_response::{best_response, JobView, Scratch, Structure};
+use super::best_response::{best_structure, JobView, Scratch, Structure};
 use super::Ratio;
 use crate::lp::{Backend, BasisStatus, LinearProgram, Row, Sense, SolveError};
 
@@ -174,7 +174,7 @@ fn structure_basis(
         let job = ratio.job(m as usize);
         let (need, time) = (k + 2 * i, k + 2 * i + 1);
         let col_of = |w: usize| mine.iter().find(|&&(t, _)| t == w).map(|&(_, c)| c);
-        let Some((structure, _)) = best_response(job, &ratio.usable, prices, z, &mut scratch) else {
+        let Some(structure) = best_structure(job, &ratio.usable, prices, z, &mut scratch) else {
             // No structure: the slacks stay basic.
             continue;
         };
@@ -187,7 +187,7 @@ fn structure_basis(
                 if prices[a] <= 0.0 {
                     continue;
                 }
-                let u = job.sf * prices[a] / job.row[a];
+                let (u, _) = job.duals(structure, prices);
                 for &(c, col) in mine.iter().filter(|&&(c, _)| c != a && prices[c] > 0.0) {
                     let (cost, value) = (job.sf * prices[c], job.row[c] * u);
                     ties.push(((cost - value).abs() / (cost + value), i, col, a, c));
