@@ -1,0 +1,209 @@
+"""The synchronous client: one method per endpoint of ``arbiter serve``.
+
+Bodies may be given as models or as plain dicts (sent as they are, so a field this client does
+not know yet can still be sent); answers come back as models. Errors: see :mod:`.errors`.
+"""
+
+import ssl
+import urllib.parse
+from typing import Any, Dict, List, Mapping, Optional, Type, TypeVar, Union
+
+from .contract import JobSpec, Request, Response
+from .errors import ArbiterProtocolError
+from .estimate import EstimateRequest, EstimateResponse
+from .fitgpp import CreateFitGppSession, FitGppAdvance, FitGppJob, FitGppPass, FitGppView
+from .health import Health
+from .sessions import (
+    AllocationView,
+    ClusterView,
+    CreateSession,
+    JobList,
+    JobView,
+    Progress,
+    RoundView,
+    SessionList,
+    SessionSummary,
+    SessionView,
+)
+from .transport import Answer, Transport
+from .wire import WireFormatError, WireModel
+
+M = TypeVar("M", bound=WireModel)
+
+#: A body: a model, or a dict sent as it is.
+Body = Union[WireModel, Mapping[str, Any]]
+
+DEFAULT_URL = "http://127.0.0.1:8080"
+
+
+def segment(value: str) -> str:
+    """A path segment, percent-encoded whole: ``v100/0/1`` becomes ``v100%2F0%2F1``."""
+    if not isinstance(value, str) or not value:
+        raise ValueError(f"a session, job or worker name must be a non-empty string, got {value!r}")
+    return urllib.parse.quote(value, safe="")
+
+
+def _body(value: Body) -> Dict[str, Any]:
+    if isinstance(value, WireModel):
+        return value.to_dict()
+    if isinstance(value, Mapping):
+        return dict(value)
+    raise TypeError(f"a request body is a model or a dict, got {type(value).__name__}")
+
+
+def _model(cls: Type[M], answer: Answer) -> M:
+    try:
+        return cls.from_dict(answer.json())
+    except WireFormatError as e:
+        raise ArbiterProtocolError(f"the answer does not have the shape of {cls.__name__}: {e}") from None
+
+
+class Client:
+    """A client of ``arbiter serve`` at ``base_url``.
+
+    ``token``, when given, is sent as ``Authorization: Bearer <token>``. ``timeout`` bounds
+    connecting and each wait for data, in seconds (``None``: wait for ever); a solve can take
+    as long as the server's budget (``--max-solve-seconds``, 60 by default), so keep it above
+    that. ``headers`` are added to every request. Every request opens its own connection, so
+    one client may be shared by threads.
+    """
+
+    def __init__(
+        self,
+        base_url: str = DEFAULT_URL,
+        token: Optional[str] = None,
+        timeout: Optional[float] = 75.0,
+        headers: Optional[Mapping[str, str]] = None,
+        ssl_context: Optional[ssl.SSLContext] = None,
+    ) -> None:
+        self._transport = Transport(base_url, token=token, timeout=timeout, headers=headers, ssl_context=ssl_context)
+        self.base_url = self._transport.base_url
+
+    def __repr__(self) -> str:
+        return f"Client({self.base_url!r})"
+
+    def __enter__(self) -> "Client":
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def close(self) -> None:
+        """Nothing to release (each request has its own connection); kept for ``with``."""
+
+    def request(self, method: str, path: str, body: Optional[Body] = None) -> Answer:
+        """Any endpoint: ``path`` is below the base URL (``/v1/sessions``); ``body`` as JSON."""
+        return self._transport.request(method, path, None if body is None else _body(body))
+
+    # The contract and the estimator.
+
+    def solve(self, request: Union[Request, Mapping[str, Any]]) -> Response:
+        """``POST /v1/allocations``: the contract's request to its response, stateless."""
+        return _model(Response, self.request("POST", "/v1/allocations", request))
+
+    def estimate_throughputs(self, request: Union[EstimateRequest, Mapping[str, Any]]) -> EstimateResponse:
+        """``POST /v1/throughputs/estimate``: partial throughput rows completed by the estimator."""
+        return _model(EstimateResponse, self.request("POST", "/v1/throughputs/estimate", request))
+
+    # Sessions.
+
+    def list_sessions(self) -> List[SessionSummary]:
+        """``GET /v1/sessions``: the sessions, oldest first (FitGpp sessions are not listed)."""
+        return _model(SessionList, self.request("GET", "/v1/sessions")).sessions
+
+    def create_session(self, spec: Union[CreateSession, Mapping[str, Any]]) -> SessionView:
+        """``POST /v1/sessions``: a new session; its id is the answer's ``id``."""
+        return _model(SessionView, self.request("POST", "/v1/sessions", spec))
+
+    def get_session(self, session_id: str) -> SessionView:
+        """``GET /v1/sessions/{id}``: cluster, jobs with allocation and leases, metrics."""
+        return _model(SessionView, self.request("GET", f"/v1/sessions/{segment(session_id)}"))
+
+    def delete_session(self, session_id: str) -> None:
+        """``DELETE /v1/sessions/{id}``: the session and its stored events."""
+        self.request("DELETE", f"/v1/sessions/{segment(session_id)}")
+
+    def add_job(self, session_id: str, job: Union[JobSpec, Mapping[str, Any]]) -> JobView:
+        """``POST /v1/sessions/{id}/jobs``: a job arrives (at session time without ``arrival``)."""
+        return _model(JobView, self.request("POST", f"/v1/sessions/{segment(session_id)}/jobs", job))
+
+    def remove_job(self, session_id: str, job_id: str) -> None:
+        """``DELETE /v1/sessions/{id}/jobs/{job}``: the job finished or was withdrawn."""
+        self.request("DELETE", f"/v1/sessions/{segment(session_id)}/jobs/{segment(job_id)}")
+
+    def report_progress(
+        self, session_id: str, job_id: str, progress: Union[Progress, Mapping[str, Any]]
+    ) -> JobView:
+        """``POST /v1/sessions/{id}/jobs/{job}/progress``: steps done on a type, measured steps/s."""
+        path = f"/v1/sessions/{segment(session_id)}/jobs/{segment(job_id)}/progress"
+        return _model(JobView, self.request("POST", path, progress))
+
+    def put_throughputs(
+        self, session_id: str, throughputs: Mapping[str, Mapping[str, Optional[float]]]
+    ) -> List[JobView]:
+        """``PUT /v1/sessions/{id}/throughputs``: ``{job: {type: steps/s}}``, all rows or none."""
+        path = f"/v1/sessions/{segment(session_id)}/throughputs"
+        body = {"throughputs": {job: dict(row) for job, row in throughputs.items()}}
+        return _model(JobList, self.request("PUT", path, body)).jobs
+
+    def fail_worker(self, session_id: str, worker: str) -> ClusterView:
+        """``POST .../workers/{worker}/fail``: a GPU (``v100/0/1``) or a server (``v100/0``) failed."""
+        path = f"/v1/sessions/{segment(session_id)}/workers/{segment(worker)}/fail"
+        return _model(ClusterView, self.request("POST", path))
+
+    def return_worker(self, session_id: str, worker: str) -> ClusterView:
+        """``POST .../workers/{worker}/return``: a failed GPU or server is back."""
+        path = f"/v1/sessions/{segment(session_id)}/workers/{segment(worker)}/return"
+        return _model(ClusterView, self.request("POST", path))
+
+    def get_allocation(self, session_id: str) -> AllocationView:
+        """``GET /v1/sessions/{id}/allocation``: the installed allocation (``stale`` if outdated)."""
+        return _model(AllocationView, self.request("GET", f"/v1/sessions/{segment(session_id)}/allocation"))
+
+    def recompute_allocation(self, session_id: str) -> AllocationView:
+        """``POST /v1/sessions/{id}/allocation``: recompute now (deficits carry over)."""
+        return _model(AllocationView, self.request("POST", f"/v1/sessions/{segment(session_id)}/allocation"))
+
+    def next_round(self, session_id: str) -> RoundView:
+        """``POST /v1/sessions/{id}/rounds``: the next round's placements and every job's lease."""
+        return _model(RoundView, self.request("POST", f"/v1/sessions/{segment(session_id)}/rounds"))
+
+    # FitGpp sessions.
+
+    def create_fitgpp_session(self, spec: Union[CreateFitGppSession, Mapping[str, Any]]) -> FitGppView:
+        """``POST /v1/fitgpp/sessions``: node groups and a preemption policy."""
+        return _model(FitGppView, self.request("POST", "/v1/fitgpp/sessions", spec))
+
+    def get_fitgpp_session(self, session_id: str) -> FitGppView:
+        """``GET /v1/fitgpp/sessions/{id}``: time, nodes, queue, TE jobs waiting, every job."""
+        return _model(FitGppView, self.request("GET", f"/v1/fitgpp/sessions/{segment(session_id)}"))
+
+    def delete_fitgpp_session(self, session_id: str) -> None:
+        """``DELETE /v1/fitgpp/sessions/{id}``: the session and its stored events."""
+        self.request("DELETE", f"/v1/fitgpp/sessions/{segment(session_id)}")
+
+    def submit_fitgpp_job(self, session_id: str, job: Union[FitGppJob, Mapping[str, Any]]) -> FitGppPass:
+        """``POST /v1/fitgpp/sessions/{id}/jobs``: a job arrives and is scheduled."""
+        return _model(FitGppPass, self.request("POST", f"/v1/fitgpp/sessions/{segment(session_id)}/jobs", job))
+
+    def advance_fitgpp_session(self, session_id: str, to: float) -> FitGppPass:
+        """``POST /v1/fitgpp/sessions/{id}/advance``: completions and grace ends up to ``to``."""
+        path = f"/v1/fitgpp/sessions/{segment(session_id)}/advance"
+        return _model(FitGppPass, self.request("POST", path, FitGppAdvance(to=to)))
+
+    # Operations.
+
+    def healthz(self) -> Health:
+        """``GET /healthz``: liveness and load."""
+        return _model(Health, self.request("GET", "/healthz"))
+
+    def metrics(self) -> str:
+        """``GET /metrics``: the Prometheus text."""
+        return self.request("GET", "/metrics").text()
+
+    def openapi(self) -> Dict[str, Any]:
+        """``GET /openapi.json``: the OpenAPI 3.1 document."""
+        document = self.request("GET", "/openapi.json").json()
+        if not isinstance(document, dict):
+            raise ArbiterProtocolError("the OpenAPI document is not a JSON object")
+        return document

@@ -1,0 +1,3 @@
+"""The package's version."""
+
+VERSION = "0.1.0"
