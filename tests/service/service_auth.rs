@@ -12,6 +12,23 @@ use std::path::Path;
 use std::process::Command;
 use std::time::{Duration, Instant};
 
+/// Runs `command`, which must exit by itself (a server refusing to start); one still running
+/// after 20 s is killed and the test fails, rather than waiting for it forever.
+fn must_exit(command: &mut Command) -> std::process::Output {
+    use std::process::Stdio;
+    let mut child = command.stdout(Stdio::piped()).stderr(Stdio::piped()).spawn().expect("run arbiter");
+    let start = Instant::now();
+    while child.try_wait().expect("wait for arbiter").is_none() {
+        if start.elapsed() > Duration::from_secs(20) {
+            let _ = child.kill();
+            let out = child.wait_with_output().expect("collect its output");
+            panic!("arbiter kept running instead of refusing to start:\n{}", String::from_utf8_lossy(&out.stdout));
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    child.wait_with_output().expect("collect its output")
+}
+
 fn arbiter(args: &[&str]) -> std::process::Output {
     Command::new(env!("CARGO_BIN_EXE_arbiter")).args(args).output().expect("run arbiter")
 }
@@ -434,13 +451,13 @@ fn without_tokens_only_loopback_is_served_unless_insecure() {
     // 0.0.0.0 without tokens: refused at start, with what to do.
     let dir = TempDir::new("auth-exposed");
     let db = dir.path("arbiter.db");
-    let out = Command::new(env!("CARGO_BIN_EXE_arbiter"))
-        .args(["serve", "--addr", "0.0.0.0:0", "--no-demo", "--db"])
-        .arg(&db)
-        .env_remove("ARBITER_INSECURE")
-        .env_remove("ARBITER_TOKENS")
-        .output()
-        .unwrap();
+    let out = must_exit(
+        Command::new(env!("CARGO_BIN_EXE_arbiter"))
+            .args(["serve", "--addr", "0.0.0.0:0", "--no-demo", "--db"])
+            .arg(&db)
+            .env_remove("ARBITER_INSECURE")
+            .env_remove("ARBITER_TOKENS"),
+    );
     assert!(!out.status.success());
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(stderr.contains("refusing") && stderr.contains("--tokens") && stderr.contains("--insecure"), "{stderr}");
@@ -461,13 +478,13 @@ fn without_tokens_only_loopback_is_served_unless_insecure() {
     assert_eq!(Client::with_token(server.addr, &token).get("/v1/sessions").unwrap().status, 200);
 
     // A missing token file is refused at start.
-    let out = Command::new(env!("CARGO_BIN_EXE_arbiter"))
-        .args(["serve", "--addr", "127.0.0.1:0", "--no-demo", "--tokens"])
-        .arg(dir.path("missing.json"))
-        .arg("--db")
-        .arg(dir.path("other.db"))
-        .output()
-        .unwrap();
+    let out = must_exit(
+        Command::new(env!("CARGO_BIN_EXE_arbiter"))
+            .args(["serve", "--addr", "127.0.0.1:0", "--no-demo", "--tokens"])
+            .arg(dir.path("missing.json"))
+            .arg("--db")
+            .arg(dir.path("other.db")),
+    );
     assert!(!out.status.success());
     assert!(String::from_utf8_lossy(&out.stderr).contains("missing.json"), "{}", String::from_utf8_lossy(&out.stderr));
 }
