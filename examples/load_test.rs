@@ -8,6 +8,10 @@
 //!
 //! `cargo run --release --example load_test -- --addr 127.0.0.1:8080 [--seconds 30]
 //!  [--clients 16,64] [--jobs 256] [--huge-jobs 16384] [--huge-solves 8] [--huge-seconds 10]`
+//!
+//! Against a server with `--tokens`, put a token with the `solve` scope in `LOAD_TEST_TOKEN`:
+//! every request then carries it as `Authorization: Bearer` (`LOAD_TEST_AUTH=1 scripts/load-test`
+//! does this). It is read from the environment, not a flag, so it shows in no process list.
 
 #[path = "../tests/service_support/http.rs"]
 mod http;
@@ -18,10 +22,20 @@ use arbiter::request::{JobSpec, Request};
 use http::Client;
 use std::net::SocketAddr;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Mutex, OnceLock};
 use std::thread;
 use std::time::{Duration, Instant};
 use workload::{cluster, draw_job, model_types, throughput_map, Rng};
+
+/// The bearer token every request carries (`LOAD_TEST_TOKEN`), if any.
+static TOKEN: OnceLock<Option<String>> = OnceLock::new();
+
+/// A client on one keep-alive connection, with the token if there is one.
+fn client(addr: SocketAddr) -> Client {
+    let mut client = Client::new(addr);
+    client.token = TOKEN.get().cloned().flatten();
+    client
+}
 
 /// `n` jobs from 26 model types × scale factors 1/2/4/8 (70/10/15/5%) on `n/4` GPUs of each of
 /// three types; weight 5 for one job in five; the benches' Gavel-like workload.
@@ -136,7 +150,7 @@ fn run_phase(addr: SocketAddr, server: Option<u32>, body: Arc<Vec<u8>>, clients:
         .map(|_| {
             let (body, stop, tally) = (body.clone(), stop.clone(), tally.clone());
             thread::spawn(move || {
-                let mut client = Client::new(addr);
+                let mut client = client(addr);
                 let mut local = Tally::default();
                 while !stop.load(Ordering::Relaxed) {
                     let t = Instant::now();
@@ -217,7 +231,7 @@ fn run_health(addr: SocketAddr, server: Option<u32>, huge: Arc<Vec<u8>>, solves:
         .map(|_| {
             let (huge, stop, completed, failed) = (huge.clone(), stop.clone(), completed.clone(), failed.clone());
             thread::spawn(move || {
-                let mut client = Client::new(addr);
+                let mut client = client(addr);
                 while !stop.load(Ordering::Relaxed) {
                     match client.post("/v1/allocations", &huge) {
                         Ok(r) if r.status == 200 => completed.fetch_add(1, Ordering::Relaxed),
@@ -227,7 +241,7 @@ fn run_health(addr: SocketAddr, server: Option<u32>, huge: Arc<Vec<u8>>, solves:
             })
         })
         .collect();
-    let mut probe = Client::new(addr);
+    let mut probe = client(addr);
     let mut latencies = Vec::new();
     let end = Instant::now() + Duration::from_secs_f64(seconds);
     while Instant::now() < end {
@@ -320,20 +334,24 @@ fn main() {
             std::process::exit(2);
         }
     };
+    let token = std::env::var("LOAD_TEST_TOKEN").ok().filter(|t| !t.is_empty());
+    let authenticated = token.is_some();
+    let _ = TOKEN.set(token);
     let body = Arc::new(las_request(args.jobs).into_bytes());
     let huge = Arc::new(las_request(args.huge_jobs).into_bytes());
-    let mut check = Client::new(args.addr);
+    let mut check = client(args.addr);
     match check.post("/v1/allocations", &body) {
         Ok(r) if r.status == 200 => {}
         Ok(r) => panic!("the server refused the load request: {} {}", r.status, r.text()),
         Err(e) => panic!("cannot reach {}: {e}", args.addr),
     }
     println!(
-        "load test against http://{}: {}-job LAS request ({} bytes), closed-loop clients, {} s per phase",
+        "load test against http://{}: {}-job LAS request ({} bytes), closed-loop clients, {} s per phase, {}",
         args.addr,
         args.jobs,
         body.len(),
-        args.seconds
+        args.seconds,
+        if authenticated { "every request with a bearer token" } else { "no authentication" }
     );
     // Warm-up (not reported): connections, allocator, the solver's code paths.
     if let Some(&clients) = args.clients.first() {

@@ -1,6 +1,7 @@
 //! The `arbiter` command line: `solve` answers one request of the contract, `demo` shows an
 //! allocation of the embedded demo cluster as a table, `rounds` runs the round-based mechanism,
-//! `serve` runs the HTTP service and `openapi` prints its document.
+//! `serve` runs the HTTP service, `token` manages its bearer tokens and `openapi` prints its
+//! document.
 
 use arbiter::lp::Backend;
 use arbiter::{ArbiterError, ErrorCode, PolicyKind, Problem};
@@ -68,6 +69,13 @@ enum Command {
     /// Every flag has an environment fallback (shown as [env: ...]). Starts with a demo session
     /// (`demo`) and prints the URLs to try; SIGTERM or Ctrl-C lets in-flight requests finish.
     Serve(arbiter::service::Config),
+    /// Manage the bearer tokens of `arbiter serve --tokens FILE`: create (the token is printed
+    /// once; the file keeps its SHA-256 digest), list, revoke.
+    ///
+    /// The file is written atomically with mode 0600; a running server re-reads it within about
+    /// a second. Failures exit with status 1 and a message on stderr.
+    #[command(subcommand)]
+    Token(arbiter::service::auth::cli::TokenCommand),
     /// Replay a trace through a policy and the round-based mechanism on a virtual clock, and write
     /// per-job completion times and aggregates as JSON (and a JCT CDF with `--plot`).
     ///
@@ -225,6 +233,19 @@ fn run_serve(config: arbiter::service::Config) -> ExitCode {
     }
 }
 
+fn run_token(command: &arbiter::service::auth::cli::TokenCommand) -> ExitCode {
+    match arbiter::service::auth::cli::run(command) {
+        Ok(text) => {
+            let _ = write!(std::io::stdout().lock(), "{text}");
+            ExitCode::SUCCESS
+        }
+        Err(e) => {
+            eprintln!("arbiter token: {e}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
 fn run_openapi(output: Option<std::path::PathBuf>) -> ExitCode {
     let text = arbiter::service::openapi::json();
     match output {
@@ -250,6 +271,7 @@ fn main() -> ExitCode {
         Command::Demo { policy, json } => run_demo(&policy, json),
         Command::Rounds(args) => run_rounds(args),
         Command::Serve(config) => run_serve(config),
+        Command::Token(command) => run_token(&command),
         Command::Openapi { output } => run_openapi(output),
         Command::Simulate(args) => {
             arbiter::simulator::cli::run_simulate(&args).map_or_else(|e| fail(&e), |()| ExitCode::SUCCESS)

@@ -1,6 +1,7 @@
 //! The server's configuration: every `arbiter serve` flag, each with an environment fallback.
 //! Only knobs live here; what they do lives in the modules that read them.
 
+use super::quotas::{self, Limits};
 use clap::{Args, ValueEnum};
 use std::net::SocketAddr;
 use std::path::PathBuf;
@@ -74,6 +75,45 @@ pub struct Config {
     /// measured-throughput file in Gavel's format (e.g. `simulation_throughputs.json`).
     #[arg(long, env = "ARBITER_REFERENCE_THROUGHPUTS", value_name = "FILE")]
     pub reference_throughputs: Option<PathBuf>,
+
+    /// Require bearer tokens: the token file (`arbiter token create` makes it), re-read when it
+    /// changes. Without it the server serves everyone, and only on a loopback address.
+    #[arg(long, env = "ARBITER_TOKENS", value_name = "FILE")]
+    pub tokens: Option<PathBuf>,
+
+    /// Serve without tokens on an address other than loopback (e.g. 0.0.0.0:8080), which is
+    /// otherwise refused at start: anyone who can reach the port can then do anything.
+    #[arg(long, env = "ARBITER_INSECURE", value_parser = clap::builder::BoolishValueParser::new())]
+    pub insecure: bool,
+
+    /// With tokens: live sessions (of both kinds) a tenant may own; `admin` tokens are exempt.
+    #[arg(long, env = "ARBITER_TENANT_MAX_SESSIONS", default_value_t = quotas::DEFAULT_MAX_SESSIONS)]
+    pub tenant_max_sessions: u64,
+
+    /// With tokens: active jobs in one of a tenant's sessions; `admin` tokens are exempt.
+    #[arg(long, env = "ARBITER_TENANT_MAX_JOBS_PER_SESSION", default_value_t = quotas::DEFAULT_MAX_JOBS_PER_SESSION)]
+    pub tenant_max_jobs_per_session: u64,
+
+    /// With tokens: solves of one tenant admitted at once (running or queued); past it, 429
+    /// `rate_limited` with Retry-After.
+    #[arg(long, env = "ARBITER_TENANT_MAX_CONCURRENT_SOLVES", default_value_t = quotas::DEFAULT_MAX_CONCURRENT_SOLVES)]
+    pub tenant_max_concurrent_solves: u64,
+
+    /// With tokens: sustained requests per second of one tenant; past it (and its burst), 429
+    /// `rate_limited` with Retry-After.
+    #[arg(long, env = "ARBITER_TENANT_REQUESTS_PER_SECOND", default_value_t = quotas::DEFAULT_REQUESTS_PER_SECOND, value_parser = positive_rate)]
+    pub tenant_requests_per_second: f64,
+
+    /// With tokens: requests one tenant may make at once after a quiet spell.
+    #[arg(long, env = "ARBITER_TENANT_BURST", default_value_t = quotas::DEFAULT_BURST, value_parser = clap::value_parser!(u64).range(1..))]
+    pub tenant_burst: u64,
+}
+
+fn positive_rate(text: &str) -> Result<f64, String> {
+    match text.parse::<f64>() {
+        Ok(v) if v.is_finite() && v > 0.0 => Ok(v),
+        _ => Err(format!("expected a finite number of requests per second > 0, got {text:?}")),
+    }
 }
 
 fn positive_seconds(text: &str) -> Result<f64, String> {
@@ -100,7 +140,38 @@ impl Config {
             log_format: LogFormat::Text,
             no_demo: false,
             reference_throughputs: None,
+            tokens: None,
+            insecure: false,
+            tenant_max_sessions: quotas::DEFAULT_MAX_SESSIONS,
+            tenant_max_jobs_per_session: quotas::DEFAULT_MAX_JOBS_PER_SESSION,
+            tenant_max_concurrent_solves: quotas::DEFAULT_MAX_CONCURRENT_SOLVES,
+            tenant_requests_per_second: quotas::DEFAULT_REQUESTS_PER_SECOND,
+            tenant_burst: quotas::DEFAULT_BURST,
         }
+    }
+
+    /// Every tenant's quotas unless the token file overrides them.
+    pub fn tenant_limits(&self) -> Limits {
+        Limits {
+            max_sessions: self.tenant_max_sessions,
+            max_jobs_per_session: self.tenant_max_jobs_per_session,
+            max_concurrent_solves: self.tenant_max_concurrent_solves,
+            requests_per_second: self.tenant_requests_per_second,
+            burst: self.tenant_burst,
+        }
+    }
+
+    /// The safe default: without tokens, only a loopback address is served (unless `--insecure`).
+    pub fn check_exposure(&self) -> Result<(), String> {
+        if self.tokens.is_none() && !self.addr.ip().is_loopback() && !self.insecure {
+            return Err(format!(
+                "refusing to serve without authentication on {}, which is not a loopback address: \
+                 give --tokens FILE (make one with `arbiter token create`), or --insecure to serve \
+                 it to anyone who can reach the port",
+                self.addr
+            ));
+        }
+        Ok(())
     }
 
     /// Solves that run at once: the flag, or the number of cores.

@@ -12,8 +12,19 @@ use utoipa::ToSchema;
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, ToSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum ServiceCode {
-    /// No session has this id (never created, or deleted).
+    /// No session has this id (never created, or deleted), or it belongs to another tenant.
     UnknownSession,
+    /// The server requires a bearer token and the request has none, a malformed one, or one
+    /// that is unknown or revoked (401, with `WWW-Authenticate: Bearer`).
+    Unauthorized,
+    /// The token is valid but lacks the scope the route needs; the message names it (403).
+    Forbidden,
+    /// A tenant quota on what it holds (sessions, jobs per session) is reached; the message
+    /// names the quota and its limit (403).
+    QuotaExceeded,
+    /// A tenant quota on its rate (requests per second, concurrent solves) is used up (429, with
+    /// `Retry-After`).
+    RateLimited,
     /// No endpoint at this path.
     NotFound,
     /// The path exists but not with this method.
@@ -90,6 +101,26 @@ pub enum ApiError {
     },
     Storage(String),
     Internal(String),
+    /// No usable credentials; `invalid`: some were given (a malformed, unknown or revoked token).
+    Unauthorized {
+        message: String,
+        invalid: bool,
+    },
+    /// The token lacks `scope`, which `route` (`METHOD /path`) needs.
+    Forbidden {
+        scope: &'static str,
+        route: String,
+    },
+    /// The tenant holds `limit` of what `quota` counts.
+    QuotaExceeded {
+        quota: &'static str,
+        limit: u64,
+    },
+    /// A tenant's rate quota: try again after `retry_after` seconds.
+    RateLimited {
+        retry_after: u64,
+        why: String,
+    },
 }
 
 /// Put on every error response, so the metrics layer can count errors by code.
@@ -113,6 +144,10 @@ impl ApiError {
             ApiError::Overloaded { .. } => Code::Service(ServiceCode::Overloaded),
             ApiError::Storage(_) => Code::Service(ServiceCode::StorageFailed),
             ApiError::Internal(_) => Code::Service(ServiceCode::Internal),
+            ApiError::Unauthorized { .. } => Code::Service(ServiceCode::Unauthorized),
+            ApiError::Forbidden { .. } => Code::Service(ServiceCode::Forbidden),
+            ApiError::QuotaExceeded { .. } => Code::Service(ServiceCode::QuotaExceeded),
+            ApiError::RateLimited { .. } => Code::Service(ServiceCode::RateLimited),
         }
     }
 
@@ -122,7 +157,9 @@ impl ApiError {
             ApiError::UnknownSession(_) | ApiError::NoRoute { .. } => 404,
             ApiError::MethodNotAllowed { .. } => 405,
             ApiError::PayloadTooLarge { .. } => 413,
-            ApiError::Overloaded { .. } => 429,
+            ApiError::Overloaded { .. } | ApiError::RateLimited { .. } => 429,
+            ApiError::Unauthorized { .. } => 401,
+            ApiError::Forbidden { .. } | ApiError::QuotaExceeded { .. } => 403,
             ApiError::Storage(_) | ApiError::Internal(_) => 500,
         };
         StatusCode::from_u16(status).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR)
@@ -149,6 +186,14 @@ impl ApiError {
             }
             ApiError::Storage(why) => (format!("the session store failed, nothing was changed: {why}"), None, vec![]),
             ApiError::Internal(why) => (format!("internal error: {why}"), None, vec![]),
+            ApiError::Unauthorized { message, .. } => (message.clone(), None, vec![]),
+            ApiError::Forbidden { scope, route } => {
+                (format!("this token lacks the scope {scope:?}, which {route} needs"), None, vec![])
+            }
+            ApiError::QuotaExceeded { quota, limit } => {
+                (format!("the tenant's quota {quota} is {limit}, and this request would go past it"), None, vec![])
+            }
+            ApiError::RateLimited { retry_after, why } => (format!("{why}; retry after {retry_after} s"), None, vec![]),
         };
         ErrorResponse { error: ErrorObject { code: self.code(), message, field, jobs } }
     }
@@ -184,8 +229,16 @@ impl IntoResponse for ApiError {
         let body = serde_json::to_vec(&self.body()).unwrap_or_else(|_| b"{\"error\":{}}".to_vec());
         let mut response =
             (status, [(header::CONTENT_TYPE, HeaderValue::from_static("application/json"))], body).into_response();
-        if let ApiError::Overloaded { retry_after } = self {
-            response.headers_mut().insert(header::RETRY_AFTER, HeaderValue::from(retry_after));
+        match self {
+            ApiError::Overloaded { retry_after } | ApiError::RateLimited { retry_after, .. } => {
+                response.headers_mut().insert(header::RETRY_AFTER, HeaderValue::from(retry_after.max(1)));
+            }
+            ApiError::Unauthorized { invalid, .. } => {
+                // RFC 6750: no error code when no credentials were sent.
+                let challenge = if invalid { "Bearer error=\"invalid_token\"" } else { "Bearer" };
+                response.headers_mut().insert(header::WWW_AUTHENTICATE, HeaderValue::from_static(challenge));
+            }
+            _ => {}
         }
         response.extensions_mut().insert(ErrorTag(code));
         response

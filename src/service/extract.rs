@@ -5,7 +5,7 @@ use super::error::ApiError;
 use super::state::SharedState;
 use crate::error::{ArbiterError, ErrorCode};
 use axum::body::Bytes;
-use axum::extract::{FromRequest, FromRequestParts, Path, Request};
+use axum::extract::{FromRequest, FromRequestParts, Path, Query, Request};
 use axum::http::header::CONTENT_LENGTH;
 use axum::http::request::Parts;
 use serde::de::DeserializeOwned;
@@ -55,6 +55,21 @@ impl<S: Send + Sync, T: DeserializeOwned + Send> FromRequestParts<S> for Params<
     async fn from_request_parts(parts: &mut Parts, state: &S) -> Result<Params<T>, ApiError> {
         let Path(value) = Path::<T>::from_request_parts(parts, state).await?;
         Ok(Params(value))
+    }
+}
+
+/// `Query<T>` with the contract's error object on rejection (`malformed_request`).
+#[derive(Debug, Clone)]
+pub struct QueryParams<T>(pub T);
+
+impl<S: Send + Sync, T: DeserializeOwned + Send> FromRequestParts<S> for QueryParams<T> {
+    type Rejection = ApiError;
+
+    async fn from_request_parts(parts: &mut Parts, state: &S) -> Result<QueryParams<T>, ApiError> {
+        let Query(value) = Query::<T>::from_request_parts(parts, state)
+            .await
+            .map_err(|e| ApiError::malformed(format!("bad query string: {}", e.body_text())))?;
+        Ok(QueryParams(value))
     }
 }
 

@@ -5,12 +5,15 @@
 //! are stored before they are acknowledged, and replayed at start (the cluster is deterministic).
 //! No scheduling logic here.
 
+use super::audit::{AuditQuery, AuditView};
+use super::auth::{Caller, Principal};
 use super::error::{ApiError, ApiResult, ErrorResponse};
-use super::extract::{Body, Params};
+use super::extract::{Body, Params, QueryParams};
 use super::limits::blocking;
+use super::quotas::check_jobs;
 use super::sessions::registry::now;
 use super::state::SharedState;
-use super::store::{Store, StoreError};
+use super::store::{Owner, Store, StoreError};
 use crate::error::{ArbiterError, ErrorCode};
 use crate::scheduling::fitgpp::{preemption, Cluster, JobKind, JobSpec, Pass, Phase, Resources};
 use axum::extract::State;
@@ -152,6 +155,9 @@ pub struct FitGppView {
     /// TE jobs waiting for room.
     pub te_waiting: Vec<String>,
     pub jobs: Vec<FitGppJobView>,
+    /// With `?audit=N`: the owner, the creating token and the last N events with their tokens.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub audit: Option<AuditView>,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, ToSchema)]
@@ -193,15 +199,30 @@ pub struct FitGppJobView {
 struct Live {
     spec: CreateFitGppSession,
     created_at: f64,
+    owner: Owner,
     cluster: Cluster,
     next_seq: i64,
     deleted: bool,
 }
 
+/// One session in the map: its tenant (fixed at creation, readable without waiting for the
+/// session's lock) and the session.
+#[derive(Debug, Clone)]
+struct Held {
+    tenant: Option<String>,
+    live: Arc<tokio::sync::Mutex<Live>>,
+}
+
+impl Held {
+    fn new(live: Live) -> Held {
+        Held { tenant: live.owner.tenant.clone(), live: Arc::new(tokio::sync::Mutex::new(live)) }
+    }
+}
+
 /// Every live FitGpp session, by id.
 #[derive(Debug)]
 pub struct FitGppSessions {
-    map: RwLock<HashMap<String, Arc<tokio::sync::Mutex<Live>>>>,
+    map: RwLock<HashMap<String, Held>>,
     store: Arc<Store>,
 }
 
@@ -335,6 +356,7 @@ pub fn view(id: &str, created_at: f64, preemption: &str, cluster: &Cluster) -> F
                 slowdown: j.slowdown(),
             })
             .collect(),
+        audit: None,
     }
 }
 
@@ -366,11 +388,18 @@ impl FitGppSessions {
                     apply(&mut cluster, &parse::<Event>(&e.payload)?)?;
                     next_seq = e.seq + 1;
                 }
-                Ok(Live { spec, created_at: stored.created_at, cluster, next_seq, deleted: false })
+                Ok(Live {
+                    spec,
+                    created_at: stored.created_at,
+                    owner: stored.owner.clone(),
+                    cluster,
+                    next_seq,
+                    deleted: false,
+                })
             })();
             match rebuilt {
                 Ok(live) => {
-                    map.insert(stored.id, Arc::new(tokio::sync::Mutex::new(live)));
+                    map.insert(stored.id, Held::new(live));
                 }
                 Err(e) => broken.push((stored.id, e.body().error.message)),
             }
@@ -378,23 +407,42 @@ impl FitGppSessions {
         Ok((FitGppSessions { map: RwLock::new(map), store }, broken))
     }
 
-    fn get(&self, id: &str) -> ApiResult<Arc<tokio::sync::Mutex<Live>>> {
-        self.map
+    /// Session `id`, locked, if `caller` may see it (and it is not being deleted);
+    /// `unknown_session` otherwise, exactly as for an id that does not exist.
+    async fn get(&self, id: &str, caller: &Principal) -> ApiResult<tokio::sync::OwnedMutexGuard<Live>> {
+        let live = self
+            .map
             .read()
             .unwrap_or_else(|p| p.into_inner())
             .get(id)
-            .cloned()
-            .ok_or_else(|| ApiError::UnknownSession(id.to_string()))
-    }
-
-    /// Applies `event` to a copy of session `id`, stores it, then publishes the copy.
-    async fn update(&self, id: &str, event: Event) -> ApiResult<FitGppPass> {
-        let live = self.get(id)?;
-        let mut live = live.lock_owned().await;
-        if live.deleted {
+            .filter(|held| caller.can_see(held.tenant.as_deref()))
+            .map(|held| held.live.clone())
+            .ok_or_else(|| ApiError::UnknownSession(id.to_string()))?;
+        let live = live.lock_owned().await;
+        if live.deleted || !caller.can_see(live.owner.tenant.as_deref()) {
             return Err(ApiError::UnknownSession(id.to_string()));
         }
-        let (store, id) = (self.store.clone(), id.to_string());
+        Ok(live)
+    }
+
+    /// FitGpp sessions owned by `tenant`.
+    pub fn owned_by(&self, tenant: &str) -> usize {
+        self.map
+            .read()
+            .unwrap_or_else(|p| p.into_inner())
+            .values()
+            .filter(|held| held.tenant.as_deref() == Some(tenant))
+            .count()
+    }
+
+    /// Applies `caller`'s `event` to a copy of session `id`, stores it with the caller's token
+    /// id, then publishes the copy. A submitted job past `max_jobs` is refused.
+    async fn update(&self, id: &str, caller: &Principal, event: Event) -> ApiResult<FitGppPass> {
+        let mut live = self.get(id, caller).await?;
+        if let Event::Submit(_) = event {
+            check_jobs(caller.counted(), live.cluster.jobs().len() + 1)?;
+        }
+        let (store, id, token) = (self.store.clone(), id.to_string(), caller.token_id.clone());
         blocking(move || -> ApiResult<FitGppPass> {
             let mut next = live.cluster.clone();
             let pass = apply(&mut next, &event)?;
@@ -403,7 +451,7 @@ impl FitGppSessions {
                 Event::Submit(_) => "fitgpp_submit",
                 Event::Advance(_) => "fitgpp_advance",
             };
-            store.append(&id, live.next_seq, kind, now(), &payload).map_err(storage)?;
+            store.append(&id, live.next_seq, kind, now(), &payload, token.as_deref()).map_err(storage)?;
             live.next_seq += 1;
             live.cluster = next;
             Ok(pass_view(&live.cluster, &pass))
@@ -421,41 +469,55 @@ impl FitGppSessions {
         (status = 400, description = "Malformed or invalid (the field is named)", body = ErrorResponse),
         (status = 500, description = "The store could not make it durable", body = ErrorResponse),
     ))]
-pub async fn create(State(state): State<SharedState>, body: Body) -> ApiResult<Response> {
+pub async fn create(State(state): State<SharedState>, Caller(caller): Caller, body: Body) -> ApiResult<Response> {
     let spec: CreateFitGppSession = parse(body.text()?)?;
     let cluster = build(&spec)?;
+    let _place = match (caller.counted(), caller.tenant.as_deref()) {
+        (Some(limits), Some(tenant)) => Some(
+            state
+                .quotas
+                .reserve_session(tenant, limits, || state.sessions.owned_by(tenant) + state.fitgpp.owned_by(tenant))?,
+        ),
+        _ => None,
+    };
     let id = state.sessions.new_id();
     let created_at = now();
+    let owner = Owner { tenant: caller.owner(), created_by: caller.token_id.clone() };
     let stored = serde_json::json!({ "fitgpp": spec }).to_string();
     let store = state.fitgpp.store.clone();
-    let key = id.clone();
-    blocking(move || store.create_session(&key, created_at, &stored)).await?.map_err(storage)?;
+    let (key, stored_owner) = (id.clone(), owner.clone());
+    blocking(move || store.create_session(&key, created_at, &stored, &stored_owner)).await?.map_err(storage)?;
     let answer = view(&id, created_at, &spec.preemption, &cluster);
-    let live = Live { spec, created_at, cluster, next_seq: 1, deleted: false };
-    state
-        .fitgpp
-        .map
-        .write()
-        .unwrap_or_else(|p| p.into_inner())
-        .insert(id.clone(), Arc::new(tokio::sync::Mutex::new(live)));
+    let live = Live { spec, created_at, owner, cluster, next_seq: 1, deleted: false };
+    state.fitgpp.map.write().unwrap_or_else(|p| p.into_inner()).insert(id.clone(), Held::new(live));
     let location = format!("/v1/fitgpp/sessions/{id}");
     Ok((StatusCode::CREATED, [(header::LOCATION, location)], Json(answer)).into_response())
 }
 
-/// Get a FitGpp session: its nodes, queue and jobs.
+/// Get a FitGpp session: its nodes, queue and jobs; with `?audit=N`, its owner and its last N
+/// events with the token that made each.
 #[utoipa::path(get, path = "/v1/fitgpp/sessions/{id}", tag = "fitgpp",
-    params(("id" = String, Path, description = "Session id")),
+    params(("id" = String, Path, description = "Session id"), AuditQuery),
     responses(
         (status = 200, description = "The session as of its last acknowledged event", body = FitGppView),
-        (status = 404, description = "Unknown session", body = ErrorResponse),
+        (status = 400, description = "A bad `audit`", body = ErrorResponse),
+        (status = 404, description = "Unknown session (or another tenant's)", body = ErrorResponse),
     ))]
-pub async fn get(State(state): State<SharedState>, Params(id): Params<String>) -> ApiResult<Json<FitGppView>> {
-    let live = state.fitgpp.get(&id)?;
-    let live = live.lock().await;
-    if live.deleted {
-        return Err(ApiError::UnknownSession(id));
+pub async fn get(
+    State(state): State<SharedState>,
+    Caller(caller): Caller,
+    Params(id): Params<String>,
+    QueryParams(query): QueryParams<AuditQuery>,
+) -> ApiResult<Json<FitGppView>> {
+    let audit = query.events()?;
+    let live = state.fitgpp.get(&id, &caller).await?;
+    let mut answer = view(&id, live.created_at, &live.spec.preemption, &live.cluster);
+    if let Some(n) = audit {
+        let (store, key) = (state.fitgpp.store.clone(), id.clone());
+        let events = blocking(move || store.audit(&key, n)).await?.map_err(storage)?;
+        answer.audit = Some(AuditView::new(&live.owner, events));
     }
-    Ok(Json(view(&id, live.created_at, &live.spec.preemption, &live.cluster)))
+    Ok(Json(answer))
 }
 
 /// Delete a FitGpp session and everything stored about it.
@@ -463,14 +525,14 @@ pub async fn get(State(state): State<SharedState>, Params(id): Params<String>) -
     params(("id" = String, Path, description = "Session id")),
     responses(
         (status = 204, description = "Deleted (durably)"),
-        (status = 404, description = "Unknown session", body = ErrorResponse),
+        (status = 404, description = "Unknown session (or another tenant's)", body = ErrorResponse),
     ))]
-pub async fn delete(State(state): State<SharedState>, Params(id): Params<String>) -> ApiResult<StatusCode> {
-    let live = state.fitgpp.get(&id)?;
-    let mut live = live.lock_owned().await;
-    if live.deleted {
-        return Err(ApiError::UnknownSession(id));
-    }
+pub async fn delete(
+    State(state): State<SharedState>,
+    Caller(caller): Caller,
+    Params(id): Params<String>,
+) -> ApiResult<StatusCode> {
+    let mut live = state.fitgpp.get(&id, &caller).await?;
     let (store, key) = (state.fitgpp.store.clone(), id.clone());
     blocking(move || store.delete_session(&key)).await?.map_err(storage)?;
     live.deleted = true;
@@ -486,15 +548,16 @@ pub async fn delete(State(state): State<SharedState>, Params(id): Params<String>
     responses(
         (status = 200, description = "Accepted (durably): what started and what was preempted", body = FitGppPass),
         (status = 400, description = "Invalid job, a duplicate id or a time in the past (the field is named)", body = ErrorResponse),
-        (status = 404, description = "Unknown session", body = ErrorResponse),
+        (status = 404, description = "Unknown session (or another tenant's)", body = ErrorResponse),
     ))]
 pub async fn submit(
     State(state): State<SharedState>,
+    Caller(caller): Caller,
     Params(id): Params<String>,
     body: Body,
 ) -> ApiResult<Json<FitGppPass>> {
     let job: FitGppJob = parse(body.text()?)?;
-    Ok(Json(state.fitgpp.update(&id, Event::Submit(job)).await?))
+    Ok(Json(state.fitgpp.update(&id, &caller, Event::Submit(job)).await?))
 }
 
 /// Move the session's clock: completions and grace-period ends up to `to`, each followed by a
@@ -505,13 +568,14 @@ pub async fn submit(
     responses(
         (status = 200, description = "Done (durably): what started and what was preempted", body = FitGppPass),
         (status = 400, description = "A time in the past", body = ErrorResponse),
-        (status = 404, description = "Unknown session", body = ErrorResponse),
+        (status = 404, description = "Unknown session (or another tenant's)", body = ErrorResponse),
     ))]
 pub async fn advance(
     State(state): State<SharedState>,
+    Caller(caller): Caller,
     Params(id): Params<String>,
     body: Body,
 ) -> ApiResult<Json<FitGppPass>> {
     let to: FitGppAdvance = parse(body.text()?)?;
-    Ok(Json(state.fitgpp.update(&id, Event::Advance(to)).await?))
+    Ok(Json(state.fitgpp.update(&id, &caller, Event::Advance(to)).await?))
 }

@@ -104,6 +104,9 @@ impl SolveLimiter {
         }
         let (answer, mut result) = tokio::sync::oneshot::channel();
         let started = Arc::new(AtomicBool::new(false));
+        // The tenant's place among its concurrent solves (with tokens), held until the job has
+        // run or been dropped unrun, even if the request is gone before.
+        let permit = super::quotas::current_permit();
         let job: Job = {
             let started = started.clone();
             Box::new(move || -> Deliver {
@@ -112,6 +115,7 @@ impl SolveLimiter {
                 }
                 started.store(true, Ordering::Release);
                 let result = catch_unwind(AssertUnwindSafe(work));
+                drop(permit);
                 Box::new(move || {
                     let _ = answer.send(result);
                 })

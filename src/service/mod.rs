@@ -4,9 +4,13 @@
 //! The HTTP layer holds no policy or mechanism logic: handlers extract, call the library, map the
 //! result. Solves run off the async runtime in a bounded pool ([`limits`]); sessions are event
 //! sourced into SQLite ([`store`], [`sessions`]); FitGpp sessions ([`fitgpp`]) too; every error is
-//! the contract's object ([`error`]).
+//! the contract's object ([`error`]). With `--tokens`, requests carry bearer tokens ([`auth`]),
+//! sessions belong to tenants, tenants have quotas ([`quotas`]) and events name their token
+//! ([`audit`]).
 
 pub mod allocations;
+pub mod audit;
+pub mod auth;
 pub mod config;
 pub mod error;
 pub mod extract;
@@ -15,6 +19,7 @@ pub mod health;
 pub mod limits;
 pub mod metrics;
 pub mod openapi;
+pub mod quotas;
 pub mod server;
 pub mod sessions;
 pub mod state;

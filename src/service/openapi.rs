@@ -3,7 +3,12 @@
 //!
 //! The examples go through the same functions the handlers call. Only what varies between runs
 //! is pinned: `stats.solve_seconds`, `stats.realizable.seconds` and `created_at`.
+//!
+//! Every operation but the open ones (`/healthz`, `/openapi.json`) carries the `bearer` security
+//! requirement with the scope the middleware asks for (`auth::layer::required`, the same
+//! function), and its 401, 403 and 429 answers.
 
+use super::auth::layer::{required, Need};
 use super::error::{ApiError, ErrorResponse};
 use super::sessions::events::{apply, Event, Stored};
 use super::sessions::spec::{CreateSession, Spec};
@@ -20,7 +25,7 @@ use utoipa::OpenApi;
 #[openapi(
     info(
         title = "arbiter",
-        description = "Heterogeneity-aware allocation of a shared GPU cluster among training jobs (Gavel's policies and round-based mechanism). Every error is `{\"error\": {\"code\", \"message\", \"field\"?, \"jobs\"?}}`.",
+        description = "Heterogeneity-aware allocation of a shared GPU cluster among training jobs (Gavel's policies and round-based mechanism). Every error is `{\"error\": {\"code\", \"message\", \"field\"?, \"jobs\"?}}`. A server started with `--tokens` wants `Authorization: Bearer <token>` on every route but `/`, `/healthz` and `/openapi.json`; each operation names the scope it needs.",
         license(name = "MIT"),
     ),
     paths(
@@ -48,7 +53,7 @@ use utoipa::OpenApi;
         super::metrics::metrics,
         super::health::openapi,
     ),
-    components(schemas(ErrorResponse)),
+    components(schemas(ErrorResponse, super::audit::AuditView, super::audit::AuditEvent)),
     tags(
         (name = "allocations", description = "Stateless: the contract's request in, its response out"),
         (name = "sessions", description = "A cluster under the round-based mechanism; every change is durable before it is acknowledged"),
@@ -72,7 +77,111 @@ pub fn document() -> Document {
         // The examples are computed by the code they document; failing here is a bug there.
         tracing::error!("cannot compute the OpenAPI examples: {}", e.body().error.message);
     }
+    add_security(&mut doc);
     doc
+}
+
+/// Routes whose writes count against a tenant's sessions or jobs quota.
+const COUNTED: [&str; 4] =
+    ["/v1/sessions", "/v1/sessions/{id}/jobs", "/v1/fitgpp/sessions", "/v1/fitgpp/sessions/{id}/jobs"];
+
+/// An error answer with the contract's object, an example and optionally a header.
+fn error_response(
+    description: &str,
+    example: Value,
+    header: Option<(&str, &str, utoipa::openapi::Type)>,
+) -> RefOr<utoipa::openapi::Response> {
+    use utoipa::openapi::{ContentBuilder, HeaderBuilder, ObjectBuilder, Ref, ResponseBuilder};
+    let content =
+        ContentBuilder::new().schema(Some(Ref::from_schema_name("ErrorResponse"))).example(Some(example)).build();
+    let mut response = ResponseBuilder::new().description(description).content("application/json", content);
+    if let Some((name, about, kind)) = header {
+        let header =
+            HeaderBuilder::new().schema(ObjectBuilder::new().schema_type(kind)).description(Some(about)).build();
+        response = response.header(name, header);
+    }
+    RefOr::T(response.build())
+}
+
+/// The `bearer` scheme, and on every operation that needs a token: its requirement (with the
+/// scope) and its 401, 403 and 429 answers.
+fn add_security(doc: &mut Document) {
+    use axum::http::Method;
+    use utoipa::openapi::security::{HttpAuthScheme, HttpBuilder, SecurityRequirement, SecurityScheme};
+    use utoipa::openapi::Type;
+    let scheme = HttpBuilder::new()
+        .scheme(HttpAuthScheme::Bearer)
+        .bearer_format("arb_<base64url>")
+        .description(Some(
+            "A token from `arbiter token create`, needed when the server runs with `--tokens`; \
+             each operation lists the scope it needs (`admin` implies all).",
+        ))
+        .build();
+    doc.components.get_or_insert_with(Default::default).add_security_scheme("bearer", SecurityScheme::Http(scheme));
+    let unauthorized = error_example(ApiError::Unauthorized {
+        message: "this endpoint needs a bearer token: send `Authorization: Bearer <token>`".into(),
+        invalid: false,
+    });
+    let rate_limited = error_example(ApiError::RateLimited {
+        retry_after: 1,
+        why: "the tenant's quota of 100 requests per second (burst 200) is used up".into(),
+    });
+    for (path, item) in doc.paths.paths.iter_mut() {
+        let operations = [
+            (Method::GET, item.get.as_mut()),
+            (Method::POST, item.post.as_mut()),
+            (Method::PUT, item.put.as_mut()),
+            (Method::DELETE, item.delete.as_mut()),
+        ];
+        for (method, op) in operations {
+            let Some(op) = op else { continue };
+            let scope = match required(&method, path) {
+                Need::Open => continue,
+                Need::Token => None,
+                Need::Scope(scope) => Some(scope),
+            };
+            let scopes: Vec<&str> = scope.iter().map(|s| s.name()).collect();
+            op.security = Some(vec![SecurityRequirement::new("bearer", scopes)]);
+            let responses = &mut op.responses.responses;
+            responses.entry("401".into()).or_insert_with(|| {
+                error_response(
+                    "No bearer token, a malformed one, or one unknown or revoked (`unauthorized`)",
+                    unauthorized.clone(),
+                    Some((
+                        "WWW-Authenticate",
+                        "`Bearer`, with `error=\"invalid_token\"` when a token was sent",
+                        Type::String,
+                    )),
+                )
+            });
+            if let Some(scope) = scope {
+                let route = format!("{method} {path}");
+                let forbidden = error_example(ApiError::Forbidden { scope: scope.name(), route });
+                let counted = method == Method::POST && COUNTED.contains(&path.as_str());
+                let description = if counted {
+                    format!("The token lacks the scope `{scope}` (`forbidden`), or a tenant quota on sessions or jobs is reached (`quota_exceeded`)")
+                } else {
+                    format!("The token lacks the scope `{scope}` (`forbidden`)")
+                };
+                responses.entry("403".into()).or_insert_with(|| error_response(&description, forbidden, None));
+            }
+            match responses.get_mut("429") {
+                Some(RefOr::T(r)) => r.description.push_str(
+                    "; or the tenant's requests per second or concurrent solves are used up (`rate_limited`)",
+                ),
+                _ => {
+                    responses.insert(
+                        "429".into(),
+                        error_response(
+                            "The tenant's requests per second are used up (`rate_limited`); see `Retry-After`",
+                            rate_limited.clone(),
+                            Some(("Retry-After", "Seconds to wait before retrying", Type::Integer)),
+                        ),
+                    );
+                }
+            }
+        }
+    }
 }
 
 /// The document as written to `openapi/openapi.json`: pretty, with a final newline.

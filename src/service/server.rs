@@ -1,6 +1,8 @@
 //! Running the service: logging, the router and its layers, the embedded demo session, binding
-//! and printing the URLs to try, and graceful shutdown on SIGTERM/SIGINT.
+//! (only to loopback without tokens, unless `--insecure`) and printing the URLs to try, and
+//! graceful shutdown on SIGTERM/SIGINT.
 
+use super::auth::{layer::authenticate, Principal};
 use super::config::{Config, LogFormat};
 use super::error::ApiError;
 use super::sessions::events::Event;
@@ -8,6 +10,7 @@ use super::sessions::handlers::{self as h, solve_now};
 use super::sessions::registry::apply_live;
 use super::sessions::spec::CreateSession;
 use super::state::{AppState, SharedState};
+use super::store::Owner;
 use super::{allocations, fitgpp, health, metrics, throughputs};
 use axum::extract::DefaultBodyLimit;
 use axum::http::{HeaderValue, Method, Uri};
@@ -24,8 +27,8 @@ use tower_http::request_id::{MakeRequestId, PropagateRequestIdLayer, RequestId, 
 /// The id of the session `arbiter serve` starts with.
 pub const DEMO_SESSION: &str = "demo";
 
-/// Every endpoint, with the layers: request ids, metrics and logs, panics as 500 error objects,
-/// and the body limit.
+/// Every endpoint, with the layers: request ids, metrics and logs, authentication (before any
+/// handler reads a body), panics as 500 error objects, and the body limit.
 pub fn router(state: SharedState) -> Router {
     Router::new()
         .route("/", get(health::index))
@@ -52,6 +55,7 @@ pub fn router(state: SharedState) -> Router {
         .method_not_allowed_fallback(method_not_allowed)
         .layer(DefaultBodyLimit::max(state.config.max_body_bytes))
         .layer(CatchPanicLayer::custom(panicked))
+        .layer(axum::middleware::from_fn_with_state(state.clone(), authenticate))
         .layer(axum::middleware::from_fn_with_state(state.clone(), metrics::track))
         .layer(PropagateRequestIdLayer::x_request_id())
         .layer(SetRequestIdLayer::x_request_id(RequestIds::default()))
@@ -121,11 +125,13 @@ async fn create_demo(state: &SharedState) -> Result<(), ApiError> {
     };
     let text = serde_json::to_string(&create).map_err(|e| ApiError::Internal(e.to_string()))?;
     let shared = state.clone();
-    super::limits::blocking(move || shared.sessions.create(DEMO_SESSION.to_string(), &text)).await??;
+    // Owned by nobody: with tokens, only `admin` sees it.
+    super::limits::blocking(move || shared.sessions.create(DEMO_SESSION.to_string(), &text, Owner::default(), None))
+        .await??;
     let shared = state.clone();
     state
         .sessions
-        .update(DEMO_SESSION, Some(&state.limiter), move |entry, session| {
+        .update(DEMO_SESSION, &Principal::open(), Some(&state.limiter), move |entry, session| {
             let event = Event::Allocation { allocation: solve_now(&shared, entry, session)? };
             Ok((apply_live(entry, session, event)?.0, ()))
         })
@@ -138,7 +144,8 @@ pub async fn serve(config: Config) -> Result<(), String> {
     let grace = Duration::from_secs_f64(config.shutdown_grace_seconds);
     let addr = config.addr;
     let db = config.db.display().to_string();
-    let (state, broken) = AppState::open(config.clone()).map_err(|e| e.to_string())?;
+    config.check_exposure()?;
+    let (state, broken) = AppState::open(config.clone())?;
     for b in &broken {
         tracing::error!(session = %b.id, error = %b.error, "a stored session could not be rebuilt; it stays in the store and is not served");
     }
@@ -148,7 +155,21 @@ pub async fn serve(config: Config) -> Result<(), String> {
     }
     let listener = tokio::net::TcpListener::bind(addr).await.map_err(|e| format!("cannot listen on {addr}: {e}"))?;
     let local = listener.local_addr().map_err(|e| e.to_string())?;
-    print_urls(local, state.sessions.contains(DEMO_SESSION));
+    let auth = match &state.keyring {
+        Some(keyring) => {
+            tracing::info!(file = %keyring.path().display(), active = keyring.active_tokens(), "bearer tokens required");
+            format!("bearer tokens required ({} active in {})", keyring.active_tokens(), keyring.path().display())
+        }
+        None if local.ip().is_loopback() => {
+            tracing::warn!("serving without authentication (no --tokens), on loopback only");
+            "off (no --tokens): serving without authentication, on loopback only".to_string()
+        }
+        None => {
+            tracing::warn!(addr = %local, "serving WITHOUT authentication on a non-loopback address (--insecure)");
+            format!("OFF on {local}, which is not loopback (--insecure): anyone who reaches it can do anything")
+        }
+    };
+    print_urls(local, state.sessions.contains(DEMO_SESSION), &auth, state.keyring.is_some());
     tracing::info!(addr = %local, solvers = state.limiter.max_running(), "listening");
 
     let (stop_tx, mut stop_rx) = tokio::sync::watch::channel(false);
@@ -173,19 +194,22 @@ pub async fn serve(config: Config) -> Result<(), String> {
     Ok(())
 }
 
-fn print_urls(addr: std::net::SocketAddr, demo: bool) {
+fn print_urls(addr: std::net::SocketAddr, demo: bool, auth: &str, tokens: bool) {
     let base = format!("http://{addr}");
+    // With tokens, the demo session is seen by `admin` tokens only.
+    let curl = if tokens { "curl -H \"Authorization: Bearer $ARBITER_TOKEN\"" } else { "curl" };
     let mut out = std::io::stdout().lock();
     let _ = writeln!(out, "arbiter {} listening on {base}", env!("CARGO_PKG_VERSION"));
+    let _ = writeln!(out, "authentication: {auth}");
     let _ = writeln!(out, "try:");
     if demo {
-        let _ = writeln!(out, "  curl {base}/v1/sessions/{DEMO_SESSION}/allocation");
-        let _ = writeln!(out, "  curl -X POST {base}/v1/sessions/{DEMO_SESSION}/rounds");
-        let _ = writeln!(out, "  curl {base}/v1/sessions/{DEMO_SESSION}");
+        let _ = writeln!(out, "  {curl} {base}/v1/sessions/{DEMO_SESSION}/allocation");
+        let _ = writeln!(out, "  {curl} -X POST {base}/v1/sessions/{DEMO_SESSION}/rounds");
+        let _ = writeln!(out, "  {curl} {base}/v1/sessions/{DEMO_SESSION}");
     }
-    let _ = writeln!(out, "  curl -d @fixtures/demo.json {base}/v1/allocations");
+    let _ = writeln!(out, "  {curl} -d @fixtures/demo.json {base}/v1/allocations");
     let _ = writeln!(out, "  curl {base}/healthz");
-    let _ = writeln!(out, "  curl {base}/metrics");
+    let _ = writeln!(out, "  {curl} {base}/metrics");
     let _ = writeln!(out, "  curl {base}/openapi.json");
     let _ = out.flush();
 }

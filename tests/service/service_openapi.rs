@@ -85,4 +85,36 @@ fn document_is_openapi_3_1_with_every_route_and_real_examples() {
     let schemas = &doc["components"]["schemas"];
     assert!(schemas["JobView"]["properties"]["scale_factor"].is_object(), "{}", schemas["JobView"]);
     assert!(schemas["FitGppJobView"]["properties"]["kind"].is_object());
+
+    // The bearer scheme, and on every operation but the open ones the scope it needs and its
+    // 401 and 429 (403 where a scope is needed); the audit's query parameter.
+    let bearer = &doc["components"]["securitySchemes"]["bearer"];
+    assert_eq!((bearer["type"].as_str(), bearer["scheme"].as_str()), (Some("http"), Some("bearer")), "{bearer}");
+    for (path, item) in paths {
+        for (method, op) in item.as_object().unwrap() {
+            let open = path == "/healthz" || path == "/openapi.json";
+            assert_eq!(op.get("security").is_none(), open, "{method} {path}: {:?}", op.get("security"));
+            if open {
+                continue;
+            }
+            for status in ["401", "403"] {
+                let example = &op["responses"][status]["content"]["application/json"]["example"];
+                assert!(example["error"]["code"].is_string(), "{method} {path}: no {status}");
+            }
+            let too_many = op["responses"]["429"]["description"].as_str().unwrap_or_default();
+            assert!(too_many.contains("rate_limited"), "{method} {path}: 429 {too_many:?}");
+        }
+    }
+    let scope = |path: &str, method: &str| paths[path][method]["security"][0]["bearer"][0].clone();
+    assert_eq!(scope("/v1/allocations", "post"), "solve");
+    assert_eq!(scope("/v1/sessions/{id}", "get"), "sessions:read");
+    assert_eq!(scope("/v1/sessions/{id}/rounds", "post"), "sessions:write");
+    assert_eq!(scope("/v1/fitgpp/sessions/{id}", "delete"), "sessions:write");
+    assert_eq!(scope("/metrics", "get"), "metrics");
+    let unauthorized = &paths["/v1/sessions"]["get"]["responses"]["401"];
+    assert!(unauthorized["headers"]["WWW-Authenticate"].is_object(), "{unauthorized}");
+    let audit =
+        paths["/v1/sessions/{id}"]["get"]["parameters"].as_array().unwrap().iter().find(|p| p["name"] == "audit");
+    assert_eq!(audit.expect("the audit parameter")["in"], "query");
+    assert!(schemas["AuditView"]["properties"]["events"].is_object());
 }

@@ -37,11 +37,18 @@ pub struct Client {
     addr: SocketAddr,
     conn: Option<BufReader<TcpStream>>,
     pub timeout: Duration,
+    /// Sent as `Authorization: Bearer <token>` with every request.
+    pub token: Option<String>,
 }
 
 impl Client {
     pub fn new(addr: SocketAddr) -> Client {
-        Client { addr, conn: None, timeout: Duration::from_secs(120) }
+        Client { addr, conn: None, timeout: Duration::from_secs(120), token: None }
+    }
+
+    /// A client that sends `token` with every request.
+    pub fn with_token(addr: SocketAddr, token: &str) -> Client {
+        Client { token: Some(token.to_string()), ..Client::new(addr) }
     }
 
     pub fn get(&mut self, path: &str) -> io::Result<Reply> {
@@ -87,6 +94,11 @@ impl Client {
         let mut head = format!("{method} {path} HTTP/1.1\r\nHost: {}\r\nContent-Length: {}\r\n", self.addr, body.len());
         if !body.is_empty() && !headers.iter().any(|(n, _)| n.eq_ignore_ascii_case("content-type")) {
             head.push_str("Content-Type: application/json\r\n");
+        }
+        if let Some(token) = &self.token {
+            if !headers.iter().any(|(n, _)| n.eq_ignore_ascii_case("authorization")) {
+                head.push_str(&format!("Authorization: Bearer {token}\r\n"));
+            }
         }
         for (name, value) in headers {
             head.push_str(&format!("{name}: {value}\r\n"));

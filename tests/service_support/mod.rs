@@ -50,10 +50,16 @@ impl Server {
     /// Starts the server on `127.0.0.1:0` with database `db` and extra flags; waits until it
     /// prints the address it is listening on.
     pub fn start(db: &Path, log: &Path, flags: &[&str]) -> Server {
+        Server::start_at("127.0.0.1:0", db, log, flags)
+    }
+
+    /// As `start`, on `addr` (e.g. `0.0.0.0:0`); `addr` is then where the client connects, with
+    /// an unspecified IP replaced by loopback.
+    pub fn start_at(bind: &str, db: &Path, log: &Path, flags: &[&str]) -> Server {
         let stderr = std::fs::File::create(log).expect("create the server log");
         let mut child = Command::new(env!("CARGO_BIN_EXE_arbiter"))
             .arg("serve")
-            .args(["--addr", "127.0.0.1:0", "--db"])
+            .args(["--addr", bind, "--db"])
             .arg(db)
             .args(flags)
             .env("ARBITER_LOG", "info")
@@ -70,7 +76,11 @@ impl Server {
                 panic!("arbiter serve exited before listening:\n{}", std::fs::read_to_string(log).unwrap_or_default());
             }
             if let Some(rest) = line.split("listening on http://").nth(1) {
-                break rest.trim().parse::<SocketAddr>().expect("a socket address after `listening on`");
+                let mut addr = rest.trim().parse::<SocketAddr>().expect("a socket address after `listening on`");
+                if addr.ip().is_unspecified() {
+                    addr.set_ip(std::net::Ipv4Addr::LOCALHOST.into());
+                }
+                break addr;
             }
         };
         // Keep draining stdout so the server never blocks on a full pipe.

@@ -9,9 +9,13 @@ use super::views::{self, AllocationView, ClusterView, JobView, RoundView, Sessio
 use crate::lp::Backend;
 use crate::mechanism::Session;
 use crate::request::JobSpec;
+use crate::service::audit::{AuditQuery, AuditView};
+use crate::service::auth::{Caller, Principal};
 use crate::service::error::{ApiError, ApiResult, Code, ErrorResponse};
-use crate::service::extract::{Body, Params};
+use crate::service::extract::{Body, Params, QueryParams};
+use crate::service::quotas::check_jobs;
 use crate::service::state::SharedState;
+use crate::service::store::Owner;
 use axum::extract::State;
 use axum::http::{header, StatusCode};
 use axum::response::{IntoResponse, Response};
@@ -29,23 +33,24 @@ pub(crate) fn solve_now(state: &SharedState, entry: &Entry, session: &Session) -
     Ok(Stored::new(&result?))
 }
 
-/// Runs `decide` as one event of session `id` (see `Sessions::update`) and counts it.
-async fn update<R, F>(state: &SharedState, id: &str, solver: bool, decide: F) -> ApiResult<R>
+/// Runs `decide` as one event of `caller` on session `id` (see `Sessions::update`) and counts it.
+async fn update<R, F>(state: &SharedState, caller: &Principal, id: &str, solver: bool, decide: F) -> ApiResult<R>
 where
     R: Send + 'static,
     F: FnOnce(&Entry, &mut Session) -> ApiResult<(Event, R)> + Send + 'static,
 {
     let limiter = solver.then_some(&state.limiter);
-    let (event, answer) = state.sessions.update(id, limiter, decide).await?;
+    let (event, answer) = state.sessions.update(id, caller, limiter, decide).await?;
     state.metrics.observe_event(event.kind());
     Ok(answer)
 }
 
-/// List the sessions.
+/// List the sessions (with tokens: the tenant's own; every tenant's for `admin`).
 #[utoipa::path(get, path = "/v1/sessions", tag = "sessions",
-    responses((status = 200, description = "Every live session, oldest first", body = SessionList)))]
-pub async fn list(State(state): State<SharedState>) -> Json<SessionList> {
-    let sessions = state.sessions.all().iter().map(|e| views::summary(&e.id, e.created_at, &e.current())).collect();
+    responses((status = 200, description = "Every live session the caller may see, oldest first", body = SessionList)))]
+pub async fn list(State(state): State<SharedState>, Caller(caller): Caller) -> Json<SessionList> {
+    let sessions =
+        state.sessions.all(&caller).iter().map(|e| views::summary(&e.id, e.created_at, &e.current())).collect();
     Json(SessionList { sessions })
 }
 
@@ -60,14 +65,24 @@ pub async fn list(State(state): State<SharedState>) -> Json<SessionList> {
         (status = 429, description = "Overloaded; see `Retry-After`", body = ErrorResponse),
         (status = 500, description = "The store could not make it durable", body = ErrorResponse),
     ))]
-pub async fn create(State(state): State<SharedState>, body: Body) -> ApiResult<Response> {
+pub async fn create(State(state): State<SharedState>, Caller(caller): Caller, body: Body) -> ApiResult<Response> {
+    let _place = match (caller.counted(), caller.tenant.as_deref()) {
+        (Some(limits), Some(tenant)) => Some(
+            state
+                .quotas
+                .reserve_session(tenant, limits, || state.sessions.owned_by(tenant) + state.fitgpp.owned_by(tenant))?,
+        ),
+        _ => None,
+    };
     let id = state.sessions.new_id();
     let shared = state.clone();
+    let owner = Owner { tenant: caller.owner(), created_by: caller.token_id.clone() };
+    let quota = caller.counted().copied();
     let entry = state
         .limiter
         .run(move || {
             let text = super::estimates::fill_created(body.text()?, shared.reference.as_deref())?;
-            shared.sessions.create(id, &text)
+            shared.sessions.create(id, &text, owner, quota.as_ref())
         })
         .await??;
     let view = views::session(&entry.id, entry.created_at, &entry.spec, &entry.current())?;
@@ -75,16 +90,28 @@ pub async fn create(State(state): State<SharedState>, body: Body) -> ApiResult<R
     Ok((StatusCode::CREATED, [(header::LOCATION, location)], Json(view)).into_response())
 }
 
-/// Get a session: its cluster, jobs, allocation and received time.
+/// Get a session: its cluster, jobs, allocation and received time; with `?audit=N`, its owner
+/// and its last N events with the token that made each.
 #[utoipa::path(get, path = "/v1/sessions/{id}", tag = "sessions",
-    params(("id" = String, Path, description = "Session id")),
+    params(("id" = String, Path, description = "Session id"), AuditQuery),
     responses(
         (status = 200, description = "The session as of its last acknowledged event", body = SessionView),
-        (status = 404, description = "Unknown session", body = ErrorResponse),
+        (status = 400, description = "A bad `audit`", body = ErrorResponse),
+        (status = 404, description = "Unknown session (or another tenant's)", body = ErrorResponse),
     ))]
-pub async fn get(State(state): State<SharedState>, Params(id): Params<String>) -> ApiResult<Json<SessionView>> {
-    let entry = state.sessions.get(&id)?;
-    Ok(Json(views::session(&entry.id, entry.created_at, &entry.spec, &entry.current())?))
+pub async fn get(
+    State(state): State<SharedState>,
+    Caller(caller): Caller,
+    Params(id): Params<String>,
+    QueryParams(query): QueryParams<AuditQuery>,
+) -> ApiResult<Json<SessionView>> {
+    let audit = query.events()?;
+    let entry = state.sessions.get(&id, &caller)?;
+    let mut view = views::session(&entry.id, entry.created_at, &entry.spec, &entry.current())?;
+    if let Some(n) = audit {
+        view.audit = Some(AuditView::new(&entry.owner, state.sessions.audit(&entry, n).await?));
+    }
+    Ok(Json(view))
 }
 
 /// Delete a session and everything stored about it.
@@ -94,8 +121,12 @@ pub async fn get(State(state): State<SharedState>, Params(id): Params<String>) -
         (status = 204, description = "Deleted (durably)"),
         (status = 404, description = "Unknown session", body = ErrorResponse),
     ))]
-pub async fn delete(State(state): State<SharedState>, Params(id): Params<String>) -> ApiResult<StatusCode> {
-    state.sessions.delete(&id).await?;
+pub async fn delete(
+    State(state): State<SharedState>,
+    Caller(caller): Caller,
+    Params(id): Params<String>,
+) -> ApiResult<StatusCode> {
+    state.sessions.delete(&id, &caller).await?;
     Ok(StatusCode::NO_CONTENT)
 }
 
@@ -110,12 +141,15 @@ pub async fn delete(State(state): State<SharedState>, Params(id): Params<String>
     ))]
 pub async fn add_job(
     State(state): State<SharedState>,
+    Caller(caller): Caller,
     Params(id): Params<String>,
     body: Body,
 ) -> ApiResult<(StatusCode, Json<JobView>)> {
     let text = body.text()?.to_string();
     let reference = state.reference.clone();
-    let view = update(&state, &id, false, move |entry, session| {
+    let limits = caller.counted().copied();
+    let view = update(&state, &caller, &id, false, move |entry, session| {
+        check_jobs(limits.as_ref(), session.num_jobs() + 1)?;
         let estimate = entry.spec.create.estimate_missing == Some(true);
         let body = super::estimates::fill_added_job(&text, &entry.spec.create.cluster, estimate, reference.as_deref())?;
         let event = Event::AddJob { body };
@@ -136,10 +170,11 @@ pub async fn add_job(
     ))]
 pub async fn remove_job(
     State(state): State<SharedState>,
+    Caller(caller): Caller,
     Params((id, job)): Params<(String, String)>,
 ) -> ApiResult<StatusCode> {
     let event = Event::RemoveJob { job };
-    update(&state, &id, false, move |entry, session| Ok((apply_live(entry, session, event)?.0, ()))).await?;
+    update(&state, &caller, &id, false, move |entry, session| Ok((apply_live(entry, session, event)?.0, ()))).await?;
     Ok(StatusCode::NO_CONTENT)
 }
 
@@ -154,11 +189,12 @@ pub async fn remove_job(
     ))]
 pub async fn progress(
     State(state): State<SharedState>,
+    Caller(caller): Caller,
     Params((id, job)): Params<(String, String)>,
     body: Body,
 ) -> ApiResult<Json<JobView>> {
     let event = Event::Progress { job: job.clone(), body: body.text()?.to_string() };
-    let view = update(&state, &id, false, move |entry, session| {
+    let view = update(&state, &caller, &id, false, move |entry, session| {
         let (event, _) = apply_live(entry, session, event)?;
         Ok((event, views::job(session, &job)?))
     })
@@ -177,11 +213,12 @@ pub async fn progress(
     ))]
 pub async fn throughputs(
     State(state): State<SharedState>,
+    Caller(caller): Caller,
     Params(id): Params<String>,
     body: Body,
 ) -> ApiResult<Json<views::JobList>> {
     let event = Event::Throughputs { body: body.text()?.to_string() };
-    let view = update(&state, &id, false, move |entry, session| {
+    let view = update(&state, &caller, &id, false, move |entry, session| {
         let jobs: Vec<String> = match &event {
             Event::Throughputs { body } => {
                 crate::service::extract::parse_object::<Throughputs>(body)?.throughputs.into_keys().collect()
@@ -196,8 +233,13 @@ pub async fn throughputs(
     Ok(Json(view))
 }
 
-async fn worker_health(state: SharedState, id: String, event: Event) -> ApiResult<Json<ClusterView>> {
-    let view = update(&state, &id, false, move |entry, session| {
+async fn worker_health(
+    state: SharedState,
+    caller: Principal,
+    id: String,
+    event: Event,
+) -> ApiResult<Json<ClusterView>> {
+    let view = update(&state, &caller, &id, false, move |entry, session| {
         let (event, _) = apply_live(entry, session, event)?;
         Ok((event, views::session(&entry.id, entry.created_at, &entry.spec, session)?.cluster))
     })
@@ -217,9 +259,10 @@ async fn worker_health(state: SharedState, id: String, event: Event) -> ApiResul
     ))]
 pub async fn worker_failed(
     State(state): State<SharedState>,
+    Caller(caller): Caller,
     Params((id, worker)): Params<(String, String)>,
 ) -> ApiResult<Json<ClusterView>> {
-    worker_health(state, id, Event::WorkerFailed { worker }).await
+    worker_health(state, caller, id, Event::WorkerFailed { worker }).await
 }
 
 /// A failed GPU or server is back.
@@ -233,9 +276,10 @@ pub async fn worker_failed(
     ))]
 pub async fn worker_returned(
     State(state): State<SharedState>,
+    Caller(caller): Caller,
     Params((id, worker)): Params<(String, String)>,
 ) -> ApiResult<Json<ClusterView>> {
-    worker_health(state, id, Event::WorkerReturned { worker }).await
+    worker_health(state, caller, id, Event::WorkerReturned { worker }).await
 }
 
 /// The current allocation (as installed; `stale` says the next round recomputes it).
@@ -247,9 +291,10 @@ pub async fn worker_returned(
     ))]
 pub async fn allocation(
     State(state): State<SharedState>,
+    Caller(caller): Caller,
     Params(id): Params<String>,
 ) -> ApiResult<Json<AllocationView>> {
-    let entry = state.sessions.get(&id)?;
+    let entry = state.sessions.get(&id, &caller)?;
     Ok(Json(views::allocation(&entry.id, &entry.current())?))
 }
 
@@ -265,10 +310,11 @@ pub async fn allocation(
     ))]
 pub async fn recompute(
     State(state): State<SharedState>,
+    Caller(caller): Caller,
     Params(id): Params<String>,
 ) -> ApiResult<Json<AllocationView>> {
     let shared = state.clone();
-    let view = update(&state, &id, true, move |entry, session| {
+    let view = update(&state, &caller, &id, true, move |entry, session| {
         let event = Event::Allocation { allocation: solve_now(&shared, entry, session)? };
         let (event, _) = apply_live(entry, session, event)?;
         Ok((event, views::allocation(&entry.id, session)?))
@@ -287,9 +333,13 @@ pub async fn recompute(
         (status = 429, description = "Overloaded; see `Retry-After`", body = ErrorResponse),
         (status = 504, description = "The solve budget ran out; nothing changed", body = ErrorResponse),
     ))]
-pub async fn round(State(state): State<SharedState>, Params(id): Params<String>) -> ApiResult<Json<RoundView>> {
+pub async fn round(
+    State(state): State<SharedState>,
+    Caller(caller): Caller,
+    Params(id): Params<String>,
+) -> ApiResult<Json<RoundView>> {
     let shared = state.clone();
-    let view = update(&state, &id, true, move |entry, session| {
+    let view = update(&state, &caller, &id, true, move |entry, session| {
         let allocation = if session.is_stale() { Some(solve_now(&shared, entry, session)?) } else { None };
         let recomputed = allocation.is_some();
         match apply_live(entry, session, Event::Round { allocation })? {

@@ -5,9 +5,11 @@
 use super::events::{apply, Applied, Event};
 use super::spec::Spec;
 use crate::mechanism::Session;
+use crate::service::auth::Principal;
 use crate::service::error::{ApiError, ApiResult};
 use crate::service::limits::{blocking, SolveLimiter};
-use crate::service::store::{Store, StoredSession};
+use crate::service::quotas::{check_jobs, Limits};
+use crate::service::store::{Owner, Store, StoredSession};
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, RwLock};
@@ -24,6 +26,8 @@ pub fn now() -> f64 {
 pub struct Entry {
     pub id: String,
     pub created_at: f64,
+    /// Its tenant (seen only by that tenant's tokens and `admin`) and creating token.
+    pub owner: Owner,
     pub spec: Arc<Spec>,
     current: RwLock<Arc<Session>>,
     writer: Arc<tokio::sync::Mutex<Writer>>,
@@ -36,10 +40,11 @@ struct Writer {
 }
 
 impl Entry {
-    fn new(id: String, created_at: f64, spec: Spec, session: Session, next_seq: i64) -> Entry {
+    fn new(id: String, created_at: f64, owner: Owner, spec: Spec, session: Session, next_seq: i64) -> Entry {
         Entry {
             id,
             created_at,
+            owner,
             spec: Arc::new(spec),
             current: RwLock::new(Arc::new(session)),
             writer: Arc::new(tokio::sync::Mutex::new(Writer { next_seq, deleted: false })),
@@ -101,20 +106,46 @@ impl Sessions {
         self.map.read().unwrap_or_else(|p| p.into_inner()).contains_key(id)
     }
 
-    pub fn get(&self, id: &str) -> ApiResult<Arc<Entry>> {
+    /// Session `id` if `caller` may see it; `unknown_session` otherwise, exactly as for an id
+    /// that does not exist.
+    pub fn get(&self, id: &str, caller: &Principal) -> ApiResult<Arc<Entry>> {
         self.map
             .read()
             .unwrap_or_else(|p| p.into_inner())
             .get(id)
+            .filter(|e| caller.can_see(e.owner.tenant.as_deref()))
             .cloned()
             .ok_or_else(|| ApiError::UnknownSession(id.to_string()))
     }
 
-    /// Every session, oldest first.
-    pub fn all(&self) -> Vec<Arc<Entry>> {
-        let mut all: Vec<_> = self.map.read().unwrap_or_else(|p| p.into_inner()).values().cloned().collect();
+    /// Every session `caller` may see, oldest first.
+    pub fn all(&self, caller: &Principal) -> Vec<Arc<Entry>> {
+        let mut all: Vec<_> = self
+            .map
+            .read()
+            .unwrap_or_else(|p| p.into_inner())
+            .values()
+            .filter(|e| caller.can_see(e.owner.tenant.as_deref()))
+            .cloned()
+            .collect();
         all.sort_by(|a, b| a.created_at.total_cmp(&b.created_at).then_with(|| a.id.cmp(&b.id)));
         all
+    }
+
+    /// Sessions owned by `tenant`.
+    pub fn owned_by(&self, tenant: &str) -> usize {
+        self.map
+            .read()
+            .unwrap_or_else(|p| p.into_inner())
+            .values()
+            .filter(|e| e.owner.tenant.as_deref() == Some(tenant))
+            .count()
+    }
+
+    /// The last `n` stored events of a session (its audit), oldest first.
+    pub async fn audit(&self, entry: &Entry, n: u32) -> ApiResult<Vec<crate::service::store::EventRecord>> {
+        let (store, id) = (self.store.clone(), entry.id.clone());
+        blocking(move || store.audit(&id, n)).await?.map_err(|e| ApiError::Storage(e.to_string()))
     }
 
     /// A fresh id: 16 hex digits, unguessable enough to not collide across restarts.
@@ -126,28 +157,38 @@ impl Sessions {
         format!("{:016x}", hasher.finish())
     }
 
-    /// Creates a session from a creation body; durable when it returns. Runs on a blocking thread.
-    pub fn create(&self, id: String, text: &str) -> ApiResult<Arc<Entry>> {
+    /// Creates a session from a creation body, owned by `owner`, with no more jobs than
+    /// `quota` allows (none: no limit); durable when it returns. Runs on a blocking thread.
+    pub fn create(&self, id: String, text: &str, owner: Owner, quota: Option<&Limits>) -> ApiResult<Arc<Entry>> {
         let (spec, session) = Spec::parse(text)?;
+        check_jobs(quota, session.num_jobs())?;
         if self.contains(&id) {
             return Err(ApiError::Internal(format!("session id {id:?} is taken")));
         }
         let created_at = now();
-        self.store.create_session(&id, created_at, text).map_err(|e| ApiError::Storage(e.to_string()))?;
-        let entry = Arc::new(Entry::new(id.clone(), created_at, spec, session, 1));
+        self.store.create_session(&id, created_at, text, &owner).map_err(|e| ApiError::Storage(e.to_string()))?;
+        let entry = Arc::new(Entry::new(id.clone(), created_at, owner, spec, session, 1));
         self.map.write().unwrap_or_else(|p| p.into_inner()).insert(id, entry.clone());
         Ok(entry)
     }
 
-    /// Applies one event to session `id`: `decide` looks at a copy of the session and returns the
-    /// event (solving first if it must) and the answer; the event is applied to the copy, made
-    /// durable, then published. With a `limiter`, this runs in a solver slot.
-    pub async fn update<R, F>(&self, id: &str, limiter: Option<&SolveLimiter>, decide: F) -> ApiResult<(Event, R)>
+    /// Applies one event of `caller` to session `id`: `decide` looks at a copy of the session and
+    /// returns the event (solving first if it must) and the answer; the event is applied to the
+    /// copy, made durable with the caller's token id, then published. With a `limiter`, this runs
+    /// in a solver slot.
+    pub async fn update<R, F>(
+        &self,
+        id: &str,
+        caller: &Principal,
+        limiter: Option<&SolveLimiter>,
+        decide: F,
+    ) -> ApiResult<(Event, R)>
     where
         R: Send + 'static,
         F: FnOnce(&Entry, &mut Session) -> ApiResult<(Event, R)> + Send + 'static,
     {
-        let entry = self.get(id)?;
+        let entry = self.get(id, caller)?;
+        let token = caller.token_id.clone();
         let mut writer = entry.writer.clone().lock_owned().await;
         if writer.deleted {
             return Err(ApiError::UnknownSession(id.to_string()));
@@ -158,7 +199,7 @@ impl Sessions {
             let (event, answer) = decide(&entry, &mut next)?;
             let payload = serde_json::to_string(&event).map_err(|e| ApiError::Internal(e.to_string()))?;
             store
-                .append(&entry.id, writer.next_seq, event.kind(), now(), &payload)
+                .append(&entry.id, writer.next_seq, event.kind(), now(), &payload, token.as_deref())
                 .map_err(|e| ApiError::Storage(e.to_string()))?;
             writer.next_seq += 1;
             entry.publish(next);
@@ -171,8 +212,8 @@ impl Sessions {
     }
 
     /// Deletes session `id` and its events; durable when it returns.
-    pub async fn delete(&self, id: &str) -> ApiResult<()> {
-        let entry = self.get(id)?;
+    pub async fn delete(&self, id: &str, caller: &Principal) -> ApiResult<()> {
+        let entry = self.get(id, caller)?;
         let mut writer = entry.writer.clone().lock_owned().await;
         if writer.deleted {
             return Err(ApiError::UnknownSession(id.to_string()));
@@ -203,7 +244,7 @@ fn replay(stored: StoredSession) -> ApiResult<Entry> {
         })?;
         next_seq = event.seq + 1;
     }
-    Ok(Entry::new(stored.id, stored.created_at, spec, session, next_seq))
+    Ok(Entry::new(stored.id, stored.created_at, stored.owner, spec, session, next_seq))
 }
 
 /// Applies an event built by a live request to the copy, for `Sessions::update`'s `decide`.

@@ -62,6 +62,9 @@ pub struct SessionView {
     /// long-term GPU-time fairness so far.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub tenants: Option<Vec<TenantView>>,
+    /// With `?audit=N`: the owner, the creating token and the last N events with their tokens.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub audit: Option<crate::service::audit::AuditView>,
 }
 
 /// One tenant's GPU time since the session started (Astraea's LTGF).
@@ -365,6 +368,7 @@ pub fn session(id: &str, created_at: f64, spec: &Spec, session: &Session) -> Api
                 })
                 .collect()
         }),
+        audit: None,
     })
 }
 

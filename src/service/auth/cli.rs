@@ -1,0 +1,157 @@
+//! `arbiter token`: create a token (printed once, stored as its digest), list the tokens (never a
+//! digest or a secret), revoke one. Every change rewrites the file atomically with mode 0600; a
+//! running server sees it within about a second.
+
+use super::file::{check_name, now_rfc3339, TokenFile, TokenRecord};
+use super::secret::{digest, generate, random_hex};
+use super::Scope;
+use clap::{Args, Subcommand};
+use std::fmt::Write;
+use std::path::PathBuf;
+
+/// `arbiter token ...`.
+#[derive(Debug, Clone, Subcommand)]
+pub enum TokenCommand {
+    /// Create a token and print it, once, on standard output; only its SHA-256 digest is kept.
+    Create(CreateArgs),
+    /// List the tokens: id, tenant, scopes, created, revoked (no secrets, no digests).
+    List {
+        #[command(flatten)]
+        file: FileArg,
+    },
+    /// Revoke a token by its id; a running server refuses it within about a second.
+    Revoke {
+        #[command(flatten)]
+        file: FileArg,
+        /// The token's id.
+        id: String,
+    },
+}
+
+#[derive(Debug, Clone, Args)]
+pub struct FileArg {
+    /// The token file (created by the first `token create`, with mode 0600).
+    #[arg(long, env = "ARBITER_TOKENS", value_name = "FILE")]
+    pub file: PathBuf,
+}
+
+#[derive(Debug, Clone, Args)]
+pub struct CreateArgs {
+    #[command(flatten)]
+    pub file: FileArg,
+    /// The tenant the token acts for: sessions it creates belong to this tenant.
+    #[arg(long)]
+    pub tenant: String,
+    /// Comma-separated scopes: solve, sessions:read, sessions:write, metrics, admin (admin implies
+    /// every other and sees every tenant's sessions).
+    #[arg(long = "scope", value_name = "SCOPES")]
+    pub scopes: String,
+    /// The token's id, unique in the file (shown in logs and session audits); default `tok-` and
+    /// 8 random hex digits.
+    #[arg(long)]
+    pub id: Option<String>,
+}
+
+/// Runs a token command; what to print on standard output, or why it failed.
+pub fn run(command: &TokenCommand) -> Result<String, String> {
+    match command {
+        TokenCommand::Create(args) => create(args),
+        TokenCommand::List { file } => list(&TokenFile::read(&file.file)?),
+        TokenCommand::Revoke { file, id } => revoke(&file.file, id),
+    }
+}
+
+fn create(args: &CreateArgs) -> Result<String, String> {
+    check_name("tenant", &args.tenant)?;
+    let scopes = Scope::parse_list(&args.scopes)?;
+    if let Some(id) = &args.id {
+        check_name("token id", id)?;
+    }
+    let token = generate()?;
+    let id = TokenFile::update(&args.file.file, |file| {
+        let id = match &args.id {
+            Some(id) if file.tokens.iter().any(|t| &t.id == id) => {
+                return Err(format!("a token with id {id:?} is already in {}", args.file.file.display()))
+            }
+            Some(id) => id.clone(),
+            None => loop {
+                let id = format!("tok-{}", random_hex(4)?);
+                if !file.tokens.iter().any(|t| t.id == id) {
+                    break id;
+                }
+            },
+        };
+        file.tokens.push(TokenRecord {
+            id: id.clone(),
+            tenant: args.tenant.clone(),
+            scopes: scopes.clone(),
+            sha256: digest(&token),
+            created: now_rfc3339(),
+            revoked: None,
+        });
+        Ok(id)
+    })?;
+    let names: Vec<&str> = scopes.iter().map(|s| s.name()).collect();
+    eprintln!(
+        "token {id:?} for tenant {:?} ({}) added to {}; it is printed once, below, and cannot be shown again",
+        args.tenant,
+        names.join(","),
+        args.file.file.display()
+    );
+    Ok(format!("{token}\n"))
+}
+
+fn list(file: &TokenFile) -> Result<String, String> {
+    let rows: Vec<[String; 5]> = file
+        .tokens
+        .iter()
+        .map(|t| {
+            let scopes: Vec<&str> = t.scopes.iter().map(|s| s.name()).collect();
+            [
+                t.id.clone(),
+                t.tenant.clone(),
+                scopes.join(","),
+                t.created.clone(),
+                t.revoked.clone().unwrap_or("-".into()),
+            ]
+        })
+        .collect();
+    let header = ["ID", "TENANT", "SCOPES", "CREATED", "REVOKED"].map(String::from);
+    let mut widths = header.clone().map(|h| h.len());
+    for row in &rows {
+        for (w, cell) in widths.iter_mut().zip(row) {
+            *w = (*w).max(cell.len());
+        }
+    }
+    let mut out = String::new();
+    for row in std::iter::once(&header).chain(&rows) {
+        let line: Vec<String> = row.iter().zip(widths).map(|(c, w)| format!("{c:<w$}")).collect();
+        let _ = writeln!(out, "{}", line.join("  ").trim_end());
+    }
+    for (tenant, q) in &file.tenants {
+        let text = serde_json::to_string(q).map_err(|e| e.to_string())?;
+        let _ = writeln!(out, "tenant {tenant}: {text}");
+    }
+    Ok(out)
+}
+
+fn revoke(path: &std::path::Path, id: &str) -> Result<String, String> {
+    let already = TokenFile::update(path, |file| {
+        let token = file
+            .tokens
+            .iter_mut()
+            .find(|t| t.id == id)
+            .ok_or_else(|| format!("no token with id {id:?} in {}", path.display()))?;
+        Ok(match &token.revoked {
+            Some(when) => Some(when.clone()),
+            None => {
+                token.revoked = Some(now_rfc3339());
+                None
+            }
+        })
+    })?;
+    Ok(match already {
+        Some(when) => format!("token {id:?} was already revoked at {when}\n"),
+        None => format!("token {id:?} revoked\n"),
+    })
+}
