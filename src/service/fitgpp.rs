@@ -338,10 +338,6 @@ pub fn view(id: &str, created_at: f64, preemption: &str, cluster: &Cluster) -> F
     }
 }
 
-fn storage(e: StoreError) -> ApiError {
-    ApiError::Storage(e.to_string())
-}
-
 impl FitGppSessions {
     /// FitGpp sessions held.
     pub fn len(&self) -> usize {
@@ -403,7 +399,7 @@ impl FitGppSessions {
                 Event::Submit(_) => "fitgpp_submit",
                 Event::Advance(_) => "fitgpp_advance",
             };
-            store.append(&id, live.next_seq, kind, now(), &payload).map_err(storage)?;
+            store.append(&id, live.next_seq, kind, now(), &payload).map_err(ApiError::from)?;
             live.next_seq += 1;
             live.cluster = next;
             Ok(pass_view(&live.cluster, &pass))
@@ -429,7 +425,7 @@ pub async fn create(State(state): State<SharedState>, body: Body) -> ApiResult<R
     let stored = serde_json::json!({ "fitgpp": spec }).to_string();
     let store = state.fitgpp.store.clone();
     let key = id.clone();
-    blocking(move || store.create_session(&key, created_at, &stored)).await?.map_err(storage)?;
+    blocking(move || store.create_session(&key, created_at, &stored)).await?.map_err(ApiError::from)?;
     let answer = view(&id, created_at, &spec.preemption, &cluster);
     let live = Live { spec, created_at, cluster, next_seq: 1, deleted: false };
     state
@@ -472,7 +468,7 @@ pub async fn delete(State(state): State<SharedState>, Params(id): Params<String>
         return Err(ApiError::UnknownSession(id));
     }
     let (store, key) = (state.fitgpp.store.clone(), id.clone());
-    blocking(move || store.delete_session(&key)).await?.map_err(storage)?;
+    blocking(move || store.delete_session(&key)).await?.map_err(ApiError::from)?;
     live.deleted = true;
     state.fitgpp.map.write().unwrap_or_else(|p| p.into_inner()).remove(&id);
     Ok(StatusCode::NO_CONTENT)

@@ -161,7 +161,40 @@ fn allocation_example(id: &str, session: &crate::mechanism::Session) -> Result<v
     Ok(view)
 }
 
+/// Every operation that writes the store (a POST, PUT or DELETE under `/v1/sessions` or
+/// `/v1/fitgpp/sessions`) may find it full: 503 `storage_full` with `Retry-After`.
+fn add_storage_full_responses(doc: &mut Document) {
+    use utoipa::openapi::{schema::Type, ContentBuilder, HeaderBuilder, ObjectBuilder, Ref, ResponseBuilder};
+    let full = ApiError::from(super::store::StoreError::Full("database or disk is full".into()));
+    let response = ResponseBuilder::new()
+        .description("The store is full (its disk, or `--db-max-bytes`): nothing was changed; see `Retry-After`")
+        .content(
+            "application/json",
+            ContentBuilder::new()
+                .schema(Some(Ref::from_schema_name("ErrorResponse")))
+                .example(Some(value(&full.body())))
+                .build(),
+        )
+        .header(
+            "Retry-After",
+            HeaderBuilder::new()
+                .schema(ObjectBuilder::new().schema_type(Type::Integer))
+                .description(Some("Seconds to wait before retrying"))
+                .build(),
+        )
+        .build();
+    for (path, item) in doc.paths.paths.iter_mut() {
+        if !(path.starts_with("/v1/sessions") || path.starts_with("/v1/fitgpp/sessions")) {
+            continue;
+        }
+        for op in [item.post.as_mut(), item.put.as_mut(), item.delete.as_mut()].into_iter().flatten() {
+            op.responses.responses.insert("503".to_string(), RefOr::T(response.clone()));
+        }
+    }
+}
+
 fn add_examples(doc: &mut Document) -> Result<(), ApiError> {
+    add_storage_full_responses(doc);
     add_fitgpp_examples(doc)?;
     // POST /v1/allocations: the demo request and its real response.
     let request = crate::demo::request("max_min_fairness");

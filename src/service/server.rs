@@ -144,7 +144,14 @@ pub async fn serve(config: Config) -> Result<(), String> {
     }
     tracing::info!(db = %db, sessions = state.sessions.len(), "sessions restored");
     if !config.no_demo && !state.sessions.contains(DEMO_SESSION) {
-        create_demo(&state).await.map_err(|e| format!("cannot create the demo session: {}", e.body().error.message))?;
+        match create_demo(&state).await {
+            Ok(()) => {}
+            // A full store still serves what it holds, and deletions make room.
+            Err(e @ ApiError::StorageFull { .. }) => {
+                tracing::warn!(error = %e.body().error.message, "no room for the demo session; serving without it");
+            }
+            Err(e) => return Err(format!("cannot create the demo session: {}", e.body().error.message)),
+        }
     }
     let listener = tokio::net::TcpListener::bind(addr).await.map_err(|e| format!("cannot listen on {addr}: {e}"))?;
     let local = listener.local_addr().map_err(|e| e.to_string())?;

@@ -6,7 +6,7 @@ use super::fitgpp::FitGppSessions;
 use super::limits::SolveLimiter;
 use super::metrics::Metrics;
 use super::sessions::registry::{Broken, Sessions};
-use super::store::{Store, StoreError};
+use super::store::{Opened, Store, StoreError};
 use crate::workload::throughputs::ThroughputTable;
 use axum::body::Bytes;
 use std::sync::Arc;
@@ -33,10 +33,14 @@ impl AppState {
     /// Opens the store and rebuilds its sessions; returns those that could not be rebuilt too.
     pub fn open(config: Config) -> Result<(SharedState, Vec<Broken>), StoreError> {
         let reference = match &config.reference_throughputs {
-            Some(path) => Some(Arc::new(ThroughputTable::from_path(path).map_err(|e| StoreError(e.to_string()))?)),
+            Some(path) => {
+                Some(Arc::new(ThroughputTable::from_path(path).map_err(|e| StoreError::failed(e.to_string()))?))
+            }
             None => None,
         };
-        let store = Arc::new(Store::open(&config.db)?);
+        let (store, opened) = Store::open(&config.db, config.db_max_bytes)?;
+        log_opened(&config, &opened);
+        let store = Arc::new(store);
         let (sessions, mut broken) = Sessions::load(store.clone())?;
         let (fitgpp, broken_fitgpp) = FitGppSessions::load(store)?;
         broken.extend(broken_fitgpp.into_iter().map(|(id, error)| Broken { id, error }));
@@ -57,5 +61,26 @@ impl AppState {
             reference,
         };
         Ok((Arc::new(state), broken))
+    }
+}
+
+/// What opening the store found: the integrity check's time, the size and the cap.
+fn log_opened(config: &Config, opened: &Opened) {
+    let db = config.db.display();
+    let seconds = opened.checked_in.as_secs_f64();
+    tracing::info!(db = %db, bytes = opened.bytes, quick_check_seconds = seconds, "session database checked");
+    if opened.marked {
+        tracing::info!(db = %db, "marked as an Arbiter database (PRAGMA application_id)");
+    }
+    if let (Some(asked), Some(cap)) = (config.db_max_bytes, opened.max_bytes) {
+        if cap > asked {
+            tracing::warn!(
+                db = %db,
+                db_max_bytes = asked,
+                bytes = opened.bytes,
+                "the database is already larger than --db-max-bytes; it is capped at its size, and writes that \
+                 need more room answer 503 storage_full until deletions free some"
+            );
+        }
     }
 }

@@ -1,4 +1,4 @@
-//! The HTTP service against the real binary: every endpoint, errors, fuzzed requests, the OpenAPI document, recovery after kill -9, FitGpp sessions.
+//! The HTTP service against the real binary: every endpoint, errors, fuzzed requests, the OpenAPI document, recovery after kill -9, the store under faults, FitGpp sessions.
 //! One test crate per layer (one link each); each module is one file beside this one.
 
 #[path = "../service_support/mod.rs"]
@@ -11,3 +11,4 @@ mod service_fitgpp;
 mod service_fuzz;
 mod service_openapi;
 mod service_recovery;
+mod service_storage;

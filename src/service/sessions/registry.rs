@@ -133,7 +133,7 @@ impl Sessions {
             return Err(ApiError::Internal(format!("session id {id:?} is taken")));
         }
         let created_at = now();
-        self.store.create_session(&id, created_at, text).map_err(|e| ApiError::Storage(e.to_string()))?;
+        self.store.create_session(&id, created_at, text).map_err(ApiError::from)?;
         let entry = Arc::new(Entry::new(id.clone(), created_at, spec, session, 1));
         self.map.write().unwrap_or_else(|p| p.into_inner()).insert(id, entry.clone());
         Ok(entry)
@@ -157,9 +157,7 @@ impl Sessions {
             let mut next = Session::clone(&entry.current());
             let (event, answer) = decide(&entry, &mut next)?;
             let payload = serde_json::to_string(&event).map_err(|e| ApiError::Internal(e.to_string()))?;
-            store
-                .append(&entry.id, writer.next_seq, event.kind(), now(), &payload)
-                .map_err(|e| ApiError::Storage(e.to_string()))?;
+            store.append(&entry.id, writer.next_seq, event.kind(), now(), &payload).map_err(ApiError::from)?;
             writer.next_seq += 1;
             entry.publish(next);
             Ok((event, answer))
@@ -179,7 +177,7 @@ impl Sessions {
         }
         let store = self.store.clone();
         let key = id.to_string();
-        blocking(move || store.delete_session(&key)).await?.map_err(|e| ApiError::Storage(e.to_string()))?;
+        blocking(move || store.delete_session(&key)).await?.map_err(ApiError::from)?;
         writer.deleted = true;
         self.map.write().unwrap_or_else(|p| p.into_inner()).remove(id);
         Ok(())
