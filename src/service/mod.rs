@@ -4,9 +4,10 @@
 //! The HTTP layer holds no policy or mechanism logic: handlers extract, call the library, map the
 //! result. Solves run off the async runtime in a bounded pool ([`limits`]); sessions are event
 //! sourced into SQLite ([`store`], [`sessions`]); FitGpp sessions ([`fitgpp`]) too; every error is
-//! the contract's object ([`error`]).
+//! the contract's object ([`error`]), a refused body's 413 too ([`body_limit`]).
 
 pub mod allocations;
+pub mod body_limit;
 pub mod config;
 pub mod error;
 pub mod extract;

@@ -8,7 +8,7 @@ use super::sessions::handlers::{self as h, solve_now};
 use super::sessions::registry::apply_live;
 use super::sessions::spec::CreateSession;
 use super::state::{AppState, SharedState};
-use super::{allocations, fitgpp, health, metrics, throughputs};
+use super::{allocations, body_limit, fitgpp, health, metrics, throughputs};
 use axum::extract::DefaultBodyLimit;
 use axum::http::{HeaderValue, Method, Uri};
 use axum::routing::{delete, get, post, put};
@@ -25,7 +25,7 @@ use tower_http::request_id::{MakeRequestId, PropagateRequestIdLayer, RequestId, 
 pub const DEMO_SESSION: &str = "demo";
 
 /// Every endpoint, with the layers: request ids, metrics and logs, panics as 500 error objects,
-/// and the body limit.
+/// and the body limit (its 413s readable: `body_limit`).
 pub fn router(state: SharedState) -> Router {
     Router::new()
         .route("/", get(health::index))
@@ -51,6 +51,7 @@ pub fn router(state: SharedState) -> Router {
         .fallback(no_route)
         .method_not_allowed_fallback(method_not_allowed)
         .layer(DefaultBodyLimit::max(state.config.max_body_bytes))
+        .layer(axum::middleware::from_fn_with_state(state.config.max_body_bytes, body_limit::refuse_oversized))
         .layer(CatchPanicLayer::custom(panicked))
         .layer(axum::middleware::from_fn_with_state(state.clone(), metrics::track))
         .layer(PropagateRequestIdLayer::x_request_id())

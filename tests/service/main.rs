@@ -1,10 +1,11 @@
-//! The HTTP service against the real binary: every endpoint, errors, fuzzed requests, the OpenAPI document, recovery after kill -9, the store under faults, FitGpp sessions.
+//! The HTTP service against the real binary: every endpoint, errors, refused bodies, fuzzed requests, the OpenAPI document, recovery after kill -9, the store under faults, FitGpp sessions.
 //! One test crate per layer (one link each); each module is one file beside this one.
 
 #[path = "../service_support/mod.rs"]
 mod service_support;
 
 mod service_api;
+mod service_bodies;
 mod service_compositions;
 mod service_errors;
 mod service_fitgpp;
