@@ -4,9 +4,11 @@
 //! The HTTP layer holds no policy or mechanism logic: handlers extract, call the library, map the
 //! result. Solves run off the async runtime in a bounded pool ([`limits`]); sessions are event
 //! sourced into SQLite ([`store`], [`sessions`]); FitGpp sessions ([`fitgpp`]) too; every error is
-//! the contract's object ([`error`]), a refused body's 413 too ([`body_limit`]).
+//! the contract's object ([`error`]), a refused body's 413 too ([`body_limit`]); the database can
+//! be copied while it runs ([`backup`]).
 
 pub mod allocations;
+pub mod backup;
 pub mod body_limit;
 pub mod config;
 pub mod error;

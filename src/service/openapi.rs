@@ -47,6 +47,7 @@ use utoipa::OpenApi;
         super::health::healthz,
         super::metrics::metrics,
         super::health::openapi,
+        super::backup::backup,
     ),
     components(schemas(ErrorResponse)),
     tags(
@@ -55,6 +56,7 @@ use utoipa::OpenApi;
         (name = "fitgpp", description = "Nodes of cores, memory and GPUs under FIFO and FitGpp's selective preemption of best-effort jobs for trial-and-error jobs, on the client's clock; durable like sessions"),
         (name = "throughputs", description = "Throughputs a job was not measured on, estimated against a reference matrix"),
         (name = "operations", description = "Health, metrics and this document"),
+        (name = "admin", description = "Operating the server: a consistent copy of its database"),
     )
 )]
 struct ApiDoc;

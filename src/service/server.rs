@@ -8,7 +8,7 @@ use super::sessions::handlers::{self as h, solve_now};
 use super::sessions::registry::apply_live;
 use super::sessions::spec::CreateSession;
 use super::state::{AppState, SharedState};
-use super::{allocations, body_limit, fitgpp, health, metrics, throughputs};
+use super::{allocations, backup, body_limit, fitgpp, health, metrics, throughputs};
 use axum::extract::DefaultBodyLimit;
 use axum::http::{HeaderValue, Method, Uri};
 use axum::routing::{delete, get, post, put};
@@ -48,6 +48,7 @@ pub fn router(state: SharedState) -> Router {
         .route("/v1/fitgpp/sessions/{id}", get(fitgpp::get).delete(fitgpp::delete))
         .route("/v1/fitgpp/sessions/{id}/jobs", post(fitgpp::submit))
         .route("/v1/fitgpp/sessions/{id}/advance", post(fitgpp::advance))
+        .route("/v1/admin/backup", get(backup::backup))
         .fallback(no_route)
         .method_not_allowed_fallback(method_not_allowed)
         .layer(DefaultBodyLimit::max(state.config.max_body_bytes))

@@ -19,6 +19,8 @@ pub struct AppState {
     pub sessions: Sessions,
     /// FitGpp sessions (`fitgpp.rs`), in the same store.
     pub fitgpp: FitGppSessions,
+    /// The store itself, for what concerns the whole database (`GET /v1/admin/backup`).
+    pub store: Arc<Store>,
     pub metrics: Metrics,
     /// `GET /openapi.json`, rendered once.
     pub openapi: Bytes,
@@ -42,7 +44,7 @@ impl AppState {
         log_opened(&config, &opened);
         let store = Arc::new(store);
         let (sessions, mut broken) = Sessions::load(store.clone())?;
-        let (fitgpp, broken_fitgpp) = FitGppSessions::load(store)?;
+        let (fitgpp, broken_fitgpp) = FitGppSessions::load(store.clone())?;
         broken.extend(broken_fitgpp.into_iter().map(|(id, error)| Broken { id, error }));
         let limiter = SolveLimiter::new(
             config.concurrent_solves(),
@@ -55,6 +57,7 @@ impl AppState {
             limiter,
             sessions,
             fitgpp,
+            store,
             metrics: Metrics::default(),
             openapi: Bytes::from(super::openapi::json()),
             started: Instant::now(),

@@ -241,4 +241,12 @@ impl Store {
         }
         Ok(sessions)
     }
+
+    /// Writes a consistent copy of the whole database to the new file `dest` with SQLite's online
+    /// backup, through this connection (the only one the exclusive lock allows); writes wait
+    /// until it is done.
+    pub fn backup_to(&self, dest: &Path) -> StoreResult<()> {
+        self.conn().backup(rusqlite::MAIN_DB, dest, None)?;
+        Ok(())
+    }
 }

@@ -1,4 +1,4 @@
-//! The HTTP service against the real binary: every endpoint, errors, refused bodies, fuzzed requests, the OpenAPI document, recovery after kill -9, the store under faults, FitGpp sessions.
+//! The HTTP service against the real binary: every endpoint, errors, refused bodies, fuzzed requests, the OpenAPI document, recovery after kill -9, the store under faults and its backups, FitGpp sessions.
 //! One test crate per layer (one link each); each module is one file beside this one.
 
 #[path = "../service_support/mod.rs"]

@@ -1,7 +1,7 @@
 //! The session database under faults, against the real binary: a full store (`--db-max-bytes`)
 //! answers 503 `storage_full` and changes nothing, in memory or on disk, until there is room
 //! again; corrupt, foreign and newer files are refused at start, as is a second server on one
-//! file.
+//! file; a backup taken while serving starts a second server with the same sessions.
 
 use crate::service_support::http::{Client, Reply};
 use crate::service_support::*;
@@ -243,4 +243,41 @@ fn a_second_server_on_the_same_file_is_refused_at_once() {
     assert!(took < Duration::from_secs(5), "refused after {took:?}");
     eprintln!("the second server was refused in {took:?}");
     assert_eq!(first.client().get("/healthz").unwrap().status, 200, "the first one is unharmed");
+}
+
+#[test]
+fn a_backup_taken_while_serving_starts_a_second_server_with_the_same_sessions() {
+    let dir = TempDir::new("backup");
+    let f = Server::start(&dir.path("arbiter.db"), &dir.path("first.log"), &[]);
+    let mut c = f.client();
+    let created = c.post("/v1/sessions", &bytes(&demo_request())).unwrap().json();
+    let id = created["id"].as_str().unwrap();
+    assert_eq!(c.post(&format!("/v1/sessions/{id}/rounds"), b"").unwrap().status, 200);
+    assert_eq!(c.post("/v1/sessions/demo/rounds", b"").unwrap().status, 200);
+    let nodes = json!({"nodes": [{"count": 1, "cpus": 32, "memory_gb": 256, "gpus": 8}]});
+    let fitgpp = c.post("/v1/fitgpp/sessions", &bytes(&nodes)).unwrap().json();
+    let fitgpp = fitgpp["id"].as_str().unwrap().to_string();
+    let job = json!({"id": "train", "kind": "be", "cpus": 16, "memory_gb": 128, "gpus": 8, "duration_seconds": 3600});
+    assert_eq!(c.post(&format!("/v1/fitgpp/sessions/{fitgpp}/jobs"), &bytes(&job)).unwrap().status, 200);
+    let expected = everything(&mut c, &fitgpp);
+
+    let backup = c.get("/v1/admin/backup").unwrap();
+    assert_eq!(backup.status, 200, "{}", backup.text());
+    assert_eq!(backup.header("content-type"), Some("application/vnd.sqlite3"));
+    let disposition = backup.header("content-disposition").unwrap();
+    assert!(disposition.starts_with("attachment; filename=\"arbiter-") && disposition.ends_with(".db\""));
+    assert!(backup.body.starts_with(b"SQLite format 3\0"));
+    let copy = dir.path("backup.db");
+    std::fs::write(&copy, &backup.body).unwrap();
+    // The server keeps serving and writing while and after it is copied.
+    assert_eq!(c.post("/v1/sessions/demo/rounds", b"").unwrap().status, 200);
+
+    let second = Server::start(&copy, &dir.path("second.log"), &[]);
+    assert_eq!(everything(&mut second.client(), &fitgpp), expected);
+    let leftovers: Vec<_> = std::fs::read_dir(std::env::temp_dir())
+        .unwrap()
+        .filter_map(|e| e.ok())
+        .filter(|e| e.file_name().to_string_lossy().starts_with(&format!("arbiter-backup-{}-", f.pid())))
+        .collect();
+    assert!(leftovers.is_empty(), "temporary files left: {leftovers:?}");
 }

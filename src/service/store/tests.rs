@@ -232,3 +232,26 @@ fn a_full_store_keeps_nothing_of_a_failed_write_and_deletions_make_room() {
     assert!(opened.max_bytes.unwrap() > cap && opened.max_bytes == Some(opened.bytes), "{opened:?}");
     assert!(store.append("a", 10_000, "progress", 0.0, &payload.repeat(8)).unwrap_err().is_full());
 }
+
+#[test]
+fn a_backup_is_the_whole_database() {
+    let dir = Dir::new();
+    let path = dir.file("live.db");
+    filled(&path, 5, 20);
+    let store = open(&path).unwrap();
+    store.append("s0", 21, "round", 0.0, "{}").unwrap();
+    let copy = dir.file("copy.db");
+    store.backup_to(&copy).unwrap();
+    let load = |s: &Store| -> Vec<(String, Vec<i64>)> {
+        s.load().unwrap().into_iter().map(|s| (s.id, s.events.iter().map(|e| e.seq).collect())).collect()
+    };
+    let expected = load(&store);
+    drop(store);
+    let restored = open(&copy).unwrap();
+    assert_eq!(load(&restored), expected);
+    assert_eq!(application_id_of(&restored), APPLICATION_ID);
+}
+
+fn application_id_of(store: &Store) -> i32 {
+    store.conn().pragma_query_value(None, "application_id", |row| row.get(0)).unwrap()
+}
