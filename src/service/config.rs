@@ -26,6 +26,11 @@ pub struct Config {
     #[arg(long, env = "ARBITER_DB", default_value = "./arbiter.db")]
     pub db: PathBuf,
 
+    /// Largest size of the database, in bytes (SQLite's `max_page_count`, rounded down to whole
+    /// pages); a write past it fails with 503 `storage_full`, as on a full disk. Default: no cap.
+    #[arg(long, env = "ARBITER_DB_MAX_BYTES", value_parser = clap::value_parser!(u64).range(65536..))]
+    pub db_max_bytes: Option<u64>,
+
     /// Largest request body accepted, in bytes; larger ones get 413 `payload_too_large`.
     #[arg(long, env = "ARBITER_MAX_BODY_BYTES", default_value_t = 16 * 1024 * 1024)]
     pub max_body_bytes: usize,
@@ -129,6 +134,7 @@ impl Config {
         Config {
             addr,
             db: db.into(),
+            db_max_bytes: None,
             max_body_bytes: 16 * 1024 * 1024,
             max_concurrent_solves: None,
             max_queued_solves: None,

@@ -1,6 +1,7 @@
 //! The HTTP layer's one error type: every refusal and failure rendered as the contract's
 //! `{"error": {...}}` object with its status. Library errors pass through as the CLI prints them.
 
+use super::store::StoreError;
 use crate::error::{ArbiterError, ErrorCode};
 use axum::extract::rejection::{BytesRejection, PathRejection};
 use axum::http::{header, HeaderValue, StatusCode};
@@ -35,6 +36,9 @@ pub enum ServiceCode {
     Overloaded,
     /// The session store could not make an event durable (500): the event was not applied.
     StorageFailed,
+    /// The disk holding the session store, or its `--db-max-bytes`, is full (503, with
+    /// `Retry-After`): the event was not applied; writes succeed again once there is room.
+    StorageFull,
     /// A bug: the server caught a panic or an unexpected failure (500).
     Internal,
 }
@@ -100,6 +104,11 @@ pub enum ApiError {
         retry_after: u64,
     },
     Storage(String),
+    /// No room in the store: try again after `retry_after` seconds (once there is room).
+    StorageFull {
+        retry_after: u64,
+        why: String,
+    },
     Internal(String),
     /// No usable credentials; `invalid`: some were given (a malformed, unknown or revoked token).
     Unauthorized {
@@ -123,6 +132,10 @@ pub enum ApiError {
     },
 }
 
+/// Seconds a client whose write found the store full is told to wait (`Retry-After`): room comes
+/// back when an operator frees space or raises the cap, or when a deletion frees pages.
+pub const STORAGE_FULL_RETRY_AFTER_SECONDS: u64 = 30;
+
 /// Put on every error response, so the metrics layer can count errors by code.
 #[derive(Debug, Clone)]
 pub struct ErrorTag(pub String);
@@ -143,6 +156,7 @@ impl ApiError {
             ApiError::PayloadTooLarge { .. } => Code::Service(ServiceCode::PayloadTooLarge),
             ApiError::Overloaded { .. } => Code::Service(ServiceCode::Overloaded),
             ApiError::Storage(_) => Code::Service(ServiceCode::StorageFailed),
+            ApiError::StorageFull { .. } => Code::Service(ServiceCode::StorageFull),
             ApiError::Internal(_) => Code::Service(ServiceCode::Internal),
             ApiError::Unauthorized { .. } => Code::Service(ServiceCode::Unauthorized),
             ApiError::Forbidden { .. } => Code::Service(ServiceCode::Forbidden),
@@ -161,6 +175,7 @@ impl ApiError {
             ApiError::Unauthorized { .. } => 401,
             ApiError::Forbidden { .. } | ApiError::QuotaExceeded { .. } => 403,
             ApiError::Storage(_) | ApiError::Internal(_) => 500,
+            ApiError::StorageFull { .. } => 503,
         };
         StatusCode::from_u16(status).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR)
     }
@@ -185,6 +200,14 @@ impl ApiError {
                 (format!("every solver is busy and the queue is full; retry after {retry_after} s"), None, vec![])
             }
             ApiError::Storage(why) => (format!("the session store failed, nothing was changed: {why}"), None, vec![]),
+            ApiError::StorageFull { retry_after, why } => (
+                format!(
+                    "the session store is full (its disk, or the server's --db-max-bytes), nothing was changed; \
+                     retry after {retry_after} s, once an operator has made room: {why}"
+                ),
+                None,
+                vec![],
+            ),
             ApiError::Internal(why) => (format!("internal error: {why}"), None, vec![]),
             ApiError::Unauthorized { message, .. } => (message.clone(), None, vec![]),
             ApiError::Forbidden { scope, route } => {
@@ -202,6 +225,15 @@ impl ApiError {
 impl From<ArbiterError> for ApiError {
     fn from(e: ArbiterError) -> ApiError {
         ApiError::Arbiter(e)
+    }
+}
+
+impl From<StoreError> for ApiError {
+    fn from(e: StoreError) -> ApiError {
+        match e {
+            StoreError::Full(why) => ApiError::StorageFull { retry_after: STORAGE_FULL_RETRY_AFTER_SECONDS, why },
+            StoreError::Failed(why) => ApiError::Storage(why),
+        }
     }
 }
 
@@ -230,7 +262,9 @@ impl IntoResponse for ApiError {
         let mut response =
             (status, [(header::CONTENT_TYPE, HeaderValue::from_static("application/json"))], body).into_response();
         match self {
-            ApiError::Overloaded { retry_after } | ApiError::RateLimited { retry_after, .. } => {
+            ApiError::Overloaded { retry_after }
+            | ApiError::RateLimited { retry_after, .. }
+            | ApiError::StorageFull { retry_after, .. } => {
                 response.headers_mut().insert(header::RETRY_AFTER, HeaderValue::from(retry_after.max(1)));
             }
             ApiError::Unauthorized { invalid, .. } => {

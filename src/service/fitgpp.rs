@@ -360,10 +360,6 @@ pub fn view(id: &str, created_at: f64, preemption: &str, cluster: &Cluster) -> F
     }
 }
 
-fn storage(e: StoreError) -> ApiError {
-    ApiError::Storage(e.to_string())
-}
-
 impl FitGppSessions {
     /// FitGpp sessions held.
     pub fn len(&self) -> usize {
@@ -451,7 +447,7 @@ impl FitGppSessions {
                 Event::Submit(_) => "fitgpp_submit",
                 Event::Advance(_) => "fitgpp_advance",
             };
-            store.append(&id, live.next_seq, kind, now(), &payload, token.as_deref()).map_err(storage)?;
+            store.append(&id, live.next_seq, kind, now(), &payload, token.as_deref()).map_err(ApiError::from)?;
             live.next_seq += 1;
             live.cluster = next;
             Ok(pass_view(&live.cluster, &pass))
@@ -486,7 +482,7 @@ pub async fn create(State(state): State<SharedState>, Caller(caller): Caller, bo
     let stored = serde_json::json!({ "fitgpp": spec }).to_string();
     let store = state.fitgpp.store.clone();
     let (key, stored_owner) = (id.clone(), owner.clone());
-    blocking(move || store.create_session(&key, created_at, &stored, &stored_owner)).await?.map_err(storage)?;
+    blocking(move || store.create_session(&key, created_at, &stored, &stored_owner)).await?.map_err(ApiError::from)?;
     let answer = view(&id, created_at, &spec.preemption, &cluster);
     let live = Live { spec, created_at, owner, cluster, next_seq: 1, deleted: false };
     state.fitgpp.map.write().unwrap_or_else(|p| p.into_inner()).insert(id.clone(), Held::new(live));
@@ -514,7 +510,7 @@ pub async fn get(
     let mut answer = view(&id, live.created_at, &live.spec.preemption, &live.cluster);
     if let Some(n) = audit {
         let (store, key) = (state.fitgpp.store.clone(), id.clone());
-        let events = blocking(move || store.audit(&key, n)).await?.map_err(storage)?;
+        let events = blocking(move || store.audit(&key, n)).await?.map_err(ApiError::from)?;
         answer.audit = Some(AuditView::new(&live.owner, events));
     }
     Ok(Json(answer))
@@ -534,7 +530,7 @@ pub async fn delete(
 ) -> ApiResult<StatusCode> {
     let mut live = state.fitgpp.get(&id, &caller).await?;
     let (store, key) = (state.fitgpp.store.clone(), id.clone());
-    blocking(move || store.delete_session(&key)).await?.map_err(storage)?;
+    blocking(move || store.delete_session(&key)).await?.map_err(ApiError::from)?;
     live.deleted = true;
     state.fitgpp.map.write().unwrap_or_else(|p| p.into_inner()).remove(&id);
     Ok(StatusCode::NO_CONTENT)

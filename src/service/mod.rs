@@ -4,13 +4,16 @@
 //! The HTTP layer holds no policy or mechanism logic: handlers extract, call the library, map the
 //! result. Solves run off the async runtime in a bounded pool ([`limits`]); sessions are event
 //! sourced into SQLite ([`store`], [`sessions`]); FitGpp sessions ([`fitgpp`]) too; every error is
-//! the contract's object ([`error`]). With `--tokens`, requests carry bearer tokens ([`auth`]),
+//! the contract's object ([`error`]), a refused body's 413 too ([`body_limit`]); the database can
+//! be copied while it runs ([`backup`]). With `--tokens`, requests carry bearer tokens ([`auth`]),
 //! sessions belong to tenants, tenants have quotas ([`quotas`]) and events name their token
 //! ([`audit`]).
 
 pub mod allocations;
 pub mod audit;
 pub mod auth;
+pub mod backup;
+pub mod body_limit;
 pub mod config;
 pub mod error;
 pub mod extract;

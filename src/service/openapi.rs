@@ -52,6 +52,7 @@ use utoipa::OpenApi;
         super::health::healthz,
         super::metrics::metrics,
         super::health::openapi,
+        super::backup::backup,
     ),
     components(schemas(ErrorResponse, super::audit::AuditView, super::audit::AuditEvent)),
     tags(
@@ -60,6 +61,7 @@ use utoipa::OpenApi;
         (name = "fitgpp", description = "Nodes of cores, memory and GPUs under FIFO and FitGpp's selective preemption of best-effort jobs for trial-and-error jobs, on the client's clock; durable like sessions"),
         (name = "throughputs", description = "Throughputs a job was not measured on, estimated against a reference matrix"),
         (name = "operations", description = "Health, metrics and this document"),
+        (name = "admin", description = "Operating the server: a consistent copy of its database"),
     )
 )]
 struct ApiDoc;
@@ -270,7 +272,40 @@ fn allocation_example(id: &str, session: &crate::mechanism::Session) -> Result<v
     Ok(view)
 }
 
+/// Every operation that writes the store (a POST, PUT or DELETE under `/v1/sessions` or
+/// `/v1/fitgpp/sessions`) may find it full: 503 `storage_full` with `Retry-After`.
+fn add_storage_full_responses(doc: &mut Document) {
+    use utoipa::openapi::{schema::Type, ContentBuilder, HeaderBuilder, ObjectBuilder, Ref, ResponseBuilder};
+    let full = ApiError::from(super::store::StoreError::Full("database or disk is full".into()));
+    let response = ResponseBuilder::new()
+        .description("The store is full (its disk, or `--db-max-bytes`): nothing was changed; see `Retry-After`")
+        .content(
+            "application/json",
+            ContentBuilder::new()
+                .schema(Some(Ref::from_schema_name("ErrorResponse")))
+                .example(Some(value(&full.body())))
+                .build(),
+        )
+        .header(
+            "Retry-After",
+            HeaderBuilder::new()
+                .schema(ObjectBuilder::new().schema_type(Type::Integer))
+                .description(Some("Seconds to wait before retrying"))
+                .build(),
+        )
+        .build();
+    for (path, item) in doc.paths.paths.iter_mut() {
+        if !(path.starts_with("/v1/sessions") || path.starts_with("/v1/fitgpp/sessions")) {
+            continue;
+        }
+        for op in [item.post.as_mut(), item.put.as_mut(), item.delete.as_mut()].into_iter().flatten() {
+            op.responses.responses.insert("503".to_string(), RefOr::T(response.clone()));
+        }
+    }
+}
+
 fn add_examples(doc: &mut Document) -> Result<(), ApiError> {
+    add_storage_full_responses(doc);
     add_fitgpp_examples(doc)?;
     // POST /v1/allocations: the demo request and its real response.
     let request = crate::demo::request("max_min_fairness");

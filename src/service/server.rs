@@ -11,7 +11,7 @@ use super::sessions::registry::apply_live;
 use super::sessions::spec::CreateSession;
 use super::state::{AppState, SharedState};
 use super::store::Owner;
-use super::{allocations, fitgpp, health, metrics, throughputs};
+use super::{allocations, backup, body_limit, fitgpp, health, metrics, throughputs};
 use axum::extract::DefaultBodyLimit;
 use axum::http::{HeaderValue, Method, Uri};
 use axum::routing::{delete, get, post, put};
@@ -27,8 +27,9 @@ use tower_http::request_id::{MakeRequestId, PropagateRequestIdLayer, RequestId, 
 /// The id of the session `arbiter serve` starts with.
 pub const DEMO_SESSION: &str = "demo";
 
-/// Every endpoint, with the layers: request ids, metrics and logs, authentication (before any
-/// handler reads a body), panics as 500 error objects, and the body limit.
+/// Every endpoint, with the layers: request ids, metrics and logs, the body limit (its 413s
+/// readable, and bodies refused unread drained: `body_limit`), authentication (before any
+/// handler reads a body), and panics as 500 error objects.
 pub fn router(state: SharedState) -> Router {
     Router::new()
         .route("/", get(health::index))
@@ -51,11 +52,14 @@ pub fn router(state: SharedState) -> Router {
         .route("/v1/fitgpp/sessions/{id}", get(fitgpp::get).delete(fitgpp::delete))
         .route("/v1/fitgpp/sessions/{id}/jobs", post(fitgpp::submit))
         .route("/v1/fitgpp/sessions/{id}/advance", post(fitgpp::advance))
+        .route("/v1/admin/backup", get(backup::backup))
         .fallback(no_route)
         .method_not_allowed_fallback(method_not_allowed)
         .layer(DefaultBodyLimit::max(state.config.max_body_bytes))
         .layer(CatchPanicLayer::custom(panicked))
         .layer(axum::middleware::from_fn_with_state(state.clone(), authenticate))
+        // Outside authentication, so a request it refuses unread has its body drained too.
+        .layer(axum::middleware::from_fn_with_state(state.config.max_body_bytes, body_limit::refuse_oversized))
         .layer(axum::middleware::from_fn_with_state(state.clone(), metrics::track))
         .layer(PropagateRequestIdLayer::x_request_id())
         .layer(SetRequestIdLayer::x_request_id(RequestIds::default()))
@@ -151,7 +155,14 @@ pub async fn serve(config: Config) -> Result<(), String> {
     }
     tracing::info!(db = %db, sessions = state.sessions.len(), "sessions restored");
     if !config.no_demo && !state.sessions.contains(DEMO_SESSION) {
-        create_demo(&state).await.map_err(|e| format!("cannot create the demo session: {}", e.body().error.message))?;
+        match create_demo(&state).await {
+            Ok(()) => {}
+            // A full store still serves what it holds, and deletions make room.
+            Err(e @ ApiError::StorageFull { .. }) => {
+                tracing::warn!(error = %e.body().error.message, "no room for the demo session; serving without it");
+            }
+            Err(e) => return Err(format!("cannot create the demo session: {}", e.body().error.message)),
+        }
     }
     let listener = tokio::net::TcpListener::bind(addr).await.map_err(|e| format!("cannot listen on {addr}: {e}"))?;
     let local = listener.local_addr().map_err(|e| e.to_string())?;

@@ -8,7 +8,7 @@ use super::limits::SolveLimiter;
 use super::metrics::Metrics;
 use super::quotas::Quotas;
 use super::sessions::registry::{Broken, Sessions};
-use super::store::Store;
+use super::store::{Opened, Store};
 use crate::workload::throughputs::ThroughputTable;
 use axum::body::Bytes;
 use std::sync::Arc;
@@ -21,6 +21,8 @@ pub struct AppState {
     pub sessions: Sessions,
     /// FitGpp sessions (`fitgpp.rs`), in the same store.
     pub fitgpp: FitGppSessions,
+    /// The store itself, for what concerns the whole database (`GET /v1/admin/backup`).
+    pub store: Arc<Store>,
     pub metrics: Metrics,
     /// `GET /openapi.json`, rendered once.
     pub openapi: Bytes,
@@ -44,9 +46,11 @@ impl AppState {
             None => None,
         };
         let keyring = config.tokens.as_deref().map(|path| Keyring::open(path, config.tenant_limits())).transpose()?;
-        let store = Arc::new(Store::open(&config.db).map_err(|e| e.to_string())?);
+        let (store, opened) = Store::open(&config.db, config.db_max_bytes).map_err(|e| e.to_string())?;
+        log_opened(&config, &opened);
+        let store = Arc::new(store);
         let (sessions, mut broken) = Sessions::load(store.clone()).map_err(|e| e.to_string())?;
-        let (fitgpp, broken_fitgpp) = FitGppSessions::load(store).map_err(|e| e.to_string())?;
+        let (fitgpp, broken_fitgpp) = FitGppSessions::load(store.clone()).map_err(|e| e.to_string())?;
         broken.extend(broken_fitgpp.into_iter().map(|(id, error)| Broken { id, error }));
         let limiter = SolveLimiter::new(
             config.concurrent_solves(),
@@ -59,6 +63,7 @@ impl AppState {
             limiter,
             sessions,
             fitgpp,
+            store,
             metrics: Metrics::default(),
             openapi: Bytes::from(super::openapi::json()),
             started: Instant::now(),
@@ -67,5 +72,26 @@ impl AppState {
             quotas: Quotas::default(),
         };
         Ok((Arc::new(state), broken))
+    }
+}
+
+/// What opening the store found: the integrity check's time, the size and the cap.
+fn log_opened(config: &Config, opened: &Opened) {
+    let db = config.db.display();
+    let seconds = opened.checked_in.as_secs_f64();
+    tracing::info!(db = %db, bytes = opened.bytes, quick_check_seconds = seconds, "session database checked");
+    if opened.marked {
+        tracing::info!(db = %db, "marked as an Arbiter database (PRAGMA application_id)");
+    }
+    if let (Some(asked), Some(cap)) = (config.db_max_bytes, opened.max_bytes) {
+        if cap > asked {
+            tracing::warn!(
+                db = %db,
+                db_max_bytes = asked,
+                bytes = opened.bytes,
+                "the database is already larger than --db-max-bytes; it is capped at its size, and writes that \
+                 need more room answer 503 storage_full until deletions free some"
+            );
+        }
     }
 }

@@ -1,10 +1,25 @@
 //! Durable sessions: one SQLite database (WAL, `synchronous=FULL`) holding each session's creation
 //! spec and its accepted events in order. A write returns only once it is on disk; nothing else.
+//!
+//! Opening checks the file before anything is written to it: that it is SQLite and Arbiter's
+//! ([`identity`]), not held by another server, not of a newer schema, and not damaged
+//! ([`integrity`]). A failed write is told apart as no room or anything else ([`fault`]).
 
-use rusqlite::{params, Connection, OpenFlags};
+mod fault;
+mod identity;
+mod integrity;
+#[cfg(test)]
+mod tests;
+
+pub use fault::StoreError;
+pub use identity::APPLICATION_ID;
+
+use identity::Identity;
+use rusqlite::{params, Connection, ErrorCode, OpenFlags};
 use std::fmt;
 use std::path::Path;
 use std::sync::Mutex;
+use std::time::Duration;
 
 /// The schema this code reads and writes (`PRAGMA user_version`). Version 2 added each
 /// session's owner (tenant) and creating token, and each event's token.
@@ -37,24 +52,53 @@ ALTER TABLE sessions ADD COLUMN created_by TEXT;
 ALTER TABLE events ADD COLUMN token_id TEXT;
 ";
 
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct StoreError(pub String);
-
-impl fmt::Display for StoreError {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(&self.0)
-    }
-}
-
-impl std::error::Error for StoreError {}
-
-impl From<rusqlite::Error> for StoreError {
-    fn from(e: rusqlite::Error) -> StoreError {
-        StoreError(e.to_string())
-    }
-}
-
 pub type StoreResult<T> = Result<T, StoreError>;
+
+/// A failure while opening the database at `path`, said in terms of the file.
+fn opening_error(path: &Path, e: rusqlite::Error) -> StoreError {
+    let file = path.display();
+    match e.sqlite_error_code() {
+        Some(ErrorCode::DatabaseBusy) | Some(ErrorCode::DatabaseLocked) => StoreError::failed(format!(
+            "{file} is in use by another process (another arbiter serve?); one server per database file: {e}"
+        )),
+        Some(ErrorCode::NotADatabase) => StoreError::failed(format!(
+            "{file} is not an SQLite database (random bytes, or an overwritten header); point --db at another \
+             file, or restore it from a backup (docs/service.md, \"Backups\"): {e}"
+        )),
+        Some(ErrorCode::DatabaseCorrupt) => match std::fs::metadata(path).map(|m| m.len()) {
+            // Shorter than the smallest page: SQLite sees a header cut short as damage.
+            Ok(bytes @ 1..MIN_PAGE_BYTES) => StoreError::failed(format!(
+                "{file} is truncated ({bytes} bytes, less than one database page): not a whole SQLite database; \
+                 point --db at another file, or restore it from a backup (docs/service.md, \"Backups\"): {e}"
+            )),
+            _ => StoreError::failed(format!(
+                "{file} is damaged; restore it from a backup (docs/service.md, \"Backups\"): {e}"
+            )),
+        },
+        Some(ErrorCode::DiskFull) => StoreError::Full(format!(
+            "the disk holding {file}, or its --db-max-bytes, is full; free space or raise the limit: {e}"
+        )),
+        _ => StoreError::failed(format!("cannot open the session database {file}: {e}")),
+    }
+}
+
+/// SQLite's smallest page size.
+const MIN_PAGE_BYTES: u64 = 512;
+
+/// What [`Store::open`] found and did, for the start-up log.
+#[derive(Debug, Clone, Copy)]
+pub struct Opened {
+    /// `PRAGMA quick_check`'s time.
+    pub checked_in: Duration,
+    /// The database predated Arbiter's `application_id` and was marked now.
+    pub marked: bool,
+    /// The database's size: its pages (free ones included) times the page size.
+    pub bytes: u64,
+    /// The cap in force: `--db-max-bytes` rounded down to whole pages, or the database's size if
+    /// that is larger (SQLite never lowers the cap below it; writes that need a new page then
+    /// fail until deletions free some).
+    pub max_bytes: Option<u64>,
+}
 
 /// A session as stored: its creation spec and its events, oldest first.
 #[derive(Debug, Clone)]
@@ -102,34 +146,57 @@ impl fmt::Debug for Store {
 }
 
 impl Store {
-    /// Opens (creating if needed) the database at `path`, or an in-memory one for `:memory:`.
-    /// The file is held exclusively: a second server on the same file is refused at start.
-    pub fn open(path: &Path) -> StoreResult<Store> {
-        let describe = |e: rusqlite::Error| match e.sqlite_error_code() {
-            Some(rusqlite::ErrorCode::DatabaseBusy) | Some(rusqlite::ErrorCode::DatabaseLocked) => {
-                StoreError(format!("{} is in use by another process (another arbiter serve?): {e}", path.display()))
-            }
-            _ => StoreError(format!("cannot open the session database {}: {e}", path.display())),
-        };
+    /// Opens (creating if needed) the database at `path`, or an in-memory one for `:memory:`;
+    /// `max_bytes` caps its size (`--db-max-bytes`). Refuses a file that is not SQLite, another
+    /// application's database, one of a newer schema, a damaged one, and one another process
+    /// holds: the file is locked exclusively from here until the process exits.
+    pub fn open(path: &Path, max_bytes: Option<u64>) -> StoreResult<(Store, Opened)> {
+        let describe = |e: rusqlite::Error| opening_error(path, e);
         let conn = Store::connect(path).map_err(describe)?;
+        // Reads only, until the file is known to be Arbiter's and sound.
+        let identity = identity::identify(&conn, path)?;
         let version: i64 = conn.pragma_query_value(None, "user_version", |row| row.get(0)).map_err(describe)?;
         if version > SCHEMA_VERSION {
-            return Err(StoreError(format!(
+            return Err(StoreError::failed(format!(
                 "{} has schema version {version}; this arbiter knows up to {SCHEMA_VERSION}: use a newer arbiter",
                 path.display()
             )));
         }
-        // A new database gets the current schema; an older one is migrated in one transaction.
+        let checked_in = integrity::quick_check(&conn, path)?;
+        conn.pragma_update(None, "journal_mode", "WAL").map_err(describe)?;
+        conn.pragma_update(None, "synchronous", "FULL").map_err(describe)?;
+        let page_size: u64 = conn.pragma_query_value(None, "page_size", |row| row.get(0)).map_err(describe)?;
+        let page_size = page_size.max(1);
+        let max_pages: Option<u64> = match max_bytes {
+            Some(bytes) => {
+                let pages = (bytes / page_size).max(1);
+                Some(conn.pragma_update_and_check(None, "max_page_count", pages, |row| row.get(0)).map_err(describe)?)
+            }
+            None => None,
+        };
+        // A new database gets the current schema; an older one is migrated, in one transaction
+        // with the mark.
         let steps = match version {
             0 => SCHEMA,
             1 => MIGRATE_1_TO_2,
             _ => "",
         };
-        conn.execute_batch(&format!("BEGIN IMMEDIATE; {steps} PRAGMA user_version = {SCHEMA_VERSION}; COMMIT;"))
-            .map_err(describe)?;
-        Ok(Store { conn: Mutex::new(conn) })
+        conn.execute_batch(&format!(
+            "BEGIN IMMEDIATE; {steps} PRAGMA application_id = {APPLICATION_ID}; \
+             PRAGMA user_version = {SCHEMA_VERSION}; COMMIT;"
+        ))
+        .map_err(describe)?;
+        let pages: u64 = conn.pragma_query_value(None, "page_count", |row| row.get(0)).map_err(describe)?;
+        let opened = Opened {
+            checked_in,
+            marked: identity == Identity::Unmarked,
+            bytes: pages * page_size,
+            max_bytes: max_pages.map(|n| n * page_size),
+        };
+        Ok((Store { conn: Mutex::new(conn) }, opened))
     }
 
+    /// A connection with Arbiter's settings that has not touched the file yet.
     fn connect(path: &Path) -> rusqlite::Result<Connection> {
         let conn = if path.as_os_str() == ":memory:" {
             Connection::open_in_memory()?
@@ -138,14 +205,19 @@ impl Store {
                 OpenFlags::SQLITE_OPEN_READ_WRITE | OpenFlags::SQLITE_OPEN_CREATE | OpenFlags::SQLITE_OPEN_NO_MUTEX;
             Connection::open_with_flags(path, flags)?
         };
-        conn.busy_timeout(std::time::Duration::from_millis(500))?;
-        // Exclusive locking: the lock taken by the first write is kept until the process exits
-        // (the OS drops it on a crash), so two servers never replay and append to one file.
+        conn.busy_timeout(Duration::from_millis(500))?;
+        // Exclusive locking: locks are kept until the process exits (the OS drops them on a
+        // crash), so two servers never replay and append to one file. The first read of a WAL
+        // database takes the exclusive lock; a new file gets it when `open` writes the schema.
         conn.pragma_update(None, "locking_mode", "EXCLUSIVE")?;
-        conn.pragma_update(None, "journal_mode", "WAL")?;
-        conn.pragma_update(None, "synchronous", "FULL")?;
         conn.pragma_update(None, "foreign_keys", "ON")?;
         Ok(conn)
+    }
+
+    /// Runs `op` on the connection; its error is classified before anything else uses it.
+    fn with<T>(&self, op: impl FnOnce(&mut Connection) -> rusqlite::Result<T>) -> StoreResult<T> {
+        let mut conn = self.conn();
+        op(&mut conn).map_err(|e| fault::classify(&conn, e))
     }
 
     fn conn(&self) -> std::sync::MutexGuard<'_, Connection> {
@@ -155,10 +227,12 @@ impl Store {
 
     /// Records a new session; durable when it returns.
     pub fn create_session(&self, id: &str, created_at: f64, spec: &str, owner: &Owner) -> StoreResult<()> {
-        self.conn().execute(
-            "INSERT INTO sessions (id, created_at, spec, owner, created_by) VALUES (?1, ?2, ?3, ?4, ?5)",
-            params![id, created_at, spec, owner.tenant, owner.created_by],
-        )?;
+        self.with(|conn| {
+            conn.execute(
+                "INSERT INTO sessions (id, created_at, spec, owner, created_by) VALUES (?1, ?2, ?3, ?4, ?5)",
+                params![id, created_at, spec, owner.tenant, owner.created_by],
+            )
+        })?;
         Ok(())
     }
 
@@ -173,10 +247,12 @@ impl Store {
         payload: &str,
         token_id: Option<&str>,
     ) -> StoreResult<()> {
-        self.conn().execute(
-            "INSERT INTO events (session_id, seq, kind, at, payload, token_id) VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
-            params![id, seq, kind, at, payload, token_id],
-        )?;
+        self.with(|conn| {
+            conn.execute(
+                "INSERT INTO events (session_id, seq, kind, at, payload, token_id) VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
+                params![id, seq, kind, at, payload, token_id],
+            )
+        })?;
         Ok(())
     }
 
@@ -196,12 +272,13 @@ impl Store {
 
     /// Deletes a session and its events; durable when it returns. `false` if there was none.
     pub fn delete_session(&self, id: &str) -> StoreResult<bool> {
-        let mut conn = self.conn();
-        let tx = conn.transaction()?;
-        tx.execute("DELETE FROM events WHERE session_id = ?1", params![id])?;
-        let deleted = tx.execute("DELETE FROM sessions WHERE id = ?1", params![id])?;
-        tx.commit()?;
-        Ok(deleted > 0)
+        self.with(|conn| {
+            let tx = conn.transaction()?;
+            tx.execute("DELETE FROM events WHERE session_id = ?1", params![id])?;
+            let deleted = tx.execute("DELETE FROM sessions WHERE id = ?1", params![id])?;
+            tx.commit()?;
+            Ok(deleted > 0)
+        })
     }
 
     /// Every session with its events, sessions in creation order, events in order.
@@ -231,73 +308,12 @@ impl Store {
         }
         Ok(sessions)
     }
-}
 
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    /// The schema as version 1 wrote it.
-    const SCHEMA_V1: &str = "
-    CREATE TABLE sessions (id TEXT PRIMARY KEY, created_at REAL NOT NULL, spec TEXT NOT NULL) WITHOUT ROWID;
-    CREATE TABLE events (
-        session_id TEXT NOT NULL REFERENCES sessions(id) ON DELETE CASCADE,
-        seq INTEGER NOT NULL, kind TEXT NOT NULL, at REAL NOT NULL, payload TEXT NOT NULL,
-        PRIMARY KEY (session_id, seq)
-    ) WITHOUT ROWID;
-    PRAGMA user_version = 1;
-    ";
-
-    fn scratch(name: &str) -> std::path::PathBuf {
-        let dir = std::env::temp_dir().join(format!("arbiter-store-{name}-{}", std::process::id()));
-        let _ = std::fs::remove_dir_all(&dir);
-        std::fs::create_dir_all(&dir).unwrap();
-        dir.join("arbiter.db")
-    }
-
-    #[test]
-    fn a_version_1_database_is_migrated_keeping_its_sessions() {
-        let path = scratch("v1");
-        {
-            let conn = Connection::open(&path).unwrap();
-            conn.execute_batch(SCHEMA_V1).unwrap();
-            conn.execute("INSERT INTO sessions VALUES ('old', 1.5, '{}')", []).unwrap();
-            conn.execute("INSERT INTO events VALUES ('old', 1, 'round', 2.5, '{\"kind\":\"round\"}')", []).unwrap();
-        }
-        let store = Store::open(&path).unwrap();
-        let version: i64 = store.conn().pragma_query_value(None, "user_version", |r| r.get(0)).unwrap();
-        assert_eq!(version, SCHEMA_VERSION);
-        let loaded = store.load().unwrap();
-        assert_eq!(loaded.len(), 1);
-        assert_eq!(loaded[0].owner, Owner::default(), "sessions stored before have no owner");
-        assert_eq!(loaded[0].events.len(), 1);
-        assert_eq!(
-            store.audit("old", 10).unwrap(),
-            [EventRecord { seq: 1, kind: "round".into(), at: 2.5, token_id: None }]
-        );
-        // The new columns are written and read back.
-        let owner = Owner { tenant: Some("a".into()), created_by: Some("ci".into()) };
-        store.create_session("new", 3.0, "{}", &owner).unwrap();
-        store.append("new", 1, "round", 4.0, "{}", Some("ci")).unwrap();
-        store.append("new", 2, "progress", 5.0, "{}", None).unwrap();
-        let loaded = store.load().unwrap();
-        assert_eq!(loaded[1].owner, owner);
-        let audit = store.audit("new", 1).unwrap();
-        assert_eq!(audit, [EventRecord { seq: 2, kind: "progress".into(), at: 5.0, token_id: None }]);
-        assert_eq!(store.audit("new", 5).unwrap()[0].token_id.as_deref(), Some("ci"));
-        drop(store);
-        // Opening it again changes nothing.
-        let store = Store::open(&path).unwrap();
-        assert_eq!(store.load().unwrap().len(), 2);
-        let _ = std::fs::remove_dir_all(path.parent().unwrap());
-    }
-
-    #[test]
-    fn a_newer_database_is_refused() {
-        let path = scratch("v3");
-        Connection::open(&path).unwrap().execute_batch("PRAGMA user_version = 3;").unwrap();
-        let e = Store::open(&path).unwrap_err();
-        assert!(e.0.contains("schema version 3"), "{e}");
-        let _ = std::fs::remove_dir_all(path.parent().unwrap());
+    /// Writes a consistent copy of the whole database to the new file `dest` with SQLite's online
+    /// backup, through this connection (the only one the exclusive lock allows); writes wait
+    /// until it is done.
+    pub fn backup_to(&self, dest: &Path) -> StoreResult<()> {
+        self.conn().backup(rusqlite::MAIN_DB, dest, None)?;
+        Ok(())
     }
 }

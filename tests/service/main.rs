@@ -1,4 +1,4 @@
-//! The HTTP service against the real binary: every endpoint, errors, fuzzed requests, the OpenAPI document, recovery after kill -9, FitGpp sessions, authentication and tenancy.
+//! The HTTP service against the real binary: every endpoint, errors, refused bodies, fuzzed requests, the OpenAPI document, recovery after kill -9, the store under faults and its backups, FitGpp sessions, authentication and tenancy.
 //! One test crate per layer (one link each); each module is one file beside this one.
 
 #[path = "../service_support/mod.rs"]
@@ -6,9 +6,11 @@ mod service_support;
 
 mod service_api;
 mod service_auth;
+mod service_bodies;
 mod service_compositions;
 mod service_errors;
 mod service_fitgpp;
 mod service_fuzz;
 mod service_openapi;
 mod service_recovery;
+mod service_storage;

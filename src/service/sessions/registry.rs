@@ -145,7 +145,7 @@ impl Sessions {
     /// The last `n` stored events of a session (its audit), oldest first.
     pub async fn audit(&self, entry: &Entry, n: u32) -> ApiResult<Vec<crate::service::store::EventRecord>> {
         let (store, id) = (self.store.clone(), entry.id.clone());
-        blocking(move || store.audit(&id, n)).await?.map_err(|e| ApiError::Storage(e.to_string()))
+        blocking(move || store.audit(&id, n)).await?.map_err(ApiError::from)
     }
 
     /// A fresh id: 16 hex digits, unguessable enough to not collide across restarts.
@@ -166,7 +166,7 @@ impl Sessions {
             return Err(ApiError::Internal(format!("session id {id:?} is taken")));
         }
         let created_at = now();
-        self.store.create_session(&id, created_at, text, &owner).map_err(|e| ApiError::Storage(e.to_string()))?;
+        self.store.create_session(&id, created_at, text, &owner).map_err(ApiError::from)?;
         let entry = Arc::new(Entry::new(id.clone(), created_at, owner, spec, session, 1));
         self.map.write().unwrap_or_else(|p| p.into_inner()).insert(id, entry.clone());
         Ok(entry)
@@ -200,7 +200,7 @@ impl Sessions {
             let payload = serde_json::to_string(&event).map_err(|e| ApiError::Internal(e.to_string()))?;
             store
                 .append(&entry.id, writer.next_seq, event.kind(), now(), &payload, token.as_deref())
-                .map_err(|e| ApiError::Storage(e.to_string()))?;
+                .map_err(ApiError::from)?;
             writer.next_seq += 1;
             entry.publish(next);
             Ok((event, answer))
@@ -220,7 +220,7 @@ impl Sessions {
         }
         let store = self.store.clone();
         let key = id.to_string();
-        blocking(move || store.delete_session(&key)).await?.map_err(|e| ApiError::Storage(e.to_string()))?;
+        blocking(move || store.delete_session(&key)).await?.map_err(ApiError::from)?;
         writer.deleted = true;
         self.map.write().unwrap_or_else(|p| p.into_inner()).remove(id);
         Ok(())
