@@ -181,6 +181,32 @@ fn requests_without_a_good_token_are_401_and_open_routes_stay_open() {
     assert!(!log.contains(&s.tokens[0]) && !log.contains(&s.admin), "no secret in the log");
 }
 
+/// A client that writes a whole 3 MiB body (within the limit) before reading, without a token: the
+/// 401 is answered before the body is read, and the body is then drained, so the client's writes
+/// succeed and it reads the 401 instead of a reset.
+#[test]
+fn a_refusal_is_readable_by_a_client_that_writes_its_whole_body_first() {
+    use std::io::{Read, Write};
+    let s = Authed::start("auth-drain", &[], None, &[]);
+    let size = 3 << 20;
+    let piece = vec![b' '; 64 * 1024];
+    for _ in 0..5 {
+        let mut raw = std::net::TcpStream::connect(s.fixture.server.addr).unwrap();
+        raw.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
+        let head =
+            format!("POST /v1/allocations HTTP/1.1\r\nHost: x\r\nContent-Length: {size}\r\nConnection: close\r\n\r\n");
+        raw.write_all(head.as_bytes()).unwrap();
+        for _ in 0..size / piece.len() {
+            raw.write_all(&piece).expect("every write of the body succeeds");
+        }
+        let mut answer = Vec::new();
+        let _ = raw.read_to_end(&mut answer);
+        let answer = String::from_utf8_lossy(&answer);
+        assert!(answer.starts_with("HTTP/1.1 401"), "{answer}");
+        assert!(answer.contains("\"unauthorized\""), "{answer}");
+    }
+}
+
 #[test]
 fn a_token_revoked_while_the_server_runs_is_refused_and_a_broken_file_keeps_the_last_good_set() {
     let s = Authed::start("auth-revoke", &[("a", "sessions:read", "a1"), ("a", "sessions:read", "a2")], None, &[]);
