@@ -69,7 +69,10 @@ pub struct JobSpec {
     /// Steps/s alone on `scale_factor` GPUs of each type; 0, null or absent: cannot run there.
     #[serde(default)]
     pub throughput: BTreeMap<String, Option<f64>>,
+    /// GPUs the job occupies while it runs: a whole number from 1 to 2^20 (default 1). A number
+    /// with no fraction (`2.0`) is read as that whole number; `2.5` is refused.
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schema(minimum = 1, maximum = 1048576, multiple_of = 1)]
     pub scale_factor: Option<f64>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub weight: Option<f64>,

@@ -56,15 +56,38 @@ pub struct Composition {
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, utoipa::ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct CompositionRequest {
-    #[schema(value_type = Option<Object>)]
+    #[schema(value_type = Option<Stage>, inline)]
     pub admission: Option<serde_json::Value>,
-    #[schema(value_type = Option<Object>)]
+    #[schema(value_type = Option<Stage>, inline)]
     pub scheduling: Option<serde_json::Value>,
-    #[schema(value_type = Option<Object>)]
+    #[schema(value_type = Option<Stage>, inline)]
     pub placement: Option<serde_json::Value>,
-    #[schema(value_type = Option<Object>)]
+    #[schema(value_type = Option<Stage>, inline)]
     pub preemption: Option<serde_json::Value>,
 }
+
+/// A stage's schema in the OpenAPI document, as [`Composition::from_request`] reads it: a name
+/// (`"las"`, or `"accept_x=1.2"` with its parameter) or an object of one entry, the name and a
+/// number (`{"accept_x": 1.2}`).
+pub struct Stage;
+
+impl utoipa::PartialSchema for Stage {
+    fn schema() -> utoipa::openapi::RefOr<utoipa::openapi::schema::Schema> {
+        use utoipa::openapi::schema::{ObjectBuilder, OneOfBuilder, Type};
+        let name = ObjectBuilder::new()
+            .schema_type(Type::String)
+            .description(Some("A stage name (`\"tiresias\"`), or `name=value` with its parameter"));
+        let with_parameter = ObjectBuilder::new()
+            .schema_type(Type::Object)
+            .min_properties(Some(1))
+            .max_properties(Some(1))
+            .additional_properties(Some(ObjectBuilder::new().schema_type(Type::Number)))
+            .description(Some("One entry: the stage's name and its parameter (`{\"accept_x\": 1.2}`)"));
+        OneOfBuilder::new().item(name).item(with_parameter).into()
+    }
+}
+
+impl utoipa::ToSchema for Stage {}
 
 fn unknown(slot: &str, name: &str, known: &[&str]) -> ArbiterError {
     ArbiterError::at(

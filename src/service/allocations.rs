@@ -21,7 +21,6 @@ use std::time::Instant;
     responses(
         (status = 200, description = "The allocation", body = crate::response::Response),
         (status = 400, description = "Malformed JSON, a wrong type, NaN, an unknown policy or worker type, ... (the field is named)", body = ErrorResponse),
-        (status = 413, description = "The body is larger than `--max-body-bytes`", body = ErrorResponse),
         (status = 422, description = "Infeasible (e.g. SLOs that cannot all be met; the jobs are named) or unsupported", body = ErrorResponse),
         (status = 429, description = "Every solver is busy and the queue is full; see `Retry-After`", body = ErrorResponse,
             headers(("Retry-After" = u64, description = "Seconds to wait before retrying"))),

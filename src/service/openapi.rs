@@ -79,8 +79,62 @@ pub fn document() -> Document {
         // The examples are computed by the code they document; failing here is a bug there.
         tracing::error!("cannot compute the OpenAPI examples: {}", e.body().error.message);
     }
+    add_payload_too_large_responses(&mut doc);
+    add_session_job_fields(&mut doc);
     add_security(&mut doc);
     doc
+}
+
+/// The largest body in the 413 example: `--max-body-bytes`' default, 16 MiB.
+const EXAMPLE_MAX_BODY_BYTES: usize = 16 << 20;
+
+/// Every operation that takes a body may be refused it for its size (the body limit is a layer
+/// over every route, `server::router`): 413 `payload_too_large`, and the connection is closed.
+fn add_payload_too_large_responses(doc: &mut Document) {
+    use utoipa::openapi::Type;
+    let example = error_example(ApiError::PayloadTooLarge { limit: EXAMPLE_MAX_BODY_BYTES });
+    let response = error_response(
+        "The body is larger than `--max-body-bytes` (`payload_too_large`); the server closes the connection",
+        example,
+        Some(("Connection", "`close`", Type::String)),
+    );
+    for item in doc.paths.paths.values_mut() {
+        let operations = [item.get.as_mut(), item.post.as_mut(), item.put.as_mut(), item.delete.as_mut()];
+        for op in operations.into_iter().flatten() {
+            if op.request_body.is_some() {
+                op.responses.responses.insert("413".into(), response.clone());
+            }
+        }
+    }
+}
+
+/// `JobSpec` is the contract's job, and also the job of `POST /v1/sessions` and
+/// `POST /v1/sessions/{id}/jobs`, which read two more fields (`sessions::estimates`,
+/// `docs/estimator.md`); `POST /v1/allocations` ignores them.
+fn add_session_job_fields(doc: &mut Document) {
+    use utoipa::openapi::schema::{ObjectBuilder, Schema, Type};
+    let Some(RefOr::T(Schema::Object(job))) = doc.components.as_mut().and_then(|c| c.schemas.get_mut("JobSpec")) else {
+        return;
+    };
+    let estimated = ObjectBuilder::new()
+        .schema_type(Type::Object)
+        .additional_properties(Some(ObjectBuilder::new().schema_type(Type::Number)))
+        .description(Some(
+            "Sessions only: the worker types whose `throughput` entry is an estimate rather than \
+             a measurement, each with the estimate (the session uses the `throughput` entry). The \
+             first progress measured on such a type replaces the estimate outright. A session \
+             with `estimate_missing` fills it in for the entries it estimates.",
+        ))
+        .build();
+    let profile = ObjectBuilder::new()
+        .schema_type(Type::Boolean)
+        .description(Some(
+            "Sessions only: run the job once on each type where its throughput is an estimate, \
+             before anything its allocation asks for (default false).",
+        ))
+        .build();
+    job.properties.insert("estimated_throughput".into(), estimated.into());
+    job.properties.insert("profile".into(), profile.into());
 }
 
 /// Routes whose writes count against a tenant's sessions or jobs quota.
@@ -330,13 +384,6 @@ fn add_examples(doc: &mut Document) -> Result<(), ApiError> {
     if let Err(e) = Problem::from_request(&rushed).and_then(|p| crate::solve(&p, Backend::default())) {
         response_example(doc, "/v1/allocations", "post", "504", error_example(e));
     }
-    response_example(
-        doc,
-        "/v1/allocations",
-        "post",
-        "413",
-        error_example(ApiError::PayloadTooLarge { limit: 16 << 20 }),
-    );
     let overloaded = ApiError::Overloaded { retry_after: super::limits::RETRY_AFTER_SECONDS };
     response_example(doc, "/v1/allocations", "post", "429", error_example(overloaded));
 

@@ -18,7 +18,6 @@ use axum::Json;
     responses(
         (status = 200, description = "The completed rows", body = EstimateResponse),
         (status = 400, description = "Malformed, an unknown worker type or partner, too few measurements for the rank, or no reference", body = ErrorResponse),
-        (status = 413, description = "The body is larger than `--max-body-bytes`", body = ErrorResponse),
         (status = 429, description = "Every solver is busy and the queue is full; see `Retry-After`", body = ErrorResponse,
             headers(("Retry-After" = u64, description = "Seconds to wait before retrying"))),
     ))]

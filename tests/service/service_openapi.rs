@@ -118,3 +118,57 @@ fn document_is_openapi_3_1_with_every_route_and_real_examples() {
     assert_eq!(audit.expect("the audit parameter")["in"], "query");
     assert!(schemas["AuditView"]["properties"]["events"].is_object());
 }
+
+/// The body limit is a layer over every route, so every operation that takes a body can be
+/// refused it for its size: each lists 413 with a real `payload_too_large` example.
+#[test]
+fn every_operation_taking_a_body_documents_413() {
+    let doc: Value = serde_json::from_str(&arbiter::service::openapi::json()).unwrap();
+    let mut with_body = 0;
+    for (path, item) in doc["paths"].as_object().unwrap() {
+        for (method, op) in item.as_object().unwrap() {
+            if op.get("requestBody").is_none() {
+                continue;
+            }
+            with_body += 1;
+            let example = &op["responses"]["413"]["content"]["application/json"]["example"];
+            assert_eq!(example["error"]["code"], "payload_too_large", "{method} {path}: no 413 with its example");
+        }
+    }
+    assert!(with_body >= 9, "{with_body} operations take a body");
+}
+
+/// What the document says of the bodies' fields is what the server reads.
+#[test]
+fn body_schemas_match_what_the_server_reads() {
+    let doc: Value = serde_json::from_str(&arbiter::service::openapi::json()).unwrap();
+    let schemas = &doc["components"]["schemas"];
+    // A composition's stage is a name or a one-entry object; the server takes both.
+    for slot in ["admission", "scheduling", "placement", "preemption"] {
+        let text = schemas["CompositionRequest"]["properties"][slot].to_string();
+        assert!(text.contains(r#""type":"string""#) && text.contains(r#""type":"object""#), "{slot}: {text}");
+    }
+    let named = arbiter::scheduling::CompositionRequest {
+        scheduling: Some(Value::from("tiresias")),
+        admission: Some(serde_json::json!({"accept_x": 1.2})),
+        ..Default::default()
+    };
+    arbiter::scheduling::Composition::from_request(&named, arbiter::PolicyKind::MaxMinFairness)
+        .expect("a stage by name and a stage with its parameter");
+    // A job's scale factor: a whole number from 1 to MAX_SCALE_FACTOR, `2.0` read as 2.
+    let scale = &schemas["JobSpec"]["properties"]["scale_factor"];
+    assert_eq!(scale["minimum"], 1, "{scale}");
+    assert_eq!(scale["maximum"], arbiter::problem::MAX_SCALE_FACTOR, "{scale}");
+    assert_eq!(scale["multipleOf"], 1, "{scale}");
+    let mut request = arbiter::demo::request("max_min_fairness");
+    request.jobs[0].scale_factor = Some(2.0);
+    assert_eq!(arbiter::Problem::from_request(&request).unwrap().jobs[0].scale_factor, 2);
+    for refused in [2.5, 0.0, arbiter::problem::MAX_SCALE_FACTOR as f64 + 1.0] {
+        request.jobs[0].scale_factor = Some(refused);
+        assert!(arbiter::Problem::from_request(&request).is_err(), "scale_factor {refused} was accepted");
+    }
+    // The fields a session reads in a job beyond the contract's (docs/estimator.md).
+    let job = &schemas["JobSpec"]["properties"];
+    assert_eq!(job["estimated_throughput"]["type"], "object", "{job}");
+    assert_eq!(job["profile"]["type"], "boolean", "{job}");
+}

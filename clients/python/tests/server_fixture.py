@@ -4,7 +4,9 @@ The binary is ``$ARBITER_BIN`` when set (a missing file is then an error), other
 ``target/release/arbiter`` under the repository root (when it is missing the tests that need a
 server are skipped, saying how to build it). Each server listens on a free loopback port
 (``--addr 127.0.0.1:0``, the bound address read from its first line of output) with its own
-database in a temporary directory, without the demo session unless asked.
+database in a temporary directory (or the one given), without the demo session unless asked.
+With a :class:`TokenFile` it serves with ``--tokens``; the file's tokens are made by the binary
+itself (``arbiter token create``).
 """
 
 import math
@@ -46,22 +48,65 @@ def arbiter_bin() -> Path:
     return path
 
 
-class Server:
-    """A running ``arbiter serve``; ``url`` is its base URL. Stop it with :meth:`stop`."""
+def _environment() -> dict:
+    # The binary reads ARBITER_* variables as flag defaults: only the flags given count here.
+    env = {k: v for k, v in os.environ.items() if not k.startswith("ARBITER_")}
+    env["ARBITER_LOG"] = "warn"
+    return env
 
-    def __init__(self, *flags: str, demo: bool = False) -> None:
+
+class TokenFile:
+    """A token file in a temporary directory, written by ``arbiter token``. Remove it with
+    :meth:`cleanup`."""
+
+    def __init__(self) -> None:
+        self._dir = tempfile.TemporaryDirectory(prefix="arbiter-client-tokens-")
+        self.path = Path(self._dir.name) / "tokens.json"
+
+    def _run(self, *args: str) -> str:
+        command = [str(arbiter_bin()), "token", *args]
+        done = subprocess.run(command, capture_output=True, env=_environment(), timeout=60)
+        if done.returncode != 0:
+            raise RuntimeError(f"{' '.join(command)} failed ({done.returncode}): {done.stderr.decode(errors='replace')}")
+        return done.stdout.decode("utf-8").strip()
+
+    def create(self, tenant: str, scopes: List[str], token_id: str) -> str:
+        """``arbiter token create``: a new token with these scopes for ``tenant``; returns it."""
+        token = self._run("create", "--file", str(self.path), "--tenant", tenant, "--scope", ",".join(scopes),
+                          "--id", token_id)
+        if not token.startswith("arb_") or "\n" in token:
+            raise RuntimeError(f"arbiter token create printed {token!r}, not one token")
+        return token
+
+    def revoke(self, token_id: str) -> None:
+        """``arbiter token revoke``: a running server refuses the token within about a second."""
+        self._run("revoke", "--file", str(self.path), token_id)
+
+    def cleanup(self) -> None:
+        self._dir.cleanup()
+
+
+class Server:
+    """A running ``arbiter serve``; ``url`` is its base URL. Stop it with :meth:`stop`.
+
+    ``tokens`` serves with ``--tokens`` (its file); ``db`` serves that database file, which
+    :meth:`stop` then leaves in place (by default the database is a new file, removed at stop).
+    """
+
+    def __init__(
+        self, *flags: str, demo: bool = False, tokens: Optional[TokenFile] = None, db: Optional[Path] = None
+    ) -> None:
         self._dir = tempfile.TemporaryDirectory(prefix="arbiter-client-test-")
-        self.db = Path(self._dir.name) / "arbiter.db"
+        self.db = Path(db) if db is not None else Path(self._dir.name) / "arbiter.db"
         self._log_path = Path(self._dir.name) / "server.log"
         self._log = open(self._log_path, "wb")
         command: List[str] = [str(arbiter_bin()), "serve", "--addr", "127.0.0.1:0", "--db", str(self.db)]
         if not demo:
             command.append("--no-demo")
+        if tokens is not None:
+            command.extend(["--tokens", str(tokens.path)])
         command.extend(flags)
-        # The server reads ARBITER_* variables as flag defaults: only the flags above count here.
-        env = {k: v for k, v in os.environ.items() if not k.startswith("ARBITER_")}
-        env["ARBITER_LOG"] = "warn"
-        self.process = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=self._log, env=env)
+        self.process = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=self._log, env=_environment())
         lines: "queue.Queue[Optional[str]]" = queue.Queue()
         threading.Thread(target=self._drain, args=(lines,), daemon=True).start()
         self.url = self._wait_for_address(lines)
@@ -96,7 +141,7 @@ class Server:
         return self._log_path.read_text(errors="replace")
 
     def stop(self) -> None:
-        """SIGTERM, then SIGKILL after 10 s; removes the database."""
+        """SIGTERM, then SIGKILL after 10 s; removes the database unless it was given."""
         if self.process.poll() is None:
             self.process.terminate()
             try:

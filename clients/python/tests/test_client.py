@@ -62,6 +62,7 @@ CLIENT_OPERATIONS = {
     ("GET", "/healthz"): "healthz",
     ("GET", "/metrics"): "metrics",
     ("GET", "/openapi.json"): "openapi",
+    ("GET", "/v1/admin/backup"): "backup",
 }
 
 

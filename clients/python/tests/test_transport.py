@@ -2,12 +2,15 @@
 tokens, path encoding, error bodies that are and are not the error object, Retry-After,
 connection failures and timeouts."""
 
+import asyncio
 import email.utils
 import json
+import tempfile
 import socket
 import threading
 import time
 import unittest
+from pathlib import Path
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import server_fixture  # noqa: F401  (puts the client's source on the path)
@@ -24,11 +27,14 @@ from arbiter_client import (
     Conflict,
     Forbidden,
     NotFound,
+    QuotaExceeded,
     RateLimited,
     ServerError,
+    StorageFull,
     Unauthorized,
     Unavailable,
 )
+from arbiter_client.client import SQLITE_HEADER
 from arbiter_client.errors import parse_retry_after
 
 
@@ -48,7 +54,8 @@ class Scripted(BaseHTTPRequestHandler):
         self.send_response(status)
         for k, v in headers.items():
             self.send_header(k, v)
-        self.send_header("Content-Length", str(len(payload)))
+        if "Content-Length" not in headers:  # a route may declare a length its body lacks
+            self.send_header("Content-Length", str(len(payload)))
         self.end_headers()
         self.wfile.write(payload)
 
@@ -121,6 +128,10 @@ class AgainstAStandIn(unittest.TestCase):
             (400, BadRequest, "invalid_number", "jobs[0].weight"),
             (401, Unauthorized, "unauthorized", None),
             (403, Forbidden, "forbidden", None),
+            (403, QuotaExceeded, "quota_exceeded", None),
+            (503, StorageFull, "storage_full", None),
+            (503, Unavailable, "shutting_down", None),
+            (500, ServerError, "storage_full", None),
             (404, NotFound, "unknown_session", None),
             (409, Conflict, "conflict", "id"),
             (500, ServerError, "storage_failed", None),
@@ -211,6 +222,60 @@ class AgainstAStandIn(unittest.TestCase):
 
         self.assertEqual(asyncio.run(run()), '{"echo": true}')
         self.assertEqual(Scripted.SEEN[-1]["headers"].get("Authorization"), "Bearer t")
+
+
+    def test_a_backup_is_streamed_checked_and_written_whole_or_not_at_all(self):
+        database = SQLITE_HEADER + bytes(range(256)) * 600  # several chunks
+        self.route("/v1/admin/backup", 200, database, **{"Content-Type": "application/vnd.sqlite3"})
+        client = Client(self.url, token="t")
+        self.assertEqual(client.backup(), database)
+        self.assertIn("application/vnd.sqlite3", Scripted.SEEN[-1]["headers"]["Accept"])
+        with tempfile.TemporaryDirectory() as work:
+            target = Path(work) / "b.db"
+            self.assertEqual(client.backup_to(target), len(database))
+            self.assertEqual(target.read_bytes(), database)
+            self.assertEqual(asyncio.run(AsyncClient(self.url).backup()), database)
+            # Cut short of its Content-Length: a connection error, and the file stays as it was.
+            self.route("/v1/admin/backup", 200, database[:1000], **{"Content-Length": str(len(database))})
+            with self.assertRaises(ArbiterConnectionError):
+                client.backup_to(target)
+            with self.assertRaises(ArbiterConnectionError):
+                client.backup()
+            self.assertEqual(target.read_bytes(), database)
+            # A 200 that is not an SQLite database (a proxy's page): a protocol error.
+            self.route("/v1/admin/backup", 200, b"<html>log in</html>", **{"Content-Type": "text/html"})
+            with self.assertRaises(ArbiterProtocolError):
+                client.backup_to(target)
+            with self.assertRaises(ArbiterProtocolError):
+                client.backup()
+            self.assertEqual(target.read_bytes(), database)
+            self.assertEqual([p.name for p in Path(work).iterdir()], ["b.db"], "a temporary file was left")
+
+    def test_a_sink_that_fails_raises_its_own_error(self):
+        self.route("/v1/admin/backup", 200, SQLITE_HEADER + b"x" * 100)
+
+        def full(chunk):
+            raise OSError(28, "No space left on device")
+
+        with self.assertRaises(OSError) as caught:
+            Client(self.url)._transport.request("GET", "/v1/admin/backup", sink=full)
+        self.assertNotIsInstance(caught.exception, ArbiterClientError)
+        self.assertEqual(caught.exception.errno, 28)
+
+    def test_the_audit_is_asked_for_in_the_query(self):
+        calls = [
+            lambda: Client(self.url).get_session("s 1", audit=7),
+            lambda: Client(self.url).get_fitgpp_session("f", audit=0),
+            lambda: Client(self.url).get_session("s"),
+        ]
+        for call in calls:  # the stand-in's answer is no session: only the paths matter here
+            with self.assertRaises(ArbiterProtocolError):
+                call()
+        self.assertEqual([r["path"] for r in Scripted.SEEN][-3:],
+                         ["/v1/sessions/s%201?audit=7", "/v1/fitgpp/sessions/f?audit=0", "/v1/sessions/s"])
+        for bad in (True, 1.5, "3"):
+            with self.subTest(audit=bad), self.assertRaises(ValueError):
+                Client(self.url).get_session("s", audit=bad)
 
 
 class WithoutAServer(unittest.TestCase):

@@ -61,7 +61,6 @@ pub async fn list(State(state): State<SharedState>, Caller(caller): Caller) -> J
         (status = 201, description = "Created; `Location` is its URL", body = SessionView,
             headers(("Location" = String, description = "/v1/sessions/{id}"))),
         (status = 400, description = "Malformed or invalid (the field is named)", body = ErrorResponse),
-        (status = 413, description = "Body too large", body = ErrorResponse),
         (status = 429, description = "Overloaded; see `Retry-After`", body = ErrorResponse),
         (status = 500, description = "The store could not make it durable", body = ErrorResponse),
     ))]

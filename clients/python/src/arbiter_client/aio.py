@@ -2,6 +2,7 @@
 
 import asyncio
 import functools
+import os
 import ssl
 from typing import Any, Callable, Dict, List, Mapping, Optional, TypeVar, Union
 
@@ -81,9 +82,9 @@ class AsyncClient:
         """``POST /v1/sessions``."""
         return await self._run(self.sync.create_session, spec)
 
-    async def get_session(self, session_id: str) -> SessionView:
-        """``GET /v1/sessions/{id}``."""
-        return await self._run(self.sync.get_session, session_id)
+    async def get_session(self, session_id: str, audit: Optional[int] = None) -> SessionView:
+        """``GET /v1/sessions/{id}`` (``?audit=N`` with ``audit``)."""
+        return await self._run(self.sync.get_session, session_id, audit)
 
     async def delete_session(self, session_id: str) -> None:
         """``DELETE /v1/sessions/{id}``."""
@@ -133,9 +134,9 @@ class AsyncClient:
         """``POST /v1/fitgpp/sessions``."""
         return await self._run(self.sync.create_fitgpp_session, spec)
 
-    async def get_fitgpp_session(self, session_id: str) -> FitGppView:
-        """``GET /v1/fitgpp/sessions/{id}``."""
-        return await self._run(self.sync.get_fitgpp_session, session_id)
+    async def get_fitgpp_session(self, session_id: str, audit: Optional[int] = None) -> FitGppView:
+        """``GET /v1/fitgpp/sessions/{id}`` (``?audit=N`` with ``audit``)."""
+        return await self._run(self.sync.get_fitgpp_session, session_id, audit)
 
     async def delete_fitgpp_session(self, session_id: str) -> None:
         """``DELETE /v1/fitgpp/sessions/{id}``."""
@@ -156,6 +157,14 @@ class AsyncClient:
     async def metrics(self) -> str:
         """``GET /metrics``."""
         return await self._run(self.sync.metrics)
+
+    async def backup(self) -> bytes:
+        """``GET /v1/admin/backup``: the database, in memory."""
+        return await self._run(self.sync.backup)
+
+    async def backup_to(self, path: Union[str, "os.PathLike[str]"]) -> int:
+        """``GET /v1/admin/backup`` streamed to the file ``path``; its size in bytes."""
+        return await self._run(self.sync.backup_to, path)
 
     async def openapi(self) -> Dict[str, Any]:
         """``GET /openapi.json``."""

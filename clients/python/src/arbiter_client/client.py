@@ -4,7 +4,9 @@ Bodies may be given as models or as plain dicts (sent as they are, so a field th
 not know yet can still be sent); answers come back as models. Errors: see :mod:`.errors`.
 """
 
+import os
 import ssl
+import tempfile
 import urllib.parse
 from typing import Any, Dict, List, Mapping, Optional, Type, TypeVar, Union
 
@@ -35,6 +37,11 @@ Body = Union[WireModel, Mapping[str, Any]]
 
 DEFAULT_URL = "http://127.0.0.1:8080"
 
+BACKUP_PATH = "/v1/admin/backup"
+#: The first 16 bytes of every SQLite database file.
+SQLITE_HEADER = b"SQLite format 3\x00"
+_BACKUP_ACCEPT = "application/vnd.sqlite3, application/json"
+
 
 def segment(value: str) -> str:
     """A path segment, percent-encoded whole: ``v100/0/1`` becomes ``v100%2F0%2F1``."""
@@ -49,6 +56,19 @@ def _body(value: Body) -> Dict[str, Any]:
     if isinstance(value, Mapping):
         return dict(value)
     raise TypeError(f"a request body is a model or a dict, got {type(value).__name__}")
+
+
+def _audit_query(audit: Optional[int]) -> str:
+    if audit is None:
+        return ""
+    if isinstance(audit, bool) or not isinstance(audit, int) or audit < 0:
+        raise ValueError(f"audit is a number of events (an int, 0 or more), got {audit!r}")
+    return f"?audit={audit}"
+
+
+def _check_database(head: bytes) -> None:
+    if head != SQLITE_HEADER:
+        raise ArbiterProtocolError(f"the backup is not an SQLite database: it starts with {head!r}")
 
 
 def _model(cls: Type[M], answer: Answer) -> M:
@@ -115,9 +135,14 @@ class Client:
         """``POST /v1/sessions``: a new session; its id is the answer's ``id``."""
         return _model(SessionView, self.request("POST", "/v1/sessions", spec))
 
-    def get_session(self, session_id: str) -> SessionView:
-        """``GET /v1/sessions/{id}``: cluster, jobs with allocation and leases, metrics."""
-        return _model(SessionView, self.request("GET", f"/v1/sessions/{segment(session_id)}"))
+    def get_session(self, session_id: str, audit: Optional[int] = None) -> SessionView:
+        """``GET /v1/sessions/{id}``: cluster, jobs with allocation and leases, metrics.
+
+        With ``audit=N`` (0 to 10,000) the view's ``audit`` has the owner, the token that created
+        the session and its last N events, each with the id of the token that made it.
+        """
+        path = f"/v1/sessions/{segment(session_id)}{_audit_query(audit)}"
+        return _model(SessionView, self.request("GET", path))
 
     def delete_session(self, session_id: str) -> None:
         """``DELETE /v1/sessions/{id}``: the session and its stored events."""
@@ -174,9 +199,11 @@ class Client:
         """``POST /v1/fitgpp/sessions``: node groups and a preemption policy."""
         return _model(FitGppView, self.request("POST", "/v1/fitgpp/sessions", spec))
 
-    def get_fitgpp_session(self, session_id: str) -> FitGppView:
-        """``GET /v1/fitgpp/sessions/{id}``: time, nodes, queue, TE jobs waiting, every job."""
-        return _model(FitGppView, self.request("GET", f"/v1/fitgpp/sessions/{segment(session_id)}"))
+    def get_fitgpp_session(self, session_id: str, audit: Optional[int] = None) -> FitGppView:
+        """``GET /v1/fitgpp/sessions/{id}``: time, nodes, queue, TE jobs waiting, every job;
+        with ``audit=N``, the owner and last N events as :meth:`get_session` gives them."""
+        path = f"/v1/fitgpp/sessions/{segment(session_id)}{_audit_query(audit)}"
+        return _model(FitGppView, self.request("GET", path))
 
     def delete_fitgpp_session(self, session_id: str) -> None:
         """``DELETE /v1/fitgpp/sessions/{id}``: the session and its stored events."""
@@ -200,6 +227,51 @@ class Client:
     def metrics(self) -> str:
         """``GET /metrics``: the Prometheus text."""
         return self.request("GET", "/metrics").text()
+
+    def backup(self) -> bytes:
+        """``GET /v1/admin/backup`` (scope ``admin``): a consistent copy of the server's session
+        database, an SQLite file, held in memory. :meth:`backup_to` writes it to a file instead."""
+        chunks: List[bytes] = []
+        self._transport.request("GET", BACKUP_PATH, accept=_BACKUP_ACCEPT, sink=chunks.append)
+        data = b"".join(chunks)
+        _check_database(data[: len(SQLITE_HEADER)])
+        return data
+
+    def backup_to(self, path: Union[str, "os.PathLike[str]"]) -> int:
+        """``GET /v1/admin/backup`` streamed to the file ``path``; returns its size in bytes.
+
+        The copy is written beside ``path`` under a temporary name, synced and then renamed to
+        ``path``, so ``path`` is only ever a complete copy: after any failure it is left as it was.
+        """
+        target = os.fspath(path)
+        directory, name = os.path.split(os.path.abspath(target))
+        fd, temp = tempfile.mkstemp(prefix=f".{name}.", suffix=".part", dir=directory)
+        size = 0
+        try:
+            with os.fdopen(fd, "wb") as out:
+                head = bytearray()
+
+                def write(chunk: bytes) -> None:
+                    nonlocal size
+                    if len(head) < len(SQLITE_HEADER):
+                        head.extend(chunk[: len(SQLITE_HEADER) - len(head)])
+                        if len(head) == len(SQLITE_HEADER):
+                            _check_database(bytes(head))
+                    out.write(chunk)
+                    size += len(chunk)
+
+                self._transport.request("GET", BACKUP_PATH, accept=_BACKUP_ACCEPT, sink=write)
+                _check_database(bytes(head))
+                out.flush()
+                os.fsync(out.fileno())
+            os.replace(temp, target)
+        except BaseException:
+            try:
+                os.unlink(temp)
+            except FileNotFoundError:
+                pass
+            raise
+        return size
 
     def openapi(self) -> Dict[str, Any]:
         """``GET /openapi.json``: the OpenAPI 3.1 document."""

@@ -33,9 +33,11 @@ class ClusterSpec(WireModel):
 class JobSpec(WireModel):
     """A training job: its throughput (steps/s) on each worker type and what the policies read.
 
-    ``estimated_throughput`` and ``profile`` are read by ``POST /v1/sessions/{id}/jobs`` only
-    (``docs/estimator.md``): the throughputs the client itself estimated, and whether the job runs
-    once on each estimated type first. The OpenAPI ``JobSpec`` does not list them.
+    ``scale_factor`` is a whole number of GPUs (1 or more; ``2.0`` is read as 2, ``2.5`` refused).
+    ``estimated_throughput`` and ``profile`` are read by sessions only (``POST /v1/sessions`` and
+    ``POST /v1/sessions/{id}/jobs``, ``docs/estimator.md``; ``POST /v1/allocations`` ignores
+    them): the throughputs the client itself estimated, and whether the job runs once on each
+    estimated type first.
     """
 
     SCHEMA = "JobSpec"

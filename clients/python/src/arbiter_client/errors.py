@@ -9,7 +9,7 @@ that cannot be reached raises :class:`ArbiterConnectionError`.
 import email.utils
 import json
 import time
-from typing import Any, Dict, List, Mapping, Optional, Type
+from typing import Any, Dict, List, Mapping, Optional, Tuple, Type
 
 #: Longest error body text kept as the message when the body is not the error object.
 _MAX_TEXT = 2000
@@ -37,7 +37,8 @@ class ArbiterError(ArbiterClientError):
     ``status`` is the HTTP status; ``code``, ``message``, ``field`` and ``jobs`` come from
     ``{"error": {...}}`` (``code`` and ``field`` are ``None`` when the body had none);
     ``retry_after`` is the ``Retry-After`` header in seconds, if any; ``request_id`` the
-    ``x-request-id`` the server logged the request under; ``body`` the raw text.
+    ``x-request-id`` the server logged the request under; ``body`` the raw text; ``headers`` the
+    answer's headers, by lower-case name (``www-authenticate`` on a 401, say).
     """
 
     def __init__(
@@ -50,6 +51,7 @@ class ArbiterError(ArbiterClientError):
         retry_after: Optional[float] = None,
         request_id: Optional[str] = None,
         body: str = "",
+        headers: Optional[Mapping[str, str]] = None,
     ) -> None:
         self.status = status
         self.code = code
@@ -59,6 +61,7 @@ class ArbiterError(ArbiterClientError):
         self.retry_after = retry_after
         self.request_id = request_id
         self.body = body
+        self.headers: Dict[str, str] = {k.lower(): v for k, v in (headers or {}).items()}
         super().__init__(str(self))
 
     def __str__(self) -> str:
@@ -78,11 +81,17 @@ class BadRequest(ArbiterError):
 
 
 class Unauthorized(ArbiterError):
-    """401: no token, or one the server does not accept."""
+    """401 ``unauthorized``: no token, or one the server does not know or has revoked (its
+    ``WWW-Authenticate`` header is in ``headers``)."""
 
 
 class Forbidden(ArbiterError):
-    """403: the token is valid but may not do this."""
+    """403 ``forbidden``: the token is valid but lacks the scope the operation needs."""
+
+
+class QuotaExceeded(Forbidden):
+    """403 ``quota_exceeded``: the tenant owns as many sessions, or the session holds as many
+    jobs, as its quota allows; delete or remove some first."""
 
 
 class NotFound(ArbiterError):
@@ -106,7 +115,8 @@ class Unprocessable(ArbiterError):
 
 
 class RateLimited(ArbiterError):
-    """429: every solver busy and the queue full; wait ``retry_after`` seconds and retry."""
+    """429: every solver busy and the queue full (``overloaded``), or the tenant's requests per
+    second or concurrent solves used up (``rate_limited``); wait ``retry_after`` seconds and retry."""
 
 
 class ServerError(ArbiterError):
@@ -115,6 +125,12 @@ class ServerError(ArbiterError):
 
 class Unavailable(ServerError):
     """503: the server cannot take the request now; ``retry_after`` when it says."""
+
+
+class StorageFull(Unavailable):
+    """503 ``storage_full``: the server's database is full (its disk, or ``--db-max-bytes``);
+    nothing was changed. Reads still work; retry the write after ``retry_after`` seconds, once
+    room has been made."""
 
 
 class SolveTimeout(ServerError):
@@ -136,8 +152,17 @@ _BY_STATUS: Dict[int, Type[ArbiterError]] = {
 }
 
 
-def error_class(status: int) -> Type[ArbiterError]:
-    """The exception class for an HTTP status outside 2xx."""
+#: Codes with a class narrower than their status's.
+_BY_CODE: Dict[Tuple[int, str], Type[ArbiterError]] = {
+    (403, "quota_exceeded"): QuotaExceeded,
+    (503, "storage_full"): StorageFull,
+}
+
+
+def error_class(status: int, code: Optional[str] = None) -> Type[ArbiterError]:
+    """The exception class for an HTTP status outside 2xx and the error object's ``code``."""
+    if code is not None and (status, code) in _BY_CODE:
+        return _BY_CODE[(status, code)]
     if status in _BY_STATUS:
         return _BY_STATUS[status]
     if status >= 500:
@@ -179,7 +204,7 @@ def error_from_answer(status: int, reason: str, body: bytes, headers: Mapping[st
         if isinstance(obj.get("jobs"), list):
             jobs = [str(j) for j in obj["jobs"]]
     lowered = {k.lower(): v for k, v in headers.items()}
-    return error_class(status)(
+    return error_class(status, code)(
         status,
         code,
         message,
@@ -188,6 +213,7 @@ def error_from_answer(status: int, reason: str, body: bytes, headers: Mapping[st
         retry_after=parse_retry_after(lowered.get("retry-after")),
         request_id=lowered.get("x-request-id"),
         body=text,
+        headers=lowered,
     )
 
 

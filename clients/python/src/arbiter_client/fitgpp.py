@@ -6,6 +6,7 @@
 from dataclasses import dataclass, field
 from typing import List, Optional
 
+from .audit import AuditView
 from .wire import WireModel
 
 
@@ -96,7 +97,7 @@ class FitGppJobView(WireModel):
 
 @dataclass
 class FitGppView(WireModel):
-    """A FitGpp session as of its last acknowledged event."""
+    """A FitGpp session as of its last acknowledged event (with ``audit`` when asked for)."""
 
     SCHEMA = "FitGppView"
     id: str
@@ -107,6 +108,7 @@ class FitGppView(WireModel):
     queue: List[str]
     te_waiting: List[str]
     jobs: List[FitGppJobView]
+    audit: Optional[AuditView] = None
 
 
 @dataclass

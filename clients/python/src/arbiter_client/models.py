@@ -1,9 +1,11 @@
-"""Every model of the API in one namespace: the contract, the estimator, sessions, FitGpp, health.
+"""Every model of the API in one namespace: the contract, the estimator, sessions, FitGpp, the
+audit, health.
 
 Each is a dataclass with ``from_dict`` and ``to_dict`` (see :mod:`.wire`) following the OpenAPI
 schema named by its ``SCHEMA``.
 """
 
+from .audit import AuditEvent, AuditView
 from .contract import (
     ClusterSpec,
     ColocatedAllocation,

@@ -7,6 +7,7 @@ installed allocation and each round's placements and leases, and the bodies of p
 from dataclasses import dataclass
 from typing import Dict, List, Optional, Union
 
+from .audit import AuditView
 from .contract import ClusterSpec, EntitySpec, JobSpec, RealizabilityReport
 from .wire import WireModel
 
@@ -178,7 +179,8 @@ class TenantView(WireModel):
 
 @dataclass
 class SessionView(WireModel):
-    """A session: its settings, time, cluster, active jobs and metrics."""
+    """A session: its settings, time, cluster, active jobs and metrics (and, when asked for with
+    ``audit``, its owner and last events)."""
 
     SCHEMA = "SessionView"
     id: str
@@ -196,6 +198,7 @@ class SessionView(WireModel):
     metrics: MetricsView
     composition: Optional[str] = None
     tenants: Optional[List[TenantView]] = None
+    audit: Optional[AuditView] = None
 
     def job(self, job_id: str) -> JobView:
         """The active job with this id (``KeyError`` if there is none)."""

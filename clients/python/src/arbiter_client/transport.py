@@ -11,7 +11,7 @@ import socket
 import ssl
 import urllib.parse
 from dataclasses import dataclass
-from typing import Any, Dict, Mapping, Optional
+from typing import Any, Callable, Dict, Mapping, Optional
 
 from .errors import ArbiterConnectionError, ArbiterProtocolError, ArbiterTimeout, error_from_answer
 from .version import VERSION
@@ -69,8 +69,21 @@ class Transport:
         if headers:
             self._headers.update(headers)
 
-    def request(self, method: str, path: str, body: Optional[Any] = None) -> Answer:
+    def request(
+        self,
+        method: str,
+        path: str,
+        body: Optional[Any] = None,
+        accept: Optional[str] = None,
+        sink: Optional[Callable[[bytes], Any]] = None,
+    ) -> Answer:
         """Sends ``method path`` with ``body`` as JSON; returns a 2xx answer or raises.
+
+        ``accept`` replaces the ``Accept`` header (``application/json``). With ``sink``, a 2xx
+        body is not kept: it is passed to ``sink`` piece by piece as it arrives (the answer's
+        ``body`` is then empty), and a body shorter than its ``Content-Length`` raises
+        :class:`ArbiterConnectionError`; an exception raised by ``sink`` propagates as it is.
+        Other answers are read whole, as without ``sink``.
 
         Raises :class:`ArbiterError` (a subclass per status) for any other status,
         :class:`ArbiterConnectionError` when the server cannot be reached or the connection fails,
@@ -78,6 +91,8 @@ class Transport:
         body JSON cannot carry (``NaN``, ``Infinity``).
         """
         headers = dict(self._headers)
+        if accept is not None:
+            headers["Accept"] = accept
         data = None
         if body is not None:
             try:
@@ -98,7 +113,13 @@ class Transport:
                     raise e
             else:
                 response = connection.getresponse()
-            payload = response.read()
+            if sink is not None and 200 <= response.status < 300:
+                payload = b""
+                _drain(response, sink)
+            else:
+                payload = response.read()
+        except _SinkFailed as e:
+            raise e.error from None
         except socket.timeout:
             raise ArbiterTimeout(f"{method} {target}: no answer within {self._timeout} s") from None
         except (OSError, http.client.HTTPException) as e:
@@ -115,6 +136,34 @@ class Transport:
             context = self._ssl_context or ssl.create_default_context()
             return http.client.HTTPSConnection(self._host, self._port, timeout=self._timeout, context=context)
         return http.client.HTTPConnection(self._host, self._port, timeout=self._timeout)
+
+
+#: Bytes read at a time from a body passed to a sink.
+_CHUNK = 1 << 16
+
+
+class _SinkFailed(Exception):
+    """Carries an exception raised by a sink past the handlers of the connection's errors."""
+
+    def __init__(self, error: BaseException) -> None:
+        super().__init__(str(error))
+        self.error = error
+
+
+def _drain(response: http.client.HTTPResponse, sink: Callable[[bytes], Any]) -> None:
+    expected = response.getheader("Content-Length")
+    received = 0
+    while True:
+        chunk = response.read(_CHUNK)
+        if not chunk:
+            break
+        received += len(chunk)
+        try:
+            sink(chunk)
+        except BaseException as e:  # noqa: B902  (a disk full while writing, an interrupt...)
+            raise _SinkFailed(e) from e
+    if expected is not None and expected.strip().isdigit() and received != int(expected):
+        raise http.client.IncompleteRead(b"", int(expected) - received)
 
 
 def _early_answer(connection: http.client.HTTPConnection) -> Optional[http.client.HTTPResponse]:
