@@ -60,7 +60,7 @@ impl Default for Budget {
     fn default() -> Budget {
         Budget {
             max_entries: 8_192,
-            max_master_entries: 512,
+            max_master_entries: 128,
             max_pricing_work: 2_000_000,
             greedy_steps_per_entry: 2,
             greedy_work: 4_000_000,
