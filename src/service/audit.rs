@@ -3,9 +3,11 @@
 //! stored events with the id of the token that made each (never a secret; none without tokens).
 
 use super::error::{ApiError, ApiResult};
-use super::store::{EventRecord, Owner};
+use super::limits::blocking;
+use super::store::{EventRecord, Owner, Store};
 use crate::error::{ArbiterError, ErrorCode};
 use serde::{Deserialize, Serialize};
+use std::sync::Arc;
 use utoipa::{IntoParams, ToSchema};
 
 /// The most events one audit shows.
@@ -62,6 +64,13 @@ pub struct AuditEvent {
 }
 
 impl AuditView {
+    /// Session `id`'s audit: `owner` and its last `n` stored events, read off the async runtime.
+    pub async fn load(store: &Arc<Store>, id: &str, owner: &Owner, n: u32) -> ApiResult<AuditView> {
+        let (store, key) = (store.clone(), id.to_string());
+        let events = blocking(move || store.audit(&key, n)).await?.map_err(ApiError::from)?;
+        Ok(AuditView::new(owner, events))
+    }
+
     pub fn new(owner: &Owner, events: Vec<EventRecord>) -> AuditView {
         AuditView {
             owner: owner.tenant.clone(),

@@ -509,9 +509,7 @@ pub async fn get(
     let live = state.fitgpp.get(&id, &caller).await?;
     let mut answer = view(&id, live.created_at, &live.spec.preemption, &live.cluster);
     if let Some(n) = audit {
-        let (store, key) = (state.fitgpp.store.clone(), id.clone());
-        let events = blocking(move || store.audit(&key, n)).await?.map_err(ApiError::from)?;
-        answer.audit = Some(AuditView::new(&live.owner, events));
+        answer.audit = Some(AuditView::load(&state.store, &id, &live.owner, n).await?);
     }
     Ok(Json(answer))
 }

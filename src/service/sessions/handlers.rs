@@ -108,7 +108,7 @@ pub async fn get(
     let entry = state.sessions.get(&id, &caller)?;
     let mut view = views::session(&entry.id, entry.created_at, &entry.spec, &entry.current())?;
     if let Some(n) = audit {
-        view.audit = Some(AuditView::new(&entry.owner, state.sessions.audit(&entry, n).await?));
+        view.audit = Some(AuditView::load(&state.store, &entry.id, &entry.owner, n).await?);
     }
     Ok(Json(view))
 }

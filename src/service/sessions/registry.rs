@@ -142,12 +142,6 @@ impl Sessions {
             .count()
     }
 
-    /// The last `n` stored events of a session (its audit), oldest first.
-    pub async fn audit(&self, entry: &Entry, n: u32) -> ApiResult<Vec<crate::service::store::EventRecord>> {
-        let (store, id) = (self.store.clone(), entry.id.clone());
-        blocking(move || store.audit(&id, n)).await?.map_err(ApiError::from)
-    }
-
     /// A fresh id: 16 hex digits, unguessable enough to not collide across restarts.
     pub fn new_id(&self) -> String {
         use std::hash::{BuildHasher, Hasher};
