@@ -468,17 +468,10 @@ impl FitGppSessions {
 pub async fn create(State(state): State<SharedState>, Caller(caller): Caller, body: Body) -> ApiResult<Response> {
     let spec: CreateFitGppSession = parse(body.text()?)?;
     let cluster = build(&spec)?;
-    let _place = match (caller.counted(), caller.tenant.as_deref()) {
-        (Some(limits), Some(tenant)) => Some(
-            state
-                .quotas
-                .reserve_session(tenant, limits, || state.sessions.owned_by(tenant) + state.fitgpp.owned_by(tenant))?,
-        ),
-        _ => None,
-    };
+    let _place = state.reserve_session(&caller)?;
     let id = state.sessions.new_id();
     let created_at = now();
-    let owner = Owner { tenant: caller.owner(), created_by: caller.token_id.clone() };
+    let owner = caller.owner();
     let stored = serde_json::json!({ "fitgpp": spec }).to_string();
     let store = state.fitgpp.store.clone();
     let (key, stored_owner) = (id.clone(), owner.clone());

@@ -2,11 +2,13 @@
 //! sessions (over the store), the metrics and the OpenAPI document. No request state lives here.
 
 use super::auth::keyring::Keyring;
+use super::auth::Principal;
 use super::config::Config;
+use super::error::ApiResult;
 use super::fitgpp::FitGppSessions;
 use super::limits::SolveLimiter;
 use super::metrics::Metrics;
-use super::quotas::Quotas;
+use super::quotas::{Quotas, Reservation};
 use super::sessions::registry::{Broken, Sessions};
 use super::store::{Opened, Store};
 use crate::workload::throughputs::ThroughputTable;
@@ -38,6 +40,15 @@ pub struct AppState {
 pub type SharedState = Arc<AppState>;
 
 impl AppState {
+    /// A place for one more session (of either kind) of `caller`'s tenant, held until the
+    /// creation ends; `quota_exceeded` at its `max_sessions`. None where counts do not apply
+    /// (no tokens, or `admin`).
+    pub fn reserve_session(&self, caller: &Principal) -> ApiResult<Option<Reservation>> {
+        let (Some(limits), Some(tenant)) = (caller.counted(), caller.tenant.as_deref()) else { return Ok(None) };
+        let live = || self.sessions.owned_by(tenant) + self.fitgpp.owned_by(tenant);
+        self.quotas.reserve_session(tenant, limits, live).map(Some)
+    }
+
     /// Reads the token file, opens the store and rebuilds its sessions; returns those that could
     /// not be rebuilt too.
     pub fn open(config: Config) -> Result<(SharedState, Vec<Broken>), String> {

@@ -19,6 +19,7 @@ pub mod secret;
 use super::error::ApiError;
 use super::quotas::Limits;
 use super::state::SharedState;
+use super::store::Owner;
 use axum::extract::FromRequestParts;
 use axum::http::request::Parts;
 use serde::{Deserialize, Serialize};
@@ -124,9 +125,10 @@ impl Principal {
         matches!((owner, self.tenant.as_deref()), (Some(o), Some(t)) if o == t)
     }
 
-    /// The tenant a session created by this caller belongs to (none with authentication off).
-    pub fn owner(&self) -> Option<String> {
-        self.limits.as_ref().and(self.tenant.clone())
+    /// Who a session created by this caller belongs to: its tenant (none with authentication
+    /// off) and the token that created it.
+    pub fn owner(&self) -> Owner {
+        Owner { tenant: self.limits.as_ref().and(self.tenant.clone()), created_by: self.token_id.clone() }
     }
 
     /// The quotas that count against this caller: none for `admin` (exempt from the session and
@@ -193,7 +195,7 @@ mod tests {
         assert!(admin.counted().is_none() && a.counted().is_some());
         let open = Principal::open();
         assert!(open.can_see(Some("a")) && open.can_see(None));
-        assert_eq!(open.owner(), None);
-        assert_eq!(a.owner().as_deref(), Some("a"));
+        assert_eq!(open.owner(), Owner::default());
+        assert_eq!(a.owner(), Owner { tenant: Some("a".into()), created_by: Some("t".into()) });
     }
 }

@@ -15,7 +15,6 @@ use crate::service::error::{ApiError, ApiResult, Code, ErrorResponse};
 use crate::service::extract::{Body, Params, QueryParams};
 use crate::service::quotas::check_jobs;
 use crate::service::state::SharedState;
-use crate::service::store::Owner;
 use axum::extract::State;
 use axum::http::{header, StatusCode};
 use axum::response::{IntoResponse, Response};
@@ -65,17 +64,10 @@ pub async fn list(State(state): State<SharedState>, Caller(caller): Caller) -> J
         (status = 500, description = "The store could not make it durable", body = ErrorResponse),
     ))]
 pub async fn create(State(state): State<SharedState>, Caller(caller): Caller, body: Body) -> ApiResult<Response> {
-    let _place = match (caller.counted(), caller.tenant.as_deref()) {
-        (Some(limits), Some(tenant)) => Some(
-            state
-                .quotas
-                .reserve_session(tenant, limits, || state.sessions.owned_by(tenant) + state.fitgpp.owned_by(tenant))?,
-        ),
-        _ => None,
-    };
+    let _place = state.reserve_session(&caller)?;
     let id = state.sessions.new_id();
     let shared = state.clone();
-    let owner = Owner { tenant: caller.owner(), created_by: caller.token_id.clone() };
+    let owner = caller.owner();
     let quota = caller.counted().copied();
     let entry = state
         .limiter
