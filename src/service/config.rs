@@ -115,16 +115,18 @@ pub struct Config {
 }
 
 fn positive_rate(text: &str) -> Result<f64, String> {
-    match text.parse::<f64>() {
-        Ok(v) if v.is_finite() && v > 0.0 => Ok(v),
-        _ => Err(format!("expected a finite number of requests per second > 0, got {text:?}")),
-    }
+    positive(text, "requests per second")
 }
 
 fn positive_seconds(text: &str) -> Result<f64, String> {
+    positive(text, "seconds")
+}
+
+/// A finite number of `unit` > 0.
+fn positive(text: &str, unit: &str) -> Result<f64, String> {
     match text.parse::<f64>() {
         Ok(v) if v.is_finite() && v > 0.0 => Ok(v),
-        _ => Err(format!("expected a finite number of seconds > 0, got {text:?}")),
+        _ => Err(format!("expected a finite number of {unit} > 0, got {text:?}")),
     }
 }
 
