@@ -18,16 +18,19 @@ const MAX_TOKEN_CHARS: usize = 512;
 
 /// A fresh token: `arb_` and 32 bytes from the OS's random source in base64url (43 characters).
 pub fn generate() -> Result<String, String> {
-    let mut bytes = [0u8; TOKEN_BYTES];
-    getrandom::fill(&mut bytes).map_err(|e| format!("the OS random source failed: {e}"))?;
-    Ok(format!("{PREFIX}{}", URL_SAFE_NO_PAD.encode(bytes)))
+    Ok(format!("{PREFIX}{}", URL_SAFE_NO_PAD.encode(random_bytes(TOKEN_BYTES)?)))
 }
 
 /// `n` random bytes as lowercase hex (for default token ids).
 pub fn random_hex(n: usize) -> Result<String, String> {
+    Ok(hex(&random_bytes(n)?))
+}
+
+/// `n` bytes from the OS's random source.
+fn random_bytes(n: usize) -> Result<Vec<u8>, String> {
     let mut bytes = vec![0u8; n];
     getrandom::fill(&mut bytes).map_err(|e| format!("the OS random source failed: {e}"))?;
-    Ok(hex(&bytes))
+    Ok(bytes)
 }
 
 /// The SHA-256 digest of a token, as 64 lowercase hex digits: what the token file keeps.
