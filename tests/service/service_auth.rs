@@ -186,24 +186,12 @@ fn requests_without_a_good_token_are_401_and_open_routes_stay_open() {
 /// succeed and it reads the 401 instead of a reset.
 #[test]
 fn a_refusal_is_readable_by_a_client_that_writes_its_whole_body_first() {
-    use std::io::{Read, Write};
     let s = Authed::start("auth-drain", &[], None, &[]);
-    let size = 3 << 20;
-    let piece = vec![b' '; 64 * 1024];
     for _ in 0..5 {
-        let mut raw = std::net::TcpStream::connect(s.fixture.server.addr).unwrap();
-        raw.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
-        let head =
-            format!("POST /v1/allocations HTTP/1.1\r\nHost: x\r\nContent-Length: {size}\r\nConnection: close\r\n\r\n");
-        raw.write_all(head.as_bytes()).unwrap();
-        for _ in 0..size / piece.len() {
-            raw.write_all(&piece).expect("every write of the body succeeds");
-        }
-        let mut answer = Vec::new();
-        let _ = raw.read_to_end(&mut answer);
-        let answer = String::from_utf8_lossy(&answer);
-        assert!(answer.starts_with("HTTP/1.1 401"), "{answer}");
-        assert!(answer.contains("\"unauthorized\""), "{answer}");
+        let answer =
+            crate::service_bodies::post_whole_body_first(s.fixture.server.addr, "/v1/allocations", 3 << 20, false);
+        assert!(answer.status_line.starts_with("HTTP/1.1 401"), "{}", answer.status_line);
+        assert!(answer.body.contains("\"unauthorized\""), "{}", answer.body);
     }
 }
 

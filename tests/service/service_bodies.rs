@@ -13,10 +13,10 @@ const LIMIT: &str = "4096";
 const HUGE: usize = 64 << 20;
 
 /// One answer read off the socket: status line, lower-cased header lines, body.
-struct Answer {
-    status_line: String,
+pub(crate) struct Answer {
+    pub(crate) status_line: String,
     headers: Vec<String>,
-    body: String,
+    pub(crate) body: String,
 }
 
 impl Answer {
@@ -94,6 +94,45 @@ fn send_in_background(stream: &TcpStream, total: usize, chunked: bool) -> std::t
     })
 }
 
+/// The head of a POST to `path` with a `size`-byte body, chunked or with its length declared.
+fn head(path: &str, size: usize, chunked: bool) -> String {
+    let framing = if chunked { "Transfer-Encoding: chunked".to_string() } else { format!("Content-Length: {size}") };
+    format!("POST {path} HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n{framing}\r\n\r\n")
+}
+
+/// Sends a 64 MiB body to `path` from another thread while reading: the 413 arrives, and the
+/// server did not read the whole body.
+fn assert_refused_while_sending(addr: SocketAddr, path: &str, chunked: bool) {
+    let mut stream = connect(addr);
+    stream.write_all(head(path, HUGE, chunked).as_bytes()).unwrap();
+    let writer = send_in_background(&stream, HUGE, chunked);
+    assert_413(&read_answer(&mut stream));
+    let _ = stream.shutdown(Shutdown::Both);
+    let sent = writer.join().unwrap();
+    assert!(sent < HUGE, "the server read all {HUGE} bytes of a refused body");
+}
+
+/// POSTs a `size`-byte body to `path` as a client that writes all of it before it reads and gives
+/// up on the first failed write (every write must succeed), and reads the answer.
+pub(crate) fn post_whole_body_first(addr: SocketAddr, path: &str, size: usize, chunked: bool) -> Answer {
+    let piece = vec![b'x'; 64 * 1024];
+    let mut stream = connect(addr);
+    stream.write_all(head(path, size, chunked).as_bytes()).unwrap();
+    for _ in 0..size / piece.len() {
+        if chunked {
+            stream.write_all(format!("{:x}\r\n", piece.len()).as_bytes()).unwrap();
+            stream.write_all(&piece).unwrap();
+            stream.write_all(b"\r\n").unwrap();
+        } else {
+            stream.write_all(&piece).expect("every write of the body succeeds");
+        }
+    }
+    if chunked {
+        stream.write_all(b"0\r\n\r\n").unwrap();
+    }
+    read_answer(&mut stream)
+}
+
 fn assert_413(answer: &Answer) {
     assert!(answer.status_line.starts_with("HTTP/1.1 413"), "{}", answer.status_line);
     assert_eq!(answer.header("content-type"), Some("application/json"));
@@ -107,16 +146,7 @@ fn assert_413(answer: &Answer) {
 fn a_declared_oversized_body_gets_a_413_the_client_can_read_while_sending() {
     let f = Fixture::start("declared", &["--no-demo", "--max-body-bytes", LIMIT]);
     for path in ["/v1/allocations", "/v1/sessions", "/v1/sessions/nope/jobs", "/no/such/route"] {
-        let mut stream = connect(f.server.addr);
-        let head = format!(
-            "POST {path} HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: {HUGE}\r\n\r\n"
-        );
-        stream.write_all(head.as_bytes()).unwrap();
-        let writer = send_in_background(&stream, HUGE, false);
-        assert_413(&read_answer(&mut stream));
-        let _ = stream.shutdown(Shutdown::Both);
-        let sent = writer.join().unwrap();
-        assert!(sent < HUGE, "the server read all {HUGE} bytes of a refused body");
+        assert_refused_while_sending(f.server.addr, path, false);
     }
     assert_eq!(f.client().post("/v1/allocations", &bytes(&demo_request())).unwrap().status, 200);
 }
@@ -158,16 +188,7 @@ fn expect_100_continue_gets_the_413_instead_of_100_continue() {
 fn a_chunked_body_that_crosses_the_limit_gets_a_413_the_client_can_read() {
     let f = Fixture::start("chunked", &["--no-demo", "--max-body-bytes", LIMIT]);
     for path in ["/v1/allocations", "/v1/sessions"] {
-        let mut stream = connect(f.server.addr);
-        let head = format!(
-            "POST {path} HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nTransfer-Encoding: chunked\r\n\r\n"
-        );
-        stream.write_all(head.as_bytes()).unwrap();
-        let writer = send_in_background(&stream, HUGE, true);
-        assert_413(&read_answer(&mut stream));
-        let _ = stream.shutdown(Shutdown::Both);
-        let sent = writer.join().unwrap();
-        assert!(sent < HUGE, "the server read all {HUGE} bytes of a refused body");
+        assert_refused_while_sending(f.server.addr, path, true);
     }
     assert_eq!(f.client().post("/v1/allocations", &bytes(&demo_request())).unwrap().status, 200);
 }
@@ -181,27 +202,9 @@ fn a_client_that_writes_its_whole_body_before_reading_gets_the_413() {
     let f = Fixture::start("write-first", &["--no-demo", "--max-body-bytes", LIMIT]);
     let size = 3 << 20;
     assert!(size as u64 <= arbiter::service::body_limit::DRAIN_BYTES);
-    let piece = vec![b'x'; 64 * 1024];
     for chunked in [false, true] {
         for _ in 0..5 {
-            let mut stream = connect(f.server.addr);
-            let framing =
-                if chunked { "Transfer-Encoding: chunked".to_string() } else { format!("Content-Length: {size}") };
-            let head = format!("POST /v1/allocations HTTP/1.1\r\nHost: x\r\n{framing}\r\n\r\n");
-            stream.write_all(head.as_bytes()).unwrap();
-            for _ in 0..size / piece.len() {
-                if chunked {
-                    stream.write_all(format!("{:x}\r\n", piece.len()).as_bytes()).unwrap();
-                    stream.write_all(&piece).unwrap();
-                    stream.write_all(b"\r\n").unwrap();
-                } else {
-                    stream.write_all(&piece).unwrap();
-                }
-            }
-            if chunked {
-                stream.write_all(b"0\r\n\r\n").unwrap();
-            }
-            assert_413(&read_answer(&mut stream));
+            assert_413(&post_whole_body_first(f.server.addr, "/v1/allocations", size, chunked));
         }
     }
 }
