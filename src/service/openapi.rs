@@ -174,10 +174,8 @@ fn add_security(doc: &mut Document) {
         ))
         .build();
     doc.components.get_or_insert_with(Default::default).add_security_scheme("bearer", SecurityScheme::Http(scheme));
-    let unauthorized = error_example(ApiError::Unauthorized {
-        message: "this endpoint needs a bearer token: send `Authorization: Bearer <token>`".into(),
-        invalid: false,
-    });
+    let unauthorized =
+        error_example(ApiError::Unauthorized { message: super::auth::keyring::MISSING_TOKEN.into(), invalid: false });
     let rate_limited = error_example(ApiError::RateLimited {
         retry_after: 1,
         why: "the tenant's quota of 100 requests per second (burst 200) is used up".into(),

@@ -13,6 +13,9 @@ use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, RwLock};
 use std::time::{Duration, Instant, SystemTime};
 
+/// The 401's message for a request without an `Authorization` header.
+pub const MISSING_TOKEN: &str = "this endpoint needs a bearer token: send `Authorization: Bearer <token>`";
+
 /// How often the file is looked at, at most.
 pub const RECHECK: Duration = Duration::from_secs(1);
 
@@ -136,10 +139,7 @@ impl Keyring {
     pub fn authenticate(&self, header: Option<&[u8]>) -> Result<Principal, ApiError> {
         self.refresh();
         let token = bearer(header).map_err(|e| match e {
-            BadHeader::Missing => ApiError::Unauthorized {
-                message: "this endpoint needs a bearer token: send `Authorization: Bearer <token>`".into(),
-                invalid: false,
-            },
+            BadHeader::Missing => ApiError::Unauthorized { message: MISSING_TOKEN.into(), invalid: false },
             BadHeader::Malformed(why) => ApiError::Unauthorized {
                 message: format!("malformed Authorization header: {why}; expected `Bearer <token>`"),
                 invalid: true,
