@@ -55,7 +55,7 @@ pub struct AuditEvent {
     /// Its number in the session, from 1.
     pub seq: i64,
     /// `add_job`, `remove_job`, `progress`, `throughputs`, `worker_failed`, `worker_returned`,
-    /// `allocation`, `round`; `fitgpp_submit`, `fitgpp_advance`.
+    /// `allocation`, `round`, `pod_bound`, `pod_forgotten`; `fitgpp_submit`, `fitgpp_advance`.
     pub kind: String,
     /// When it was stored, in seconds since the Unix epoch.
     pub at: f64,

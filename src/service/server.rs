@@ -5,6 +5,7 @@
 use super::auth::{layer::authenticate, Principal};
 use super::config::{Config, LogFormat};
 use super::error::ApiError;
+use super::k8s::handlers as k8s;
 use super::sessions::events::Event;
 use super::sessions::handlers::{self as h, solve_now};
 use super::sessions::registry::apply_live;
@@ -48,6 +49,13 @@ pub fn router(state: SharedState) -> Router {
         .route("/v1/sessions/{id}/workers/{worker}/return", post(h::worker_returned))
         .route("/v1/sessions/{id}/allocation", get(h::allocation).post(h::recompute))
         .route("/v1/sessions/{id}/rounds", post(h::round))
+        .route("/v1/sessions/{id}/k8s/filter", post(k8s::filter))
+        .route("/v1/sessions/{id}/k8s/prioritize", post(k8s::prioritize))
+        .route("/v1/sessions/{id}/k8s/bind", post(k8s::bind))
+        .route("/v1/sessions/{id}/k8s/preempt", post(k8s::preempt))
+        .route("/v1/sessions/{id}/k8s/evictions", get(k8s::evictions))
+        .route("/v1/sessions/{id}/k8s/bindings", get(k8s::bindings))
+        .route("/v1/sessions/{id}/k8s/bindings/{namespace}/{name}", delete(k8s::forget))
         .route("/v1/fitgpp/sessions", post(fitgpp::create))
         .route("/v1/fitgpp/sessions/{id}", get(fitgpp::get).delete(fitgpp::delete))
         .route("/v1/fitgpp/sessions/{id}/jobs", post(fitgpp::submit))

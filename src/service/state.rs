@@ -6,6 +6,7 @@ use super::auth::Principal;
 use super::config::Config;
 use super::error::ApiResult;
 use super::fitgpp::FitGppSessions;
+use super::k8s::binder::{Binder, RecordOnly};
 use super::limits::SolveLimiter;
 use super::metrics::Metrics;
 use super::quotas::{Quotas, Reservation};
@@ -35,6 +36,8 @@ pub struct AppState {
     pub keyring: Option<Keyring>,
     /// Per-tenant counters (used only with tokens).
     pub quotas: Quotas,
+    /// Creates the bindings the Kubernetes extender's `bind` accepts (`k8s::binder`).
+    pub binder: Arc<dyn Binder>,
 }
 
 pub type SharedState = Arc<AppState>;
@@ -81,6 +84,7 @@ impl AppState {
             reference,
             keyring,
             quotas: Quotas::default(),
+            binder: Arc::new(RecordOnly),
         };
         Ok((Arc::new(state), broken))
     }

@@ -129,6 +129,13 @@ mod tests {
         assert_eq!(required(&Method::DELETE, "/v1/sessions/{id}"), s(Scope::SessionsWrite));
         assert_eq!(required(&Method::PUT, "/v1/sessions/{id}/throughputs"), s(Scope::SessionsWrite));
         assert_eq!(required(&post, "/v1/fitgpp/sessions/{id}/advance"), s(Scope::SessionsWrite));
+        assert_eq!(required(&post, "/v1/sessions/{id}/k8s/filter"), s(Scope::SessionsWrite));
+        assert_eq!(required(&post, "/v1/sessions/{id}/k8s/bind"), s(Scope::SessionsWrite));
+        assert_eq!(required(&get, "/v1/sessions/{id}/k8s/evictions"), s(Scope::SessionsRead));
+        assert_eq!(
+            required(&Method::DELETE, "/v1/sessions/{id}/k8s/bindings/{namespace}/{name}"),
+            s(Scope::SessionsWrite)
+        );
         assert_eq!(required(&get, "/v1/admin/backup"), s(Scope::Admin));
         assert_eq!(required(&post, "/v1/admin"), s(Scope::Admin));
         assert_eq!(required(&get, "/v1/administrators"), Need::Token);
@@ -144,5 +151,6 @@ mod tests {
         assert!(!solves(&Method::GET, "/v1/sessions/{id}/allocation"));
         assert!(!solves(&Method::POST, "/v1/sessions/{id}/jobs"));
         assert!(!solves(&Method::POST, "/v1/fitgpp/sessions"));
+        assert!(!solves(&Method::POST, "/v1/sessions/{id}/k8s/filter"));
     }
 }

@@ -12,6 +12,7 @@ use crate::problem::Matrix;
 use crate::request::JobSpec;
 use crate::service::error::{ApiError, ApiResult};
 use crate::service::extract::parse_object;
+use crate::service::k8s::bindings::PodBinding;
 use indexmap::IndexMap;
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
@@ -51,6 +52,15 @@ pub enum Event {
     Round {
         allocation: Option<Stored>,
     },
+    /// The Kubernetes extender bound a pod of a job to a node (`k8s::bindings`).
+    PodBound {
+        binding: PodBinding,
+    },
+    /// A bound pod is gone (evicted or deleted).
+    PodForgotten {
+        namespace: String,
+        name: String,
+    },
 }
 
 impl Event {
@@ -64,6 +74,8 @@ impl Event {
             Event::WorkerReturned { .. } => "worker_returned",
             Event::Allocation { .. } => "allocation",
             Event::Round { .. } => "round",
+            Event::PodBound { .. } => "pod_bound",
+            Event::PodForgotten { .. } => "pod_forgotten",
         }
     }
 }
@@ -178,6 +190,8 @@ pub fn apply(spec: &Spec, session: &mut Session, event: &Event) -> ApiResult<App
             }
             return Ok(Applied::Round(session.next_round()?));
         }
+        // Kubernetes bookkeeping: the mechanism's session does not change (`k8s::bindings`).
+        Event::PodBound { .. } | Event::PodForgotten { .. } => {}
     }
     Ok(Applied::Changed)
 }

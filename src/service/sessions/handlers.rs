@@ -33,7 +33,13 @@ pub(crate) fn solve_now(state: &SharedState, entry: &Entry, session: &Session) -
 }
 
 /// Runs `decide` as one event of `caller` on session `id` (see `Sessions::update`) and counts it.
-async fn update<R, F>(state: &SharedState, caller: &Principal, id: &str, solver: bool, decide: F) -> ApiResult<R>
+pub(crate) async fn update<R, F>(
+    state: &SharedState,
+    caller: &Principal,
+    id: &str,
+    solver: bool,
+    decide: F,
+) -> ApiResult<R>
 where
     R: Send + 'static,
     F: FnOnce(&Entry, &mut Session) -> ApiResult<(Event, R)> + Send + 'static,
@@ -136,10 +142,21 @@ pub async fn add_job(
     Params(id): Params<String>,
     body: Body,
 ) -> ApiResult<(StatusCode, Json<JobView>)> {
-    let text = body.text()?.to_string();
+    let view = add_job_text(&state, &caller, &id, body.text()?.to_string()).await?;
+    Ok((StatusCode::CREATED, Json(view)))
+}
+
+/// Adds the job `text` (a job of the contract) to session `id` for `caller`: within its quota,
+/// with missing throughputs estimated when the session asks for it.
+pub(crate) async fn add_job_text(
+    state: &SharedState,
+    caller: &Principal,
+    id: &str,
+    text: String,
+) -> ApiResult<JobView> {
     let reference = state.reference.clone();
     let limits = caller.counted().copied();
-    let view = update(&state, &caller, &id, false, move |entry, session| {
+    update(state, caller, id, false, move |entry, session| {
         check_jobs(limits.as_ref(), session.num_jobs() + 1)?;
         let estimate = entry.spec.create.estimate_missing == Some(true);
         let body = super::estimates::fill_added_job(&text, &entry.spec.create.cluster, estimate, reference.as_deref())?;
@@ -148,8 +165,7 @@ pub async fn add_job(
         let added = session.job_ids().last().cloned().ok_or_else(|| ApiError::Internal("no job added".into()))?;
         Ok((event, views::job(session, &added)?))
     })
-    .await?;
-    Ok((StatusCode::CREATED, Json(view)))
+    .await
 }
 
 /// Remove a job (finished or withdrawn); its GPUs are free from the next round.

@@ -7,6 +7,8 @@ use super::spec::Spec;
 use crate::mechanism::Session;
 use crate::service::auth::Principal;
 use crate::service::error::{ApiError, ApiResult};
+use crate::service::k8s::bindings::Bindings;
+use crate::service::k8s::observed::Observed;
 use crate::service::limits::{blocking, SolveLimiter};
 use crate::service::quotas::{check_jobs, Limits};
 use crate::service::store::{Owner, Store, StoredSession};
@@ -29,8 +31,18 @@ pub struct Entry {
     /// Its tenant (seen only by that tenant's tokens and `admin`) and creating token.
     pub owner: Owner,
     pub spec: Arc<Spec>,
-    current: RwLock<Arc<Session>>,
+    /// What the Kubernetes extender has seen of the session's nodes and pods (not durable).
+    pub observed: Observed,
+    current: RwLock<Snapshot>,
     writer: Arc<tokio::sync::Mutex<Writer>>,
+}
+
+/// The state after one event: the mechanism's session and the pods bound in Kubernetes, read
+/// together.
+#[derive(Debug, Clone)]
+pub struct Snapshot {
+    pub session: Arc<Session>,
+    pub bindings: Arc<Bindings>,
 }
 
 #[derive(Debug)]
@@ -40,24 +52,32 @@ struct Writer {
 }
 
 impl Entry {
-    fn new(id: String, created_at: f64, owner: Owner, spec: Spec, session: Session, next_seq: i64) -> Entry {
+    fn new(id: String, created_at: f64, owner: Owner, spec: Spec, state: (Session, Bindings), next_seq: i64) -> Entry {
+        let (session, bindings) = state;
         Entry {
             id,
             created_at,
             owner,
             spec: Arc::new(spec),
-            current: RwLock::new(Arc::new(session)),
+            observed: Observed::default(),
+            current: RwLock::new(Snapshot { session: Arc::new(session), bindings: Arc::new(bindings) }),
             writer: Arc::new(tokio::sync::Mutex::new(Writer { next_seq, deleted: false })),
         }
     }
 
     /// The session as of its last acknowledged event.
     pub fn current(&self) -> Arc<Session> {
+        self.snapshot().session
+    }
+
+    /// The session and its bindings as of its last acknowledged event.
+    pub fn snapshot(&self) -> Snapshot {
         self.current.read().unwrap_or_else(|p| p.into_inner()).clone()
     }
 
-    fn publish(&self, session: Session) {
-        *self.current.write().unwrap_or_else(|p| p.into_inner()) = Arc::new(session);
+    fn publish(&self, session: Session, bindings: Bindings) {
+        *self.current.write().unwrap_or_else(|p| p.into_inner()) =
+            Snapshot { session: Arc::new(session), bindings: Arc::new(bindings) };
     }
 }
 
@@ -161,7 +181,7 @@ impl Sessions {
         }
         let created_at = now();
         self.store.create_session(&id, created_at, text, &owner).map_err(ApiError::from)?;
-        let entry = Arc::new(Entry::new(id.clone(), created_at, owner, spec, session, 1));
+        let entry = Arc::new(Entry::new(id.clone(), created_at, owner, spec, (session, Bindings::default()), 1));
         self.map.write().unwrap_or_else(|p| p.into_inner()).insert(id, entry.clone());
         Ok(entry)
     }
@@ -189,14 +209,17 @@ impl Sessions {
         }
         let store = self.store.clone();
         let work = move || -> ApiResult<(Event, R)> {
-            let mut next = Session::clone(&entry.current());
+            let current = entry.snapshot();
+            let mut next = Session::clone(&current.session);
             let (event, answer) = decide(&entry, &mut next)?;
+            let mut bindings = Bindings::clone(&current.bindings);
+            bindings.apply(&event);
             let payload = serde_json::to_string(&event).map_err(|e| ApiError::Internal(e.to_string()))?;
             store
                 .append(&entry.id, writer.next_seq, event.kind(), now(), &payload, token.as_deref())
                 .map_err(ApiError::from)?;
             writer.next_seq += 1;
-            entry.publish(next);
+            entry.publish(next, bindings);
             Ok((event, answer))
         };
         match limiter {
@@ -224,6 +247,7 @@ impl Sessions {
 /// Rebuilds one stored session: its creation, then every event in order.
 fn replay(stored: StoredSession) -> ApiResult<Entry> {
     let (spec, mut session) = Spec::parse(&stored.spec)?;
+    let mut bindings = Bindings::default();
     let mut next_seq = 1;
     for event in &stored.events {
         let parsed: Event = serde_json::from_str(&event.payload)
@@ -236,9 +260,10 @@ fn replay(stored: StoredSession) -> ApiResult<Entry> {
                 e.body().error.message
             ))
         })?;
+        bindings.apply(&parsed);
         next_seq = event.seq + 1;
     }
-    Ok(Entry::new(stored.id, stored.created_at, stored.owner, spec, session, next_seq))
+    Ok(Entry::new(stored.id, stored.created_at, stored.owner, spec, (session, bindings), next_seq))
 }
 
 /// Applies an event built by a live request to the copy, for `Sessions::update`'s `decide`.

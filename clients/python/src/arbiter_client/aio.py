@@ -11,6 +11,17 @@ from .contract import JobSpec, Request, Response
 from .estimate import EstimateRequest, EstimateResponse
 from .fitgpp import CreateFitGppSession, FitGppJob, FitGppPass, FitGppView
 from .health import Health
+from .k8s import (
+    BindingList,
+    EvictionList,
+    ExtenderArgs,
+    ExtenderBindingArgs,
+    ExtenderBindingResult,
+    ExtenderFilterResult,
+    ExtenderPreemptionArgs,
+    ExtenderPreemptionResult,
+    HostPriority,
+)
 from .sessions import (
     AllocationView,
     ClusterView,
@@ -129,6 +140,40 @@ class AsyncClient:
     async def next_round(self, session_id: str) -> RoundView:
         """``POST /v1/sessions/{id}/rounds``."""
         return await self._run(self.sync.next_round, session_id)
+
+    async def k8s_filter(self, session_id: str, args: Union[ExtenderArgs, Mapping[str, Any]]) -> ExtenderFilterResult:
+        """``POST /v1/sessions/{id}/k8s/filter``."""
+        return await self._run(self.sync.k8s_filter, session_id, args)
+
+    async def k8s_prioritize(
+        self, session_id: str, args: Union[ExtenderArgs, Mapping[str, Any]]
+    ) -> List[HostPriority]:
+        """``POST /v1/sessions/{id}/k8s/prioritize``."""
+        return await self._run(self.sync.k8s_prioritize, session_id, args)
+
+    async def k8s_bind(
+        self, session_id: str, args: Union[ExtenderBindingArgs, Mapping[str, Any]]
+    ) -> ExtenderBindingResult:
+        """``POST /v1/sessions/{id}/k8s/bind``."""
+        return await self._run(self.sync.k8s_bind, session_id, args)
+
+    async def k8s_preempt(
+        self, session_id: str, args: Union[ExtenderPreemptionArgs, Mapping[str, Any]]
+    ) -> ExtenderPreemptionResult:
+        """``POST /v1/sessions/{id}/k8s/preempt``."""
+        return await self._run(self.sync.k8s_preempt, session_id, args)
+
+    async def k8s_evictions(self, session_id: str) -> EvictionList:
+        """``GET /v1/sessions/{id}/k8s/evictions``."""
+        return await self._run(self.sync.k8s_evictions, session_id)
+
+    async def k8s_bindings(self, session_id: str) -> BindingList:
+        """``GET /v1/sessions/{id}/k8s/bindings``."""
+        return await self._run(self.sync.k8s_bindings, session_id)
+
+    async def k8s_forget_binding(self, session_id: str, namespace: str, name: str) -> None:
+        """``DELETE /v1/sessions/{id}/k8s/bindings/{namespace}/{name}``."""
+        await self._run(self.sync.k8s_forget_binding, session_id, namespace, name)
 
     async def create_fitgpp_session(self, spec: Union[CreateFitGppSession, Mapping[str, Any]]) -> FitGppView:
         """``POST /v1/fitgpp/sessions``."""

@@ -15,6 +15,17 @@ from .errors import ArbiterProtocolError
 from .estimate import EstimateRequest, EstimateResponse
 from .fitgpp import CreateFitGppSession, FitGppAdvance, FitGppJob, FitGppPass, FitGppView
 from .health import Health
+from .k8s import (
+    BindingList,
+    EvictionList,
+    ExtenderArgs,
+    ExtenderBindingArgs,
+    ExtenderBindingResult,
+    ExtenderFilterResult,
+    ExtenderPreemptionArgs,
+    ExtenderPreemptionResult,
+    HostPriority,
+)
 from .sessions import (
     AllocationView,
     ClusterView,
@@ -192,6 +203,49 @@ class Client:
     def next_round(self, session_id: str) -> RoundView:
         """``POST /v1/sessions/{id}/rounds``: the next round's placements and every job's lease."""
         return _model(RoundView, self.request("POST", f"/v1/sessions/{segment(session_id)}/rounds"))
+
+    # A session as Kubernetes' scheduler extender.
+
+    def _k8s(self, session_id: str, rest: str) -> str:
+        return f"/v1/sessions/{segment(session_id)}/k8s/{rest}"
+
+    def k8s_filter(self, session_id: str, args: Union[ExtenderArgs, Mapping[str, Any]]) -> ExtenderFilterResult:
+        """``POST .../k8s/filter``: the nodes of the servers the round placed the pod's job on."""
+        return _model(ExtenderFilterResult, self.request("POST", self._k8s(session_id, "filter"), args))
+
+    def k8s_prioritize(self, session_id: str, args: Union[ExtenderArgs, Mapping[str, Any]]) -> List[HostPriority]:
+        """``POST .../k8s/prioritize``: every candidate node with a score from 0 to 10."""
+        answer = self.request("POST", self._k8s(session_id, "prioritize"), args).json()
+        if not isinstance(answer, list):
+            raise ArbiterProtocolError(f"the answer of prioritize is not a HostPriorityList: {answer!r}")
+        try:
+            return [HostPriority.from_dict(h, f"HostPriorityList[{i}]") for i, h in enumerate(answer)]
+        except WireFormatError as e:
+            raise ArbiterProtocolError(f"the answer does not have the shape of HostPriorityList: {e}") from None
+
+    def k8s_bind(
+        self, session_id: str, args: Union[ExtenderBindingArgs, Mapping[str, Any]]
+    ) -> ExtenderBindingResult:
+        """``POST .../k8s/bind``: record the pod's binding (``error`` says why not)."""
+        return _model(ExtenderBindingResult, self.request("POST", self._k8s(session_id, "bind"), args))
+
+    def k8s_preempt(
+        self, session_id: str, args: Union[ExtenderPreemptionArgs, Mapping[str, Any]]
+    ) -> ExtenderPreemptionResult:
+        """``POST .../k8s/preempt``: the nodes and victims consistent with the round."""
+        return _model(ExtenderPreemptionResult, self.request("POST", self._k8s(session_id, "preempt"), args))
+
+    def k8s_evictions(self, session_id: str) -> EvictionList:
+        """``GET .../k8s/evictions``: bound pods the current round does not run where they are."""
+        return _model(EvictionList, self.request("GET", self._k8s(session_id, "evictions")))
+
+    def k8s_bindings(self, session_id: str) -> BindingList:
+        """``GET .../k8s/bindings``: every pod recorded as bound."""
+        return _model(BindingList, self.request("GET", self._k8s(session_id, "bindings")))
+
+    def k8s_forget_binding(self, session_id: str, namespace: str, name: str) -> None:
+        """``DELETE .../k8s/bindings/{namespace}/{name}``: the pod is gone (evicted or deleted)."""
+        self.request("DELETE", self._k8s(session_id, f"bindings/{segment(namespace)}/{segment(name)}"))
 
     # FitGpp sessions.
 

@@ -1,5 +1,5 @@
 """Every model of the API in one namespace: the contract, the estimator, sessions, FitGpp, the
-audit, health.
+Kubernetes extender, the audit, health.
 
 Each is a dataclass with ``from_dict`` and ``to_dict`` (see :mod:`.wire`) following the OpenAPI
 schema named by its ``SCHEMA``.
@@ -40,6 +40,22 @@ from .fitgpp import (
     FitGppView,
 )
 from .health import Health
+from .k8s import (
+    BindingList,
+    Eviction,
+    EvictionList,
+    ExtenderArgs,
+    ExtenderBindingArgs,
+    ExtenderBindingResult,
+    ExtenderFilterResult,
+    ExtenderPreemptionArgs,
+    ExtenderPreemptionResult,
+    HostPriority,
+    MetaPod,
+    MetaVictims,
+    PodBinding,
+    Victims,
+)
 from .sessions import (
     AllocationView,
     ClusterView,

@@ -1,0 +1,275 @@
+//! From Kubernetes objects to the session's terms: a pod to the job it names and the GPUs it
+//! requests, a node to the server its labels name, and a job to the servers the round placed it on.
+
+use super::wire::null_as_default;
+use super::{GPU_RESOURCE, JOB_KEY, SERVER_LABEL, WORKER_TYPE_LABEL};
+use crate::error::{ArbiterError, ErrorCode};
+use crate::mechanism::{ServerId, Session};
+use crate::service::error::{ApiError, ApiResult};
+use serde::de::DeserializeOwned;
+use serde::Deserialize;
+use serde_json::Value;
+use std::collections::BTreeMap;
+
+#[derive(Debug, Default, Deserialize)]
+struct Meta {
+    #[serde(default, deserialize_with = "null_as_default")]
+    name: String,
+    #[serde(default, deserialize_with = "null_as_default")]
+    namespace: String,
+    #[serde(default, deserialize_with = "null_as_default")]
+    uid: String,
+    #[serde(default, deserialize_with = "null_as_default")]
+    labels: BTreeMap<String, String>,
+    #[serde(default, deserialize_with = "null_as_default")]
+    annotations: BTreeMap<String, String>,
+}
+
+#[derive(Debug, Default, Deserialize)]
+struct Resources {
+    #[serde(default, deserialize_with = "null_as_default")]
+    requests: BTreeMap<String, Value>,
+    #[serde(default, deserialize_with = "null_as_default")]
+    limits: BTreeMap<String, Value>,
+}
+
+#[derive(Debug, Default, Deserialize)]
+struct Container {
+    #[serde(default, deserialize_with = "null_as_default")]
+    resources: Resources,
+}
+
+#[derive(Debug, Default, Deserialize)]
+struct PodSpec {
+    #[serde(default, deserialize_with = "null_as_default")]
+    containers: Vec<Container>,
+    #[serde(rename = "initContainers", default, deserialize_with = "null_as_default")]
+    init_containers: Vec<Container>,
+}
+
+#[derive(Debug, Default, Deserialize)]
+struct PodObject {
+    #[serde(default, deserialize_with = "null_as_default")]
+    metadata: Meta,
+    #[serde(default, deserialize_with = "null_as_default")]
+    spec: PodSpec,
+}
+
+#[derive(Debug, Default, Deserialize)]
+struct NodeObject {
+    #[serde(default, deserialize_with = "null_as_default")]
+    metadata: Meta,
+}
+
+#[derive(Debug, Default, Deserialize)]
+struct NodeListObject {
+    #[serde(default, deserialize_with = "null_as_default")]
+    items: Vec<Value>,
+}
+
+/// Reads `T` from a JSON value of the body at `field`; a wrong type is a 400 naming its path.
+fn read<T: DeserializeOwned>(value: &Value, field: &str) -> ApiResult<T> {
+    serde_path_to_error::deserialize(value).map_err(|e| {
+        let path = e.path().to_string();
+        let at = if path == "." { field.to_string() } else { format!("{field}.{path}") };
+        ApiError::Arbiter(ArbiterError::at(
+            ErrorCode::MalformedRequest,
+            at,
+            format!("malformed request: {}", e.inner()),
+        ))
+    })
+}
+
+/// What Arbiter reads of a pod.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Pod {
+    pub namespace: String,
+    pub name: String,
+    pub uid: String,
+    pub labels: BTreeMap<String, String>,
+    pub annotations: BTreeMap<String, String>,
+    /// GPUs (`nvidia.com/gpu`) the pod requests: its containers' requests (a limit where there is
+    /// no request) summed, or its largest init container's if that is more.
+    pub gpus: u32,
+}
+
+impl Pod {
+    /// Reads a core/v1 Pod found at `field` of the body.
+    pub fn read(value: &Value, field: &str) -> ApiResult<Pod> {
+        if !value.is_object() {
+            return Err(ArbiterError::at(ErrorCode::MalformedRequest, field, "expected a core/v1 Pod object").into());
+        }
+        let pod: PodObject = read(value, field)?;
+        let gpus_of = |c: &Container, i: usize, kind: &str| -> ApiResult<u32> {
+            let resources = &c.resources;
+            let value = resources.requests.get(GPU_RESOURCE).or_else(|| resources.limits.get(GPU_RESOURCE));
+            value.map_or(Ok(0), |v| gpu_quantity(v, &format!("{field}.spec.{kind}[{i}].resources")))
+        };
+        let mut sum = 0u32;
+        for (i, c) in pod.spec.containers.iter().enumerate() {
+            sum = sum.saturating_add(gpus_of(c, i, "containers")?);
+        }
+        let mut init = 0u32;
+        for (i, c) in pod.spec.init_containers.iter().enumerate() {
+            init = init.max(gpus_of(c, i, "initContainers")?);
+        }
+        let m = pod.metadata;
+        Ok(Pod {
+            namespace: m.namespace,
+            name: m.name,
+            uid: m.uid,
+            labels: m.labels,
+            annotations: m.annotations,
+            gpus: sum.max(init),
+        })
+    }
+
+    /// The job the pod names with `arbiter.dev/job`, a label or else an annotation; none: the
+    /// pod is not Arbiter's.
+    pub fn job(&self) -> Option<&str> {
+        self.labels.get(JOB_KEY).or_else(|| self.annotations.get(JOB_KEY)).map(String::as_str)
+    }
+
+    /// `namespace/name`, as `kubectl` names it.
+    pub fn display(&self) -> String {
+        format!("{}/{}", self.namespace, self.name)
+    }
+}
+
+/// An extended resource's quantity: a whole number, as a string (`"4"`) or a JSON number.
+fn gpu_quantity(value: &Value, field: &str) -> ApiResult<u32> {
+    let parsed = match value {
+        Value::String(s) => s.parse::<u32>().ok(),
+        Value::Number(n) => n.as_u64().and_then(|n| u32::try_from(n).ok()),
+        _ => None,
+    };
+    parsed.ok_or_else(|| {
+        ArbiterError::at(
+            ErrorCode::MalformedRequest,
+            format!("{field}.{GPU_RESOURCE}"),
+            format!("{GPU_RESOURCE} must be a whole number of GPUs, got {value}"),
+        )
+        .into()
+    })
+}
+
+/// A node's Arbiter labels.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct NodeLabels {
+    pub worker_type: Option<String>,
+    pub server: Option<String>,
+}
+
+/// A node named in the body, with its labels when it came as a whole object.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Node {
+    pub name: String,
+    pub labels: NodeLabels,
+}
+
+/// Reads the nodes of a core/v1 NodeList found at `field` of the body.
+pub fn read_nodes(list: &Value, field: &str) -> ApiResult<Vec<Node>> {
+    if !list.is_object() {
+        return Err(ArbiterError::at(ErrorCode::MalformedRequest, field, "expected a core/v1 NodeList object").into());
+    }
+    let list: NodeListObject = read(list, field)?;
+    let mut nodes = Vec::with_capacity(list.items.len());
+    for (i, item) in list.items.iter().enumerate() {
+        let at = format!("{field}.items[{i}]");
+        if !item.is_object() {
+            return Err(ArbiterError::at(ErrorCode::MalformedRequest, at, "expected a core/v1 Node object").into());
+        }
+        let node: NodeObject = read(item, &at)?;
+        if node.metadata.name.is_empty() {
+            return Err(
+                ArbiterError::at(ErrorCode::MissingField, format!("{at}.metadata.name"), "a node has a name").into()
+            );
+        }
+        let mut labels = node.metadata.labels;
+        let labels = NodeLabels { worker_type: labels.remove(WORKER_TYPE_LABEL), server: labels.remove(SERVER_LABEL) };
+        nodes.push(Node { name: node.metadata.name, labels });
+    }
+    Ok(nodes)
+}
+
+/// The session server a node's labels name, or why they name none (shown by the scheduler).
+pub fn server_of(session: &Session, node: &str, labels: &NodeLabels) -> Result<ServerId, String> {
+    let cluster = session.cluster();
+    let types = || (0..cluster.num_types()).map(|w| cluster.type_name(w)).collect::<Vec<_>>().join(", ");
+    let Some(type_name) = &labels.worker_type else {
+        return Err(format!(
+            "arbiter: node {node} has no {WORKER_TYPE_LABEL} label naming one of the session's worker types ({})",
+            types()
+        ));
+    };
+    let Some(w) = cluster.type_index(type_name) else {
+        return Err(format!(
+            "arbiter: node {node} is labelled {WORKER_TYPE_LABEL}={type_name}, which is not a worker type of the \
+             session ({})",
+            types()
+        ));
+    };
+    let servers = cluster.servers_of_type(w).count();
+    let Some(index) = &labels.server else {
+        return Err(format!("arbiter: node {node} has no {SERVER_LABEL} label (its server's index among the {servers} {type_name} servers)"));
+    };
+    index.parse::<usize>().ok().and_then(|i| cluster.servers_of_type(w).nth(i)).ok_or_else(|| {
+        format!(
+            "arbiter: node {node} is labelled {SERVER_LABEL}={index}, which names no {type_name} server (0 to {})",
+            servers.saturating_sub(1)
+        )
+    })
+}
+
+/// Where the current round (the last one run) placed a job: its worker type and, per server,
+/// how many of its GPUs are there.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Placed {
+    pub worker_type: usize,
+    pub gpus: BTreeMap<ServerId, u32>,
+}
+
+impl Placed {
+    /// The job's GPUs on its busiest server.
+    pub fn most(&self) -> u32 {
+        self.gpus.values().copied().max().unwrap_or(0)
+    }
+
+    /// `v100 servers 0, 1`, for reasons.
+    pub fn describe(&self, session: &Session) -> String {
+        let cluster = session.cluster();
+        let names: Vec<String> = self
+            .gpus
+            .keys()
+            .map(|&s| cluster.server_name(s).rsplit('/').next().unwrap_or_default().to_string())
+            .collect();
+        let noun = if names.len() == 1 { "server" } else { "servers" };
+        format!("{} {noun} {}", cluster.type_name(self.worker_type), names.join(", "))
+    }
+}
+
+/// The job's placement in the current round; none when it does not run in it.
+pub fn placed(session: &Session, job: &str) -> ApiResult<Option<Placed>> {
+    let Some(lease) = session.lease(job)? else { return Ok(None) };
+    let cluster = session.cluster();
+    let mut gpus = BTreeMap::new();
+    for &g in &lease.gpus {
+        *gpus.entry(cluster.gpu_server(g)).or_insert(0) += 1;
+    }
+    Ok((!gpus.is_empty()).then_some(Placed { worker_type: lease.worker_type, gpus }))
+}
+
+/// Why a job that exists does not run in the current round (shown by the scheduler).
+pub fn waiting(session: &Session, id: &str, job: &str) -> String {
+    let rounds = session.rounds();
+    if rounds == 0 {
+        return format!("arbiter: job {job} waits: session {id} has run no round yet");
+    }
+    let end = session.time();
+    let start = (end - session.config().round_seconds).max(0.0);
+    format!(
+        "arbiter: job {job} waits: it does not run in round {} (session time {start}–{end} s); the next round starts \
+         at {end} s",
+        rounds - 1
+    )
+}
