@@ -244,3 +244,37 @@ fn the_cluster_and_the_queue_quota_come_from_the_flavors_and_the_cluster_queue()
     assert_eq!(quotas, [("arbiter-gpus", Ok(8))]);
     assert!(flavors::gpu_quotas(&queues, &["other".to_string()]).is_empty());
 }
+
+/// The YAML samples in docs/k8s/ state the same objects as the fixtures (checked line by line for
+/// every name, label, annotation, node label and quota the controller reads).
+#[test]
+fn the_docs_samples_state_the_fixtures_objects() {
+    let read = |file: &str| std::fs::read_to_string(format!("{}/docs/k8s/{file}", env!("CARGO_MANIFEST_DIR"))).unwrap();
+    let lines = |text: &str| text.lines().map(|l| l.trim().trim_start_matches("- ").to_string()).collect::<Vec<_>>();
+    let has = |lines: &[String], line: String| assert!(lines.contains(&line), "the sample lacks {line:?}");
+    let samples = lines(&read("kueue-flavors.yaml"));
+    for flavor in flavors() {
+        has(&samples, format!("name: {}", flavor.metadata.name));
+        for (k, v) in flavor.metadata.labels.iter().chain(&flavor.spec.node_labels) {
+            has(&samples, format!("{k}: {v}"));
+        }
+        for (k, v) in &flavor.metadata.annotations {
+            has(&samples, format!("{k}: \"{v}\""));
+        }
+    }
+    let check = &checks()[0];
+    let samples = lines(&read("kueue-admissioncheck.yaml"));
+    has(&samples, format!("name: {}", check.metadata.name));
+    has(&samples, format!("controllerName: {}", check.spec.controller_name));
+    let queue = &queues()[0];
+    let samples = lines(&read("kueue-clusterqueue.yaml"));
+    has(&samples, format!("name: {}", queue.check_names()[0]));
+    let flavor = &queue.spec.resource_groups[0].flavors[0];
+    has(&samples, format!("name: {}", flavor.name));
+    let gpus = flavor.resources.iter().find(|r| r.name == "nvidia.com/gpu").unwrap();
+    has(&samples, format!("nominalQuota: {}", gpus.nominal_quota));
+    let samples = lines(&read("kueue-job.yaml"));
+    let resnet = workload(&resnet());
+    let annotations = &resnet.spec.pod_sets[0].template.metadata.annotations;
+    has(&samples, format!("arbiter.dev/throughputs: '{}'", annotations["arbiter.dev/throughputs"]));
+}
