@@ -21,6 +21,10 @@ pub const SERVER: &str = "arbiter.dev/server";
 /// Pod label: the session job the pod belongs to (`k8s-sync`).
 pub const JOB: &str = "arbiter.dev/job";
 
+/// Pod annotation: how many pods the job's gang has (default: the pods seen), so its scale
+/// factor is one pod's GPUs times this; the scheduler extender reads the same key.
+pub const PODS: &str = "arbiter.dev/pods";
+
 /// Annotation: the job's throughputs, a JSON object `{"<type>": steps/s}` (steps/s of the whole
 /// job on its scale factor's GPUs of that type, as in the contract).
 pub const THROUGHPUTS: &str = "arbiter.dev/throughputs";

@@ -89,6 +89,20 @@ fn pods_add_their_job_and_remove_it_when_done() {
     assert_eq!(plan.add[0].scale_factor, Some(4.0), "2 pods × 2 GPUs");
     assert_eq!(plan.known, BTreeSet::from(["bert".to_string()]));
 
+    // A gang of 4 pods announced by its first: 4 × 2 GPUs, as the scheduler extender counts it.
+    let mut gang = pod("gpt-0", "gpt", 2, "Pending", thr);
+    gang["metadata"]["annotations"]["arbiter.dev/pods"] = json!("4");
+    let plan = run(&[], &[gang.clone()], &snapshot(1, &[]), &BTreeSet::new());
+    assert_eq!(plan.add[0].scale_factor, Some(8.0));
+    gang["metadata"]["annotations"]["arbiter.dev/pods"] = json!("0");
+    let plan = run(&[], &[gang], &snapshot(1, &[]), &BTreeSet::new());
+    assert!(plan.add.is_empty());
+    assert!(
+        plan.problems[0].contains("annotation arbiter.dev/pods: \"0\" is not a whole number > 0"),
+        "{:?}",
+        plan.problems
+    );
+
     // In the session: nothing to do while a pod runs.
     let session = snapshot(1, &[("bert", 0.0, Some("v100")), ("api-job", 0.0, None)]);
     let plan = run(&[], &pods, &session, &BTreeSet::new());

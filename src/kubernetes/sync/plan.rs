@@ -1,10 +1,10 @@
 //! One pass of `k8s-sync`, without I/O. A node labelled with a worker type and server index is
 //! that server of the session: not Ready or unschedulable, its GPUs are reported failed; Ready
 //! again, returned. Pods labelled `arbiter.dev/job` are that job: it is added when its first pods
-//! appear, and removed once every pod it had has succeeded, failed for good or been deleted.
+//! appear (its scale factor a pod's GPUs times `arbiter.dev/pods`, or the GPUs of the pods seen), and removed once every pod it had has succeeded, failed for good or been deleted.
 
 use crate::kubernetes::jobs;
-use crate::kubernetes::keys::{JOB, SERVER, WORKER_TYPE};
+use crate::kubernetes::keys::{JOB, PODS, SERVER, WORKER_TYPE};
 use crate::kubernetes::kueue::reconcile::is_kueue_job;
 use crate::kubernetes::objects::{Node, Pod};
 use crate::kubernetes::session::SessionSnapshot;
@@ -56,6 +56,22 @@ fn server_of(node: &Node, session: &SessionSnapshot) -> Option<Result<(String, u
     }
 }
 
+/// A job's GPUs: one pod's times its gang's size (`arbiter.dev/pods`, as the scheduler extender
+/// reads it), or else the sum over the live pods seen.
+fn scale_factor(live: &[&&Pod]) -> Result<u32, String> {
+    let first = live.first().ok_or("no live pod")?;
+    if let Some(text) = first.metadata.annotations.get(PODS) {
+        let pods = text.trim().parse::<u32>().ok().filter(|&n| n > 0).ok_or_else(|| {
+            format!("pod {}: annotation {PODS}: {text:?} is not a whole number > 0", first.metadata.key())
+        })?;
+        let gpus = first.spec.gpus().map_err(|e| format!("pod {}: {e}", first.metadata.key()))?;
+        return Ok(gpus.saturating_mul(pods));
+    }
+    live.iter().try_fold(0u32, |sum, pod| {
+        pod.spec.gpus().map(|g| sum.saturating_add(g)).map_err(|e| format!("pod {}: {e}", pod.metadata.key()))
+    })
+}
+
 fn is_terminal(pod: &Pod) -> bool {
     matches!(pod.status.phase.as_deref(), Some("Succeeded") | Some("Failed"))
 }
@@ -102,17 +118,13 @@ pub fn plan(inputs: &SyncInputs<'_>) -> SyncPlan {
         if inputs.session.has_job(job) {
             continue;
         }
-        let mut scale_factor = 0u32;
-        for pod in &live {
-            match pod.spec.gpus() {
-                Ok(g) => scale_factor = scale_factor.saturating_add(g),
-                Err(e) => {
-                    out.problems.push(format!("pod {}: {e}", pod.metadata.key()));
-                    scale_factor = 0;
-                    break;
-                }
+        let scale_factor = match scale_factor(&live) {
+            Ok(s) => s,
+            Err(e) => {
+                out.problems.push(format!("job {job}: {e}"));
+                continue;
             }
-        }
+        };
         if scale_factor == 0 {
             out.problems.push(format!("job {job}: its pods request no nvidia.com/gpu, so it is not added"));
             continue;
