@@ -18,7 +18,8 @@ pub const WORKER_TYPE: &str = "arbiter.dev/worker-type";
 /// `<type>/<server>/<gpu>` in the session.
 pub const SERVER: &str = "arbiter.dev/server";
 
-/// Pod label: the session job the pod belongs to (`k8s-sync`).
+/// Pod label: the session job the pod belongs to (`k8s-sync`); as a pod annotation, set through
+/// the Kueue check's `podSetUpdates`, since a Kueue job's id (`namespace/name`) is no label value.
 pub const JOB: &str = "arbiter.dev/job";
 
 /// Pod annotation: how many pods the job's gang has (default: the pods seen), so its scale

@@ -47,8 +47,8 @@ const RESNET: &str = "team-a/job-resnet50-7d9c2";
 const A3C: &str = "team-b/pytorchjob-a3c-5b1e0";
 const TRANSFORMER: &str = "team-a/job-transformer-0c4f8";
 
-fn v100_main() -> Value {
-    json!([{"name": "main", "nodeSelector": {"arbiter.dev/worker-type": "v100"}}])
+fn v100_main(job: &str) -> Value {
+    json!([{"name": "main", "annotations": {"arbiter.dev/job": job}, "nodeSelector": {"arbiter.dev/worker-type": "v100"}}])
 }
 
 #[test]
@@ -73,7 +73,7 @@ fn a_multi_round_scenario_sets_ready_retry_and_evicts_through_the_check() {
     let s = states(&plan);
     assert_eq!(s[RESNET].0, CheckState::Ready);
     assert_eq!(s[RESNET].1, "arbiter: runs on v100 in round 0");
-    assert_eq!(s[RESNET].3, v100_main());
+    assert_eq!(s[RESNET].3, v100_main(RESNET));
     assert_eq!(
         s[A3C],
         (CheckState::Retry, "arbiter: waits this round (round 0), next round in 240 s".into(), Some(240), json!([]))
@@ -89,12 +89,12 @@ fn a_multi_round_scenario_sets_ready_retry_and_evicts_through_the_check() {
     );
     assert_eq!(body["status"]["admissionChecks"][0]["state"], "Ready");
     assert_eq!(body["status"]["admissionChecks"][0]["lastTransitionTime"], NOW);
-    assert_eq!(body["status"]["admissionChecks"][0]["podSetUpdates"], v100_main());
+    assert_eq!(body["status"]["admissionChecks"][0]["podSetUpdates"], v100_main(RESNET));
     assert_eq!(body["status"].as_object().unwrap().len(), 1, "only admissionChecks: {body}");
 
     // Kueue admits resnet and evicts a3c (Retry), which waits out its requeue; the transformer
     // arrives. Nothing changes until the next round: resnet's Ready stands, a3c has no quota.
-    admitted(&mut resnet, v100_main());
+    admitted(&mut resnet, v100_main(RESNET));
     evicted_and_requeued(&mut a3c);
     let plan = pass(&[resnet.clone(), a3c.clone(), transformer.clone()], &round0, 120.0);
     let added: Vec<&str> = plan.add.iter().map(|j| j.id.as_str()).collect();
@@ -111,7 +111,7 @@ fn a_multi_round_scenario_sets_ready_retry_and_evicts_through_the_check() {
     let s = states(&plan);
     assert_eq!(s.len(), 3);
     assert_eq!(s[TRANSFORMER].0, CheckState::Ready);
-    assert_eq!(s[TRANSFORMER].3, v100_main());
+    assert_eq!(s[TRANSFORMER].3, v100_main(TRANSFORMER));
     assert_eq!(
         s[RESNET],
         (
@@ -125,7 +125,8 @@ fn a_multi_round_scenario_sets_ready_retry_and_evicts_through_the_check() {
                      "tolerations": [{"key": "nvidia.com/gpu", "operator": "Exists", "effect": "NoSchedule"}]});
     let mut master = k80.clone();
     master["name"] = json!("master");
-    let mut worker = k80.clone();
+    master["annotations"] = json!({"arbiter.dev/job": A3C});
+    let mut worker = master.clone();
     worker["name"] = json!("worker");
     assert_eq!(s[A3C].0, CheckState::Ready);
     assert_eq!(s[A3C].3, json!([master, worker]), "both GPU pod sets go to the K80 nodes");
@@ -133,7 +134,7 @@ fn a_multi_round_scenario_sets_ready_retry_and_evicts_through_the_check() {
     // Round 2: resnet finished (it ran to the end before the eviction took effect), a3c was
     // deleted, the transformer moves to the K80s: evicted to restart there.
     set_condition(&mut resnet, "Finished", "True", "Succeeded");
-    admitted(&mut transformer, v100_main());
+    admitted(&mut transformer, v100_main(TRANSFORMER));
     let round2 = snapshot(3, &[(RESNET, 0.0, None), (A3C, 0.0, None), (TRANSFORMER, 360.0, Some("k80"))]);
     let plan = pass(&[resnet.clone(), transformer.clone()], &round2, 300.0);
     assert_eq!(plan.remove, [RESNET, A3C]);
@@ -158,7 +159,7 @@ fn workload_admission(object: &Value) -> Value {
 #[test]
 fn a_ready_check_that_still_matches_and_a_retry_in_flight_are_left_alone() {
     let mut resnet = resnet();
-    admitted(&mut resnet, v100_main());
+    admitted(&mut resnet, v100_main(RESNET));
     let mut a3c = a3c();
     set_check(&mut a3c, "Retry", None);
     let round = snapshot(1, &[(RESNET, 0.0, Some("v100")), (A3C, 0.0, None)]);

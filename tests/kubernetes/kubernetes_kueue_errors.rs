@@ -160,6 +160,14 @@ fn a_placement_on_a_flavor_that_does_not_exist_or_conflicts_is_rejected() {
     let mut w = resnet();
     w["spec"]["podSets"][0]["template"]["spec"]["nodeSelector"] = json!({"arbiter.dev/worker-type": "k80"});
     assert_rejected(&pass.run(&[w]), "selects arbiter.dev/worker-type=k80 itself");
+
+    // The pod template names another job.
+    let mut w = resnet();
+    annotate(&mut w, "arbiter.dev/job", "resnet");
+    assert_rejected(
+        &pass.run(&[w]),
+        "is annotated arbiter.dev/job=\"resnet\" itself, not \"team-a/job-resnet50-7d9c2\"",
+    );
 }
 
 #[test]

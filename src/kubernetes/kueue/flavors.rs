@@ -3,7 +3,7 @@
 //! type's GPUs; from them come the session's cluster and the `podSetUpdates` of a placement.
 
 use super::types::{ClusterQueue, PodSetUpdate, ResourceFlavor, Workload};
-use crate::kubernetes::keys::{GPUS, GPUS_PER_SERVER, GPU_RESOURCE, WORKER_TYPE};
+use crate::kubernetes::keys::{GPUS, GPUS_PER_SERVER, GPU_RESOURCE, JOB, WORKER_TYPE};
 use crate::kubernetes::objects::whole_quantity;
 use crate::request::{ClusterSpec, WorkerTypeSpec};
 use serde_json::Value;
@@ -114,11 +114,13 @@ fn conflict<'a>(
     wanted.iter().find_map(|(k, v)| existing.get(k).filter(|e| *e != v).map(|e| (k.as_str(), e.clone())))
 }
 
-/// The `podSetUpdates` that put the workload's GPU pod sets on `worker_type`'s nodes. Kueue
-/// refuses (and fails the admission of) an update that sets a node-selector key the pod template
-/// or the reserved flavor already sets otherwise, so that is an error here, naming the key.
+/// The `podSetUpdates` that put the workload's GPU pod sets on `worker_type`'s nodes, their pods
+/// annotated `arbiter.dev/job: <job>` (so the scheduler extender knows them). Kueue refuses (and
+/// fails the admission of) an update that sets a key the pod template or the reserved flavor
+/// already sets otherwise, so that is an error here, naming the key.
 pub fn placement_updates(
     workload: &Workload,
+    job: &str,
     worker_type: &str,
     types: &BTreeMap<String, TypeFlavor>,
     flavors: &[ResourceFlavor],
@@ -138,6 +140,9 @@ pub fn placement_updates(
                 t.node_selector[key]
             ));
         }
+        if let Some(other) = pod_set.and_then(|ps| ps.template.metadata.annotations.get(JOB)).filter(|o| *o != job) {
+            return Err(format!("pod set {name:?} is annotated {JOB}={other:?} itself, not {job:?}"));
+        }
         let assignment = workload.status.admission.iter().flat_map(|a| &a.pod_set_assignments).find(|a| a.name == name);
         for reserved in assignment.iter().flat_map(|a| a.flavors.values()) {
             let flavor = flavors.iter().find(|f| &f.metadata.name == reserved).ok_or_else(|| {
@@ -153,6 +158,7 @@ pub fn placement_updates(
         }
         updates.push(PodSetUpdate {
             name,
+            annotations: BTreeMap::from([(JOB.to_string(), job.to_string())]),
             node_selector: t.node_selector.clone(),
             tolerations: t.tolerations.clone(),
             ..PodSetUpdate::default()

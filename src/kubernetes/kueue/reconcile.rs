@@ -117,7 +117,7 @@ fn desired(
                 ));
                 return None;
             }
-            let updates = match flavors::placement_updates(workload, worker_type, types, inputs.flavors) {
+            let updates = match flavors::placement_updates(workload, id, worker_type, types, inputs.flavors) {
                 Ok(updates) => updates,
                 Err(why) => {
                     plan.problems.push(format!("workload {id}: {why}"));
