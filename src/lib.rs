@@ -13,10 +13,12 @@
 //! ```
 
 // The layers, in the order data flows: the contract and validated problem, the throughput
-// estimator that may complete it, the solver, scheduling over rounds, the simulator, the service.
+// estimator that may complete it, the solver, scheduling over rounds, the simulator, the service,
+// and the Kubernetes controllers that drive a session from a cluster.
 pub mod contract;
 pub mod demo;
 pub mod estimator;
+pub mod kubernetes;
 pub mod scheduling;
 pub mod service;
 pub mod simulator;

@@ -99,6 +99,21 @@ enum Command {
     /// measured on, by matrix completion against a reference file; or, with --evaluate, measure
     /// how good those estimates are on the reference itself.
     Estimate(arbiter::estimator::cli::EstimateArgs),
+    /// Kueue admission-check controller: Workloads whose ClusterQueue requires an AdmissionCheck
+    /// of controller `arbiter.dev/admission` become session jobs; every round, the jobs placed get
+    /// `Ready` with their worker type's node selector, the others `Retry` until the next round.
+    ///
+    /// Talks to `arbiter serve` (--arbiter) and to the Kubernetes API (in-cluster, or
+    /// --api-server); docs/integration.md. API errors are logged and retried at the next tick.
+    #[cfg(feature = "kubernetes")]
+    Kueue(arbiter::kubernetes::cli::KueueArgs),
+    /// Turn Nodes and Pods into session events: a node labelled `arbiter.dev/worker-type` and
+    /// `arbiter.dev/server` that is not Ready (or cordoned) has its GPUs reported failed, and
+    /// returned when Ready; pods labelled `arbiter.dev/job` add their job, and remove it once done.
+    ///
+    /// API errors are logged and retried at the next tick; docs/integration.md.
+    #[cfg(feature = "kubernetes")]
+    K8sSync(arbiter::kubernetes::cli::SyncArgs),
     /// Print the service's OpenAPI 3.1 document (the one `GET /openapi.json` serves).
     Openapi {
         /// Write it to this file instead (the checked-in copy is `openapi/openapi.json`).
@@ -263,6 +278,19 @@ fn run_openapi(output: Option<std::path::PathBuf>) -> ExitCode {
     }
 }
 
+/// A controller's exit: its `--once` report on stdout, or its error on stderr with status 1.
+#[cfg(feature = "kubernetes")]
+fn run_controller(name: &str, result: Result<String, String>) -> ExitCode {
+    match result {
+        Ok(text) if text.is_empty() => ExitCode::SUCCESS,
+        Ok(text) => emit(&text),
+        Err(e) => {
+            eprintln!("arbiter {name}: {e}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
 fn main() -> ExitCode {
     match Cli::parse().command {
         Command::Solve { input, pretty, backend, reference_throughputs, method } => {
@@ -283,6 +311,10 @@ fn main() -> ExitCode {
             arbiter::simulator::fitgpp::cli::run(&args).map_or_else(|e| fail(&e), |()| ExitCode::SUCCESS)
         }
         Command::Estimate(args) => arbiter::estimator::cli::run(&args).map_or_else(|e| fail(&e), |text| emit(&text)),
+        #[cfg(feature = "kubernetes")]
+        Command::Kueue(args) => run_controller("kueue", arbiter::kubernetes::cli::run_kueue(&args)),
+        #[cfg(feature = "kubernetes")]
+        Command::K8sSync(args) => run_controller("k8s-sync", arbiter::kubernetes::cli::run_sync(&args)),
         Command::Oasis(args) => {
             arbiter::simulator::oasis::cli::run(&args).map_or_else(|e| fail(&e), |text| emit(&text))
         }

@@ -1,0 +1,76 @@
+//! What the Kubernetes controllers read of an Arbiter session (`GET /v1/sessions/{id}`): its
+//! worker types, failed GPUs, round length, rounds run and each job's lease from the last round.
+
+use serde::Deserialize;
+use std::collections::BTreeMap;
+
+#[derive(Debug, Clone, Default, PartialEq, Deserialize)]
+pub struct SessionSnapshot {
+    pub id: String,
+    pub round_seconds: f64,
+    pub rounds: u64,
+    /// Session time: rounds run × round length.
+    #[serde(default)]
+    pub time: f64,
+    pub cluster: ClusterSnapshot,
+    #[serde(default)]
+    pub jobs: Vec<JobSnapshot>,
+}
+
+#[derive(Debug, Clone, Default, PartialEq, Deserialize)]
+pub struct ClusterSnapshot {
+    /// In the session's order.
+    pub worker_types: indexmap::IndexMap<String, WorkerTypeSnapshot>,
+    #[serde(default)]
+    pub failed_gpus: Vec<String>,
+}
+
+#[derive(Debug, Clone, Default, PartialEq, Deserialize)]
+pub struct WorkerTypeSnapshot {
+    pub count: u32,
+    pub servers: usize,
+    pub gpus_per_server: u32,
+}
+
+#[derive(Debug, Clone, Default, PartialEq, Deserialize)]
+pub struct JobSnapshot {
+    pub id: String,
+    /// Session time it arrived at.
+    #[serde(default)]
+    pub arrival: f64,
+    #[serde(default)]
+    pub lease: Option<LeaseSnapshot>,
+}
+
+#[derive(Debug, Clone, Default, PartialEq, Deserialize)]
+pub struct LeaseSnapshot {
+    pub worker_type: String,
+    #[serde(default)]
+    pub gpus: Vec<String>,
+}
+
+impl SessionSnapshot {
+    pub fn has_job(&self, id: &str) -> bool {
+        self.jobs.iter().any(|j| j.id == id)
+    }
+
+    /// The worker type each job runs on in the last round (jobs that wait are absent).
+    pub fn placements(&self) -> BTreeMap<&str, &str> {
+        self.jobs.iter().filter_map(|j| Some((j.id.as_str(), j.lease.as_ref()?.worker_type.as_str()))).collect()
+    }
+
+    pub fn worker_types(&self) -> Vec<String> {
+        self.cluster.worker_types.keys().cloned().collect()
+    }
+
+    /// Whether the last round decided about the job: it arrived before that round ended (a job
+    /// added since arrives at the session's time).
+    pub fn in_last_round(&self, id: &str) -> bool {
+        self.rounds > 0 && self.jobs.iter().any(|j| j.id == id && j.arrival < self.time)
+    }
+
+    /// The index of the last round run, if any.
+    pub fn last_round(&self) -> Option<u64> {
+        self.rounds.checked_sub(1)
+    }
+}

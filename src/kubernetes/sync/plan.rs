@@ -1,0 +1,150 @@
+//! One pass of `k8s-sync`, without I/O. A node labelled with a worker type and server index is
+//! that server of the session: not Ready or unschedulable, its GPUs are reported failed; Ready
+//! again, returned. Pods labelled `arbiter.dev/job` are that job: it is added when its first pods
+//! appear (its scale factor a pod's GPUs times `arbiter.dev/pods`, or the GPUs of the pods seen), and removed once every pod it had has succeeded, failed for good or been deleted.
+
+use crate::kubernetes::jobs;
+use crate::kubernetes::keys::{JOB, PODS, SERVER, WORKER_TYPE};
+use crate::kubernetes::kueue::reconcile::is_kueue_job;
+use crate::kubernetes::objects::{Node, Pod};
+use crate::kubernetes::session::SessionSnapshot;
+use crate::request::JobSpec;
+use crate::workload::throughputs::ThroughputTable;
+use std::collections::{BTreeMap, BTreeSet};
+
+pub struct SyncInputs<'a> {
+    pub nodes: &'a [Node],
+    pub pods: &'a [Pod],
+    pub session: &'a SessionSnapshot,
+    pub reference: Option<&'a ThroughputTable>,
+    /// Jobs whose pods this sync has seen: only those are removed when their pods are gone (a job
+    /// added through the API, with no pods, is not this sync's to remove).
+    pub known: &'a BTreeSet<String>,
+}
+
+#[derive(Debug, Clone, Default)]
+pub struct SyncPlan {
+    /// Servers (`<type>/<server>`) to report failed, and to report returned.
+    pub fail: Vec<String>,
+    pub restore: Vec<String>,
+    pub add: Vec<JobSpec>,
+    pub remove: Vec<String>,
+    /// `known` after this pass.
+    pub known: BTreeSet<String>,
+    pub problems: Vec<String>,
+}
+
+/// The server a node is, `<type>/<server>`, checked against the session's cluster.
+fn server_of(node: &Node, session: &SessionSnapshot) -> Option<Result<(String, u32, u32), String>> {
+    let labels = &node.metadata.labels;
+    let worker_type = labels.get(WORKER_TYPE)?;
+    let name = &node.metadata.name;
+    let Some(t) = session.cluster.worker_types.get(worker_type) else {
+        return Some(Err(format!(
+            "node {name}: worker type {worker_type:?} ({WORKER_TYPE}) is not in the session's cluster"
+        )));
+    };
+    let Some(text) = labels.get(SERVER) else {
+        return Some(Err(format!("node {name}: label {WORKER_TYPE} without {SERVER} (its server index)")));
+    };
+    match text.parse::<u32>() {
+        Ok(server) if (server as usize) < t.servers => Some(Ok((worker_type.clone(), server, t.gpus_per_server))),
+        _ => Some(Err(format!(
+            "node {name}: {SERVER}={text:?} is not a server of {worker_type} (0 to {})",
+            t.servers.saturating_sub(1)
+        ))),
+    }
+}
+
+/// A job's GPUs: one pod's times its gang's size (`arbiter.dev/pods`, as the scheduler extender
+/// reads it), or else the sum over the live pods seen.
+fn scale_factor(live: &[&&Pod]) -> Result<u32, String> {
+    let first = live.first().ok_or("no live pod")?;
+    if let Some(text) = first.metadata.annotations.get(PODS) {
+        let pods = text.trim().parse::<u32>().ok().filter(|&n| n > 0).ok_or_else(|| {
+            format!("pod {}: annotation {PODS}: {text:?} is not a whole number > 0", first.metadata.key())
+        })?;
+        let gpus = first.spec.gpus().map_err(|e| format!("pod {}: {e}", first.metadata.key()))?;
+        return Ok(gpus.saturating_mul(pods));
+    }
+    live.iter().try_fold(0u32, |sum, pod| {
+        pod.spec.gpus().map(|g| sum.saturating_add(g)).map_err(|e| format!("pod {}: {e}", pod.metadata.key()))
+    })
+}
+
+fn is_terminal(pod: &Pod) -> bool {
+    matches!(pod.status.phase.as_deref(), Some("Succeeded") | Some("Failed"))
+}
+
+/// One pass: see the module's documentation.
+pub fn plan(inputs: &SyncInputs<'_>) -> SyncPlan {
+    let mut out = SyncPlan::default();
+    let failed: BTreeSet<&str> = inputs.session.cluster.failed_gpus.iter().map(String::as_str).collect();
+    for node in inputs.nodes {
+        let (worker_type, server, gpus) = match server_of(node, inputs.session) {
+            None => continue,
+            Some(Err(problem)) => {
+                out.problems.push(problem);
+                continue;
+            }
+            Some(Ok(server)) => server,
+        };
+        let names: Vec<String> = (0..gpus).map(|g| format!("{worker_type}/{server}/{g}")).collect();
+        let server = format!("{worker_type}/{server}");
+        if !node.is_usable() && !names.iter().all(|g| failed.contains(g.as_str())) {
+            out.fail.push(server);
+        } else if node.is_usable() && names.iter().any(|g| failed.contains(g.as_str())) {
+            out.restore.push(server);
+        }
+    }
+    let mut by_job: BTreeMap<&str, Vec<&Pod>> = BTreeMap::new();
+    for pod in inputs.pods {
+        if let Some(job) = pod.metadata.labels.get(JOB) {
+            by_job.entry(job.as_str()).or_default().push(pod);
+        }
+    }
+    let worker_types = inputs.session.worker_types();
+    for (&job, pods) in &by_job {
+        if is_kueue_job(job) {
+            out.problems.push(format!("pods labelled {JOB}={job:?}: a job id with '/' is a Kueue workload's"));
+            continue;
+        }
+        let live: Vec<&&Pod> =
+            pods.iter().filter(|p| !is_terminal(p) && p.metadata.deletion_timestamp.is_none()).collect();
+        if live.is_empty() {
+            continue; // finished: removed below if the session has it
+        }
+        out.known.insert(job.to_string());
+        if inputs.session.has_job(job) {
+            continue;
+        }
+        let scale_factor = match scale_factor(&live) {
+            Ok(s) => s,
+            Err(e) => {
+                out.problems.push(format!("job {job}: {e}"));
+                continue;
+            }
+        };
+        if scale_factor == 0 {
+            out.problems.push(format!("job {job}: its pods request no nvidia.com/gpu, so it is not added"));
+            continue;
+        }
+        let annotations: Vec<_> = live.iter().map(|p| &p.metadata.annotations).collect();
+        match jobs::job_spec(job, scale_factor, &annotations, &worker_types, inputs.reference) {
+            Ok(spec) => out.add.push(spec),
+            Err(e) => out.problems.push(format!("job {job} (pod {}): {e}", live[0].metadata.key())),
+        }
+    }
+    out.remove = inputs
+        .session
+        .jobs
+        .iter()
+        .map(|j| &j.id)
+        .filter(|id| !out.known.contains(*id) && (inputs.known.contains(*id) || by_job.contains_key(id.as_str())))
+        .cloned()
+        .collect();
+    // A removal that fails is tried again next pass; once done, the session lacks the job and
+    // it is forgotten.
+    out.known.extend(out.remove.iter().cloned());
+    out
+}
