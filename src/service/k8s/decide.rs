@@ -43,21 +43,20 @@ impl Candidates {
     fn keep(&self, keep: impl Fn(&str) -> bool) -> (Option<Value>, Option<Vec<String>>) {
         match self {
             Candidates::Nodes { list, nodes } => {
-                let mut list = list.clone();
+                // Only the kept nodes are copied: a NodeList of a large cluster is megabytes.
+                let items = list.get("items").and_then(Value::as_array).map_or(&[][..], Vec::as_slice);
                 let kept: Vec<Value> =
-                    nodes.iter().zip(items(list.get("items"))).filter(|(n, _)| keep(&n.name)).map(|(_, v)| v).collect();
-                if let Some(object) = list.as_object_mut() {
-                    object.insert("items".into(), Value::Array(kept));
-                }
-                (Some(list), None)
+                    nodes.iter().zip(items).filter(|(n, _)| keep(&n.name)).map(|(_, v)| v.clone()).collect();
+                let mut out: serde_json::Map<String, Value> = list
+                    .as_object()
+                    .map(|o| o.iter().filter(|(k, _)| *k != "items").map(|(k, v)| (k.clone(), v.clone())).collect())
+                    .unwrap_or_default();
+                out.insert("items".into(), Value::Array(kept));
+                (Some(Value::Object(out)), None)
             }
             Candidates::Names(names) => (None, Some(names.iter().filter(|n| keep(n)).cloned().collect())),
         }
     }
-}
-
-fn items(items: Option<&Value>) -> Vec<Value> {
-    items.and_then(Value::as_array).cloned().unwrap_or_default()
 }
 
 /// Whose a pod is.

@@ -28,17 +28,17 @@ fn context<'a>(entry: &'a Entry, snapshot: &'a Snapshot) -> Context<'a> {
 }
 
 /// The pod and candidate nodes of `ExtenderArgs`; remembers the pod's job and whole nodes' labels.
-fn read_args(entry: &Entry, args: &ExtenderArgs) -> ApiResult<(Pod, Candidates)> {
+fn read_args(entry: &Entry, args: ExtenderArgs) -> ApiResult<(Pod, Candidates)> {
     let pod = Pod::read(&args.pod, "Pod")?;
-    let candidates = match (&args.nodes, &args.node_names) {
+    let candidates = match (args.nodes, args.node_names) {
         (Some(list), _) => {
-            let nodes = read_nodes(list, "Nodes")?;
+            let nodes = read_nodes(&list, "Nodes")?;
             for node in &nodes {
                 entry.observed.saw_node(&node.name, &node.labels);
             }
-            Candidates::Nodes { list: list.clone(), nodes }
+            Candidates::Nodes { list, nodes }
         }
-        (None, Some(names)) => Candidates::Names(names.clone()),
+        (None, Some(names)) => Candidates::Names(names),
         (None, None) => {
             return Err(ArbiterError::at(
                 ErrorCode::MissingField,
@@ -78,7 +78,7 @@ pub async fn filter(
 ) -> ApiResult<Json<ExtenderFilterResult>> {
     let args: ExtenderArgs = parse_object(body.text()?)?;
     let entry = state.sessions.get(&id, &caller)?;
-    let (pod, candidates) = read_args(&entry, &args)?;
+    let (pod, candidates) = read_args(&entry, args)?;
     let decided = decide::filter(&context(&entry, &entry.snapshot()), &pod, &candidates)?;
     let Filtered::AddJob { body } = decided else {
         return match decided {
@@ -113,7 +113,7 @@ pub async fn prioritize(
 ) -> ApiResult<Json<Vec<HostPriority>>> {
     let args: ExtenderArgs = parse_object(body.text()?)?;
     let entry = state.sessions.get(&id, &caller)?;
-    let (pod, candidates) = read_args(&entry, &args)?;
+    let (pod, candidates) = read_args(&entry, args)?;
     Ok(Json(decide::prioritize(&context(&entry, &entry.snapshot()), &pod, &candidates)?))
 }
 

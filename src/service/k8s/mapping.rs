@@ -61,12 +61,6 @@ struct NodeObject {
     metadata: Meta,
 }
 
-#[derive(Debug, Default, Deserialize)]
-struct NodeListObject {
-    #[serde(default, deserialize_with = "null_as_default")]
-    items: Vec<Value>,
-}
-
 /// Reads `T` from a JSON value of the body at `field`; a wrong type is a 400 naming its path.
 fn read<T: DeserializeOwned>(value: &Value, field: &str) -> ApiResult<T> {
     serde_path_to_error::deserialize(value).map_err(|e| {
@@ -172,9 +166,21 @@ pub fn read_nodes(list: &Value, field: &str) -> ApiResult<Vec<Node>> {
     if !list.is_object() {
         return Err(ArbiterError::at(ErrorCode::MalformedRequest, field, "expected a core/v1 NodeList object").into());
     }
-    let list: NodeListObject = read(list, field)?;
-    let mut nodes = Vec::with_capacity(list.items.len());
-    for (i, item) in list.items.iter().enumerate() {
+    // Read in place: copying a large cluster's NodeList would cost more than the rest of a call.
+    let items = match list.get("items") {
+        None | Some(Value::Null) => &[][..],
+        Some(Value::Array(items)) => items.as_slice(),
+        Some(_) => {
+            return Err(ArbiterError::at(
+                ErrorCode::MalformedRequest,
+                format!("{field}.items"),
+                "expected an array of nodes",
+            )
+            .into())
+        }
+    };
+    let mut nodes = Vec::with_capacity(items.len());
+    for (i, item) in items.iter().enumerate() {
         let at = format!("{field}.items[{i}]");
         if !item.is_object() {
             return Err(ArbiterError::at(ErrorCode::MalformedRequest, at, "expected a core/v1 Node object").into());
