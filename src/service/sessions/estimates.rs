@@ -38,7 +38,9 @@ fn fill_job(job: &Value, cluster: &ClusterSpec, reference: Option<&ThroughputTab
     let estimated = fill_missing(&mut request, reference).map_err(super::spec::relative_to_job)?.throughput;
     let mut filled = job.clone();
     let Some(row) = estimated.get(&request.jobs[0].id) else { return Ok(filled) };
-    let object = filled.as_object_mut().expect("a job is an object");
+    let Some(object) = filled.as_object_mut() else {
+        return Err(ArbiterError::new(ErrorCode::MalformedRequest, "malformed job: expected a JSON object"));
+    };
     let throughput = object.entry("throughput").or_insert_with(|| Value::Object(Default::default()));
     let marks: serde_json::Map<String, Value> =
         row.iter().map(|(w, e)| (w.clone(), Value::from(e.steps_per_second))).collect();
