@@ -17,7 +17,7 @@ pub struct RoundClock {
 impl RoundClock {
     /// Whether a round is due at `now` for `session`: its time has come and it has jobs.
     pub fn is_due(&self, now: Instant, session: &SessionSnapshot) -> bool {
-        !self.next.is_some_and(|t| now < t) && !session.jobs.is_empty()
+        self.next.is_none_or(|t| now >= t) && !session.jobs.is_empty()
     }
 
     /// Seconds from `now` to the next round (0 when it is due).
