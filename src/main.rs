@@ -110,6 +110,8 @@ enum Command {
     /// Turn Nodes and Pods into session events: a node labelled `arbiter.dev/worker-type` and
     /// `arbiter.dev/server` that is not Ready (or cordoned) has its GPUs reported failed, and
     /// returned when Ready; pods labelled `arbiter.dev/job` add their job, and remove it once done.
+    /// Bound pods are reported to the scheduler extender, the pods a round evicts are evicted,
+    /// bindings of gone pods forgotten; with --run-rounds it also runs the session's rounds.
     ///
     /// API errors are logged and retried at the next tick; docs/integration.md.
     #[cfg(feature = "kubernetes")]

@@ -132,14 +132,19 @@ impl Client {
     }
 
     /// Binds a pending pod to a node (what a scheduler does): `POST .../pods/{pod}/binding`.
-    pub fn bind_pod(&self, namespace: &str, pod: &str, node: &str) -> Result<(), CallError> {
+    /// With `uid`, the Binding carries it as a precondition (as kube-scheduler's does): a pod
+    /// recreated under the same name since is not bound.
+    pub fn bind_pod(&self, namespace: &str, pod: &str, uid: Option<&str>, node: &str) -> Result<(), CallError> {
         let path = format!("/api/v1/namespaces/{}/pods/{}/binding", http::segment(namespace), http::segment(pod));
-        let body = json!({
+        let mut body = json!({
             "apiVersion": "v1",
             "kind": "Binding",
             "metadata": {"name": pod, "namespace": namespace},
             "target": {"apiVersion": "v1", "kind": "Node", "name": node},
         });
+        if let Some(uid) = uid.filter(|u| !u.is_empty()) {
+            body["metadata"]["uid"] = json!(uid);
+        }
         self.call("POST", &path, Some(("application/json", &body))).map(drop)
     }
 

@@ -1,9 +1,11 @@
 //! A blocking client of `arbiter serve`'s session API for the Kubernetes controllers: read a
-//! session, create one, add and remove jobs, run a round, report workers failed and returned.
+//! session, create one, add and remove jobs, run a round, report workers failed and returned, and
+//! the scheduler extender's bindings: list them, record one, forget one, list the evictions.
 
 use super::http::{self, segment, CallError};
-use super::session::SessionSnapshot;
+use super::session::{BindingListSnapshot, BindingSnapshot, EvictionListSnapshot, SessionSnapshot};
 use crate::request::JobSpec;
+use serde::de::DeserializeOwned;
 use serde_json::Value;
 use std::path::Path;
 use std::time::Duration;
@@ -63,14 +65,61 @@ impl ArbiterClient {
         Err(CallError { method, url, status: Some(status), message })
     }
 
-    pub fn session(&self, id: &str) -> Result<SessionSnapshot, CallError> {
-        let value = self.call("GET", &format!("/v1/sessions/{}", segment(id)), None)?;
+    /// A GET whose answer is read as `T` (`what` names it in the error).
+    fn get<T: DeserializeOwned>(&self, path: &str, what: &str) -> Result<T, CallError> {
+        let value = self.call("GET", path, None)?;
         serde_json::from_value(value).map_err(|e| CallError {
             method: "GET",
-            url: format!("{}/v1/sessions/{id}", self.base),
+            url: format!("{}{path}", self.base),
             status: Some(200),
-            message: format!("the session does not have the expected shape: {e}"),
+            message: format!("{what} does not have the expected shape: {e}"),
         })
+    }
+
+    pub fn session(&self, id: &str) -> Result<SessionSnapshot, CallError> {
+        self.get(&format!("/v1/sessions/{}", segment(id)), "the session")
+    }
+
+    /// The pods the session's scheduler extender has recorded as bound.
+    pub fn bindings(&self, session: &str) -> Result<Vec<BindingSnapshot>, CallError> {
+        let list: BindingListSnapshot =
+            self.get(&format!("/v1/sessions/{}/k8s/bindings", segment(session)), "the binding list")?;
+        Ok(list.bindings)
+    }
+
+    /// The bound pods the session's last round does not run where they are.
+    pub fn evictions(&self, session: &str) -> Result<EvictionListSnapshot, CallError> {
+        self.get(&format!("/v1/sessions/{}/k8s/evictions", segment(session)), "the eviction list")
+    }
+
+    /// Introduces a pod and its node to the scheduler extender as kube-scheduler's `filter` does
+    /// (so a later `bind` knows the pod's job and the node's server); the extender's answer.
+    pub fn filter(&self, session: &str, pod: &Value, node: Option<&Value>) -> Result<Value, CallError> {
+        let body = match node {
+            Some(node) => serde_json::json!({"Pod": pod, "Nodes": {"items": [node]}, "NodeNames": null}),
+            None => serde_json::json!({"Pod": pod, "Nodes": null, "NodeNames": []}),
+        };
+        self.call("POST", &format!("/v1/sessions/{}/k8s/filter", segment(session)), Some(&body))
+    }
+
+    /// Reports a pod bound to `node` to the scheduler extender's `bind`: `Ok("")` when it is
+    /// recorded, `Ok(reason)` when the session refuses it.
+    pub fn bind(&self, session: &str, namespace: &str, pod: &str, uid: &str, node: &str) -> Result<String, CallError> {
+        let body = serde_json::json!({"PodName": pod, "PodNamespace": namespace, "PodUID": uid, "Node": node});
+        let path = format!("/v1/sessions/{}/k8s/bind", segment(session));
+        let value = self.call("POST", &path, Some(&body))?;
+        value["Error"].as_str().map(str::to_string).ok_or_else(|| CallError {
+            method: "POST",
+            url: format!("{}{path}", self.base),
+            status: Some(200),
+            message: format!("the answer is not an ExtenderBindingResult (no Error string): {value}"),
+        })
+    }
+
+    /// Forgets a pod's binding (it was evicted or is gone).
+    pub fn forget(&self, session: &str, namespace: &str, pod: &str) -> Result<(), CallError> {
+        let path = format!("/v1/sessions/{}/k8s/bindings/{}/{}", segment(session), segment(namespace), segment(pod));
+        self.call("DELETE", &path, None).map(drop)
     }
 
     /// Creates a session from a creation body; its id.

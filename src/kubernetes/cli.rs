@@ -82,6 +82,10 @@ pub struct SyncArgs {
     /// The session whose workers and jobs the cluster's Nodes and Pods are.
     #[arg(long, value_name = "ID")]
     pub session: String,
+    /// Also run the session's rounds: at the first step, then every `round_seconds` (as `arbiter
+    /// kueue` does). Only where nothing else runs them: never beside `arbiter kueue`.
+    #[arg(long)]
+    pub run_rounds: bool,
 }
 
 fn init_logging(directives: &str) -> Result<(), String> {
@@ -171,6 +175,9 @@ pub fn run_sync(args: &SyncArgs) -> Result<String, String> {
     let clients = connect(&args.connection)?;
     clients.arbiter.session(&args.session).map_err(|e| format!("session {}: {e}", args.session))?;
     let mut sync = Sync::new(clients.kube, clients.arbiter, args.session.clone(), clients.reference);
+    if args.run_rounds {
+        sync = sync.running_rounds();
+    }
     if args.connection.once {
         let report = sync.step()?;
         return serde_json::to_string(&report).map_err(|e| e.to_string());

@@ -22,3 +22,5 @@ pub mod arbiter;
 pub mod cli;
 #[cfg(feature = "kubernetes")]
 pub mod http;
+#[cfg(feature = "kubernetes")]
+pub mod rounds;

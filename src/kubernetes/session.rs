@@ -1,5 +1,6 @@
 //! What the Kubernetes controllers read of an Arbiter session (`GET /v1/sessions/{id}`): its
-//! worker types, failed GPUs, round length, rounds run and each job's lease from the last round.
+//! worker types, failed GPUs, round length, rounds run and each job's lease from the last round;
+//! and of its scheduler extender: the pods recorded as bound and those the last round evicts.
 
 use serde::Deserialize;
 use std::collections::BTreeMap;
@@ -73,4 +74,45 @@ impl SessionSnapshot {
     pub fn last_round(&self) -> Option<u64> {
         self.rounds.checked_sub(1)
     }
+}
+
+/// A pod recorded as bound (`GET /v1/sessions/{id}/k8s/bindings`).
+#[derive(Debug, Clone, Default, PartialEq, Deserialize)]
+pub struct BindingSnapshot {
+    pub namespace: String,
+    pub name: String,
+    #[serde(default)]
+    pub uid: String,
+    pub node: String,
+    pub job: String,
+    /// `<type>/<server>`.
+    #[serde(default)]
+    pub server: String,
+}
+
+#[derive(Debug, Clone, Default, PartialEq, Deserialize)]
+pub struct BindingListSnapshot {
+    pub bindings: Vec<BindingSnapshot>,
+}
+
+/// A bound pod the last round does not run where it is (`GET /v1/sessions/{id}/k8s/evictions`).
+#[derive(Debug, Clone, Default, PartialEq, Deserialize)]
+pub struct EvictionSnapshot {
+    pub namespace: String,
+    pub name: String,
+    #[serde(default)]
+    pub uid: String,
+    pub node: String,
+    pub job: String,
+    #[serde(default)]
+    pub server: String,
+    #[serde(default)]
+    pub reason: String,
+}
+
+#[derive(Debug, Clone, Default, PartialEq, Deserialize)]
+pub struct EvictionListSnapshot {
+    /// Rounds run when the list was made.
+    pub rounds: u64,
+    pub evictions: Vec<EvictionSnapshot>,
 }

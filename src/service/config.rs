@@ -91,6 +91,21 @@ pub struct Config {
     #[arg(long, env = "ARBITER_INSECURE", value_parser = clap::builder::BoolishValueParser::new())]
     pub insecure: bool,
 
+    /// The Kubernetes API server at which the scheduler extender's `bind` creates the Bindings it
+    /// accepts (`https://HOST:6443`; `http://127.0.0.1:8001` under `kubectl proxy`), or
+    /// `in-cluster` for the cluster the server runs in (its service account, which needs `create`
+    /// on `pods/binding`). Without it, `bind` records bindings and creates none.
+    #[arg(long, env = "ARBITER_KUBE_API_SERVER", value_name = "URL|in-cluster")]
+    pub kube_api_server: Option<String>,
+
+    /// With --kube-api-server URL: a bearer token for it, read before every call.
+    #[arg(long, env = "ARBITER_KUBE_TOKEN_FILE", value_name = "FILE")]
+    pub kube_token_file: Option<PathBuf>,
+
+    /// With --kube-api-server URL: its CA certificates (PEM); default: the public roots.
+    #[arg(long, env = "ARBITER_KUBE_CA_FILE", value_name = "FILE")]
+    pub kube_ca_file: Option<PathBuf>,
+
     /// With tokens: live sessions (of both kinds) a tenant may own; `admin` tokens are exempt.
     #[arg(long, env = "ARBITER_TENANT_MAX_SESSIONS", default_value_t = quotas::DEFAULT_MAX_SESSIONS)]
     pub tenant_max_sessions: u64,
@@ -155,6 +170,9 @@ impl Config {
             tenant_max_concurrent_solves: quotas::DEFAULT_MAX_CONCURRENT_SOLVES,
             tenant_requests_per_second: quotas::DEFAULT_REQUESTS_PER_SECOND,
             tenant_burst: quotas::DEFAULT_BURST,
+            kube_api_server: None,
+            kube_token_file: None,
+            kube_ca_file: None,
         }
     }
 

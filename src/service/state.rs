@@ -6,7 +6,7 @@ use super::auth::Principal;
 use super::config::Config;
 use super::error::ApiResult;
 use super::fitgpp::FitGppSessions;
-use super::k8s::binder::{Binder, RecordOnly};
+use super::k8s::binder::{self, Binder};
 use super::limits::SolveLimiter;
 use super::metrics::Metrics;
 use super::quotas::{Quotas, Reservation};
@@ -59,6 +59,10 @@ impl AppState {
             Some(path) => Some(Arc::new(ThroughputTable::from_path(path).map_err(|e| e.to_string())?)),
             None => None,
         };
+        let binder = binder::from_config(&config)?;
+        if let Some(server) = &config.kube_api_server {
+            tracing::info!(api_server = %server, "the scheduler extender's bind creates Bindings at the API server");
+        }
         let keyring = config.tokens.as_deref().map(|path| Keyring::open(path, config.tenant_limits())).transpose()?;
         let (store, opened) = Store::open(&config.db, config.db_max_bytes).map_err(|e| e.to_string())?;
         log_opened(&config, &opened);
@@ -84,7 +88,7 @@ impl AppState {
             reference,
             keyring,
             quotas: Quotas::default(),
-            binder: Arc::new(RecordOnly),
+            binder,
         };
         Ok((Arc::new(state), broken))
     }

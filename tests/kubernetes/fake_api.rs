@@ -1,7 +1,9 @@
 //! A fake Kubernetes API server for the loop tests: it serves lists of the objects it holds,
 //! applies status patches the way server-side apply merges them (an admission-check entry by
-//! name, a condition by type; a stale resourceVersion is a 409), accepts bindings and evictions,
-//! records every request, and answers with a given error when told to.
+//! name, a condition by type; a stale resourceVersion is a 409), accepts bindings and evictions
+//! (when it holds `/api/v1/pods`, of the pods listed there only: a binding sets the pod's
+//! `spec.nodeName`, an eviction its `deletionTimestamp`), records every request, and answers with
+//! a given error when told to.
 #![allow(dead_code)]
 
 use axum::body::Bytes;
@@ -30,8 +32,8 @@ pub struct FakeState {
     /// Collection path (`/api/v1/nodes`) → its objects.
     pub collections: BTreeMap<String, Vec<Value>>,
     pub requests: Vec<Recorded>,
-    /// The next request of that method gets this status instead.
-    pub failures: VecDeque<(String, u16)>,
+    /// The next request of that method gets this status (and message) instead.
+    pub failures: VecDeque<(String, u16, String)>,
     version: u64,
 }
 
@@ -73,7 +75,12 @@ impl FakeApi {
     }
 
     pub fn fail_next(&self, method: &str, code: u16) {
-        self.state.lock().unwrap().failures.push_back((method.to_string(), code));
+        self.fail_next_with(method, code, &format!("injected {code}"));
+    }
+
+    /// The next request of `method` is answered `code` with `message`.
+    pub fn fail_next_with(&self, method: &str, code: u16, message: &str) {
+        self.state.lock().unwrap().failures.push_back((method.to_string(), code, message.to_string()));
     }
 
     /// The requests recorded since the last call (and forgets them).
@@ -134,10 +141,14 @@ async fn handle(
         authorization: header("authorization"),
         body: parsed.clone(),
     });
-    if let Some(i) = state.failures.iter().position(|(m, _)| m == method.as_str()) {
-        let (_, code) = state.failures.remove(i).unwrap();
-        let reason = if code == 409 { "Conflict" } else { "InternalError" };
-        return status(code, reason, &format!("injected {code}"));
+    if let Some(i) = state.failures.iter().position(|(m, _, _)| m == method.as_str()) {
+        let (_, code, message) = state.failures.remove(i).unwrap();
+        let reason = match code {
+            409 => "Conflict",
+            429 => "TooManyRequests",
+            _ => "InternalError",
+        };
+        return status(code, reason, &message);
     }
     let path = uri.path().to_string();
     let segments: Vec<&str> = path.trim_start_matches('/').split('/').collect();
@@ -185,11 +196,37 @@ async fn handle(
             object["metadata"]["resourceVersion"] = json!(version);
             axum::Json(object.clone()).into_response()
         }
-        "POST" if path.ends_with("/binding") || path.ends_with("/eviction") => (
-            StatusCode::CREATED,
-            axum::Json(json!({"kind": "Status", "apiVersion": "v1", "status": "Success", "code": 201})),
-        )
-            .into_response(),
+        "POST" if path.ends_with("/binding") || path.ends_with("/eviction") => {
+            // /api/v1/namespaces/<ns>/pods/<name>/<binding|eviction>
+            let (namespace, name, verb) = (segments[3], segments[5], segments[6]);
+            if let Some(pods) = state.collections.get_mut("/api/v1/pods") {
+                let Some(pod) = pods.iter_mut().find(|p| matches(p, Some(namespace), name)) else {
+                    return status(404, "NotFound", &format!("pods \"{name}\" not found"));
+                };
+                if verb == "binding" {
+                    if let Some(node) = pod["spec"]["nodeName"].as_str() {
+                        return status(409, "Conflict", &format!("pod {name} is already assigned to node \"{node}\""));
+                    }
+                    if let Some(uid) = parsed["metadata"]["uid"].as_str() {
+                        if pod["metadata"]["uid"] != uid {
+                            return status(
+                                409,
+                                "Conflict",
+                                &format!("Precondition failed: UID in precondition: {uid}"),
+                            );
+                        }
+                    }
+                    pod["spec"]["nodeName"] = parsed["target"]["name"].clone();
+                } else {
+                    pod["metadata"]["deletionTimestamp"] = json!("2026-01-05T10:30:00Z");
+                }
+            }
+            (
+                StatusCode::CREATED,
+                axum::Json(json!({"kind": "Status", "apiVersion": "v1", "status": "Success", "code": 201})),
+            )
+                .into_response()
+        }
         _ => status(405, "MethodNotAllowed", &format!("{method} {path} is not served here")),
     }
 }

@@ -38,7 +38,7 @@ fn lists_and_applies_a_status_with_the_apply_content_type_and_field_manager() {
 fn binds_and_evicts_pods() {
     let fake = FakeApi::start();
     let client = Client::new(&fake.url(), None, None).unwrap();
-    client.bind_pod("team-a", "bert-0", "gpu-v100-0").unwrap();
+    client.bind_pod("team-a", "bert-0", None, "gpu-v100-0").unwrap();
     client.evict_pod("team-a", "bert-1").unwrap();
     let requests = fake.take();
     assert_eq!(requests[0].method, "POST");

@@ -6,7 +6,7 @@ use arbiter::kubernetes::objects::{Node, Pod};
 use arbiter::kubernetes::session::SessionSnapshot;
 use arbiter::kubernetes::sync::{plan, SyncInputs, SyncPlan};
 use serde_json::{json, Value};
-use std::collections::BTreeSet;
+use std::collections::{BTreeMap, BTreeSet};
 
 pub fn node(name: &str, worker_type: &str, server: &str, ready: bool, unschedulable: bool) -> Value {
     json!({
@@ -41,7 +41,17 @@ pub fn pod(name: &str, job: &str, gpus: u32, phase: &str, throughputs: &str) -> 
 fn run(nodes: &[Value], pods: &[Value], session: &SessionSnapshot, known: &BTreeSet<String>) -> SyncPlan {
     let nodes: Vec<Node> = nodes.iter().map(|n| serde_json::from_value(n.clone()).unwrap()).collect();
     let pods: Vec<Pod> = pods.iter().map(|p| serde_json::from_value(p.clone()).unwrap()).collect();
-    plan(&SyncInputs { nodes: &nodes, pods: &pods, session, reference: None, known })
+    let refused = BTreeMap::new();
+    plan(&SyncInputs {
+        nodes: &nodes,
+        pods: &pods,
+        session,
+        reference: None,
+        known,
+        bindings: &[],
+        evictions: &[],
+        refused: &refused,
+    })
 }
 
 #[test]

@@ -8,6 +8,7 @@ use super::reconcile::{reconcile, Inputs, Plan};
 use super::types::{AdmissionCheck, ClusterQueue, ResourceFlavor, Workload, GROUP};
 use crate::kubernetes::api::Client;
 use crate::kubernetes::arbiter::ArbiterClient;
+use crate::kubernetes::rounds::RoundClock;
 use crate::kubernetes::session::SessionSnapshot;
 use crate::kubernetes::time;
 use crate::workload::throughputs::ThroughputTable;
@@ -40,8 +41,8 @@ pub struct Controller {
     kube: Client,
     arbiter: ArbiterClient,
     settings: Settings,
-    /// When the next round is due; none yet: at the first step.
-    next_round: Option<Instant>,
+    /// When the next round is due.
+    rounds: RoundClock,
     /// Jobs the server refused, with its message: their workloads are rejected.
     refused: BTreeMap<String, String>,
     /// Problems already logged (each is logged once while it lasts).
@@ -58,7 +59,14 @@ struct Observed {
 
 impl Controller {
     pub fn new(kube: Client, arbiter: ArbiterClient, settings: Settings) -> Controller {
-        Controller { kube, arbiter, settings, next_round: None, refused: BTreeMap::new(), reported: BTreeSet::new() }
+        Controller {
+            kube,
+            arbiter,
+            settings,
+            rounds: RoundClock::default(),
+            refused: BTreeMap::new(),
+            reported: BTreeSet::new(),
+        }
     }
 
     fn path(&self, plural: &str) -> String {
@@ -119,7 +127,7 @@ impl Controller {
             refused,
             controller_name: &self.settings.controller_name,
             now: stamp,
-            seconds_to_next_round: self.next_round.map_or(0.0, |t| t.saturating_duration_since(now).as_secs_f64()),
+            seconds_to_next_round: self.rounds.seconds_to_next(now),
         }
     }
 
@@ -157,15 +165,10 @@ impl Controller {
     fn round_if_due(&mut self, now: Instant, report: &mut StepReport) -> Result<SessionSnapshot, String> {
         let id = &self.settings.session;
         let session = self.arbiter.session(id).map_err(|e| e.to_string())?;
-        if self.next_round.is_some_and(|t| now < t) || session.jobs.is_empty() {
-            return Ok(session);
-        }
-        match self.arbiter.run_round(id) {
-            Ok(round) => {
-                let index = round["index"].as_u64();
-                tracing::info!(round = ?index, placements = %round["placements"], "round run");
-                report.round = index;
-                self.next_round = Some(now + Duration::from_secs_f64(session.round_seconds.max(1.0)));
+        match self.rounds.run_if_due(&self.arbiter, &session, now) {
+            Ok(None) => Ok(session),
+            Ok(Some(index)) => {
+                report.round = Some(index);
                 self.arbiter.session(id).map_err(|e| e.to_string())
             }
             Err(e) => {

@@ -1,13 +1,16 @@
 //! One pass of `k8s-sync`, without I/O. A node labelled with a worker type and server index is
 //! that server of the session: not Ready or unschedulable, its GPUs are reported failed; Ready
 //! again, returned. Pods labelled `arbiter.dev/job` are that job: it is added when its first pods
-//! appear (its scale factor a pod's GPUs times `arbiter.dev/pods`, or the GPUs of the pods seen), and removed once every pod it had has succeeded, failed for good or been deleted.
+//! appear (its scale factor a pod's GPUs times `arbiter.dev/pods`, or the GPUs of the pods seen),
+//! and removed once every pod it had has succeeded, failed for good or been deleted. Bound pods
+//! are reported to the scheduler extender, evicted and forgotten as `bindings` decides.
 
+use super::bindings::{is_finished, is_live, plan_bindings, BindingPlan, PodOnNode};
 use crate::kubernetes::jobs;
 use crate::kubernetes::keys::{JOB, PODS, SERVER, WORKER_TYPE};
 use crate::kubernetes::kueue::reconcile::is_kueue_job;
 use crate::kubernetes::objects::{Node, Pod};
-use crate::kubernetes::session::SessionSnapshot;
+use crate::kubernetes::session::{BindingSnapshot, EvictionSnapshot, SessionSnapshot};
 use crate::request::JobSpec;
 use crate::workload::throughputs::ThroughputTable;
 use std::collections::{BTreeMap, BTreeSet};
@@ -20,6 +23,13 @@ pub struct SyncInputs<'a> {
     /// Jobs whose pods this sync has seen: only those are removed when their pods are gone (a job
     /// added through the API, with no pods, is not this sync's to remove).
     pub known: &'a BTreeSet<String>,
+    /// The pods the session's scheduler extender has recorded as bound.
+    pub bindings: &'a [BindingSnapshot],
+    /// The bound pods the session's last round does not run where they are.
+    pub evictions: &'a [EvictionSnapshot],
+    /// Pods `bind` refused, with the session's rounds when it did: not reported again until
+    /// another round has run.
+    pub refused: &'a BTreeMap<PodOnNode, u64>,
 }
 
 #[derive(Debug, Clone, Default)]
@@ -32,6 +42,8 @@ pub struct SyncPlan {
     /// `known` after this pass.
     pub known: BTreeSet<String>,
     pub problems: Vec<String>,
+    /// Bound pods to report, evictions to carry out, bindings to forget.
+    pub bindings: BindingPlan,
 }
 
 /// The server a node is, `<type>/<server>`, checked against the session's cluster.
@@ -72,10 +84,6 @@ fn scale_factor(live: &[&&Pod]) -> Result<u32, String> {
     })
 }
 
-fn is_terminal(pod: &Pod) -> bool {
-    matches!(pod.status.phase.as_deref(), Some("Succeeded") | Some("Failed"))
-}
-
 /// One pass: see the module's documentation.
 pub fn plan(inputs: &SyncInputs<'_>) -> SyncPlan {
     let mut out = SyncPlan::default();
@@ -109,9 +117,12 @@ pub fn plan(inputs: &SyncInputs<'_>) -> SyncPlan {
             out.problems.push(format!("pods labelled {JOB}={job:?}: a job id with '/' is a Kueue workload's"));
             continue;
         }
-        let live: Vec<&&Pod> =
-            pods.iter().filter(|p| !is_terminal(p) && p.metadata.deletion_timestamp.is_none()).collect();
+        let live: Vec<&&Pod> = pods.iter().filter(|p| is_live(p)).collect();
         if live.is_empty() {
+            if pods.iter().any(|p| !is_finished(p)) {
+                // Only being deleted (e.g. evicted): its controller recreates them, the job stays.
+                out.known.insert(job.to_string());
+            }
             continue; // finished: removed below if the session has it
         }
         out.known.insert(job.to_string());
@@ -146,5 +157,6 @@ pub fn plan(inputs: &SyncInputs<'_>) -> SyncPlan {
     // A removal that fails is tried again next pass; once done, the session lacks the job and
     // it is forgotten.
     out.known.extend(out.remove.iter().cloned());
+    out.bindings = plan_bindings(inputs.pods, inputs.bindings, inputs.evictions, inputs.refused, inputs.session.rounds);
     out
 }
