@@ -12,7 +12,6 @@ pub mod kueue;
 pub mod objects;
 pub mod session;
 pub mod sync;
-pub mod time;
 
 #[cfg(feature = "kubernetes")]
 pub mod api;

@@ -10,7 +10,6 @@ use crate::kubernetes::api::Client;
 use crate::kubernetes::arbiter::ArbiterClient;
 use crate::kubernetes::rounds::RoundClock;
 use crate::kubernetes::session::SessionSnapshot;
-use crate::kubernetes::time;
 use crate::workload::throughputs::ThroughputTable;
 use std::collections::{BTreeMap, BTreeSet};
 use std::time::{Duration, Instant};
@@ -83,7 +82,7 @@ impl Controller {
         let observed = self.observe()?;
         let session = self.arbiter.session(&self.settings.session).map_err(|e| e.to_string())?;
         let mut report = StepReport::default();
-        let stamp = time::now();
+        let stamp = humantime::format_rfc3339_seconds(std::time::SystemTime::now()).to_string();
         let present: Vec<String> = observed.workloads.iter().map(super::reconcile::job_id).collect();
         self.refused.retain(|id, _| present.contains(id));
 
