@@ -3,37 +3,10 @@
 //! bind's `Error` and nothing is recorded; bad binder flags stop the server at start.
 
 use crate::fake_api::FakeApi;
+use crate::service_support::k8s::{fixture, node_of, pod};
 use crate::service_support::{bytes, Fixture, TempDir};
 use serde_json::{json, Value};
 use std::process::Command;
-
-fn fixture(name: &str) -> Value {
-    let path = format!("{}/fixtures/k8s/{name}", env!("CARGO_MANIFEST_DIR"));
-    serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap()
-}
-
-/// The extender fixture's pod, renamed, labelled with `job` (or with no job label).
-fn pod(job: Option<&str>, name: &str, uid: &str) -> Value {
-    let mut pod = fixture("pod.json");
-    pod["metadata"]["name"] = json!(name);
-    pod["metadata"]["uid"] = json!(uid);
-    let labels = pod["metadata"]["labels"].as_object_mut().unwrap();
-    match job {
-        Some(job) => labels.insert("arbiter.dev/job".into(), json!(job)),
-        None => labels.remove("arbiter.dev/job"),
-    };
-    pod
-}
-
-fn node_of(server: &str) -> &'static str {
-    match server {
-        "v100/0" => "gpu-v100-a",
-        "v100/1" => "gpu-v100-b",
-        "k80/0" => "gpu-k80-a",
-        "k80/1" => "gpu-k80-b",
-        other => panic!("no node for server {other}"),
-    }
-}
 
 fn post(f: &Fixture, path: &str, body: &Value) -> Value {
     let reply = f.client().post(path, &bytes(body)).unwrap();

@@ -5,15 +5,11 @@
 //! pod annotations, preemption, and rounds that move jobs: evictions, new bindings, a restart.
 
 use crate::service_support::http::Client;
+use crate::service_support::k8s::{fixture, node_of, pod};
 use crate::service_support::*;
 use serde_json::{json, Value};
 use std::collections::{BTreeMap, BTreeSet};
 use std::time::Duration;
-
-fn fixture(name: &str) -> Value {
-    let path = format!("{}/fixtures/k8s/{name}", env!("CARGO_MANIFEST_DIR"));
-    serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap()
-}
 
 /// The NodeList: four GPU nodes for the session's servers, a CPU node without Arbiter labels, an
 /// `a100` node (a type the session lacks) and a `v100` node labelled server 7 (there are 2).
@@ -23,30 +19,6 @@ fn nodes() -> Value {
 
 fn node_names() -> Vec<String> {
     nodes()["items"].as_array().unwrap().iter().map(|n| n["metadata"]["name"].as_str().unwrap().to_string()).collect()
-}
-
-/// The node of a session server, as the fixture labels them.
-fn node_of(server: &str) -> &'static str {
-    match server {
-        "v100/0" => "gpu-v100-a",
-        "v100/1" => "gpu-v100-b",
-        "k80/0" => "gpu-k80-a",
-        "k80/1" => "gpu-k80-b",
-        other => panic!("no node for server {other}"),
-    }
-}
-
-/// The fixture's pod, renamed, with `arbiter.dev/job` set to `job` (or removed).
-fn pod(job: Option<&str>, name: &str, uid: &str) -> Value {
-    let mut pod = fixture("pod.json");
-    pod["metadata"]["name"] = json!(name);
-    pod["metadata"]["uid"] = json!(uid);
-    let labels = pod["metadata"]["labels"].as_object_mut().unwrap();
-    match job {
-        Some(job) => labels.insert("arbiter.dev/job".into(), json!(job)),
-        None => labels.remove("arbiter.dev/job"),
-    };
-    pod
 }
 
 /// `ExtenderArgs` as a scheduler without `nodeCacheCapable` sends it.
@@ -368,11 +340,47 @@ fn k8s_a_pod_annotated_with_throughputs_adds_its_job() {
     broken["metadata"]["annotations"]["arbiter.dev/throughputs"] = json!(r#"{"h100": 9.0}"#);
     let filtered = ok(&mut c, &format!("{base}/filter"), &args(&broken));
     let error = filtered["Error"].as_str().unwrap();
-    assert!(error.contains("cannot be added") && error.contains("h100"), "{filtered}");
+    assert!(error.contains("\"h100\" is not in the session's cluster"), "{filtered}");
     broken["metadata"]["annotations"]["arbiter.dev/throughputs"] = json!(r#"{"v100": 9.0}"#);
     broken["metadata"]["annotations"]["arbiter.dev/pods"] = json!("0");
     let filtered = ok(&mut c, &format!("{base}/filter"), &args(&broken));
     assert!(filtered["Error"].as_str().unwrap().contains("arbiter.dev/pods must be a whole number"), "{filtered}");
+    assert_eq!(get(&mut c, &format!("/v1/sessions/{id}"))["jobs"].as_array().unwrap().len(), 1);
+}
+
+/// `arbiter.dev/model` names a job type of the server's `--reference-throughputs`: its rows at
+/// the pod's scale factor are the job's throughputs (as the Kueue controller reads them).
+#[test]
+fn k8s_a_pod_annotated_with_a_model_adds_its_job_from_the_reference_throughputs() {
+    let dir = TempDir::new("k8s-model");
+    let reference = dir.path("reference.json");
+    let table = json!({
+        "v100": {"('ResNet-50 (batch size 64)', 4)": {"null": 38.0}, "('A3C', 1)": {"null": 9.0}},
+        "k80": {"('ResNet-50 (batch size 64)', 4)": {"null": 4.0}, "('A3C', 1)": {"null": 4.5}},
+    });
+    std::fs::write(&reference, table.to_string()).unwrap();
+    let f = Fixture::start("k8s-model", &["--no-demo", "--reference-throughputs", reference.to_str().unwrap()]);
+    let mut c = f.client();
+    let id = create(&mut c, json!([]));
+    let base = format!("/v1/sessions/{id}/k8s");
+    let mut resnet = pod(Some("resnet"), "resnet-0", "8f0a2c4e-6a8c-4e0a-8c4e-6a8c0e2a4c6e");
+    resnet["metadata"]["annotations"]["arbiter.dev/model"] = json!("ResNet-50 (batch size 64)");
+    resnet["metadata"]["annotations"]["arbiter.dev/weight"] = json!("2");
+
+    let filtered = ok(&mut c, &format!("{base}/filter"), &args(&resnet));
+    assert_eq!(filtered["Error"], "", "{filtered}");
+    let job = &get(&mut c, &format!("/v1/sessions/{id}"))["jobs"][0];
+    assert_eq!((job["id"].as_str(), job["scale_factor"].as_u64()), (Some("resnet"), Some(4)), "{job}");
+    assert_eq!((job["throughput"]["v100"].as_f64(), job["throughput"]["k80"].as_f64()), (Some(38.0), Some(4.0)));
+    assert_eq!(job["weight"], 2.0);
+
+    // A model the file lacks at that scale factor is the pod's error, naming what the file has.
+    let mut gpt = pod(Some("gpt"), "gpt-0", "0a2c4e6a-8c0e-4a2c-8e6a-8c0e2a4c6e8a");
+    gpt["metadata"]["annotations"]["arbiter.dev/model"] = json!("GPT-9");
+    let filtered = ok(&mut c, &format!("{base}/filter"), &args(&gpt));
+    let error = filtered["Error"].as_str().unwrap();
+    assert!(error.contains("\"GPT-9\" on 4 GPU(s) is not in the reference throughput file"), "{filtered}");
+    assert!(error.contains("ResNet-50 (batch size 64)"), "{filtered}");
     assert_eq!(get(&mut c, &format!("/v1/sessions/{id}"))["jobs"].as_array().unwrap().len(), 1);
 }
 

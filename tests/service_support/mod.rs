@@ -3,6 +3,7 @@
 #![allow(dead_code)]
 
 pub mod http;
+pub mod k8s;
 
 use http::{Client, Reply};
 use serde_json::{json, Value};

@@ -7,9 +7,12 @@ use super::observed::{pod_key, Observed};
 use super::wire::{
     ExtenderFilterResult, ExtenderPreemptionArgs, ExtenderPreemptionResult, HostPriority, MetaPod, MetaVictims,
 };
-use super::{JOB_KEY, MAX_PRIORITY, PODS_ANNOTATION, THROUGHPUTS_ANNOTATION};
+use super::MAX_PRIORITY;
+use crate::kubernetes::jobs;
+use crate::kubernetes::keys::{GPU_RESOURCE, JOB, MODEL, PODS, THROUGHPUTS};
 use crate::mechanism::{ServerId, Session};
 use crate::service::error::ApiResult;
+use crate::workload::throughputs::ThroughputTable;
 use serde::Serialize;
 use serde_json::Value;
 use std::collections::BTreeMap;
@@ -21,6 +24,8 @@ pub struct Context<'a> {
     pub session: &'a Session,
     pub bindings: &'a Bindings,
     pub observed: &'a Observed,
+    /// The server's reference throughputs (`--reference-throughputs`), for `arbiter.dev/model`.
+    pub reference: Option<&'a ThroughputTable>,
 }
 
 /// The candidate nodes of a call, in the form they came in.
@@ -78,8 +83,8 @@ impl Context<'_> {
             Some(job) => Owner::Unknown {
                 job: job.to_string(),
                 reason: format!(
-                    "arbiter: pod {} names job {job:?} ({JOB_KEY}), which session {} does not have: add it with POST \
-                     /v1/sessions/{}/jobs, or annotate the pod with {THROUGHPUTS_ANNOTATION}",
+                    "arbiter: pod {} names job {job:?} ({JOB}), which session {} does not have: add it with POST \
+                     /v1/sessions/{}/jobs, or annotate the pod with {THROUGHPUTS} or {MODEL}",
                     pod.display(),
                     self.id,
                     self.id
@@ -151,7 +156,7 @@ pub fn filter(ctx: &Context, pod: &Pod, candidates: &Candidates) -> ApiResult<Fi
             return Ok(Filtered::Answer(ExtenderFilterResult { nodes, node_names, ..Default::default() }));
         }
         Owner::Unknown { job, reason } => {
-            return Ok(match job_from_annotations(pod, &job) {
+            return Ok(match job_from_annotations(ctx, pod, &job) {
                 Some(Ok(body)) => Filtered::AddJob { body },
                 Some(Err(error)) => Filtered::Answer(ExtenderFilterResult { error, ..Default::default() }),
                 None => Filtered::Answer(ExtenderFilterResult { error: reason, ..Default::default() }),
@@ -186,35 +191,34 @@ pub fn filter(ctx: &Context, pod: &Pod, candidates: &Candidates) -> ApiResult<Fi
     }))
 }
 
-/// The job a pod whose job the session lacks describes with `arbiter.dev/throughputs` (and
-/// `arbiter.dev/pods`): none without that annotation, the reason when it is malformed.
-fn job_from_annotations(pod: &Pod, job: &str) -> Option<Result<String, String>> {
-    let row = pod.annotations.get(THROUGHPUTS_ANNOTATION)?;
+/// The job a pod whose job the session lacks describes with `arbiter.dev/throughputs` or
+/// `arbiter.dev/model` (and `arbiter.dev/pods`, `arbiter.dev/weight`), read as the Kueue
+/// controller and `k8s-sync` read them (`kubernetes::jobs`): none without either annotation, the
+/// reason when they do not describe a job.
+fn job_from_annotations(ctx: &Context, pod: &Pod, job: &str) -> Option<Result<String, String>> {
+    if !pod.annotations.contains_key(THROUGHPUTS) && !pod.annotations.contains_key(MODEL) {
+        return None;
+    }
     let who = pod.display();
-    let parse = || -> Result<String, String> {
-        let throughput: BTreeMap<String, f64> = serde_json::from_str(row).map_err(|e| {
-            format!(
-                "arbiter: pod {who}'s annotation {THROUGHPUTS_ANNOTATION} is not a JSON object of steps/s per worker \
-                 type: {e}"
-            )
-        })?;
-        let pods = match pod.annotations.get(PODS_ANNOTATION) {
+    let describe = || -> Result<String, String> {
+        let pods = match pod.annotations.get(PODS) {
             None => 1,
             Some(n) => n.parse::<u32>().ok().filter(|&n| n >= 1).ok_or_else(|| {
-                format!("arbiter: pod {who}'s annotation {PODS_ANNOTATION} must be a whole number ≥ 1, got {n:?}")
+                format!("arbiter: pod {who}'s annotation {PODS} must be a whole number ≥ 1, got {n:?}")
             })?,
         };
         if pod.gpus == 0 {
             return Err(format!(
-                "arbiter: pod {who} requests no {}; a job added from a pod takes its GPU request as scale factor",
-                super::GPU_RESOURCE
+                "arbiter: pod {who} requests no {GPU_RESOURCE}; a job added from a pod takes its GPU request as scale factor"
             ));
         }
-        let scale_factor = pod.gpus.saturating_mul(pods);
-        let body = serde_json::json!({"id": job, "throughput": throughput, "scale_factor": scale_factor});
-        Ok(body.to_string())
+        let cluster = ctx.session.cluster();
+        let types: Vec<String> = (0..cluster.num_types()).map(|w| cluster.type_name(w).to_string()).collect();
+        let spec = jobs::job_spec(job, pod.gpus.saturating_mul(pods), &[&pod.annotations], &types, ctx.reference)
+            .map_err(|e| format!("arbiter: pod {who}: {e}"))?;
+        serde_json::to_string(&spec).map_err(|e| format!("arbiter: pod {who}: {e}"))
     };
-    Some(parse())
+    Some(describe())
 }
 
 /// `prioritize`: 10 for the nodes of the server holding most of the job's GPUs this round, less

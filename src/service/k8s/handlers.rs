@@ -18,13 +18,20 @@ use crate::service::extract::{parse_object, Body, Params};
 use crate::service::sessions::events::Event;
 use crate::service::sessions::handlers::{add_job_text, update};
 use crate::service::sessions::registry::{apply_live, Entry, Snapshot};
-use crate::service::state::SharedState;
+use crate::service::state::{AppState, SharedState};
 use axum::extract::State;
 use axum::http::StatusCode;
 use axum::Json;
 
-fn context<'a>(entry: &'a Entry, snapshot: &'a Snapshot) -> Context<'a> {
-    Context { id: &entry.id, session: &snapshot.session, bindings: &snapshot.bindings, observed: &entry.observed }
+fn context<'a>(state: &'a AppState, entry: &'a Entry, snapshot: &'a Snapshot) -> Context<'a> {
+    let reference = state.reference.as_deref();
+    Context {
+        id: &entry.id,
+        session: &snapshot.session,
+        bindings: &snapshot.bindings,
+        observed: &entry.observed,
+        reference,
+    }
 }
 
 /// The pod and candidate nodes of `ExtenderArgs`; remembers the pod's job and whole nodes' labels.
@@ -66,7 +73,7 @@ fn pod_error(what: &str, e: ApiError) -> ApiResult<String> {
     params(("id" = String, Path, description = "Session id")),
     request_body(content = ExtenderArgs, description = "kube-scheduler's ExtenderArgs: the pod and its candidate nodes"),
     responses(
-        (status = 200, description = "The passing nodes in the form they came in; the others with their reasons; `Error` for a pod Arbiter cannot place (a job the session lacks). A pod whose job is not in the session but which carries `arbiter.dev/throughputs` adds that job (durably) and waits for the next round", body = ExtenderFilterResult),
+        (status = 200, description = "The passing nodes in the form they came in; the others with their reasons; `Error` for a pod Arbiter cannot place (a job the session lacks). A pod whose job is not in the session but which carries `arbiter.dev/throughputs` or `arbiter.dev/model` adds that job (durably) and waits for the next round", body = ExtenderFilterResult),
         (status = 400, description = "Not ExtenderArgs (the field is named)", body = ErrorResponse),
         (status = 404, description = "Unknown session", body = ErrorResponse),
     ))]
@@ -79,7 +86,7 @@ pub async fn filter(
     let args: ExtenderArgs = parse_object(body.text()?)?;
     let entry = state.sessions.get(&id, &caller)?;
     let (pod, candidates) = read_args(&entry, args)?;
-    let decided = decide::filter(&context(&entry, &entry.snapshot()), &pod, &candidates)?;
+    let decided = decide::filter(&context(&state, &entry, &entry.snapshot()), &pod, &candidates)?;
     let Filtered::AddJob { body } = decided else {
         return match decided {
             Filtered::Answer(answer) => Ok(Json(answer)),
@@ -90,7 +97,7 @@ pub async fn filter(
         let what = format!("the job pod {} describes cannot be added", pod.display());
         return Ok(Json(ExtenderFilterResult { error: pod_error(&what, e)?, ..Default::default() }));
     }
-    match decide::filter(&context(&entry, &entry.snapshot()), &pod, &candidates)? {
+    match decide::filter(&context(&state, &entry, &entry.snapshot()), &pod, &candidates)? {
         Filtered::Answer(answer) => Ok(Json(answer)),
         Filtered::AddJob { .. } => Err(ApiError::Internal("the job added from a pod is not in the session".into())),
     }
@@ -114,7 +121,7 @@ pub async fn prioritize(
     let args: ExtenderArgs = parse_object(body.text()?)?;
     let entry = state.sessions.get(&id, &caller)?;
     let (pod, candidates) = read_args(&entry, args)?;
-    Ok(Json(decide::prioritize(&context(&entry, &entry.snapshot()), &pod, &candidates)?))
+    Ok(Json(decide::prioritize(&context(&state, &entry, &entry.snapshot()), &pod, &candidates)?))
 }
 
 /// kube-scheduler's `bind`: records the pod's binding to its job's server (durably), after the
@@ -142,7 +149,7 @@ pub async fn bind(
     let entry = state.sessions.get(&id, &caller)?;
     let check = {
         let snapshot = entry.snapshot();
-        let ctx = context(&entry, &snapshot);
+        let ctx = context(&state, &entry, &snapshot);
         decide::bind(&ctx, &args.pod_namespace, &args.pod_name, &args.pod_uid, &args.node)?
     };
     let refused = |error: String| Ok(Json(ExtenderBindingResult { error }));
@@ -194,7 +201,7 @@ pub async fn preempt(
     let args: ExtenderPreemptionArgs = parse_object(body.text()?)?;
     let entry = state.sessions.get(&id, &caller)?;
     let pod = Pod::read(&args.pod, "Pod")?;
-    Ok(Json(decide::preempt(&context(&entry, &entry.snapshot()), &pod, &args)?))
+    Ok(Json(decide::preempt(&context(&state, &entry, &entry.snapshot()), &pod, &args)?))
 }
 
 /// The bound pods the current round does not run where they are: evict them.
@@ -211,7 +218,7 @@ pub async fn evictions(
 ) -> ApiResult<Json<EvictionList>> {
     let entry = state.sessions.get(&id, &caller)?;
     let snapshot = entry.snapshot();
-    let evictions = decide::evictions(&context(&entry, &snapshot))?;
+    let evictions = decide::evictions(&context(&state, &entry, &snapshot))?;
     Ok(Json(EvictionList { session: entry.id.clone(), rounds: snapshot.session.rounds(), evictions }))
 }
 

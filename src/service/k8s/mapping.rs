@@ -2,8 +2,8 @@
 //! requests, a node to the server its labels name, and a job to the servers the round placed it on.
 
 use super::wire::null_as_default;
-use super::{GPU_RESOURCE, JOB_KEY, SERVER_LABEL, WORKER_TYPE_LABEL};
 use crate::error::{ArbiterError, ErrorCode};
+use crate::kubernetes::keys::{GPU_RESOURCE, JOB, SERVER, WORKER_TYPE};
 use crate::mechanism::{ServerId, Session};
 use crate::service::error::{ApiError, ApiResult};
 use serde::de::DeserializeOwned;
@@ -121,7 +121,7 @@ impl Pod {
     /// The job the pod names with `arbiter.dev/job`, a label or else an annotation; none: the
     /// pod is not Arbiter's.
     pub fn job(&self) -> Option<&str> {
-        self.labels.get(JOB_KEY).or_else(|| self.annotations.get(JOB_KEY)).map(String::as_str)
+        self.labels.get(JOB).or_else(|| self.annotations.get(JOB)).map(String::as_str)
     }
 
     /// `namespace/name`, as `kubectl` names it.
@@ -192,7 +192,7 @@ pub fn read_nodes(list: &Value, field: &str) -> ApiResult<Vec<Node>> {
             );
         }
         let mut labels = node.metadata.labels;
-        let labels = NodeLabels { worker_type: labels.remove(WORKER_TYPE_LABEL), server: labels.remove(SERVER_LABEL) };
+        let labels = NodeLabels { worker_type: labels.remove(WORKER_TYPE), server: labels.remove(SERVER) };
         nodes.push(Node { name: node.metadata.name, labels });
     }
     Ok(nodes)
@@ -204,24 +204,26 @@ pub fn server_of(session: &Session, node: &str, labels: &NodeLabels) -> Result<S
     let types = || (0..cluster.num_types()).map(|w| cluster.type_name(w)).collect::<Vec<_>>().join(", ");
     let Some(type_name) = &labels.worker_type else {
         return Err(format!(
-            "arbiter: node {node} has no {WORKER_TYPE_LABEL} label naming one of the session's worker types ({})",
+            "arbiter: node {node} has no {WORKER_TYPE} label naming one of the session's worker types ({})",
             types()
         ));
     };
     let Some(w) = cluster.type_index(type_name) else {
         return Err(format!(
-            "arbiter: node {node} is labelled {WORKER_TYPE_LABEL}={type_name}, which is not a worker type of the \
+            "arbiter: node {node} is labelled {WORKER_TYPE}={type_name}, which is not a worker type of the \
              session ({})",
             types()
         ));
     };
     let servers = cluster.servers_of_type(w).count();
     let Some(index) = &labels.server else {
-        return Err(format!("arbiter: node {node} has no {SERVER_LABEL} label (its server's index among the {servers} {type_name} servers)"));
+        return Err(format!(
+            "arbiter: node {node} has no {SERVER} label (its server's index among the {servers} {type_name} servers)"
+        ));
     };
     index.parse::<usize>().ok().and_then(|i| cluster.servers_of_type(w).nth(i)).ok_or_else(|| {
         format!(
-            "arbiter: node {node} is labelled {SERVER_LABEL}={index}, which names no {type_name} server (0 to {})",
+            "arbiter: node {node} is labelled {SERVER}={index}, which names no {type_name} server (0 to {})",
             servers.saturating_sub(1)
         )
     })
