@@ -3,7 +3,7 @@
 //! and of its scheduler extender: the pods recorded as bound and those the last round evicts.
 
 use serde::Deserialize;
-use std::collections::BTreeMap;
+use std::collections::HashMap;
 
 #[derive(Debug, Clone, Default, PartialEq, Deserialize)]
 pub struct SessionSnapshot {
@@ -51,28 +51,31 @@ pub struct LeaseSnapshot {
 }
 
 impl SessionSnapshot {
-    pub fn has_job(&self, id: &str) -> bool {
-        self.jobs.iter().any(|j| j.id == id)
-    }
-
-    /// The worker type each job runs on in the last round (jobs that wait are absent).
-    pub fn placements(&self) -> BTreeMap<&str, &str> {
-        self.jobs.iter().filter_map(|j| Some((j.id.as_str(), j.lease.as_ref()?.worker_type.as_str()))).collect()
+    /// The jobs by id, built once per pass: a pass asks about every workload or pod's job.
+    pub fn jobs_by_id(&self) -> HashMap<&str, &JobSnapshot> {
+        self.jobs.iter().map(|j| (j.id.as_str(), j)).collect()
     }
 
     pub fn worker_types(&self) -> Vec<String> {
         self.cluster.worker_types.keys().cloned().collect()
     }
 
-    /// Whether the last round decided about the job: it arrived before that round ended (a job
+    /// Whether the last round decided about `job`: it arrived before that round ended (a job
     /// added since arrives at the session's time).
-    pub fn in_last_round(&self, id: &str) -> bool {
-        self.rounds > 0 && self.jobs.iter().any(|j| j.id == id && j.arrival < self.time)
+    pub fn in_last_round(&self, job: &JobSnapshot) -> bool {
+        self.rounds > 0 && job.arrival < self.time
     }
 
     /// The index of the last round run, if any.
     pub fn last_round(&self) -> Option<u64> {
         self.rounds.checked_sub(1)
+    }
+}
+
+impl JobSnapshot {
+    /// The worker type it runs on in the last round (none: it waits).
+    pub fn placement(&self) -> Option<&str> {
+        self.lease.as_ref().map(|l| l.worker_type.as_str())
     }
 }
 

@@ -8,7 +8,7 @@ use super::flavors::{self, TypeFlavor};
 use super::types::{AdmissionCheck, AdmissionCheckState, CheckState, PodSetUpdate, ResourceFlavor, Workload, ACTIVE};
 use crate::kubernetes::jobs;
 use crate::kubernetes::objects::is_true;
-use crate::kubernetes::session::SessionSnapshot;
+use crate::kubernetes::session::{JobSnapshot, SessionSnapshot};
 use crate::request::JobSpec;
 use crate::workload::throughputs::ThroughputTable;
 use std::collections::{BTreeMap, BTreeSet};
@@ -92,6 +92,7 @@ fn desired(
     inputs: &Inputs<'_>,
     types: &BTreeMap<String, TypeFlavor>,
     id: &str,
+    job: &JobSnapshot,
     plan: &mut Plan,
 ) -> Option<AdmissionCheckState> {
     let state = |state, message: String, updates: Vec<PodSetUpdate>, requeue: Option<u32>| AdmissionCheckState {
@@ -105,12 +106,12 @@ fn desired(
     let reject = |why: String| state(CheckState::Rejected, format!("arbiter: {why}"), Vec::new(), None);
     let session = inputs.session;
     let round = session.last_round()?;
-    if !session.in_last_round(id) {
+    if !session.in_last_round(job) {
         return None; // arrived since: the next round decides
     }
     let next = seconds(inputs.seconds_to_next_round);
-    match session.placements().get(id) {
-        Some(&worker_type) => {
+    match job.placement() {
+        Some(worker_type) => {
             if !types.contains_key(worker_type) {
                 plan.problems.push(format!(
                     "{id} runs on {worker_type}, but no ResourceFlavor is labelled arbiter.dev/worker-type={worker_type}"
@@ -176,6 +177,7 @@ pub fn reconcile(inputs: &Inputs<'_>) -> Plan {
             None
         }
     };
+    let jobs = inputs.session.jobs_by_id();
     let mut present = BTreeSet::new();
     for workload in inputs.workloads {
         let Some(check) = workload.status.admission_checks.iter().find(|c| ours.contains(&c.name)) else { continue };
@@ -215,12 +217,13 @@ pub fn reconcile(inputs: &Inputs<'_>) -> Plan {
             }
         };
         present.insert(id.clone());
-        if !inputs.session.has_job(&id) {
-            plan.add.push(job);
-        }
+        let Some(&known) = jobs.get(id.as_str()) else {
+            plan.add.push(job); // no round has decided about it yet
+            continue;
+        };
         let Some(types) = types.as_ref().filter(|_| reserved) else { continue };
         for check in workload.status.admission_checks.iter().filter(|c| ours.contains(&c.name)) {
-            if let Some(state) = desired(workload, check, inputs, types, &id, &mut plan) {
+            if let Some(state) = desired(workload, check, inputs, types, &id, known, &mut plan) {
                 plan.workloads.push(patch(workload, state));
             }
         }

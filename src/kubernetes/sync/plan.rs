@@ -112,6 +112,7 @@ pub fn plan(inputs: &SyncInputs<'_>) -> SyncPlan {
         }
     }
     let worker_types = inputs.session.worker_types();
+    let jobs = inputs.session.jobs_by_id();
     for (&job, pods) in &by_job {
         if is_kueue_job(job) {
             out.problems.push(format!("pods labelled {JOB}={job:?}: a job id with '/' is a Kueue workload's"));
@@ -126,7 +127,7 @@ pub fn plan(inputs: &SyncInputs<'_>) -> SyncPlan {
             continue; // finished: removed below if the session has it
         }
         out.known.insert(job.to_string());
-        if inputs.session.has_job(job) {
+        if jobs.contains_key(job) {
             continue;
         }
         let scale_factor = match scale_factor(&live) {
