@@ -82,32 +82,8 @@ impl Client {
     fn call(&self, method: &'static str, path: &str, body: Option<(&str, &Value)>) -> Result<Value, CallError> {
         let url = format!("{}{path}", self.base);
         let token = self.token(method, &url)?;
-        let result = match (method, body) {
-            ("GET", _) => {
-                let mut request = self.agent.get(&url).header("Accept", "application/json");
-                if let Some(t) = &token {
-                    request = request.header("Authorization", t);
-                }
-                request.call()
-            }
-            (_, body) => {
-                let (content_type, value) = body.unwrap_or(("application/json", &Value::Null));
-                let mut request = if method == "PATCH" { self.agent.patch(&url) } else { self.agent.post(&url) };
-                request = request.header("Accept", "application/json").header("Content-Type", content_type);
-                if let Some(t) = &token {
-                    request = request.header("Authorization", t);
-                }
-                request.send(value.to_string())
-            }
-        };
-        let (status, text) = http::exchange(method, &url, result)?;
-        let value: Value =
-            if text.trim().is_empty() { Value::Null } else { serde_json::from_str(&text).unwrap_or(Value::Null) };
-        if (200..300).contains(&status) {
-            return Ok(value);
-        }
-        let message = value["message"].as_str().map_or_else(|| text.chars().take(500).collect(), str::to_string);
-        Err(CallError { method, url, status: Some(status), message })
+        let body = body.map(|(content_type, value)| (content_type, value.to_string()));
+        http::call_json(&self.agent, method, url, token.as_deref(), body, |v| v["message"].as_str())
     }
 
     /// Every object at a collection path (`/api/v1/nodes`,

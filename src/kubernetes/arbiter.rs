@@ -39,30 +39,8 @@ impl ArbiterClient {
     fn call(&self, method: &'static str, path: &str, body: Option<&Value>) -> Result<Value, CallError> {
         let url = format!("{}{path}", self.base);
         let auth = self.token.as_ref().map(|t| format!("Bearer {t}"));
-        let result = match method {
-            "GET" | "DELETE" => {
-                let mut request = if method == "GET" { self.agent.get(&url) } else { self.agent.delete(&url) };
-                if let Some(a) = &auth {
-                    request = request.header("Authorization", a);
-                }
-                request.call()
-            }
-            _ => {
-                let mut request = self.agent.post(&url).header("Content-Type", "application/json");
-                if let Some(a) = &auth {
-                    request = request.header("Authorization", a);
-                }
-                request.send(body.map_or_else(String::new, Value::to_string))
-            }
-        };
-        let (status, text) = http::exchange(method, &url, result)?;
-        let value: Value = serde_json::from_str(&text).unwrap_or(Value::Null);
-        if (200..300).contains(&status) {
-            return Ok(value);
-        }
-        let message =
-            value["error"]["message"].as_str().map_or_else(|| text.chars().take(500).collect(), str::to_string);
-        Err(CallError { method, url, status: Some(status), message })
+        let body = body.map(|b| ("application/json", b.to_string()));
+        http::call_json(&self.agent, method, url, auth.as_deref(), body, |v| v["error"]["message"].as_str())
     }
 
     /// A GET whose answer is read as `T` (`what` names it in the error).

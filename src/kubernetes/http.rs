@@ -1,6 +1,8 @@
 //! What the Kubernetes API client and the Arbiter server client share: one blocking HTTP agent
-//! (rustls), the error of a call (its status and the server's message), and path escaping.
+//! (rustls), one JSON call, the error of a call (its status and the server's message), and path
+//! escaping.
 
+use serde_json::Value;
 use std::fmt;
 use std::time::Duration;
 
@@ -36,8 +38,49 @@ pub fn agent(timeout: Duration, tls: Option<ureq::tls::TlsConfig>) -> ureq::Agen
     config.build().into()
 }
 
-/// Sends a request built by `build` and returns (status, body).
-pub fn exchange(
+/// One call of a JSON API: GET and DELETE without a body, POST and PATCH with `body` (its content
+/// type and text; none: an empty `application/json` body). The answer's JSON on a 2xx (null when
+/// empty); otherwise an error whose message `message_of` reads from the answer, or the first 500
+/// characters of the answer when it has none.
+pub fn call_json(
+    agent: &ureq::Agent,
+    method: &'static str,
+    url: String,
+    authorization: Option<&str>,
+    body: Option<(&str, String)>,
+    message_of: fn(&Value) -> Option<&str>,
+) -> Result<Value, CallError> {
+    let result = match method {
+        "GET" | "DELETE" => {
+            let mut request = if method == "GET" { agent.get(&url) } else { agent.delete(&url) };
+            request = request.header("Accept", "application/json");
+            if let Some(a) = authorization {
+                request = request.header("Authorization", a);
+            }
+            request.call()
+        }
+        _ => {
+            let (content_type, text) = body.unwrap_or(("application/json", String::new()));
+            let mut request = if method == "PATCH" { agent.patch(&url) } else { agent.post(&url) };
+            request = request.header("Accept", "application/json").header("Content-Type", content_type);
+            if let Some(a) = authorization {
+                request = request.header("Authorization", a);
+            }
+            request.send(text)
+        }
+    };
+    let (status, text) = exchange(method, &url, result)?;
+    let value: Value =
+        if text.trim().is_empty() { Value::Null } else { serde_json::from_str(&text).unwrap_or(Value::Null) };
+    if (200..300).contains(&status) {
+        return Ok(value);
+    }
+    let message = message_of(&value).map_or_else(|| text.chars().take(500).collect(), str::to_string);
+    Err(CallError { method, url, status: Some(status), message })
+}
+
+/// The (status, body) of a request's result; no answer or an unreadable one is the error.
+fn exchange(
     method: &'static str,
     url: &str,
     result: Result<ureq::http::Response<ureq::Body>, ureq::Error>,
