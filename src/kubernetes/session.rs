@@ -101,14 +101,9 @@ pub struct BindingListSnapshot {
 /// A bound pod the last round does not run where it is (`GET /v1/sessions/{id}/k8s/evictions`).
 #[derive(Debug, Clone, Default, PartialEq, Deserialize)]
 pub struct EvictionSnapshot {
-    pub namespace: String,
-    pub name: String,
-    #[serde(default)]
-    pub uid: String,
-    pub node: String,
-    pub job: String,
-    #[serde(default)]
-    pub server: String,
+    /// The pod's binding, as `GET .../k8s/bindings` lists it.
+    #[serde(flatten)]
+    pub pod: BindingSnapshot,
     #[serde(default)]
     pub reason: String,
 }

@@ -37,15 +37,7 @@ fn binding(name: &str, uid: &str, node: &str) -> BindingSnapshot {
 }
 
 fn eviction(name: &str, uid: &str) -> EvictionSnapshot {
-    EvictionSnapshot {
-        namespace: "team-c".into(),
-        name: name.into(),
-        uid: uid.into(),
-        node: "gpu-v100-0".into(),
-        job: "bert".into(),
-        server: "v100/0".into(),
-        reason: "arbiter: job bert waits".into(),
-    }
+    EvictionSnapshot { pod: binding(name, uid, "gpu-v100-0"), reason: "arbiter: job bert waits".into() }
 }
 
 fn on(name: &str, node: &str) -> PodOnNode {

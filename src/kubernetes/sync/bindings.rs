@@ -83,10 +83,10 @@ pub fn plan_bindings(
     };
     let mut gone: BTreeSet<(String, String)> = BTreeSet::new();
     for e in evictions {
-        if present(&e.namespace, &e.name, &e.uid) {
+        if present(&e.pod.namespace, &e.pod.name, &e.pod.uid) {
             out.evict.push(e.clone());
         } else {
-            gone.insert((e.namespace.clone(), e.name.clone()));
+            gone.insert((e.pod.namespace.clone(), e.pod.name.clone()));
         }
     }
     for b in bindings {

@@ -213,10 +213,10 @@ impl Sync {
     /// binding, so the eviction is tried again at the next step.
     fn evict(&self, decided: &SyncPlan, report: &mut SyncReport) {
         for e in &decided.bindings.evict {
-            let pod = key(&e.namespace, &e.name);
-            match self.kube.evict_pod(&e.namespace, &e.name) {
+            let pod = key(&e.pod.namespace, &e.pod.name);
+            match self.kube.evict_pod(&e.pod.namespace, &e.pod.name) {
                 Ok(()) => {
-                    tracing::info!(pod = %pod, node = %e.node, job = %e.job, reason = %e.reason, "pod evicted");
+                    tracing::info!(pod = %pod, node = %e.pod.node, job = %e.pod.job, reason = %e.reason, "pod evicted");
                     report.evicted.push(pod.clone());
                 }
                 Err(call) if call.status == Some(404) => {
@@ -233,7 +233,7 @@ impl Sync {
                     continue;
                 }
             }
-            self.forget_one(&e.namespace, &e.name, report);
+            self.forget_one(&e.pod.namespace, &e.pod.name, report);
         }
     }
 
