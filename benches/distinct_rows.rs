@@ -1,5 +1,6 @@
 //! LAS, FTF, makespan, max-sum throughput, water-filling and hierarchical (5 `fairness` entities
-//! of weights 1–5, job m in entity m mod 5) when every job has its own throughput row (Gavel-like rows times a
+//! of weights 1–5, job m in entity m mod 5; nested: the same 5 under 2 `fairness` orgs of weights
+//! 1 and 2) when every job has its own throughput row (Gavel-like rows times a
 //! lognormal factor, σ = 0.1, per job and type; 3 types, scale factors 1/2/4/8, n/4 GPUs of each
 //! type): the price decomposition against the plain LP over classes (`method: lp`), same run.
 //!
@@ -33,12 +34,45 @@ const POLICIES: [PolicyKind; 4] =
 const WATER_FILLING_MAX: usize = 65536;
 /// Hierarchical's entities: 5 `fairness` roots of these weights.
 const ENTITY_WEIGHTS: [f64; 5] = [1.0, 2.0, 3.0, 4.0, 5.0];
+/// The nested variant's orgs above them: weight and teams.
+const ORGS: [(f64, &[usize]); 2] = [(1.0, &[0, 1]), (2.0, &[2, 3, 4])];
+/// The nested variant's name in the table and in `ARBITER_BENCH_CASE`.
+const NESTED: &str = "hierarchical_nested";
 /// σ of the per-entry lognormal noise.
 const SIGMA: f64 = 0.1;
 /// Agreement required between the two methods' objectives.
 const OBJECTIVE_TOLERANCE: f64 = 1e-7;
 
-fn problem(policy: PolicyKind, n: usize, method: Method) -> Problem {
+/// A case: a policy, and for `hierarchical` whether its entities nest.
+#[derive(Clone, Copy, PartialEq)]
+struct Case {
+    policy: PolicyKind,
+    nested: bool,
+}
+
+impl Case {
+    fn of(policy: PolicyKind) -> Case {
+        Case { policy, nested: false }
+    }
+
+    fn name(self) -> &'static str {
+        if self.nested {
+            NESTED
+        } else {
+            self.policy.name()
+        }
+    }
+
+    fn from_name(name: &str) -> Option<Case> {
+        match name {
+            NESTED => Some(Case { policy: PolicyKind::Hierarchical, nested: true }),
+            _ => PolicyKind::from_name(name).map(Case::of),
+        }
+    }
+}
+
+fn problem(case: Case, n: usize, method: Method) -> Problem {
+    let policy = case.policy;
     let mut request = Request {
         policy: policy.name().to_string(),
         heterogeneity_aware: Some(true),
@@ -50,7 +84,17 @@ fn problem(policy: PolicyKind, n: usize, method: Method) -> Problem {
     if policy == PolicyKind::Hierarchical {
         let name = |e: usize| format!("e{e}");
         let entity = |w: f64| EntitySpec { weight: Some(w), policy: Some("fairness".into()), parent: None };
-        request.entities = Some(ENTITY_WEIGHTS.iter().enumerate().map(|(e, &w)| (name(e), entity(w))).collect());
+        let mut entities: std::collections::BTreeMap<String, EntitySpec> =
+            ENTITY_WEIGHTS.iter().enumerate().map(|(e, &w)| (name(e), entity(w))).collect();
+        if case.nested {
+            for (o, &(weight, teams)) in ORGS.iter().enumerate() {
+                entities.insert(format!("org{o}"), entity(weight));
+                for &team in teams {
+                    entities.get_mut(&name(team)).expect("a team").parent = Some(format!("org{o}"));
+                }
+            }
+        }
+        request.entities = Some(entities);
         for (m, job) in request.jobs.iter_mut().enumerate() {
             job.entity = Some(name(m % ENTITY_WEIGHTS.len()));
         }
@@ -95,10 +139,10 @@ fn peak_mib() -> f64 {
 /// `seconds objective peak_mib method`.
 fn child(spec: &str) {
     let parts: Vec<&str> = spec.split(':').collect();
-    let policy = PolicyKind::from_name(parts[0]).expect("a policy name");
+    let case = Case::from_name(parts[0]).expect("a policy name");
     let n: usize = parts[1].parse().expect("a job count");
     let method = Method::from_name(parts[2]).expect("a method name");
-    let problem = problem(policy, n, method);
+    let problem = problem(case, n, method);
     let mut best = run(&problem);
     if best.time < Duration::from_secs(1) {
         for _ in 0..2 {
@@ -113,10 +157,10 @@ fn child(spec: &str) {
 
 /// Runs one case in a child process: `(seconds, objective, peak MiB, method)`, or `None` when it
 /// takes longer than `limit` (the child is then stopped).
-fn spawn(policy: PolicyKind, n: usize, method: Method, limit: Duration) -> Option<(f64, f64, f64, String)> {
+fn spawn(case: Case, n: usize, method: Method, limit: Duration) -> Option<(f64, f64, f64, String)> {
     let exe = std::env::current_exe().expect("the bench binary's path");
     let mut child = Command::new(exe)
-        .env("ARBITER_BENCH_CASE", format!("{}:{n}:{}", policy.name(), method.name()))
+        .env("ARBITER_BENCH_CASE", format!("{}:{n}:{}", case.name(), method.name()))
         .env_remove("ARBITER_BENCH_TABLE")
         .stdout(Stdio::piped())
         .spawn()
@@ -134,7 +178,7 @@ fn spawn(policy: PolicyKind, n: usize, method: Method, limit: Duration) -> Optio
         std::thread::sleep(Duration::from_millis(20));
     }
     let out = child.wait_with_output().expect("the child's output");
-    assert!(out.status.success(), "child {} {n} {} failed", policy.name(), method.name());
+    assert!(out.status.success(), "child {} {n} {} failed", case.name(), method.name());
     let text = String::from_utf8_lossy(&out.stdout);
     let line = text.lines().last().unwrap_or_default().to_string();
     let mut fields = line.splitn(4, ' ');
@@ -162,16 +206,20 @@ fn table() {
     };
     println!("| policy | jobs | decomposition | method | plain LP (`method: lp`) | speedup | objectives agree | peak memory |");
     println!("|---|---:|---:|---|---:|---:|---|---:|");
-    let levels = [PolicyKind::MaxMinFairnessWaterFilling, PolicyKind::Hierarchical];
-    for policy in POLICIES.into_iter().chain(levels) {
+    let levels = [
+        Case::of(PolicyKind::MaxMinFairnessWaterFilling),
+        Case::of(PolicyKind::Hierarchical),
+        Case { policy: PolicyKind::Hierarchical, nested: true },
+    ];
+    for case in POLICIES.map(Case::of).into_iter().chain(levels) {
         let mut times = Vec::new();
-        let largest = if levels.contains(&policy) { WATER_FILLING_MAX } else { usize::MAX };
+        let largest = if levels.contains(&case) { WATER_FILLING_MAX } else { usize::MAX };
         for &n in sizes.iter().filter(|&&n| n <= largest) {
             let (t, objective, peak, method) =
-                spawn(policy, n, Method::Decomposition, Duration::from_secs(600)).expect("the decomposition finishes");
-            eprintln!("{} n={n}: {} {method}", policy.name(), millis(t));
+                spawn(case, n, Method::Decomposition, Duration::from_secs(600)).expect("the decomposition finishes");
+            eprintln!("{} n={n}: {} {method}", case.name(), millis(t));
             let (plain, speedup, agree) =
-                match (n <= REFERENCE_MAX).then(|| spawn(policy, n, Method::Lp, REFERENCE_LIMIT)) {
+                match (n <= REFERENCE_MAX).then(|| spawn(case, n, Method::Lp, REFERENCE_LIMIT)) {
                     Some(Some((tl, reference, _, _))) => {
                         let relative = (objective - reference).abs() / reference.abs();
                         let agree = if relative <= OBJECTIVE_TOLERANCE { "yes" } else { "**no**" };
@@ -185,14 +233,14 @@ fn table() {
                 };
             println!(
                 "| {} | {n} | {} | {method} | {plain} | {speedup} | {agree} | {peak:.0} MiB |",
-                policy.name(),
+                case.name(),
                 millis(t)
             );
             times.push((n, t));
         }
         if let [.., (n1, t1), (n2, t2)] = times[..] {
             let exponent = (t2 / t1).ln() / (n2 as f64 / n1 as f64).ln();
-            println!("| {} | growth {n1}→{n2} | n^{exponent:.2} | | | | | |", policy.name());
+            println!("| {} | growth {n1}→{n2} | n^{exponent:.2} | | | | | |", case.name());
         }
     }
 }
@@ -201,8 +249,8 @@ fn table() {
 fn smoke() {
     let n = 4096;
     for policy in POLICIES {
-        let fast = run(&problem(policy, n, Method::Auto));
-        let reference = run(&problem(policy, n, Method::Lp));
+        let fast = run(&problem(Case::of(policy), n, Method::Auto));
+        let reference = run(&problem(Case::of(policy), n, Method::Lp));
         assert_eq!(fast.method, "decomposition", "{} at {n} jobs", policy.name());
         let relative = (fast.objective - reference.objective).abs() / reference.objective.abs();
         assert!(

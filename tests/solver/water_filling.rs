@@ -201,32 +201,53 @@ proptest! {
 /// clusters from a few GPUs to more than the jobs need (so that levels end at jobs' own ceilings,
 /// at the GPUs, or both). Returns whether the decomposition solved every level.
 fn agrees_with_the_engine(case: &DistinctCase, options: DecompositionOptions) -> Result<bool, TestCaseError> {
-    agrees_on(&case.request(), options)
+    agrees_within(&case.request(), options, case.nested)
 }
 
 /// `agrees_with_the_engine` on a request.
 fn agrees_on(request: &Value, options: DecompositionOptions) -> Result<bool, TestCaseError> {
+    agrees_within(request, options, false)
+}
+
+/// How much lower than the lower run's the other jobs' throughputs may be (relative) for the
+/// higher run's value of a job to count as round-off (`agrees_within`).
+const FLOOR_ROUNDOFF: f64 = 2e-9;
+
+/// `agrees_on`. With `starved` (nested trees), a job may also differ when the lower of the two
+/// values is right and the higher one is round-off: the job cannot get more than the lower run
+/// gives it without taking from the others (up to 1e-7 of its time on its fastest type), and the
+/// higher value is within reach once the others give up `FLOOR_ROUNDOFF` of what the lower run
+/// gives them. Seen once in 600 random nested trees: a job held to 7.5e-6 of its best level by
+/// its tiny share of a deep tree's weight got 2.2 times that from the decomposition, whose LPs
+/// meet the GPUs to 1e-7 of them; a chain of jobs moving between types turns such slacks into
+/// that much more for one job.
+fn agrees_within(request: &Value, options: DecompositionOptions, starved: bool) -> Result<bool, TestCaseError> {
+    let problem = Problem::from_request(&serde_json::from_value(request.clone()).unwrap()).unwrap();
     let solve = |method: Method| {
-        let mut problem = Problem::from_request(&serde_json::from_value(request.clone()).unwrap()).unwrap();
+        let mut problem = problem.clone();
         problem.method = method;
         problem.decomposition = options;
         let outcome = policies::solve(&problem, Backend::default()).unwrap_or_else(|e| panic!("{method:?}: {e:?}"));
         let x = matrix_rows(&outcome.allocation);
         assert_feasible(&problem, &x);
-        (weighted_levels(&problem, &x), outcome.method)
+        (weighted_levels(&problem, &x), throughputs(&problem, &x), outcome.method)
     };
-    let (got, report) = solve(Method::Decomposition);
-    let (want, _) = solve(Method::Lp);
+    let (got, got_thr, report) = solve(Method::Decomposition);
+    let (want, want_thr, _) = solve(Method::Lp);
     let scale = want.iter().fold(1e-6f64, |a, &w| a.max(w.abs()));
     for (m, (g, w)) in got.iter().zip(&want).enumerate() {
-        prop_assert!(
-            (g - w).abs() <= 1e-6 * w.abs() + 1e-12 * scale,
-            "job {}: level {} vs the engine's {} ({:?})",
-            m,
-            g,
-            w,
-            report
-        );
+        if (g - w).abs() <= 1e-6 * w.abs() + 1e-12 * scale {
+            continue;
+        }
+        let roundoff = starved && {
+            let (low, high) = if g < w { (&got_thr, &want_thr) } else { (&want_thr, &got_thr) };
+            let best = try_max_throughput(&problem, low, m);
+            let eased: Vec<f64> = low.iter().map(|t| t * (1.0 - FLOOR_ROUNDOFF)).collect();
+            let reach = try_max_throughput(&problem, &eased, m);
+            best.is_some_and(|b| b <= low[m] * (1.0 + 1e-6) + 1e-7 * fastest(&problem, m))
+                && reach.is_some_and(|r| r >= high[m] * (1.0 - 1e-6))
+        };
+        prop_assert!(roundoff, "job {}: level {} vs the engine's {} ({:?})", m, g, w, report);
     }
     Ok(report.is_some_and(|r| r.method == "decomposition"))
 }
@@ -235,9 +256,18 @@ fn agrees_on(request: &Value, options: DecompositionOptions) -> Result<bool, Tes
 struct DistinctCase {
     counts: Vec<u32>,
     jobs: Vec<(Vec<f64>, u32, f64)>,
-    /// Empty: `max_min_fairness_water_filling`. Otherwise `hierarchical` over these root
-    /// `fairness` entities (their weights), job m in entity `m % entities.len()`.
-    entities: Vec<f64>,
+    /// Empty: `max_min_fairness_water_filling`. Otherwise `hierarchical` over these entities, job
+    /// m in entity `m % entities.len()`.
+    entities: Vec<EntityCase>,
+    /// Whether the entities nest (`agrees_within`'s `starved`).
+    nested: bool,
+}
+
+#[derive(Debug, Clone)]
+struct EntityCase {
+    weight: f64,
+    /// An earlier entity, or none (a root).
+    parent: Option<usize>,
 }
 
 impl DistinctCase {
@@ -265,18 +295,35 @@ impl DistinctCase {
             .entities
             .iter()
             .enumerate()
-            .map(|(e, &weight)| (format!("e{e}"), json!({"weight": weight, "policy": "fairness"})))
+            .map(|(e, entity)| {
+                let mut spec = json!({"weight": entity.weight, "policy": "fairness"});
+                if let Some(p) = entity.parent {
+                    spec["parent"] = json!(format!("e{p}"));
+                }
+                (format!("e{e}"), spec)
+            })
             .collect();
         json!({"policy": "hierarchical", "cluster": {"worker_types": types}, "entities": entities, "jobs": jobs})
     }
 }
 
+/// Flat trees of `fairness` entities.
 fn distinct_case(
     jobs: std::ops::RangeInclusive<usize>,
     gpus: std::ops::RangeInclusive<u32>,
     entities: std::ops::RangeInclusive<usize>,
 ) -> impl Strategy<Value = DistinctCase> {
-    let entity = prop::sample::select(vec![1.0, 2.0, 3.0, 5.0]);
+    distinct_case_of(jobs, gpus, entities, false)
+}
+
+/// `distinct_case`, with about half the entities nested in an earlier one when `nested`.
+fn distinct_case_of(
+    jobs: std::ops::RangeInclusive<usize>,
+    gpus: std::ops::RangeInclusive<u32>,
+    entities: std::ops::RangeInclusive<usize>,
+    nested: bool,
+) -> impl Strategy<Value = DistinctCase> {
+    let entity = (prop::sample::select(vec![1.0, 2.0, 3.0, 5.0]), 0usize..8);
     let entry = prop_oneof![1 => Just(0.0), 1 => prop::sample::select(vec![1.0, 2.0, 4.0]), 4 => 0.1f64..100.0];
     (1usize..=4).prop_flat_map(move |types| {
         let job = (
@@ -301,7 +348,15 @@ fn distinct_case(
                         (row, sf, weight)
                     })
                     .collect();
-                DistinctCase { counts, jobs, entities }
+                let entities = entities
+                    .into_iter()
+                    .enumerate()
+                    .map(|(e, (weight, parent))| EntityCase {
+                        weight,
+                        parent: (nested && e > 0 && parent % 2 == 1).then(|| parent % e),
+                    })
+                    .collect();
+                DistinctCase { counts, jobs, entities, nested }
             })
     })
 }
@@ -352,6 +407,19 @@ fn hierarchical_by_decomposition_agrees_with_the_engine() {
 #[test]
 fn hierarchical_by_decomposition_agrees_with_the_engine_with_default_options() {
     run_distinct(6, distinct_case(300..=700, 20..=400, 1..=5), DecompositionOptions::default(), 0.75);
+}
+
+/// `hierarchical` on nested trees of one to eight `fairness` entities, with jobs in inner
+/// entities too: a sub-entity's last freeze reweights its siblings' subtrees, and the levels
+/// gallop past it.
+#[test]
+fn nested_hierarchies_by_decomposition_agree_with_the_engine() {
+    run_distinct(48, distinct_case_of(1..=120, 0..=60, 1..=8, true), small_options(), 0.75);
+}
+
+#[test]
+fn nested_hierarchies_by_decomposition_agree_with_the_engine_with_default_options() {
+    run_distinct(6, distinct_case_of(300..=700, 20..=400, 2..=8, true), DecompositionOptions::default(), 0.75);
 }
 
 /// Instances random runs found where the two disagreed, each with what it caught:

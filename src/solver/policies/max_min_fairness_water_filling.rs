@@ -2,7 +2,7 @@
 //! capacity that LAS leaves idle goes to jobs that can still use it. See
 //! `formulations/max_min_fairness_water_filling.md`.
 
-use super::trajectory::{Group, Share};
+use super::trajectory::{Entity, Forest, Member, Share};
 use super::water_filling::{water_fill, Reweighting};
 use super::{Outcome, Policy};
 use crate::error::Result;
@@ -19,9 +19,13 @@ impl Reweighting for JobWeights {
         problem.jobs.iter().map(|j| j.weight).collect()
     }
 
-    fn groups(&self, problem: &Problem, frozen: &[bool]) -> Option<Vec<Group>> {
-        let jobs = (0..problem.num_jobs()).filter(|&m| !frozen[m]).map(|m| (m, problem.jobs[m].weight)).collect();
-        Some(vec![Group { weight: 1.0, share: Share::Fixed, jobs }])
+    fn forest(&self, problem: &Problem, frozen: &[bool]) -> Option<Forest> {
+        let members = (0..problem.num_jobs()).filter(|&m| !frozen[m]).map(Member::Job).collect();
+        Some(Forest {
+            entities: vec![Entity { weight: 1.0, share: Share::Fixed, members }],
+            own: problem.jobs.iter().map(|j| j.weight).collect(),
+            rank: (0..problem.num_jobs()).collect(),
+        })
     }
 }
 

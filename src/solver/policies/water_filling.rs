@@ -3,11 +3,11 @@
 //! reweight, repeat until every job is frozen. Shared by `max_min_fairness_water_filling` (fixed
 //! weights) and `hierarchical` (weights re-derived from the entity tree after every freeze).
 //! Each level is one exact program of the `max_min_ratio` engine, or, when most rows are distinct
-//! and freezes reweight only their own group, a few solves of its price decomposition with the
-//! floors as bases, running on past jobs' ceilings (`trajectory`); each bottleneck test is a
+//! and the weights come from a forest of entities, a few solves of its price decomposition with
+//! the floors as bases, running on past jobs' ceilings (`trajectory`); each bottleneck test is a
 //! program.
 
-use super::trajectory::{Group, Trajectory};
+use super::trajectory::{Forest, Trajectory};
 use super::{capacities, colocated, engine, scale_factors, Outcome, WaterFillingReport};
 use crate::error::{ErrorCode, Result};
 use crate::lp::{Backend, Sense};
@@ -19,11 +19,10 @@ use crate::problem::{Matrix, Problem};
 pub trait Reweighting {
     fn weights(&self, problem: &Problem, frozen: &[bool]) -> Vec<f64>;
 
-    /// The unfrozen jobs in groups whose weights change only with freezes inside the group, if
-    /// they are (then a level may run on past jobs that reach their own ceiling:
-    /// `Levels::gallop`). `None`: a freeze reweights other groups (a nested entity tree), or the
-    /// decomposition is not to be used (`fifo` entities).
-    fn groups(&self, _problem: &Problem, _frozen: &[bool]) -> Option<Vec<Group>> {
+    /// The unfrozen jobs in the forest of entities their weights come from, if they do (then a
+    /// level may run on past jobs that reach their own ceiling: `Levels::gallop`). `None`: the
+    /// decomposition is not to be used.
+    fn forest(&self, _problem: &Problem, _frozen: &[bool]) -> Option<Forest> {
         None
     }
 }
@@ -76,8 +75,8 @@ const DRIFT_SLACK: f64 = 1e-6;
 /// its round-off.
 const HANDOVER_SLACK: f64 = 1e-9;
 
-/// Solves the levels: by the price decomposition (`gallop`, when freezes reweight only their own
-/// group) while it applies and certifies, then (for good, once it does not) on the engine's kept
+/// Solves the levels: by the price decomposition (`gallop`, when the reweighting gives a
+/// `Forest`) while it applies and certifies, then (for good, once it does not) on the engine's kept
 /// model (`raise_on_engine`), a hot start after the first level there.
 struct Levels<'e, 'a> {
     engine: &'e mut Engine<'a>,
@@ -291,7 +290,7 @@ pub fn water_fill(problem: &Problem, backend: Backend, reweighting: &dyn Reweigh
         // 1e-9): water-filling runs again on the engine alone.
         Err(error)
             if error.code == ErrorCode::SolverFailed
-                && reweighting.groups(problem, &vec![false; problem.num_jobs()]).is_some() =>
+                && reweighting.forest(problem, &vec![false; problem.num_jobs()]).is_some() =>
         {
             let mut outcome = fill(problem, backend, reweighting, false)?;
             let why =
@@ -310,9 +309,9 @@ fn fill(problem: &Problem, backend: Backend, reweighting: &dyn Reweighting, deco
     let sf = scale_factors(problem);
     let mut engine = engine(problem, backend);
     let class_of = engine.class_of();
-    // Levels gallop past ceilings when freezes reweight only their own group; level by level,
+    // Levels gallop past ceilings when the reweighting is a forest of entities; level by level,
     // the decomposition is no faster than the engine's kept model.
-    let decompose = decompose && reweighting.groups(problem, &vec![false; n]).is_some();
+    let decompose = decompose && reweighting.forest(problem, &vec![false; n]).is_some();
     let mut levels = Levels { engine: &mut engine, decompose, decomposed: None, unhanded: false };
     let ceiling = ceilings(problem);
     let thr_equal = problem.equal_share_throughput();
@@ -337,8 +336,8 @@ fn fill(problem: &Problem, backend: Backend, reweighting: &dyn Reweighting, deco
         first_weights.get_or_insert_with(|| weights.clone());
         // (sf/w)·Δnt = c for every active job  ⟺  Δthr_m = c · w_m·thr_equal_m/sf_m.
         let mut rate: Vec<f64> = (0..n).map(|m| if active[m] { weights[m] * rate_unit[m] } else { 0.0 }).collect();
-        let galloped = match levels.decompose.then(|| reweighting.groups(problem, &frozen)).flatten() {
-            Some(groups) => match Trajectory::new(&groups, &floor, &ceiling, &rate_unit) {
+        let galloped = match levels.decompose.then(|| reweighting.forest(problem, &frozen)).flatten() {
+            Some(forest) => match Trajectory::new(&forest, &floor, &ceiling, &rate_unit) {
                 Some(path) => levels.gallop(&path)?,
                 None => {
                     levels.decompose = false;
