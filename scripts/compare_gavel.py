@@ -10,7 +10,10 @@ its own lognormal factor exp(0.1·N(0,1)), so no two jobs share a row.
 
 Gavel is timed in-process (its `get_allocation`: building the cvxpy problem and solving it);
 Arbiter as the whole `arbiter solve --input FILE` process (reading the request, solving, the
-realizability check, writing the response), so the comparison errs on Gavel's side. Both
+realizability check, writing the response), so the comparison errs on Gavel's side. Arbiter runs
+three times in a row: the first run, right after Gavel's, starts cold (its binary's pages and the
+caches evicted by Gavel's run); the best of the three is what a warm embedding sees. The table
+gives both, and a speedup for each. Both
 allocations are scored by the same function below (the contract's objective, with Gavel's own
 equal-share and isolated throughputs), so "objective" compares like with like.
 
@@ -106,21 +109,24 @@ def gavel_allocation(gavel_dir, policy, jobs):
     return x, seconds
 
 
-def arbiter_allocation(binary, policy, jobs):
-    """`arbiter solve` on the request: the allocation, its objective, the method, and seconds."""
+def arbiter_allocation(binary, policy, jobs, runs=3):
+    """`arbiter solve` on the request, `runs` times: the allocation, the method, the first run's
+    seconds and the best run's."""
     with tempfile.NamedTemporaryFile("w", suffix=".json", delete=False) as f:
         json.dump(request(policy, jobs), f)
         path = f.name
+    seconds = []
     try:
-        start = time.perf_counter()
-        out = subprocess.run([binary, "solve", "--input", path], capture_output=True, text=True, check=True)
-        seconds = time.perf_counter() - start
+        for _ in range(runs):
+            start = time.perf_counter()
+            out = subprocess.run([binary, "solve", "--input", path], capture_output=True, text=True, check=True)
+            seconds.append(time.perf_counter() - start)
     finally:
         os.unlink(path)
     response = json.loads(out.stdout)
     x = np.array([[response["allocation"][job["id"]].get(w, 0.0) for w in TYPES] for job in jobs])
     method = (response.get("stats", {}).get("method") or {}).get("method", "—")
-    return x, seconds, method
+    return x, method, seconds[0], min(seconds)
 
 
 def levels(gavel_dir, jobs, x):
@@ -162,16 +168,16 @@ def score(gavel_dir, policy, jobs, x):
 def main():
     gavel_dir, binary, cases = sys.argv[1], sys.argv[2], sys.argv[3]
     print(
-        "| policy | jobs | Gavel (cvxpy + ECOS) | Arbiter (whole process) | speedup | Gavel's objective "
-        "| Arbiter's objective | Arbiter better by | Arbiter's method | levels differ by at most |"
+        "| policy | jobs | Gavel (cvxpy + ECOS) | Arbiter, first run | Arbiter, best of 3 | speedup (first / best) "
+        "| Gavel's objective | Arbiter's objective | Arbiter better by | Arbiter's method | levels differ by at most |"
     )
-    print("|---|---:|---:|---:|---:|---:|---:|---:|---|---:|")
+    print("|---|---:|---:|---:|---:|---:|---:|---:|---:|---|---:|")
     for case in cases.split(","):
         policy, n = case.split(":")
         n = int(n)
         jobs = jobs_for(gavel_dir, n, seed=n)
         xg, tg = gavel_allocation(gavel_dir, policy, jobs)
-        xa, ta, method = arbiter_allocation(binary, policy, jobs)
+        xa, method, first, best = arbiter_allocation(binary, policy, jobs)
         og, oa = score(gavel_dir, policy, jobs, xg), score(gavel_dir, policy, jobs, xa)
         better = (oa - og) / abs(og) if policy.startswith("max_min_fairness") else (og - oa) / abs(og)
         # Water-filling fixes every job's level, not only the lowest: how far apart they are.
@@ -180,7 +186,8 @@ def main():
             lg, la = levels(gavel_dir, jobs, xg), levels(gavel_dir, jobs, xa)
             differ = f"{100 * float(np.max(np.abs(la - lg) / np.maximum(lg, 1e-12))):.3f}%"
         print(
-            f"| {policy} | {n} | {tg:.3f} s | {ta:.3f} s | {tg / ta:.1f}× | {og:.6g} | {oa:.6g} | "
+            f"| {policy} | {n} | {tg:.3f} s | {first:.3f} s | {best:.3f} s | {tg / first:.1f}× / {tg / best:.1f}× "
+            f"| {og:.6g} | {oa:.6g} | "
             f"{100 * better:+.4f}% | {method} | {differ} |",
             flush=True,
         )
