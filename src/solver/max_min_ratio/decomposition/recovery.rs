@@ -1,7 +1,7 @@
 //! The recovery LP: the ratio `z`, full columns for the ambiguous jobs only, and every fixed job
 //! folded into the capacity rows as its usage, affine in z (k coefficients of z, k constants).
 //! Its size depends on the ambiguous set, not on the number of jobs. z is written as
-//! `z₀ + s·ζ` around the estimate z₀ (the step `s` is z₀, or 1 when z₀ is 0) and the fixed usage
+//! `z₀ + s·ζ` around the estimate z₀ (the step `s` is z₀, or 1 when z₀ is about 0) and the fixed usage
 //! as its value at z₀ plus `α_w·s·ζ`: each job's usage at z₀ is at most its scale factor, so the
 //! constants carry no cancellation. Each solve loads the LP afresh around the current estimate and
 //! starts the simplex from the basis the ambiguous jobs' best responses at that estimate describe
@@ -37,6 +37,11 @@ impl Recovery {
     }
 }
 
+/// Below this an estimate z₀ is no step for ζ (1 is): a z₀ of round-off size (2.2e-15 seen, a
+/// level whose only rising job starts from 0) put ζ's coefficients below the solver's smallest
+/// matrix value (1e-9), which drops them, so z could not move and the level was read as 0.
+const SMALLEST_STEP: f64 = 1e-6;
+
 /// Solves the recovery LP for `ambiguous`, with the fixed jobs' usage `fixed_usage[w] = (α_w, U_w)`
 /// (`U_w + α_w·(z − z₀)`), from the basis of the best responses at `(z₀, estimate)` when given.
 /// With no fixed jobs z₀ may be anything positive (1 will do).
@@ -50,7 +55,7 @@ pub(super) fn solve(
     backend: Backend,
 ) -> Result<Recovery, SolveError> {
     let num_types = capacity.len();
-    let step = if z0 > 0.0 { z0 } else { 1.0 };
+    let step = if z0 > SMALLEST_STEP { z0 } else { 1.0 };
     let mut lp = LinearProgram::new(Sense::Maximize);
     // z ≥ 0, unless jobs have floors: then z is free, so that no bound absorbs its reduced cost
     // when the optimum is 0 (the certificate covers the z column only).
@@ -317,6 +322,33 @@ mod tests {
         }
         for w in 0..3 {
             assert!(used[w] <= capacity[w] + 1e-7, "type {w}: {used:?}");
+        }
+    }
+
+    /// With floors the estimate may be round-off above 0 (a level whose only rising job starts
+    /// from 0): such a z₀ finds the optimum as a z₀ of 0 does. As the step it dropped ζ's
+    /// coefficients below the solver's smallest matrix value, and z stayed at z₀.
+    #[test]
+    fn an_estimate_of_round_off_size_finds_the_optimum() {
+        let (t, sf, demand) = instance();
+        let base = vec![0.5, 0.0, 1.0, 0.5, 0.0, 0.0];
+        let ratio = Ratio {
+            throughput: &t,
+            scale_factor: &sf,
+            base: Some(&base),
+            demand: &demand,
+            usable: vec![true; 3],
+            ceiling: f64::INFINITY,
+        };
+        let capacity = [3.0, 2.0, 4.0];
+        let fixed = [(0.0, 0.0); 3];
+        let ambiguous = [0, 1, 2, 3, 4, 5];
+        let backend = Backend::default();
+        let at = |z0: f64| solve(&ratio, &ambiguous, &capacity, &fixed, z0, None, backend).expect("solves").z;
+        let want = at(0.0);
+        assert!(want > 0.1, "{want}");
+        for z0 in [2.2e-15, 1e-12, 1e-9, 1e-7] {
+            assert!((at(z0) - want).abs() < 1e-9 * want, "z0 {z0}: {} against {want}", at(z0));
         }
     }
 }
