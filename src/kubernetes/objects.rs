@@ -117,19 +117,20 @@ impl Container {
     }
 }
 
+/// GPUs a pod holds, from its containers' and its init containers' GPUs: the sum over its
+/// containers, or the largest init container's if that is more (init containers run one at a
+/// time, before the others). The extender reads pods by this rule too.
+pub fn pod_gpus(containers: impl IntoIterator<Item = u32>, init: impl IntoIterator<Item = u32>) -> u32 {
+    let sum = containers.into_iter().fold(0u32, u32::saturating_add);
+    sum.max(init.into_iter().max().unwrap_or(0))
+}
+
 impl PodSpec {
-    /// GPUs one such pod holds: the sum over its containers, or the largest init container's if
-    /// that is more (init containers run one at a time, before the others).
+    /// GPUs one such pod holds (`pod_gpus`).
     pub fn gpus(&self) -> Result<u32, String> {
-        let mut sum = 0u32;
-        for c in &self.containers {
-            sum = sum.saturating_add(c.gpus()?);
-        }
-        let mut init = 0u32;
-        for c in &self.init_containers {
-            init = init.max(c.gpus()?);
-        }
-        Ok(sum.max(init))
+        let containers = self.containers.iter().map(Container::gpus).collect::<Result<Vec<u32>, String>>()?;
+        let init = self.init_containers.iter().map(Container::gpus).collect::<Result<Vec<u32>, String>>()?;
+        Ok(pod_gpus(containers, init))
     }
 }
 

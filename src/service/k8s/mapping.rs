@@ -4,6 +4,7 @@
 use super::wire::null_as_default;
 use crate::error::{ArbiterError, ErrorCode};
 use crate::kubernetes::keys::{GPU_RESOURCE, JOB, SERVER, WORKER_TYPE};
+use crate::kubernetes::objects::{pod_gpus, whole_quantity};
 use crate::mechanism::{ServerId, Session};
 use crate::service::error::{ApiError, ApiResult};
 use serde::de::DeserializeOwned;
@@ -99,14 +100,20 @@ impl Pod {
             let value = resources.requests.get(GPU_RESOURCE).or_else(|| resources.limits.get(GPU_RESOURCE));
             value.map_or(Ok(0), |v| gpu_quantity(v, &format!("{field}.spec.{kind}[{i}].resources")))
         };
-        let mut sum = 0u32;
-        for (i, c) in pod.spec.containers.iter().enumerate() {
-            sum = sum.saturating_add(gpus_of(c, i, "containers")?);
-        }
-        let mut init = 0u32;
-        for (i, c) in pod.spec.init_containers.iter().enumerate() {
-            init = init.max(gpus_of(c, i, "initContainers")?);
-        }
+        let containers = pod
+            .spec
+            .containers
+            .iter()
+            .enumerate()
+            .map(|(i, c)| gpus_of(c, i, "containers"))
+            .collect::<ApiResult<Vec<u32>>>()?;
+        let init = pod
+            .spec
+            .init_containers
+            .iter()
+            .enumerate()
+            .map(|(i, c)| gpus_of(c, i, "initContainers"))
+            .collect::<ApiResult<Vec<u32>>>()?;
         let m = pod.metadata;
         Ok(Pod {
             namespace: m.namespace,
@@ -114,7 +121,7 @@ impl Pod {
             uid: m.uid,
             labels: m.labels,
             annotations: m.annotations,
-            gpus: sum.max(init),
+            gpus: pod_gpus(containers, init),
         })
     }
 
@@ -130,14 +137,9 @@ impl Pod {
     }
 }
 
-/// An extended resource's quantity: a whole number, as a string (`"4"`) or a JSON number.
+/// An extended resource's quantity (`objects::whole_quantity`), its error at `field`.
 fn gpu_quantity(value: &Value, field: &str) -> ApiResult<u32> {
-    let parsed = match value {
-        Value::String(s) => s.parse::<u32>().ok(),
-        Value::Number(n) => n.as_u64().and_then(|n| u32::try_from(n).ok()),
-        _ => None,
-    };
-    parsed.ok_or_else(|| {
+    whole_quantity(value).map_err(|_| {
         ArbiterError::at(
             ErrorCode::MalformedRequest,
             format!("{field}.{GPU_RESOURCE}"),
@@ -280,4 +282,36 @@ pub fn waiting(session: &Session, id: &str, job: &str) -> String {
          at {end} s",
         rounds - 1
     )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::kubernetes::objects::PodSpec;
+    use serde_json::json;
+
+    /// The extender and the controllers count a pod's GPUs by one rule: requests (else limits)
+    /// summed over containers, or the largest init container's if more; quantities as strings
+    /// (trimmed) or numbers. A fraction is refused by both, the extender naming its field.
+    #[test]
+    fn the_extender_counts_gpus_as_the_controllers_do() {
+        let gpu = |q: Value| json!({"resources": {"requests": {GPU_RESOURCE: q}}});
+        let limit = |q: Value| json!({"resources": {"limits": {GPU_RESOURCE: q}}});
+        let specs = [
+            (json!({"containers": [gpu(json!("2")), gpu(json!(1)), limit(json!(" 3 "))]}), 6),
+            (json!({"containers": [gpu(json!("1"))], "initContainers": [gpu(json!(4)), gpu(json!("2"))]}), 4),
+            (json!({"containers": [{"resources": {}}, gpu(json!("0"))]}), 0),
+        ];
+        for (spec, want) in specs {
+            let pod = json!({"metadata": {"name": "p", "namespace": "ns"}, "spec": spec.clone()});
+            let read = Pod::read(&pod, "Pod").expect("a pod").gpus;
+            let controllers: PodSpec = serde_json::from_value(spec.clone()).expect("a pod spec");
+            assert_eq!((read, controllers.gpus().expect("whole GPUs")), (want, want), "{spec}");
+        }
+        let fraction = json!({"metadata": {"name": "p"}, "spec": {"containers": [gpu(json!("500m"))]}});
+        let error = Pod::read(&fraction, "Pod").expect_err("a fraction");
+        assert!(format!("{error:?}").contains("Pod.spec.containers[0].resources"), "{error:?}");
+        let controllers: PodSpec = serde_json::from_value(fraction["spec"].clone()).expect("a pod spec");
+        assert!(controllers.gpus().is_err());
+    }
 }
