@@ -95,25 +95,17 @@ impl Pod {
             return Err(ArbiterError::at(ErrorCode::MalformedRequest, field, "expected a core/v1 Pod object").into());
         }
         let pod: PodObject = read(value, field)?;
-        let gpus_of = |c: &Container, i: usize, kind: &str| -> ApiResult<u32> {
-            let resources = &c.resources;
-            let value = resources.requests.get(GPU_RESOURCE).or_else(|| resources.limits.get(GPU_RESOURCE));
-            value.map_or(Ok(0), |v| gpu_quantity(v, &format!("{field}.spec.{kind}[{i}].resources")))
+        // Each container's GPUs, a bad quantity named by its field.
+        let gpus_of = |list: &[Container], kind: &str| -> ApiResult<Vec<u32>> {
+            let one = |(i, c): (usize, &Container)| {
+                let resources = &c.resources;
+                let value = resources.requests.get(GPU_RESOURCE).or_else(|| resources.limits.get(GPU_RESOURCE));
+                value.map_or(Ok(0), |v| gpu_quantity(v, &format!("{field}.spec.{kind}[{i}].resources")))
+            };
+            list.iter().enumerate().map(one).collect()
         };
-        let containers = pod
-            .spec
-            .containers
-            .iter()
-            .enumerate()
-            .map(|(i, c)| gpus_of(c, i, "containers"))
-            .collect::<ApiResult<Vec<u32>>>()?;
-        let init = pod
-            .spec
-            .init_containers
-            .iter()
-            .enumerate()
-            .map(|(i, c)| gpus_of(c, i, "initContainers"))
-            .collect::<ApiResult<Vec<u32>>>()?;
+        let containers = gpus_of(&pod.spec.containers, "containers")?;
+        let init = gpus_of(&pod.spec.init_containers, "initContainers")?;
         let m = pod.metadata;
         Ok(Pod {
             namespace: m.namespace,
