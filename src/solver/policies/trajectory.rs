@@ -117,10 +117,9 @@ struct Clocks<'f> {
     by_rank: Vec<Vec<usize>>,
     next_rank: Vec<usize>,
     subs: Vec<Vec<usize>>,
-    /// Per entity: the sum of its live members' own weights (`fairness`), whether it has a live
-    /// job below, its earliest live rank below, its current member (`fifo`).
+    /// Per entity: the sum of its live members' own weights (`fairness`), its earliest live rank
+    /// below (`NONE`: no live job below), its current member (`fifo`).
     live_weight: Vec<f64>,
-    alive: Vec<bool>,
     earliest: Vec<usize>,
     first: Vec<Option<Member>>,
     a: Vec<f64>,
@@ -131,10 +130,20 @@ struct Clocks<'f> {
     span: Vec<f64>,
     own: Vec<f64>,
     start: Vec<Option<(usize, f64)>>,
-    frozen: Vec<bool>,
+    /// Per job: after how many freezes it froze (`NONE`: not yet, or not in the forest).
+    frozen_after: Vec<usize>,
 }
 
 impl Clocks<'_> {
+    /// Whether an entity has a live job below it.
+    fn alive(&self, x: usize) -> bool {
+        self.earliest[x] != NONE
+    }
+
+    fn frozen(&self, m: usize) -> bool {
+        self.frozen_after[m] != NONE
+    }
+
     /// `g`: how fast an entity's reading runs per unit of the weight it receives.
     fn gain(&self, x: usize) -> f64 {
         match self.forest.entities[x].share {
@@ -146,7 +155,7 @@ impl Clocks<'_> {
 
     /// `c`: the weight an entity receives per unit of its parent's reading (a root: its own).
     fn share_of_parent(&self, x: usize) -> f64 {
-        if !self.alive[x] {
+        if !self.alive(x) {
             return 0.0;
         }
         match self.parent[x] {
@@ -159,21 +168,20 @@ impl Clocks<'_> {
         }
     }
 
-    /// Its earliest live rank below, and whether it has a live job below.
+    /// Its earliest live rank below (`NONE`: no live job below).
     fn refresh_earliest(&mut self, x: usize) {
-        while self.by_rank[x].get(self.next_rank[x]).is_some_and(|&m| self.frozen[m]) {
+        while self.by_rank[x].get(self.next_rank[x]).is_some_and(|&m| self.frozen(m)) {
             self.next_rank[x] += 1;
         }
         let own = self.by_rank[x].get(self.next_rank[x]).map_or(NONE, |&m| self.forest.rank[m]);
         let below = self.subs[x].iter().map(|&s| self.earliest[s]).min().unwrap_or(NONE);
         self.earliest[x] = own.min(below);
-        self.alive[x] = self.earliest[x] != NONE;
     }
 
     /// The live member of a `fifo` entity holding the earliest job.
     fn current(&self, x: usize) -> Option<Member> {
         let job = self.jobs[x].get(self.next_job[x]).map(|&m| (self.forest.rank[m], Member::Job(m)));
-        let sub = self.subs[x].iter().filter(|&&s| self.alive[s]).map(|&s| (self.earliest[s], Member::Entity(s)));
+        let sub = self.subs[x].iter().filter(|&&s| self.alive(s)).map(|&s| (self.earliest[s], Member::Entity(s)));
         job.into_iter().chain(sub).min_by_key(|&(rank, _)| rank).map(|(_, member)| member)
     }
 
@@ -272,7 +280,6 @@ impl<'a> Trajectory<'a> {
             next_rank: vec![0; count],
             subs: vec![Vec::new(); count],
             live_weight: vec![0.0; count],
-            alive: vec![false; count],
             earliest: vec![NONE; count],
             first: vec![None; count],
             a: vec![0.0; count],
@@ -281,7 +288,7 @@ impl<'a> Trajectory<'a> {
             span,
             own,
             start: vec![None; n],
-            frozen: vec![false; n],
+            frozen_after: vec![NONE; n],
         };
         for (x, entity) in forest.entities.iter().enumerate() {
             for &member in &entity.members {
@@ -303,7 +310,7 @@ impl<'a> Trajectory<'a> {
         for &x in order.iter().rev() {
             clocks.refresh_earliest(x);
             clocks.live_weight[x] = clocks.jobs[x].iter().map(|&m| forest.own[m]).sum::<f64>()
-                + clocks.subs[x].iter().filter(|&&s| clocks.alive[s]).map(|&s| forest.entities[s].weight).sum::<f64>();
+                + clocks.subs[x].iter().filter(|&&s| clocks.alive(s)).map(|&s| forest.entities[s].weight).sum::<f64>();
             if forest.entities[x].share == Share::Fifo {
                 clocks.first[x] = clocks.current(x);
                 if let Some(Member::Job(m)) = clocks.first[x] {
@@ -337,7 +344,6 @@ impl<'a> Trajectory<'a> {
             }
         }
         let mut freezes: Vec<Freeze> = Vec::with_capacity(n);
-        let mut frozen_after = vec![NONE; n];
         let mut path = Vec::new();
         let mut reading = vec![0.0; count];
         while let Some(Next { time, root }) = heap.pop() {
@@ -364,8 +370,7 @@ impl<'a> Trajectory<'a> {
             }
             freezes.push(Freeze { time, job: m, weight: clocks.own[m] * speed });
             let j = freezes.len();
-            frozen_after[m] = j;
-            clocks.frozen[m] = true;
+            clocks.frozen_after[m] = j;
             let mut record = |x: usize, a: f64, b: f64| match history[x].last_mut() {
                 Some(last) if last.0 == j => (last.1, last.2) = (a, b),
                 _ => history[x].push((j, a, b)),
@@ -389,7 +394,7 @@ impl<'a> Trajectory<'a> {
                 match left {
                     Some(Member::Job(m)) => {
                         clocks.live_weight[x] -= forest.own[m];
-                        while clocks.jobs[x].get(clocks.next_job[x]).is_some_and(|&q| clocks.frozen[q]) {
+                        while clocks.jobs[x].get(clocks.next_job[x]).is_some_and(|&q| clocks.frozen(q)) {
                             clocks.next_job[x] += 1;
                         }
                     }
@@ -397,7 +402,7 @@ impl<'a> Trajectory<'a> {
                     None => {}
                 }
                 clocks.refresh_earliest(x);
-                if share == Share::Fairness && !clocks.alive[x] {
+                if share == Share::Fairness && !clocks.alive(x) {
                     clocks.live_weight[x] = 0.0;
                 }
                 if share == Share::Fifo && (left.is_some() || earlier_moved) {
@@ -419,7 +424,7 @@ impl<'a> Trajectory<'a> {
                 let parent_now = clocks.parent[x].map_or(time, |p| reading[p]);
                 retune(&mut clocks, &mut record, x, parent_now, reading[x]);
                 clocks.refresh_next(x);
-                left = (!clocks.alive[x]).then_some(Member::Entity(x));
+                left = (!clocks.alive(x)).then_some(Member::Entity(x));
                 earlier_moved = clocks.earliest[x] != was;
             }
             key[root] = root_time(&clocks, root);
@@ -437,7 +442,7 @@ impl<'a> Trajectory<'a> {
             unit,
             own: clocks.own,
             start: clocks.start,
-            frozen_after,
+            frozen_after: clocks.frozen_after,
             floor,
             ceiling,
         })
