@@ -168,6 +168,18 @@ impl Clocks<'_> {
         }
     }
 
+    /// Sets `x`'s clock factor, its reading continuous at `now` (its parent's reading then:
+    /// `parent_now`); whether it changed.
+    fn retune(&mut self, x: usize, parent_now: f64, now: f64) -> bool {
+        let a = self.share_of_parent(x) * self.gain(x);
+        let changed = a != self.a[x];
+        if changed {
+            self.a[x] = a;
+            self.b[x] = now - a * parent_now;
+        }
+        changed
+    }
+
     /// Its earliest live rank below (`NONE`: no live job below).
     fn refresh_earliest(&mut self, x: usize) {
         while self.by_rank[x].get(self.next_rank[x]).is_some_and(|&m| self.frozen(m)) {
@@ -273,7 +285,7 @@ impl<'a> Trajectory<'a> {
         }
         let mut clocks = Clocks {
             forest,
-            parent: parent.clone(),
+            parent,
             jobs: vec![Vec::new(); count],
             next_job: vec![0; count],
             by_rank: vec![Vec::new(); count],
@@ -334,7 +346,7 @@ impl<'a> Trajectory<'a> {
                 (reading - clocks.b[r]) / clocks.a[r]
             }
         };
-        let roots: Vec<usize> = order.iter().copied().filter(|&x| parent[x].is_none()).collect();
+        let roots: Vec<usize> = order.iter().copied().filter(|&x| clocks.parent[x].is_none()).collect();
         let mut key = vec![f64::INFINITY; count];
         let mut heap = BinaryHeap::with_capacity(roots.len());
         for &r in &roots {
@@ -375,16 +387,6 @@ impl<'a> Trajectory<'a> {
                 Some(last) if last.0 == j => (last.1, last.2) = (a, b),
                 _ => history[x].push((j, a, b)),
             };
-            // Sets `x`'s clock factor, its reading continuous at `now`.
-            let retune =
-                |clocks: &mut Clocks, record: &mut dyn FnMut(usize, f64, f64), x: usize, parent_now: f64, now: f64| {
-                    let a = clocks.share_of_parent(x) * clocks.gain(x);
-                    if a != clocks.a[x] {
-                        clocks.a[x] = a;
-                        clocks.b[x] = now - a * parent_now;
-                        record(x, a, clocks.b[x]);
-                    }
-                };
             // Bottom up: the member that left, live weights, turns, clocks, next freezes.
             let mut left = Some(Member::Job(m));
             let mut earlier_moved = false;
@@ -413,7 +415,9 @@ impl<'a> Trajectory<'a> {
                             match member {
                                 Member::Entity(s) => {
                                     let now = clocks.a[s] * reading[x] + clocks.b[s];
-                                    retune(&mut clocks, &mut record, s, reading[x], now);
+                                    if clocks.retune(s, reading[x], now) {
+                                        record(s, clocks.a[s], clocks.b[s]);
+                                    }
                                 }
                                 Member::Job(q) if Some(member) == turn => clocks.start[q] = Some((j, reading[x])),
                                 Member::Job(_) => {}
@@ -422,7 +426,9 @@ impl<'a> Trajectory<'a> {
                     }
                 }
                 let parent_now = clocks.parent[x].map_or(time, |p| reading[p]);
-                retune(&mut clocks, &mut record, x, parent_now, reading[x]);
+                if clocks.retune(x, parent_now, reading[x]) {
+                    record(x, clocks.a[x], clocks.b[x]);
+                }
                 clocks.refresh_next(x);
                 left = (!clocks.alive(x)).then_some(Member::Entity(x));
                 earlier_moved = clocks.earliest[x] != was;
@@ -435,7 +441,7 @@ impl<'a> Trajectory<'a> {
         Some(Trajectory {
             freezes,
             order,
-            parent,
+            parent: clocks.parent,
             history,
             share: forest.entities.iter().map(|e| e.share).collect(),
             entity_of,
