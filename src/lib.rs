@@ -61,16 +61,21 @@ pub fn allocate(problem: &Problem, backend: lp::Backend) -> error::Result<(Respo
     };
     // Counted once: automatic partitioning and the response's pair stats both read it.
     let kept_pairs = problem.space_sharing.then(|| space_sharing::count_kept(problem));
-    let (outcome, partitioning) = match partition::plan(problem, kept_pairs.unwrap_or(0))? {
+    let (applied, partitioning) = match partition::plan(problem, kept_pairs.unwrap_or(0))? {
         Some((k, chosen)) => {
             let (outcome, partitioning) = partition::solve(problem, backend, k, chosen)?;
-            (outcome, Some(partitioning))
+            let bare =
+                solver::tie_break::Applied { outcome, tie_break: solver::tie_break::TieBreak::None, method: None };
+            (bare, Some(partitioning))
         }
-        None => (policies::solve(problem, backend)?, None),
-    };
-    let applied = match partitioning {
-        None => solver::tie_break::apply(problem, outcome, backend)?,
-        Some(_) => solver::tie_break::Applied { outcome, tie_break: solver::tie_break::TieBreak::None, method: None },
+        None => {
+            // The optimum's engine is kept for the tie-break when one follows.
+            let (outcome, mut engine) = match problem.tie_break {
+                solver::tie_break::TieBreak::Throughput => policies::solve_keeping_engine(problem, backend)?,
+                _ => (policies::solve(problem, backend)?, None),
+            };
+            (solver::tie_break::apply_on(problem, outcome, engine.as_mut(), backend)?, None)
+        }
     };
     let (outcome, tie_break) = (applied.outcome, applied.tie_break);
     let seconds = start.elapsed().as_secs_f64();

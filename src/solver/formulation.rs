@@ -32,10 +32,10 @@ impl Groups {
 /// Jobs (rows of `throughput`) with the same row and scale factor, in order of first appearance;
 /// a job with `apart[m]` is a group of its own.
 pub fn group_identical(throughput: &Matrix, scale_factor: &[u32], apart: &[bool]) -> Vec<Vec<usize>> {
-    let mut index: HashMap<(Vec<u64>, u32, Option<usize>), usize> = HashMap::new();
+    let mut index: HashMap<RowKey, usize> = HashMap::new();
     let mut members: Vec<Vec<usize>> = Vec::new();
     for (m, &alone) in apart.iter().enumerate() {
-        let key = (throughput.row(m).iter().map(|v| v.to_bits()).collect(), scale_factor[m], alone.then_some(m));
+        let key = RowKey { row: throughput.row(m), scale_factor: scale_factor[m], alone: alone.then_some(m) };
         let g = *index.entry(key).or_insert_with(|| {
             members.push(Vec::new());
             members.len() - 1
@@ -43,6 +43,33 @@ pub fn group_identical(throughput: &Matrix, scale_factor: &[u32], apart: &[bool]
         members[g].push(m);
     }
     members
+}
+
+/// What makes two jobs one group: a row equal bit for bit, the scale factor, and not set apart
+/// (a job set apart is its own key). Borrows the row: grouping allocates nothing per job.
+struct RowKey<'a> {
+    row: &'a [f64],
+    scale_factor: u32,
+    alone: Option<usize>,
+}
+
+impl PartialEq for RowKey<'_> {
+    fn eq(&self, other: &Self) -> bool {
+        self.scale_factor == other.scale_factor
+            && self.alone == other.alone
+            && self.row.len() == other.row.len()
+            && self.row.iter().zip(other.row).all(|(a, b)| a.to_bits() == b.to_bits())
+    }
+}
+
+impl Eq for RowKey<'_> {}
+
+impl std::hash::Hash for RowKey<'_> {
+    fn hash<H: std::hash::Hasher>(&self, state: &mut H) {
+        self.row.iter().for_each(|v| state.write_u64(v.to_bits()));
+        self.scale_factor.hash(state);
+        self.alone.hash(state);
+    }
 }
 
 /// An LP over group columns `X[g][w]` with the base constraints in place.

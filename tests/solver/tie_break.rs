@@ -220,3 +220,67 @@ fn max_sum_throughput_by_decomposition_agrees_with_the_lp() {
         .unwrap();
     assert!(certified.get() * 20 >= total.get() * 19, "only {} of {} certified", certified.get(), total.get());
 }
+
+/// Jobs drawn from a few rows (classes of identical jobs), with unequal weights and elapsed time,
+/// so classes need their top-k cuts and finish-time fairness bisects.
+fn repeated_request() -> impl Strategy<Value = Value> {
+    let policy = select(vec!["max_min_fairness", "min_makespan", "finish_time_fairness"]);
+    let palette = prop::collection::vec((prop::collection::vec(entry(), 3), select(vec![1u32, 1, 2, 4])), 2..=5);
+    let job = (0usize..5, select(vec![1.0, 1.0, 2.0, 5.0]), 100.0f64..1e5, prop_oneof![Just(0.0), 0.0f64..5e3]);
+    (policy, palette, prop::collection::vec(1u32..=12, 3), prop::collection::vec(job, 10..=80)).prop_map(
+        |(policy, palette, mut counts, jobs)| {
+            counts[0] = counts[0].max(1);
+            let jobs: Vec<Value> = jobs
+                .iter()
+                .enumerate()
+                .map(|(m, &(row, weight, steps, elapsed))| {
+                    let (mut thr, sf) = palette[row % palette.len()].clone();
+                    if thr.iter().all(|&t| t == 0.0) {
+                        thr[0] = 1.0;
+                    }
+                    let thr: serde_json::Map<String, Value> = (0..3).map(|w| (TYPES[w].to_string(), json!(thr[w]))).collect();
+                    json!({"id": format!("j{m}"), "throughput": thr, "scale_factor": sf, "weight": weight,
+                           "steps_remaining": steps.round(), "time_elapsed": elapsed, "isolated_time_elapsed": elapsed / 2.0})
+                })
+                .collect();
+            let worker_types: serde_json::Map<String, Value> =
+                (0..3).map(|w| (TYPES[w].to_string(), json!({"count": counts[w]}))).collect();
+            json!({"policy": policy, "method": "lp", "cluster": {"worker_types": worker_types}, "jobs": jobs})
+        },
+    )
+}
+
+/// The default path keeps the optimum's engine and re-solves its model for the second LP (new
+/// objective, the floors in place of `z`): the same value as a second solve on a fresh engine,
+/// feasible, and the policy's objective kept.
+#[test]
+fn the_second_solve_on_the_optimums_model_agrees_with_a_fresh_one() {
+    let mut runner = TestRunner::new(Config { cases: 150, failure_persistence: None, ..Config::default() });
+    runner
+        .run(&repeated_request(), |request| {
+            let fail = |e: arbiter::ArbiterError| TestCaseError::fail(e.to_json().to_string());
+            let problem = Problem::from_request(&serde_json::from_value(request).unwrap()).map_err(fail)?;
+            let backend = Backend::default();
+            let (optimum, mut engine) = arbiter::policies::solve_keeping_engine(&problem, backend).map_err(fail)?;
+            prop_assert!(engine.is_some(), "the engine policies keep their engine");
+            let kept = arbiter::solver::tie_break::apply_on(&problem, optimum.clone(), engine.as_mut(), backend)
+                .map_err(fail)?;
+            let Some(z) = optimum.objective else { return Ok(()) };
+            let fresh = arbiter::policies::solve(&problem, backend).map_err(fail)?;
+            let (fresh, _) = throughput_with(&problem, &fresh, backend, &DecompositionOptions::default())
+                .map_err(fail)?
+                .expect("applies");
+            let (got, want) = (matrix_rows(&kept.outcome.allocation), matrix_rows(&fresh.allocation));
+            assert_feasible(&problem, &got);
+            let (a, b) = (value(&problem, &got), value(&problem, &want));
+            prop_assert!((a - b).abs() <= VALUE * b.abs().max(1.0), "value {a} vs a fresh engine's {b}");
+            let reached = objective(&problem, &got);
+            let worse = match problem.policy.name() {
+                "max_min_fairness" => z - reached,
+                _ => reached - z,
+            };
+            prop_assert!(worse <= OBJECTIVE * z.abs().max(1e-12), "objective {reached} vs the optimum's {z}");
+            Ok(())
+        })
+        .unwrap();
+}

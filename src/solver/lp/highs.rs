@@ -187,15 +187,35 @@ impl Session for HighsSession {
         self.set_double("time_limit", seconds.max(1e-3));
     }
 
-    fn set_row_bounds(&mut self, row: usize, lower: f64, upper: f64) {
-        // SAFETY: ptr is live; HiGHS checks the index.
-        let scale = self.row_scale[row];
-        unsafe { Highs_changeRowBounds(self.ptr, row as HighsInt, clamp_inf(lower / scale), clamp_inf(upper / scale)) };
+    fn set_row_bounds(&mut self, bounds: &[(usize, f64, f64)]) {
+        if bounds.is_empty() {
+            return;
+        }
+        let set: Vec<HighsInt> = bounds.iter().map(|&(row, _, _)| row as HighsInt).collect();
+        let scaled = |bound: fn(&(usize, f64, f64)) -> f64| -> Vec<f64> {
+            bounds.iter().map(|b| clamp_inf(bound(b) / self.row_scale[b.0])).collect()
+        };
+        let (lower, upper) = (scaled(|b| b.1), scaled(|b| b.2));
+        // SAFETY: ptr is live; set, lower and upper hold bounds.len() entries; HiGHS checks the
+        // indices.
+        unsafe {
+            Highs_changeRowsBoundsBySet(self.ptr, set.len() as HighsInt, set.as_ptr(), lower.as_ptr(), upper.as_ptr())
+        };
     }
 
     fn set_col_bounds(&mut self, col: usize, lower: f64, upper: f64) {
         // SAFETY: ptr is live; HiGHS checks the index.
         unsafe { Highs_changeColBounds(self.ptr, col as HighsInt, clamp_inf(lower), clamp_inf(upper)) };
+    }
+
+    fn set_costs(&mut self, costs: &[(usize, f64)]) {
+        if costs.is_empty() {
+            return;
+        }
+        let set: Vec<HighsInt> = costs.iter().map(|&(col, _)| col as HighsInt).collect();
+        let cost: Vec<f64> = costs.iter().map(|&(_, c)| c).collect();
+        // SAFETY: ptr is live; set and cost hold costs.len() entries; HiGHS checks the indices.
+        unsafe { Highs_changeColsCostBySet(self.ptr, set.len() as HighsInt, set.as_ptr(), cost.as_ptr()) };
     }
 
     fn set_feasibility_tolerance(&mut self, tolerance: f64) {

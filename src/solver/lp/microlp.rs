@@ -40,14 +40,22 @@ impl Session for MicrolpSession {
         self.time_limit = Some(seconds);
     }
 
-    fn set_row_bounds(&mut self, row: usize, lower: f64, upper: f64) {
-        self.lp.rows[row].lower = lower;
-        self.lp.rows[row].upper = upper;
+    fn set_row_bounds(&mut self, bounds: &[(usize, f64, f64)]) {
+        for &(row, lower, upper) in bounds {
+            self.lp.rows[row].lower = lower;
+            self.lp.rows[row].upper = upper;
+        }
     }
 
     fn set_col_bounds(&mut self, col: usize, lower: f64, upper: f64) {
         self.lp.col_lower[col] = lower;
         self.lp.col_upper[col] = upper;
+    }
+
+    fn set_costs(&mut self, costs: &[(usize, f64)]) {
+        for &(col, cost) in costs {
+            self.lp.cost[col] = cost;
+        }
     }
 
     fn solve(&mut self) -> Result<Solution, SolveError> {

@@ -151,10 +151,13 @@ pub trait Session {
     }
     /// Replaces the coefficient of column `col` in row `row`.
     fn set_coef(&mut self, row: usize, col: usize, value: f64);
-    /// Replaces the bounds of row `row`.
-    fn set_row_bounds(&mut self, row: usize, lower: f64, upper: f64);
+    /// Replaces the bounds of rows, `(row, lower, upper)` each, in one call (a backend may pay a
+    /// fixed cost per call).
+    fn set_row_bounds(&mut self, bounds: &[(usize, f64, f64)]);
     /// Replaces the bounds of column `col`.
     fn set_col_bounds(&mut self, col: usize, lower: f64, upper: f64);
+    /// Replaces the objective coefficients of columns, `(col, cost)` each, in one call.
+    fn set_costs(&mut self, costs: &[(usize, f64)]);
     /// Bounds the next solves to `seconds` of solver time.
     fn set_time_limit(&mut self, seconds: f64);
     fn solve(&mut self) -> Result<Solution, SolveError>;
@@ -283,11 +286,20 @@ impl Session for Bounded {
     fn set_coef(&mut self, row: usize, col: usize, value: f64) {
         self.inner.set_coef(row, col, value)
     }
-    fn set_row_bounds(&mut self, row: usize, lower: f64, upper: f64) {
-        self.inner.set_row_bounds(row, lower, upper)
+    fn set_row_bounds(&mut self, bounds: &[(usize, f64, f64)]) {
+        self.inner.set_row_bounds(bounds)
     }
     fn set_col_bounds(&mut self, col: usize, lower: f64, upper: f64) {
         self.inner.set_col_bounds(col, lower, upper)
+    }
+    fn set_costs(&mut self, costs: &[(usize, f64)]) {
+        self.inner.set_costs(costs)
+    }
+    fn set_feasibility_tolerance(&mut self, tolerance: f64) {
+        self.inner.set_feasibility_tolerance(tolerance)
+    }
+    fn start_from(&mut self, cols: &[BasisStatus], rows: &[BasisStatus]) {
+        self.inner.start_from(cols, rows)
     }
     fn set_time_limit(&mut self, seconds: f64) {
         self.inner.set_time_limit(seconds)
@@ -302,5 +314,53 @@ impl Session for Bounded {
         }
         self.inner.set_time_limit(left);
         self.inner.solve()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::time::Duration;
+
+    /// A session that records the settings it is given.
+    #[derive(Default)]
+    struct Recorder {
+        calls: std::rc::Rc<std::cell::RefCell<Vec<String>>>,
+    }
+
+    impl Session for Recorder {
+        fn add_rows(&mut self, _rows: &[Row]) {}
+        fn add_col(&mut self, _cost: f64, _lower: f64, _upper: f64, _entries: &[(usize, f64)]) -> usize {
+            0
+        }
+        fn set_coef(&mut self, _row: usize, _col: usize, _value: f64) {}
+        fn set_row_bounds(&mut self, _bounds: &[(usize, f64, f64)]) {}
+        fn set_col_bounds(&mut self, _col: usize, _lower: f64, _upper: f64) {}
+        fn set_costs(&mut self, costs: &[(usize, f64)]) {
+            self.calls.borrow_mut().push(format!("costs {costs:?}"));
+        }
+        fn set_time_limit(&mut self, _seconds: f64) {}
+        fn solve(&mut self) -> Result<Solution, SolveError> {
+            Err(SolveError::Failed("not a solver".into()))
+        }
+        fn set_feasibility_tolerance(&mut self, tolerance: f64) {
+            self.calls.borrow_mut().push(format!("tolerance {tolerance}"));
+        }
+        fn start_from(&mut self, cols: &[BasisStatus], rows: &[BasisStatus]) {
+            self.calls.borrow_mut().push(format!("basis {} {}", cols.len(), rows.len()));
+        }
+    }
+
+    /// A session with a deadline passes every setting on: a tolerance or a starting basis lost
+    /// there would change what a time-limited request solves.
+    #[test]
+    fn a_session_with_a_deadline_passes_its_settings_on() {
+        let recorder = Recorder::default();
+        let calls = recorder.calls.clone();
+        let mut bounded = Bounded { inner: Box::new(recorder), deadline: Instant::now() + Duration::from_secs(60) };
+        bounded.set_feasibility_tolerance(1e-9);
+        bounded.start_from(&[BasisStatus::Basic], &[BasisStatus::Lower, BasisStatus::Upper]);
+        bounded.set_costs(&[(3, 2.5)]);
+        assert_eq!(*calls.borrow(), ["tolerance 0.000000001", "basis 1 2", "costs [(3, 2.5)]"]);
     }
 }

@@ -223,6 +223,9 @@ pub(super) fn fill_class(shape: &ClassShape, mut left: Vec<f64>, sorted: &[(usiz
     }
 }
 
+/// Types a class can use without `latest_window` reaching for the heap (it runs once per job).
+const INLINE_TYPES: usize = 16;
+
 /// The largest `a ≥ 0` with `∫_a^{a+1} speed ≥ need` on the time line made of `amount[s]` units
 /// at `speed[s]` (speeds decreasing); 0 if even the first window falls short.
 pub(super) fn latest_window(speed: &[f64], amount: &[f64], need: f64) -> f64 {
@@ -241,23 +244,49 @@ pub(super) fn latest_window(speed: &[f64], amount: &[f64], need: f64) -> f64 {
     };
     let window = |a: f64| g((a + 1.0).min(total)) - g(a);
     // The window's value is linear between these points: segment ends, and segment ends minus 1.
-    let mut points = vec![0.0, total];
+    let len = 2 * amount.len() + 2;
+    let (mut inline, mut heap) = ([0.0; 2 * INLINE_TYPES + 2], Vec::new());
+    let points: &mut [f64] = if len <= inline.len() {
+        &mut inline[..len]
+    } else {
+        heap.resize(len, 0.0);
+        &mut heap
+    };
+    let mut kept = 0;
+    let mut keep = |p: f64, points: &mut [f64]| {
+        if (0.0..=total).contains(&p) {
+            points[kept] = p;
+            kept += 1;
+        }
+    };
+    keep(0.0, points);
+    keep(total, points);
     let mut start = 0.0;
     for &len in amount {
         start += len;
-        points.push(start);
-        points.push(start - 1.0);
+        keep(start, points);
+        keep(start - 1.0, points);
     }
-    let mut points: Vec<f64> = points.into_iter().filter(|p| (0.0..=total).contains(p)).collect();
-    points.sort_by(f64::total_cmp);
-    points.dedup();
+    let points = &mut points[..kept];
+    points.sort_unstable_by(f64::total_cmp);
+    // Equal points once each (the first of a run, as `Vec::dedup` keeps).
+    let mut distinct = 0;
+    for i in 0..points.len() {
+        if distinct == 0 || points[i] != points[distinct - 1] {
+            points[distinct] = points[i];
+            distinct += 1;
+        }
+    }
     let mut best = 0.0;
-    for pair in points.windows(2) {
+    // Each point's window, once: the end of one pair is the start of the next.
+    let mut h1 = points.first().map_or(0.0, |&a| window(a));
+    for pair in points[..distinct].windows(2) {
         let (a0, a1) = (pair[0], pair[1]);
-        let (h0, h1) = (window(a0), window(a1));
+        let h0 = h1;
         if h0 < need {
             break;
         }
+        h1 = window(a1);
         if h1 >= need {
             best = a1;
             continue;

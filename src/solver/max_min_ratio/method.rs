@@ -2,6 +2,8 @@
 //! decomposition (automatic when rows are mostly distinct), and the report of which one ran.
 
 use serde::{Deserialize, Serialize};
+use std::collections::HashSet;
+use std::hash::{BuildHasherDefault, Hasher};
 
 /// At least this many jobs with a demand before `auto` picks the decomposition (below, the
 /// plain LP is as fast).
@@ -83,7 +85,8 @@ pub(crate) fn mostly_distinct(throughput: &crate::problem::Matrix, scale_factor:
     if jobs.len() < AUTO_MIN_JOBS {
         return false;
     }
-    let mut seen: std::collections::HashSet<u64> = std::collections::HashSet::with_capacity(jobs.len());
+    let mut seen: HashSet<u64, BuildHasherDefault<Mixed>> =
+        HashSet::with_capacity_and_hasher(jobs.len(), Default::default());
     for &m in &jobs {
         let mut h: u64 = 0xcbf2_9ce4_8422_2325 ^ scale_factor[m] as u64;
         for v in throughput.row(m) {
@@ -92,4 +95,20 @@ pub(crate) fn mostly_distinct(throughput: &crate::problem::Matrix, scale_factor:
         seen.insert(h);
     }
     seen.len() as f64 >= AUTO_MIN_DISTINCT * jobs.len() as f64
+}
+
+/// A hasher for keys that are hashes already (`mostly_distinct`'s): it passes the key through.
+#[derive(Default)]
+struct Mixed(u64);
+
+impl Hasher for Mixed {
+    fn finish(&self) -> u64 {
+        self.0
+    }
+    fn write(&mut self, bytes: &[u8]) {
+        bytes.iter().for_each(|&b| self.0 = self.0.rotate_left(8) ^ b as u64);
+    }
+    fn write_u64(&mut self, key: u64) {
+        self.0 = key;
+    }
 }

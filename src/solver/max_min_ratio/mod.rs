@@ -42,7 +42,7 @@ pub use decomposition::DecompositionOptions;
 pub(crate) use decomposition::{fatal, fit_capacity, place_ambiguous};
 pub(crate) use method::mostly_distinct;
 pub use method::{Method, MethodReport};
-pub use program::{Instance, Need, Program, Raised, RatioSolution, Solved};
+pub use program::{Instance, Need, Program, Raised, RatioSolution, Solved, Terms};
 
 use crate::error::Result;
 use crate::formulation::group_identical;
@@ -89,6 +89,8 @@ pub struct Engine<'a> {
     report: Option<MethodReport>,
     /// The prices of the last decomposition: the next one starts from them.
     warm_prices: Option<Vec<f64>>,
+    /// Whether `max_ratio` keeps its model for the program that follows (`keeping_models`).
+    keep_models: bool,
 }
 
 impl<'a> Engine<'a> {
@@ -109,6 +111,7 @@ impl<'a> Engine<'a> {
             options: DecompositionOptions::default(),
             report: None,
             warm_prices: None,
+            keep_models: false,
         }
     }
 
@@ -123,6 +126,14 @@ impl<'a> Engine<'a> {
     /// cluster) instead of a sample's.
     pub fn with_warm_prices(mut self, prices: Option<Vec<f64>>) -> Engine<'a> {
         self.warm_prices = prices;
+        self
+    }
+
+    /// The same engine keeping the model of every `max_ratio` it solves by the plain LP, so that
+    /// the program that follows (the tie-break's second solve) starts from its rows, cuts and
+    /// basis instead of building and solving a model of its own.
+    pub fn keeping_models(mut self) -> Engine<'a> {
+        self.keep_models = true;
         self
     }
 
@@ -286,9 +297,10 @@ impl<'a> Engine<'a> {
             Err(why) => why,
         };
         self.report = Some(MethodReport::lp(fallback));
-        let needs = demand.iter().map(|d| Need { base: 0.0, terms: vec![(0, d * unit)] }).collect();
+        let needs = demand.iter().map(|d| Need { base: 0.0, terms: smallvec::smallvec![(0, d * unit)] }).collect();
         let mut program = Program::new(Sense::Maximize, needs);
         program.add_var(1.0, 0.0, f64::INFINITY);
+        program.keep_model = self.keep_models;
         let solved = self.solve_program(&program)?;
         Ok(RatioSolution {
             z: Some(solved.vars[0] * unit),
@@ -416,7 +428,7 @@ impl<'a> Engine<'a> {
         let mut open: Vec<usize> = (0..floor.len()).filter(|&m| candidates[m] && floor[m] > 0.0).collect();
         let mut lp_solves = 0;
         while !open.is_empty() {
-            let mut needs: Vec<Need> = floor.iter().map(|&f| Need { base: f, terms: Vec::new() }).collect();
+            let mut needs: Vec<Need> = floor.iter().map(|&f| Need { base: f, terms: Terms::new() }).collect();
             let mut program = Program::new(Sense::Maximize, Vec::new());
             let mut group_of: HashMap<(usize, u64), usize> = HashMap::new();
             let mut members: Vec<Vec<usize>> = Vec::new();

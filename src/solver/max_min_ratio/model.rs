@@ -7,7 +7,7 @@ use super::pricing::price_pairs;
 use super::program::{Program, Solved};
 use super::{Engine, BINDING_DUAL};
 use crate::error::Result;
-use crate::lp::{LinearProgram, Row, Session};
+use crate::lp::{LinearProgram, Row, Sense, Session};
 use crate::problem::Matrix;
 use std::borrow::Cow;
 
@@ -16,6 +16,8 @@ use std::borrow::Cow;
 /// tolerance grew level by level (four jobs frozen 6.7e-8 low left a later one 2.3e-5 high; on an
 /// instance that amplifies round-off 37,000-fold, a level 4.3% high).
 const KEPT_MODEL_TOLERANCE: f64 = 1e-9;
+/// The solver's own feasibility tolerance, for a kept model whose next program is not `precise`.
+const SOLVER_TOLERANCE: f64 = 1e-7;
 
 /// A row of the LP that carries needs: a class total (`pool: None`) or a cut from the pool.
 pub(super) struct NeedRow {
@@ -40,10 +42,15 @@ pub(super) fn need_part(row: &Row, num_vars: usize) -> (f64, Vec<f64>) {
     (row.lower, vars)
 }
 
-/// A solved model kept for the next program with the same shared variables.
+/// A solved model kept for the next program with the same sense and as many shared variables.
 pub(super) struct Kept {
-    pub(super) signature: Vec<u64>,
+    pub(super) signature: (Sense, usize),
     pub(super) session: Box<dyn Session>,
+    /// What the backend has now: each shared variable's `(cost, lower, upper)`, each column's
+    /// cost (shared variables' and classes'), and whether the tolerance is the precise one.
+    pub(super) vars: Vec<(f64, f64, f64)>,
+    pub(super) col_cost: Vec<f64>,
+    pub(super) precise: bool,
     pub(super) need_rows: Vec<NeedRow>,
     pub(super) num_rows: usize,
     /// The pair columns in the model (per pair, `(type, column)`), and the rows pricing reads
@@ -153,16 +160,47 @@ impl Engine<'_> {
         }
         // The rows that carry needs in this program, aligned with `need_rows`.
         let mut rows: Vec<Row> = Vec::new();
-        let (mut session, mut need_rows, mut num_rows, rows_of) = match kept {
+        let (mut session, mut need_rows, mut num_rows, rows_of, col_cost) = match kept {
             Some(mut kept) => {
                 let mut session = kept.session;
+                // The shared variables' costs and bounds, the classes' time values and the
+                // tolerance, where they changed.
+                let mut costs = Vec::new();
+                for v in 0..num_vars {
+                    let (cost, lower, upper) = (program.cost[v], program.lower[v], program.upper[v]);
+                    if cost != kept.vars[v].0 {
+                        costs.push((v, cost));
+                    }
+                    if (lower, upper) != (kept.vars[v].1, kept.vars[v].2) {
+                        session.set_col_bounds(v, lower, upper);
+                    }
+                    kept.vars[v] = (cost, lower, upper);
+                }
+                for class in &classes {
+                    for &(w, col) in &class.cols {
+                        let cost = program.time_value(class.shape, w);
+                        if cost != kept.col_cost[col] {
+                            costs.push((col, cost));
+                            kept.col_cost[col] = cost;
+                        }
+                    }
+                }
+                session.set_costs(&costs);
+                if program.precise != kept.precise {
+                    session.set_feasibility_tolerance(if program.precise {
+                        KEPT_MODEL_TOLERANCE
+                    } else {
+                        SOLVER_TOLERANCE
+                    });
+                }
                 // Same rows, new needs: only the right-hand sides and the shared variables'
                 // coefficients move, and only those that did are sent.
+                let mut bounds = Vec::new();
                 for need in &mut kept.need_rows {
                     let row = classes[need.class].need_row(&need.members, need.lambda, needs);
                     let (lower, vars) = need_part(&row, num_vars);
                     if lower != need.sent.0 {
-                        session.set_row_bounds(need.row, row.lower, row.upper);
+                        bounds.push((need.row, row.lower, row.upper));
                     }
                     for (v, &coef) in vars.iter().enumerate() {
                         if coef != need.sent.1[v] {
@@ -172,17 +210,19 @@ impl Engine<'_> {
                     need.sent = (lower, vars);
                     rows.push(row);
                 }
-                (session, kept.need_rows, kept.num_rows, kept.rows_of)
+                session.set_row_bounds(&bounds);
+                (session, kept.need_rows, kept.num_rows, kept.rows_of, kept.col_cost)
             }
             None => {
                 let (lp, need_rows, rows_of) = self.build(&classes, &extra_cols, &pair_cols, program, next_col);
                 rows.extend(need_rows.iter().map(|n| lp.rows[n.row].clone()));
                 let num_rows = lp.rows.len();
+                let col_cost = lp.cost.clone();
                 let mut session = self.backend.open(lp);
-                if program.keep_model {
+                if program.precise {
                     session.set_feasibility_tolerance(KEPT_MODEL_TOLERANCE);
                 }
-                (session, need_rows, num_rows, rows_of)
+                (session, need_rows, num_rows, rows_of, col_cost)
             }
         };
 
@@ -290,7 +330,7 @@ impl Engine<'_> {
         if program.allocate {
             for total in &totals {
                 let left = split_class(&shapes[total.class], &total.y, &total.sorted, &mut allocation);
-                if program.time_value.is_some() {
+                if program.throughput_value.is_some() {
                     fill_class(&shapes[total.class], left, &total.sorted, &mut allocation);
                 }
             }
@@ -301,7 +341,19 @@ impl Engine<'_> {
         }
         let used = classes.iter().filter(|c| !c.jobs.is_empty()).count();
         if program.keep_model {
-            self.kept = Some(Kept { signature, session, need_rows, num_rows, pair_cols, extra_cols, rows_of });
+            let vars = (0..num_vars).map(|v| (program.cost[v], program.lower[v], program.upper[v])).collect();
+            self.kept = Some(Kept {
+                signature,
+                session,
+                vars,
+                col_cost,
+                precise: program.precise,
+                need_rows,
+                num_rows,
+                pair_cols,
+                extra_cols,
+                rows_of,
+            });
         }
         Ok(Solved { vars, allocation, pair_time, unconsolidated, lp_solves, classes: used, binding })
     }
@@ -327,9 +379,8 @@ impl Engine<'_> {
             lp.add_col(program.cost[v], program.lower[v], program.upper[v]);
         }
         for class in classes {
-            let rep = class.shape.jobs[0];
             for &(w, _) in &class.cols {
-                let value = program.time_value.as_ref().map_or(0.0, |v| v.get(rep, w));
+                let value = program.time_value(class.shape, w);
                 lp.add_col(value, 0.0, class.jobs.len() as f64);
             }
         }

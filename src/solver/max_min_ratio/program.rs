@@ -1,6 +1,7 @@
 //! What a caller states to the engine: the instance (who runs where, how fast, on how many GPUs),
 //! each job's need, the program (shared variables, objective, options) and its solution.
 
+use super::class::ClassShape;
 use crate::lp::Sense;
 use crate::problem::Matrix;
 use crate::space_sharing::Pair;
@@ -21,12 +22,16 @@ pub struct Instance<'a> {
     pub consolidated_slots: Vec<Vec<(u32, f64)>>,
 }
 
-/// A job's required throughput: `base + Σ (var, coef)`.
+/// A job's required throughput: `base + Σ (var, coef)`. Every program here gives a job at most
+/// one term, which is kept inline.
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct Need {
     pub base: f64,
-    pub terms: Vec<(usize, f64)>,
+    pub terms: Terms,
 }
+
+/// A need's `(var, coef)` terms.
+pub type Terms = smallvec::SmallVec<[(usize, f64); 1]>;
 
 impl Need {
     pub(super) fn is_zero(&self) -> bool {
@@ -46,19 +51,24 @@ pub struct Program {
     pub lower: Vec<f64>,
     pub upper: Vec<f64>,
     pub needs: Vec<Need>,
-    /// Keep the model for the next program with the same variables and re-solve it from its last
-    /// basis there. Every job then sits in its class's rows, so the model's shape never changes
-    /// (one with no need still gets no time from the split).
+    /// Keep the model for the next program with as many shared variables and the same sense, and
+    /// re-solve it from its last basis there (only the needs, the variables' costs and bounds and
+    /// the time values that changed are sent). Every job then sits in its class's rows, so the
+    /// model's shape never changes (one with no need still gets no time from the split).
     pub keep_model: bool,
+    /// Solve to a feasibility tolerance of 1e-9 instead of the solver's 1e-7: for programs whose
+    /// optimum becomes the next one's floors (water-filling's levels, the tie-break).
+    pub precise: bool,
     /// Split the class totals into a per-job allocation now. When false the split is deferred:
     /// `Engine::last_allocation` does it for the last such program (water-filling splits once,
     /// after its last level).
     pub allocate: bool,
-    /// The objective's value of a unit of job m's time on type w (`time_value.get(m, w)`), for
-    /// objectives over the allocation itself (the tie-break's `Σ thr_m/thr_equal_m`). It must be
-    /// the same for every job of a class (it is read from the class's first job). `None`: 0.
-    /// With it, the class time the split leaves over is handed out too (`fill_class`).
-    pub time_value: Option<Matrix>,
+    /// The objective's value of a unit of job m's throughput, for objectives over the allocation
+    /// itself (the tie-break's `Σ thr_m/thr_equal_m`): a unit of its time on type w is worth
+    /// `T[m][w]·throughput_value[m]`. It must be the same for every job of a class (it is read
+    /// from the class's first job). `None`: 0. With it, the class time the split leaves over is
+    /// handed out too (`fill_class`).
+    pub throughput_value: Option<Vec<f64>>,
 }
 
 impl Program {
@@ -70,20 +80,20 @@ impl Program {
             upper: Vec::new(),
             needs,
             keep_model: false,
+            precise: false,
             allocate: true,
-            time_value: None,
+            throughput_value: None,
         }
     }
 
-    /// What a kept model must match: the sense and the shared variables.
-    pub(super) fn signature(&self) -> Vec<u64> {
-        let sense = match self.sense {
-            Sense::Maximize => 1,
-            Sense::Minimize => 0,
-        };
-        std::iter::once(sense)
-            .chain(self.cost.iter().chain(&self.lower).chain(&self.upper).map(|v| v.to_bits()))
-            .collect()
+    /// What a kept model must match: the sense and the number of shared variables.
+    pub(super) fn signature(&self) -> (Sense, usize) {
+        (self.sense, self.cost.len())
+    }
+
+    /// The objective's value of a unit of the class's time on type `w`.
+    pub(super) fn time_value(&self, shape: &ClassShape, w: usize) -> f64 {
+        self.throughput_value.as_ref().map_or(0.0, |value| shape.row[w] * value[shape.jobs[0]])
     }
 
     /// Adds a shared variable; returns its index for `Need::terms`.

@@ -6,6 +6,7 @@
 use super::{colocated, engine, Outcome, Policy};
 use crate::error::Result;
 use crate::lp::Backend;
+use crate::max_min_ratio::Engine;
 use crate::problem::Problem;
 
 pub struct FinishTimeFairness;
@@ -66,69 +67,71 @@ impl Terms {
 
 impl Policy for FinishTimeFairness {
     fn solve(&self, problem: &Problem, backend: Backend) -> Result<Outcome> {
-        let terms = Terms::new(problem);
-        let m_all = 0..problem.num_jobs();
-        if m_all.clone().filter(|&m| terms.active(m)).all(|m| terms.elapsed[m] == 0.0) {
-            // ρ_m = r_m / (D_m thr_m) ≤ 1/z  ⟺  thr_m ≥ z · r_m / D_m
-            let demand: Vec<f64> = m_all
-                .map(|m| if terms.active(m) { terms.remaining[m] / terms.isolated_finish[m] } else { 0.0 })
-                .collect();
-            let mut engine = engine(problem, backend);
-            let solution = engine.max_ratio(&demand)?;
-            let objective =
-                terms.max_rho(&engine.throughputs(&solution.allocation, &solution.pair_time, &solution.unconsolidated));
-            return Ok(Outcome {
-                colocated: colocated(problem, engine.pairs(), &solution.pair_time),
-                unconsolidated: solution.unconsolidated,
-                allocation: solution.allocation,
-                objective: Some(objective),
-                lp_solves: solution.lp_solves,
-                water_filling: None,
-                method: engine.method_report(),
-            });
-        }
+        on_engine(problem, &mut engine(problem, backend))
+    }
+}
 
-        // Only jobs with steps left move ρ; the others' ρ_m = t_m/D_m is a constant floor.
-        let active: Vec<usize> = m_all.filter(|&m| terms.active(m)).collect();
-        let active_rho = |thr: &[f64]| active.iter().map(|&m| terms.rho(m, thr[m])).fold(0.0, f64::max);
-        // The isolated allocation is feasible, so its ρ bounds the optimum from above; at or below
-        // max t_m/D_m no allocation exists (the elapsed time alone reaches it).
-        let mut engine = engine(problem, backend);
-        let isolated = problem.isolated_allocation();
-        let no_pairs = vec![vec![0.0; problem.num_types()]; engine.pairs().len()];
-        let mut hi = active_rho(&engine.throughputs(&isolated, &no_pairs, &engine.no_unconsolidated()));
-        let mut best = (isolated, no_pairs, engine.no_unconsolidated());
-        let mut lo = active.iter().map(|&m| terms.elapsed[m] / terms.isolated_finish[m]).fold(0.0, f64::max);
-        let mut lp_solves = 0;
-        for _ in 0..MAX_PROBES {
-            if hi - lo <= RHO_TOLERANCE * hi {
-                break;
-            }
-            let rho = 0.5 * (lo + hi);
-            let solution = engine.max_ratio(&terms.demand(rho))?;
-            lp_solves += solution.lp_solves;
-            // Every probe's allocation is feasible: its ρ tightens the upper bracket.
-            let achieved =
-                active_rho(&engine.throughputs(&solution.allocation, &solution.pair_time, &solution.unconsolidated));
-            if achieved < hi {
-                hi = achieved;
-                best = (solution.allocation, solution.pair_time, solution.unconsolidated);
-            }
-            if solution.z.is_some_and(|z| z < 1.0) {
-                lo = rho;
-            } else {
-                hi = hi.min(rho);
-            }
-        }
-        let (allocation, pair_time, unconsolidated) = best;
-        Ok(Outcome {
-            objective: Some(terms.max_rho(&engine.throughputs(&allocation, &pair_time, &unconsolidated))),
-            colocated: colocated(problem, engine.pairs(), &pair_time),
-            unconsolidated,
-            allocation,
-            lp_solves,
+/// The policy on an engine the caller holds (see `policies::solve_keeping_engine`).
+pub(crate) fn on_engine(problem: &Problem, engine: &mut Engine) -> Result<Outcome> {
+    let terms = Terms::new(problem);
+    let m_all = 0..problem.num_jobs();
+    if m_all.clone().filter(|&m| terms.active(m)).all(|m| terms.elapsed[m] == 0.0) {
+        // ρ_m = r_m / (D_m thr_m) ≤ 1/z  ⟺  thr_m ≥ z · r_m / D_m
+        let demand: Vec<f64> =
+            m_all.map(|m| if terms.active(m) { terms.remaining[m] / terms.isolated_finish[m] } else { 0.0 }).collect();
+        let solution = engine.max_ratio(&demand)?;
+        let objective =
+            terms.max_rho(&engine.throughputs(&solution.allocation, &solution.pair_time, &solution.unconsolidated));
+        return Ok(Outcome {
+            colocated: colocated(problem, engine.pairs(), &solution.pair_time),
+            unconsolidated: solution.unconsolidated,
+            allocation: solution.allocation,
+            objective: Some(objective),
+            lp_solves: solution.lp_solves,
             water_filling: None,
             method: engine.method_report(),
-        })
+        });
     }
+
+    // Only jobs with steps left move ρ; the others' ρ_m = t_m/D_m is a constant floor.
+    let active: Vec<usize> = m_all.filter(|&m| terms.active(m)).collect();
+    let active_rho = |thr: &[f64]| active.iter().map(|&m| terms.rho(m, thr[m])).fold(0.0, f64::max);
+    // The isolated allocation is feasible, so its ρ bounds the optimum from above; at or below
+    // max t_m/D_m no allocation exists (the elapsed time alone reaches it).
+    let isolated = problem.isolated_allocation();
+    let no_pairs = vec![vec![0.0; problem.num_types()]; engine.pairs().len()];
+    let mut hi = active_rho(&engine.throughputs(&isolated, &no_pairs, &engine.no_unconsolidated()));
+    let mut best = (isolated, no_pairs, engine.no_unconsolidated());
+    let mut lo = active.iter().map(|&m| terms.elapsed[m] / terms.isolated_finish[m]).fold(0.0, f64::max);
+    let mut lp_solves = 0;
+    for _ in 0..MAX_PROBES {
+        if hi - lo <= RHO_TOLERANCE * hi {
+            break;
+        }
+        let rho = 0.5 * (lo + hi);
+        let solution = engine.max_ratio(&terms.demand(rho))?;
+        lp_solves += solution.lp_solves;
+        // Every probe's allocation is feasible: its ρ tightens the upper bracket.
+        let achieved =
+            active_rho(&engine.throughputs(&solution.allocation, &solution.pair_time, &solution.unconsolidated));
+        if achieved < hi {
+            hi = achieved;
+            best = (solution.allocation, solution.pair_time, solution.unconsolidated);
+        }
+        if solution.z.is_some_and(|z| z < 1.0) {
+            lo = rho;
+        } else {
+            hi = hi.min(rho);
+        }
+    }
+    let (allocation, pair_time, unconsolidated) = best;
+    Ok(Outcome {
+        objective: Some(terms.max_rho(&engine.throughputs(&allocation, &pair_time, &unconsolidated))),
+        colocated: colocated(problem, engine.pairs(), &pair_time),
+        unconsolidated,
+        allocation,
+        lp_solves,
+        water_filling: None,
+        method: engine.method_report(),
+    })
 }

@@ -4,6 +4,7 @@
 use super::{colocated, engine, Outcome, Policy};
 use crate::error::Result;
 use crate::lp::Backend;
+use crate::max_min_ratio::Engine;
 use crate::problem::Problem;
 
 pub struct MaxMinFairness;
@@ -21,26 +22,26 @@ pub fn weighted_normalized_throughputs(problem: &Problem, thr: &[f64]) -> Vec<f6
 
 impl Policy for MaxMinFairness {
     fn solve(&self, problem: &Problem, backend: Backend) -> Result<Outcome> {
-        // (sf/w)·thr/thr_equal ≥ z  ⟺  thr ≥ z · w·thr_equal/sf
-        let thr_equal = problem.equal_share_throughput();
-        let demand: Vec<f64> = problem
-            .jobs
-            .iter()
-            .enumerate()
-            .map(|(m, job)| job.weight * thr_equal[m] / job.scale_factor as f64)
-            .collect();
-        let mut engine = engine(problem, backend);
-        let solution = engine.max_ratio(&demand)?;
-        let thr = engine.throughputs(&solution.allocation, &solution.pair_time, &solution.unconsolidated);
-        let objective = weighted_normalized_throughputs(problem, &thr).into_iter().fold(f64::INFINITY, f64::min);
-        Ok(Outcome {
-            colocated: colocated(problem, engine.pairs(), &solution.pair_time),
-            unconsolidated: solution.unconsolidated,
-            allocation: solution.allocation,
-            objective: Some(objective),
-            lp_solves: solution.lp_solves,
-            water_filling: None,
-            method: engine.method_report(),
-        })
+        on_engine(problem, &mut engine(problem, backend))
     }
+}
+
+/// The policy on an engine the caller holds (see `policies::solve_keeping_engine`).
+pub(crate) fn on_engine(problem: &Problem, engine: &mut Engine) -> Result<Outcome> {
+    // (sf/w)·thr/thr_equal ≥ z  ⟺  thr ≥ z · w·thr_equal/sf
+    let thr_equal = problem.equal_share_throughput();
+    let demand: Vec<f64> =
+        problem.jobs.iter().enumerate().map(|(m, job)| job.weight * thr_equal[m] / job.scale_factor as f64).collect();
+    let solution = engine.max_ratio(&demand)?;
+    let thr = engine.throughputs(&solution.allocation, &solution.pair_time, &solution.unconsolidated);
+    let objective = weighted_normalized_throughputs(problem, &thr).into_iter().fold(f64::INFINITY, f64::min);
+    Ok(Outcome {
+        colocated: colocated(problem, engine.pairs(), &solution.pair_time),
+        unconsolidated: solution.unconsolidated,
+        allocation: solution.allocation,
+        objective: Some(objective),
+        lp_solves: solution.lp_solves,
+        water_filling: None,
+        method: engine.method_report(),
+    })
 }

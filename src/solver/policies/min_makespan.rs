@@ -4,6 +4,7 @@
 use super::{colocated, engine, Outcome, Policy};
 use crate::error::Result;
 use crate::lp::Backend;
+use crate::max_min_ratio::Engine;
 use crate::problem::Problem;
 
 pub struct MinMakespan;
@@ -18,19 +19,23 @@ pub fn makespan(problem: &Problem, thr: &[f64]) -> f64 {
 
 impl Policy for MinMakespan {
     fn solve(&self, problem: &Problem, backend: Backend) -> Result<Outcome> {
-        let demand: Vec<f64> = (0..problem.num_jobs()).map(|m| problem.steps_remaining(m)).collect();
-        let mut engine = engine(problem, backend);
-        let solution = engine.max_ratio(&demand)?;
-        let objective =
-            makespan(problem, &engine.throughputs(&solution.allocation, &solution.pair_time, &solution.unconsolidated));
-        Ok(Outcome {
-            colocated: colocated(problem, engine.pairs(), &solution.pair_time),
-            unconsolidated: solution.unconsolidated,
-            allocation: solution.allocation,
-            objective: Some(objective),
-            lp_solves: solution.lp_solves,
-            water_filling: None,
-            method: engine.method_report(),
-        })
+        on_engine(problem, &mut engine(problem, backend))
     }
+}
+
+/// The policy on an engine the caller holds (see `policies::solve_keeping_engine`).
+pub(crate) fn on_engine(problem: &Problem, engine: &mut Engine) -> Result<Outcome> {
+    let demand: Vec<f64> = (0..problem.num_jobs()).map(|m| problem.steps_remaining(m)).collect();
+    let solution = engine.max_ratio(&demand)?;
+    let objective =
+        makespan(problem, &engine.throughputs(&solution.allocation, &solution.pair_time, &solution.unconsolidated));
+    Ok(Outcome {
+        colocated: colocated(problem, engine.pairs(), &solution.pair_time),
+        unconsolidated: solution.unconsolidated,
+        allocation: solution.allocation,
+        objective: Some(objective),
+        lp_solves: solution.lp_solves,
+        water_filling: None,
+        method: engine.method_report(),
+    })
 }

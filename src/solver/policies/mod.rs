@@ -209,6 +209,24 @@ pub fn solve(problem: &Problem, backend: Backend) -> Result<Outcome> {
     Ok(outcome)
 }
 
+/// Runs the problem's policy; a policy on the exact engine (LAS, makespan, finish-time fairness)
+/// also returns its engine with the model of its last plain-LP solve kept
+/// (`Engine::keeping_models`), so that the tie-break's second solve starts from its classes, cuts
+/// and basis instead of building its own.
+pub fn solve_keeping_engine(problem: &Problem, backend: Backend) -> Result<(Outcome, Option<Engine<'_>>)> {
+    let on_engine: fn(&Problem, &mut Engine) -> Result<Outcome> = match problem.policy {
+        _ if problem.num_jobs() == 0 => return Ok((solve(problem, backend)?, None)),
+        PolicyKind::MaxMinFairness => max_min_fairness::on_engine,
+        PolicyKind::MinMakespan => min_makespan::on_engine,
+        PolicyKind::FinishTimeFairness => finish_time_fairness::on_engine,
+        _ => return Ok((solve(problem, backend)?, None)),
+    };
+    let mut engine = engine(problem, backend).keeping_models();
+    let mut outcome = on_engine(problem, &mut engine)?;
+    spread_if_type_blind(problem, &mut outcome);
+    Ok((outcome, Some(engine)))
+}
+
 /// Spreads a type-blind allocation over the types when its objective allows (see below).
 pub(crate) fn spread_if_type_blind(problem: &Problem, outcome: &mut Outcome) {
     if spreads_type_blind(problem, outcome) {

@@ -11,7 +11,7 @@ use super::trajectory::{Forest, Trajectory};
 use super::{capacities, colocated, engine, scale_factors, Outcome, WaterFillingReport};
 use crate::error::{ErrorCode, Result};
 use crate::lp::{Backend, Sense};
-use crate::max_min_ratio::{ceiling, Engine, MethodReport, Need, Program};
+use crate::max_min_ratio::{ceiling, Engine, MethodReport, Need, Program, Terms};
 use crate::problem::{Matrix, Problem};
 
 /// Derives each job's weight for the next level from which jobs are frozen; weight 0 means the
@@ -235,10 +235,14 @@ impl Levels<'_, '_> {
         self.decomposed = None;
         let unit = self.engine.natural_unit(&rate).filter(|&u| u > 0.0).unwrap_or(1.0);
         let needs = (0..floor.len())
-            .map(|m| Need { base: floor[m], terms: if rate[m] > 0.0 { vec![(0, rate[m] * unit)] } else { Vec::new() } })
+            .map(|m| Need {
+                base: floor[m],
+                terms: if rate[m] > 0.0 { smallvec::smallvec![(0, rate[m] * unit)] } else { Terms::new() },
+            })
             .collect();
         let mut program = Program::new(Sense::Maximize, needs);
         program.keep_model = true;
+        program.precise = true;
         program.allocate = false;
         // c is free (its optimum is ≥ 0: the last allocation meets every floor) so that no bound
         // absorbs its reduced cost and the duals always name binding rows.

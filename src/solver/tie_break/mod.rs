@@ -8,7 +8,7 @@
 
 use crate::error::{ArbiterError, ErrorCode, Result};
 use crate::lp::{Backend, Sense};
-use crate::max_min_ratio::{DecompositionOptions, MethodReport, Need, Program};
+use crate::max_min_ratio::{DecompositionOptions, Engine, MethodReport, Need, Program, Terms};
 use crate::policies::{throughputs, Outcome, PolicyKind};
 use crate::problem::{Matrix, Problem};
 use crate::solver::max_weighted_throughput as decomposition;
@@ -116,6 +116,18 @@ pub fn throughput_with(
     backend: Backend,
     options: &DecompositionOptions,
 ) -> Result<Option<(Outcome, MethodReport)>> {
+    throughput_on(problem, outcome, None, backend, options)
+}
+
+/// [`throughput_with`], on the engine that solved the optimum when the caller kept it
+/// (`policies::solve_keeping_engine`): the engine's second solve then starts from its model.
+fn throughput_on<'p>(
+    problem: &'p Problem,
+    outcome: &Outcome,
+    engine: Option<&mut Engine<'p>>,
+    backend: Backend,
+    options: &DecompositionOptions,
+) -> Result<Option<(Outcome, MethodReport)>> {
     if !applies(problem.policy) || problem.space_sharing || problem.unconsolidated.is_some() {
         return Ok(None);
     }
@@ -133,30 +145,51 @@ pub fn throughput_with(
             (found.allocation, found.lp_solves, report)
         }
         Err(fallback) => {
-            let (allocation, lp_solves) = on_engine(problem, &floor, &value, backend)?;
+            let (allocation, lp_solves) = on_engine(problem, engine, &floor, &value, backend)?;
             (allocation, lp_solves, MethodReport::lp(fallback))
         }
     };
-    let mut better = Outcome { allocation, lp_solves: outcome.lp_solves + lp_solves, ..outcome.clone() };
+    let mut better = Outcome {
+        allocation,
+        lp_solves: outcome.lp_solves + lp_solves,
+        objective: outcome.objective,
+        water_filling: outcome.water_filling.clone(),
+        method: outcome.method.clone(),
+        colocated: outcome.colocated.clone(),
+        unconsolidated: outcome.unconsolidated.clone(),
+    };
     // Type-blind, the second solve's vertex pins jobs to types as the first one's would have.
     crate::policies::spread_if_type_blind(problem, &mut better);
     Ok(Some((better, report)))
 }
 
-/// The second solve on the exact engine.
-fn on_engine(problem: &Problem, floor: &[f64], value: &[f64], backend: Backend) -> Result<(Matrix, usize)> {
-    let needs = floor.iter().map(|&base| Need { base, terms: Vec::new() }).collect();
-    let mut time_value = Matrix::zeros(problem.num_jobs(), problem.num_types());
-    for (m, &a) in value.iter().enumerate().filter(|&(_, &a)| a > 0.0) {
-        for w in 0..problem.num_types() {
-            time_value.set(m, w, problem.throughput.get(m, w) * a);
-        }
-    }
+/// The second solve on the exact engine: the one that solved the optimum when there is one (its
+/// kept model re-solved with the floors and the new objective), otherwise a new one.
+fn on_engine<'p>(
+    problem: &'p Problem,
+    engine: Option<&mut Engine<'p>>,
+    floor: &[f64],
+    value: &[f64],
+    backend: Backend,
+) -> Result<(Matrix, usize)> {
+    let needs = floor.iter().map(|&base| Need { base, terms: Terms::new() }).collect();
     let mut program = Program::new(Sense::Maximize, needs);
     // Every job takes part, a job with no floor too: the objective gives it the time left.
     program.keep_model = true;
-    program.time_value = Some(time_value);
-    let solved = crate::policies::engine(problem, backend).solve_program(&program).map_err(|e| ArbiterError {
+    program.precise = true;
+    program.throughput_value = Some(value.to_vec());
+    // In the place of the optimum's `z` (the kept model's one shared variable), fixed at 0 and
+    // worth nothing: the floors carry the optimum now.
+    program.add_var(0.0, 0.0, 0.0);
+    let mut own;
+    let engine = match engine {
+        Some(engine) => engine,
+        None => {
+            own = crate::policies::engine(problem, backend);
+            &mut own
+        }
+    };
+    let solved = engine.solve_program(&program).map_err(|e| ArbiterError {
         message: format!("the tie-break solve after the optimum failed: {}", e.message),
         ..e
     })?;
@@ -174,11 +207,22 @@ pub struct Applied {
 
 /// The tie-break `problem` asks for, after `outcome` (its policy's optimum).
 pub fn apply(problem: &Problem, outcome: Outcome, backend: Backend) -> Result<Applied> {
+    apply_on(problem, outcome, None, backend)
+}
+
+/// [`apply`] on the engine that solved `outcome`, when the caller kept it
+/// (`policies::solve_keeping_engine`).
+pub fn apply_on<'p>(
+    problem: &'p Problem,
+    outcome: Outcome,
+    engine: Option<&mut Engine<'p>>,
+    backend: Backend,
+) -> Result<Applied> {
     let bare = |outcome| Applied { outcome, tie_break: TieBreak::None, method: None };
     let (outcome, tie_break) = match problem.tie_break {
         TieBreak::None => return Ok(bare(outcome)),
         TieBreak::Throughput => {
-            return Ok(match throughput(problem, &outcome, backend)? {
+            return Ok(match throughput_on(problem, &outcome, engine, backend, &DecompositionOptions::default())? {
                 Some((better, method)) => {
                     Applied { outcome: better, tie_break: TieBreak::Throughput, method: Some(method) }
                 }
