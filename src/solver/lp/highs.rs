@@ -223,6 +223,11 @@ impl Session for HighsSession {
         self.set_double("dual_feasibility_tolerance", tolerance);
     }
 
+    fn forget_basis(&mut self) {
+        // SAFETY: ptr is live. The model stays; the basis, factorization and solution go.
+        unsafe { Highs_clearSolver(self.ptr) };
+    }
+
     fn start_from(&mut self, cols: &[BasisStatus], rows: &[BasisStatus]) {
         if cols.len() != self.num_cols || rows.len() != self.num_rows {
             return;

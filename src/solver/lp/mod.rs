@@ -168,6 +168,9 @@ pub trait Session {
     /// basic as there are rows. A hint: a backend that takes none ignores it, and a singular basis
     /// is repaired by the backend, not refused.
     fn start_from(&mut self, _cols: &[BasisStatus], _rows: &[BasisStatus]) {}
+    /// The next solve starts from the slack basis, as a new model's would, instead of the last
+    /// optimum's (a hint, like `start_from`).
+    fn forget_basis(&mut self) {}
     /// Makes columns `cols` integer (the model becomes a MILP, solved to `relative_gap`);
     /// backends without a MILP solver refuse.
     fn set_integer(&mut self, _cols: &[usize], _relative_gap: f64) -> Result<(), SolveError> {
@@ -300,6 +303,9 @@ impl Session for Bounded {
     }
     fn start_from(&mut self, cols: &[BasisStatus], rows: &[BasisStatus]) {
         self.inner.start_from(cols, rows)
+    }
+    fn forget_basis(&mut self) {
+        self.inner.forget_basis()
     }
     fn set_time_limit(&mut self, seconds: f64) {
         self.inner.set_time_limit(seconds)

@@ -27,7 +27,7 @@ pub(super) struct NeedRow {
     pub(super) lambda: usize,
     pub(super) pool: Option<usize>,
     /// The lower bound and shared-variable coefficients the backend has now, so a kept model is
-    /// sent only what changed.
+    /// sent only what changed (a variable fixed at 0 keeps the coefficients it had).
     pub(super) sent: (f64, Vec<f64>),
 }
 
@@ -185,6 +185,11 @@ impl Engine<'_> {
                         }
                     }
                 }
+                if !costs.is_empty() {
+                    // A new objective: the old optimum's basis is neither primal nor dual
+                    // feasible for it, and the simplex goes faster from the slack basis.
+                    session.forget_basis();
+                }
                 session.set_costs(&costs);
                 if program.precise != kept.precise {
                     session.set_feasibility_tolerance(if program.precise {
@@ -195,19 +200,24 @@ impl Engine<'_> {
                 }
                 // Same rows, new needs: only the right-hand sides and the shared variables'
                 // coefficients move, and only those that did are sent.
+                // A shared variable fixed at 0 (the tie-break's in the place of `z`) adds nothing to
+                // any row, so its coefficients stay as they are (one backend call each).
+                let inert: Vec<bool> =
+                    (0..num_vars).map(|v| program.lower[v] == 0.0 && program.upper[v] == 0.0).collect();
                 let mut bounds = Vec::new();
                 for need in &mut kept.need_rows {
                     let row = classes[need.class].need_row(&need.members, need.lambda, needs);
                     let (lower, vars) = need_part(&row, num_vars);
                     if lower != need.sent.0 {
                         bounds.push((need.row, row.lower, row.upper));
+                        need.sent.0 = lower;
                     }
                     for (v, &coef) in vars.iter().enumerate() {
-                        if coef != need.sent.1[v] {
+                        if coef != need.sent.1[v] && !inert[v] {
                             session.set_coef(need.row, v, coef);
+                            need.sent.1[v] = coef;
                         }
                     }
-                    need.sent = (lower, vars);
                     rows.push(row);
                 }
                 session.set_row_bounds(&bounds);

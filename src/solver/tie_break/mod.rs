@@ -182,7 +182,7 @@ fn on_engine<'p>(
     // worth nothing: the floors carry the optimum now.
     program.add_var(0.0, 0.0, 0.0);
     let mut own;
-    let engine = match engine {
+    let engine = match engine.filter(|engine| engine.repeats_rows()) {
         Some(engine) => engine,
         None => {
             own = crate::policies::engine(problem, backend);
