@@ -113,17 +113,30 @@ fn check(case: &Case, options: DecompositionOptions) -> Result<Option<bool>, Tes
     };
     let Some((want, _)) = solve(&with(Method::Lp))? else { return Ok(None) };
     let (got, report) = solve(&with(Method::Decomposition))?.expect("applies when the engine's does");
-    let (want, got) = (matrix_rows(&want.allocation), matrix_rows(&got.allocation));
-    assert_feasible(&problem, &got);
-    let (a, b) = (value(&problem, &got), value(&problem, &want));
-    prop_assert!((a - b).abs() <= VALUE * b.abs().max(1.0), "value {a} vs the engine's {b} ({report:?})");
-    let kept = objective(&problem, &got);
-    let worse = match problem.policy.name() {
-        "max_min_fairness" => z - kept,
-        _ => kept - z,
-    };
-    prop_assert!(worse <= OBJECTIVE * z.abs().max(1e-12), "objective {kept} vs the optimum's {z} ({report:?})");
+    agrees(&problem, &got.allocation, &want.allocation, z)
+        .map_err(|e| TestCaseError::fail(format!("{e} ({report:?})")))?;
     Ok(Some(report.method == "decomposition"))
+}
+
+/// `got` is feasible, worth what `want` is (`VALUE`), and keeps the policy's optimum `z`
+/// (`OBJECTIVE`).
+fn agrees(
+    problem: &Problem,
+    got: &arbiter::problem::Matrix,
+    want: &arbiter::problem::Matrix,
+    z: f64,
+) -> Result<(), TestCaseError> {
+    let (got, want) = (matrix_rows(got), matrix_rows(want));
+    assert_feasible(problem, &got);
+    let (a, b) = (value(problem, &got), value(problem, &want));
+    prop_assert!((a - b).abs() <= VALUE * b.abs().max(1.0), "value {a} vs {b}");
+    let reached = objective(problem, &got);
+    let worse = match problem.policy.name() {
+        "max_min_fairness" => z - reached,
+        _ => reached - z,
+    };
+    prop_assert!(worse <= OBJECTIVE * z.abs().max(1e-12), "objective {reached} vs the optimum's {z}");
+    Ok(())
 }
 
 /// Runs `cases` random instances; of those the tie-break applies to, at least `min_certified`
@@ -270,17 +283,7 @@ fn the_second_solve_on_the_optimums_model_agrees_with_a_fresh_one() {
             let (fresh, _) = throughput_with(&problem, &fresh, backend, &DecompositionOptions::default())
                 .map_err(fail)?
                 .expect("applies");
-            let (got, want) = (matrix_rows(&kept.outcome.allocation), matrix_rows(&fresh.allocation));
-            assert_feasible(&problem, &got);
-            let (a, b) = (value(&problem, &got), value(&problem, &want));
-            prop_assert!((a - b).abs() <= VALUE * b.abs().max(1.0), "value {a} vs a fresh engine's {b}");
-            let reached = objective(&problem, &got);
-            let worse = match problem.policy.name() {
-                "max_min_fairness" => z - reached,
-                _ => reached - z,
-            };
-            prop_assert!(worse <= OBJECTIVE * z.abs().max(1e-12), "objective {reached} vs the optimum's {z}");
-            Ok(())
+            agrees(&problem, &kept.outcome.allocation, &fresh.allocation, z)
         })
         .unwrap();
 }

@@ -82,15 +82,7 @@ pub(crate) fn on_engine(problem: &Problem, engine: &mut Engine) -> Result<Outcom
         let solution = engine.max_ratio(&demand)?;
         let objective =
             terms.max_rho(&engine.throughputs(&solution.allocation, &solution.pair_time, &solution.unconsolidated));
-        return Ok(Outcome {
-            colocated: colocated(problem, engine.pairs(), &solution.pair_time),
-            unconsolidated: solution.unconsolidated,
-            allocation: solution.allocation,
-            objective: Some(objective),
-            lp_solves: solution.lp_solves,
-            water_filling: None,
-            method: engine.method_report(),
-        });
+        return Ok(Outcome::of_ratio(problem, engine, solution, objective));
     }
 
     // Only jobs with steps left move ρ; the others' ρ_m = t_m/D_m is a constant floor.

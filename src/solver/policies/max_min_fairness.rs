@@ -1,7 +1,7 @@
 //! Least attained service (max-min fairness), heterogeneity-aware or not:
 //! maximize `min_m (sf_m / weight_m) · thr_m / thr_equal_m`. See `formulations/max_min_fairness.md`.
 
-use super::{colocated, engine, Outcome, Policy};
+use super::{engine, Outcome, Policy};
 use crate::error::Result;
 use crate::lp::Backend;
 use crate::max_min_ratio::Engine;
@@ -35,13 +35,5 @@ pub(crate) fn on_engine(problem: &Problem, engine: &mut Engine) -> Result<Outcom
     let solution = engine.max_ratio(&demand)?;
     let thr = engine.throughputs(&solution.allocation, &solution.pair_time, &solution.unconsolidated);
     let objective = weighted_normalized_throughputs(problem, &thr).into_iter().fold(f64::INFINITY, f64::min);
-    Ok(Outcome {
-        colocated: colocated(problem, engine.pairs(), &solution.pair_time),
-        unconsolidated: solution.unconsolidated,
-        allocation: solution.allocation,
-        objective: Some(objective),
-        lp_solves: solution.lp_solves,
-        water_filling: None,
-        method: engine.method_report(),
-    })
+    Ok(Outcome::of_ratio(problem, engine, solution, objective))
 }

@@ -1,7 +1,7 @@
 //! Minimum makespan: minimize `max_m r_m / thr_m`, as one LP in `z = 1/makespan`
 //! (maximize z with `thr_m ≥ r_m·z`). See `formulations/min_makespan.md`.
 
-use super::{colocated, engine, Outcome, Policy};
+use super::{engine, Outcome, Policy};
 use crate::error::Result;
 use crate::lp::Backend;
 use crate::max_min_ratio::Engine;
@@ -29,13 +29,5 @@ pub(crate) fn on_engine(problem: &Problem, engine: &mut Engine) -> Result<Outcom
     let solution = engine.max_ratio(&demand)?;
     let objective =
         makespan(problem, &engine.throughputs(&solution.allocation, &solution.pair_time, &solution.unconsolidated));
-    Ok(Outcome {
-        colocated: colocated(problem, engine.pairs(), &solution.pair_time),
-        unconsolidated: solution.unconsolidated,
-        allocation: solution.allocation,
-        objective: Some(objective),
-        lp_solves: solution.lp_solves,
-        water_filling: None,
-        method: engine.method_report(),
-    })
+    Ok(Outcome::of_ratio(problem, engine, solution, objective))
 }

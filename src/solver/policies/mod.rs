@@ -21,7 +21,7 @@ mod water_filling;
 
 use crate::error::{ArbiterError, ErrorCode, Result};
 use crate::lp::Backend;
-use crate::max_min_ratio::{Engine, Instance};
+use crate::max_min_ratio::{Engine, Instance, RatioSolution};
 use crate::problem::{Matrix, Problem};
 use crate::space_sharing::{kept_pairs, Pair};
 
@@ -166,6 +166,21 @@ pub struct Outcome {
     /// Placement sensitivity: `U[m][w]`, the time job m runs on `w` with its GPUs spread over
     /// servers, at its unconsolidated throughput. No rows without placement sensitivity.
     pub unconsolidated: Matrix,
+}
+
+impl Outcome {
+    /// The outcome of a policy solved by one `max_ratio` on `engine`, with its `objective`.
+    pub(crate) fn of_ratio(problem: &Problem, engine: &Engine, solution: RatioSolution, objective: f64) -> Outcome {
+        Outcome {
+            colocated: colocated(problem, engine.pairs(), &solution.pair_time),
+            unconsolidated: solution.unconsolidated,
+            allocation: solution.allocation,
+            objective: Some(objective),
+            lp_solves: solution.lp_solves,
+            water_filling: None,
+            method: engine.method_report(),
+        }
+    }
 }
 
 /// Per job (by index): the normalized throughput `nt_m = thr_m / thr_equal_m` of the final
