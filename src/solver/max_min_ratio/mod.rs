@@ -129,9 +129,9 @@ impl<'a> Engine<'a> {
         self
     }
 
-    /// The same engine keeping the model of every `max_ratio` it solves by the plain LP, so that
-    /// the program that follows (the tie-break's second solve) starts from its rows, cuts and
-    /// basis instead of building and solving a model of its own.
+    /// The same engine keeping the model of every `max_ratio` it solves by the plain LP on jobs
+    /// that repeat rows (`repeats_rows`), so that the program that follows (the tie-break's second
+    /// solve) starts from its rows and cuts instead of building a model of its own.
     pub fn keeping_models(mut self) -> Engine<'a> {
         self.keep_models = true;
         self
@@ -300,7 +300,7 @@ impl<'a> Engine<'a> {
         let needs = demand.iter().map(|d| Need { base: 0.0, terms: smallvec::smallvec![(0, d * unit)] }).collect();
         let mut program = Program::new(Sense::Maximize, needs);
         program.add_var(1.0, 0.0, f64::INFINITY);
-        program.keep_model = self.keep_models;
+        program.keep_model = self.keep_models && self.repeats_rows();
         let solved = self.solve_program(&program)?;
         Ok(RatioSolution {
             z: Some(solved.vars[0] * unit),
@@ -461,10 +461,10 @@ impl<'a> Engine<'a> {
     /// Whether jobs repeat rows: at most half as many classes as jobs. On mostly distinct rows a
     /// kept model is no faster to re-solve with a new objective than a new one (measured: at 512
     /// jobs each its own class, the tie-break's second solve took 1.6 times as long on the
-    /// optimum's model), so the tie-break builds its own there.
-    /// False while the classes are not built (no plain LP has run).
-    pub fn repeats_rows(&self) -> bool {
-        self.shaped && 2 * self.shapes.len() <= self.instance.throughput.rows()
+    /// optimum's model), so `keeping_models` keeps none there.
+    fn repeats_rows(&mut self) -> bool {
+        self.shape();
+        2 * self.shapes.len() <= self.instance.throughput.rows()
     }
 
     /// `class_of[m]`: the class of job m (jobs in one class share row and scale factor).

@@ -46,9 +46,9 @@ pub(super) fn need_part(row: &Row, num_vars: usize) -> (f64, Vec<f64>) {
 pub(super) struct Kept {
     pub(super) signature: (Sense, usize),
     pub(super) session: Box<dyn Session>,
-    /// What the backend has now: each shared variable's `(cost, lower, upper)`, each column's
-    /// cost (shared variables' and classes'), and whether the tolerance is the precise one.
-    pub(super) vars: Vec<(f64, f64, f64)>,
+    /// What the backend has now: each shared variable's bounds, each column's cost (shared
+    /// variables' and classes'), and whether the tolerance is the precise one.
+    pub(super) bounds: Vec<(f64, f64)>,
     pub(super) col_cost: Vec<f64>,
     pub(super) precise: bool,
     pub(super) need_rows: Vec<NeedRow>,
@@ -165,24 +165,21 @@ impl Engine<'_> {
                 let mut session = kept.session;
                 // The shared variables' costs and bounds, the classes' time values and the
                 // tolerance, where they changed.
-                let mut costs = Vec::new();
                 for v in 0..num_vars {
-                    let (cost, lower, upper) = (program.cost[v], program.lower[v], program.upper[v]);
-                    if cost != kept.vars[v].0 {
-                        costs.push((v, cost));
+                    let bounds = (program.lower[v], program.upper[v]);
+                    if bounds != kept.bounds[v] {
+                        session.set_col_bounds(v, bounds.0, bounds.1);
+                        kept.bounds[v] = bounds;
                     }
-                    if (lower, upper) != (kept.vars[v].1, kept.vars[v].2) {
-                        session.set_col_bounds(v, lower, upper);
-                    }
-                    kept.vars[v] = (cost, lower, upper);
                 }
-                for class in &classes {
-                    for &(w, col) in &class.cols {
-                        let cost = program.time_value(class.shape, w);
-                        if cost != kept.col_cost[col] {
-                            costs.push((col, cost));
-                            kept.col_cost[col] = cost;
-                        }
+                let class_costs = classes
+                    .iter()
+                    .flat_map(|class| class.cols.iter().map(|&(w, col)| (col, program.time_value(class.shape, w))));
+                let mut costs = Vec::new();
+                for (col, cost) in program.cost.iter().copied().enumerate().chain(class_costs) {
+                    if cost != kept.col_cost[col] {
+                        costs.push((col, cost));
+                        kept.col_cost[col] = cost;
                     }
                 }
                 if !costs.is_empty() {
@@ -351,11 +348,11 @@ impl Engine<'_> {
         }
         let used = classes.iter().filter(|c| !c.jobs.is_empty()).count();
         if program.keep_model {
-            let vars = (0..num_vars).map(|v| (program.cost[v], program.lower[v], program.upper[v])).collect();
+            let bounds = (0..num_vars).map(|v| (program.lower[v], program.upper[v])).collect();
             self.kept = Some(Kept {
                 signature,
                 session,
-                vars,
+                bounds,
                 col_cost,
                 precise: program.precise,
                 need_rows,

@@ -225,9 +225,9 @@ pub fn solve(problem: &Problem, backend: Backend) -> Result<Outcome> {
 }
 
 /// Runs the problem's policy; a policy on the exact engine (LAS, makespan, finish-time fairness)
-/// also returns its engine with the model of its last plain-LP solve kept
+/// also returns its engine, the model of its last plain-LP solve kept on repeated rows
 /// (`Engine::keeping_models`), so that the tie-break's second solve starts from its classes, cuts
-/// and basis instead of building its own.
+/// and model instead of building its own.
 pub fn solve_keeping_engine(problem: &Problem, backend: Backend) -> Result<(Outcome, Option<Engine<'_>>)> {
     let on_engine: fn(&Problem, &mut Engine) -> Result<Outcome> = match problem.policy {
         _ if problem.num_jobs() == 0 => return Ok((solve(problem, backend)?, None)),

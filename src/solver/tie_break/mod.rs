@@ -164,7 +164,8 @@ fn throughput_on<'p>(
 }
 
 /// The second solve on the exact engine: the one that solved the optimum when there is one (its
-/// kept model re-solved with the floors and the new objective), otherwise a new one.
+/// classes and cuts, and its kept model re-solved with the floors and the new objective when it
+/// kept one), otherwise a new one.
 fn on_engine<'p>(
     problem: &'p Problem,
     engine: Option<&mut Engine<'p>>,
@@ -182,7 +183,7 @@ fn on_engine<'p>(
     // worth nothing: the floors carry the optimum now.
     program.add_var(0.0, 0.0, 0.0);
     let mut own;
-    let engine = match engine.filter(|engine| engine.repeats_rows()) {
+    let engine = match engine {
         Some(engine) => engine,
         None => {
             own = crate::policies::engine(problem, backend);
