@@ -231,6 +231,10 @@ pub struct SweepArgs {
     /// Adds this many jobs in the first hour of every day of each trace (a burst of arrivals).
     #[arg(long, default_value_t = 0)]
     pub burst_jobs: usize,
+    /// Adds Blox's bursts of short jobs: from hour 4, every four hours, two hours of extra arrivals
+    /// at twice the load, each running 10 to 60 minutes.
+    #[arg(long)]
+    pub short_bursts: bool,
     /// Measure jobs FIRST..LAST of each trace (0-based, LAST excluded).
     #[arg(long, value_name = "FIRST:LAST")]
     pub window: Option<String>,
@@ -312,6 +316,7 @@ pub fn run_sweep(args: &SweepArgs) -> Result<()> {
         seeds: number_list(&args.seeds, "seeds")?,
         num_jobs: args.jobs,
         burst_jobs: args.burst_jobs,
+        short_bursts: args.short_bursts,
         window: args.window.as_deref().map(parse_window).transpose()?,
         static_trace: args.static_trace,
         tenants: args.tenants,

@@ -142,6 +142,8 @@ pub struct SweepConfig {
     pub num_jobs: usize,
     /// Extra jobs in the first hour of every day (`scheduling::workload::add_bursts`).
     pub burst_jobs: usize,
+    /// Blox §5.2's bursts of short jobs (`scheduling::workload::add_short_bursts`).
+    pub short_bursts: bool,
     /// Measured jobs (trace positions `first..last`); `None`: all.
     pub window: Option<(usize, usize)>,
     /// Every job at t = 0 instead of Poisson arrivals.
@@ -219,6 +221,9 @@ pub fn run(
             };
             if config.burst_jobs > 0 && !config.static_trace {
                 trace = crate::scheduling::workload::add_bursts(trace, table, &options, config.burst_jobs)?;
+            }
+            if config.short_bursts && !config.static_trace {
+                trace = crate::scheduling::workload::add_short_bursts(trace, table, &options, load)?;
             }
             traces.push(((load.to_bits(), seed), trace));
         }

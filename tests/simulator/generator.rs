@@ -2,7 +2,7 @@
 //! inter-arrival times, static arrivals, steps from the reference type's throughput, refusals,
 //! and (when Gavel's data is present) traces drawn from the measured throughput file.
 
-use arbiter::workload::generator::{generate, Arrivals, GeneratorOptions};
+use arbiter::workload::generator::{generate, Arrivals, Durations, GeneratorOptions};
 use arbiter::workload::throughputs::ThroughputTable;
 use arbiter::workload::Trace;
 use arbiter::ErrorCode;
@@ -153,7 +153,7 @@ fn job_types_are_uniform_over_the_reference_type_s_measurements() {
 #[test]
 fn steps_come_from_the_reference_type_s_throughput() {
     let options = GeneratorOptions {
-        fixed_duration_seconds: Some(3600.0),
+        durations: Durations::Fixed(3600.0),
         multi_gpu: true,
         ..GeneratorOptions::static_trace(300, 9)
     };
@@ -164,6 +164,17 @@ fn steps_come_from_the_reference_type_s_throughput() {
     let on_k80 = GeneratorOptions { reference_worker_type: "k80".into(), ..options.clone() };
     let trace = generate(&table(), &GeneratorOptions { multi_gpu: false, ..on_k80 }).unwrap();
     assert!(trace.jobs.iter().any(|j| j.job_type.starts_with("Transformer")));
+    // Uniform durations: each job's steps are those of 10 to 60 minutes on the reference type,
+    // and the range is covered.
+    let short = GeneratorOptions { durations: Durations::Uniform { low: 600.0, high: 3600.0 }, ..options };
+    let seconds: Vec<f64> = generate(&table(), &short)
+        .unwrap()
+        .jobs
+        .iter()
+        .map(|j| j.total_steps / v100(&j.job_type, j.scale_factor))
+        .collect();
+    assert!(seconds.iter().all(|&s| (599.0..=3601.0).contains(&s)), "{seconds:?}");
+    assert!(seconds.iter().any(|&s| s < 900.0) && seconds.iter().any(|&s| s > 3300.0));
 }
 
 #[test]
@@ -176,8 +187,14 @@ fn refusals_name_the_option() {
         let e = err(GeneratorOptions::continuous(10, rate, 0));
         assert_eq!((e.code, e.field.as_deref()), (ErrorCode::InvalidNumber, Some("jobs_per_hour")));
     }
-    let e = err(GeneratorOptions { fixed_duration_seconds: Some(0.0), ..Default::default() });
-    assert_eq!((e.code, e.field.as_deref()), (ErrorCode::InvalidNumber, Some("fixed_duration_seconds")));
+    for durations in [
+        Durations::Fixed(0.0),
+        Durations::Uniform { low: 600.0, high: f64::INFINITY },
+        Durations::Uniform { low: 3600.0, high: 600.0 },
+    ] {
+        let e = err(GeneratorOptions { durations, ..Default::default() });
+        assert_eq!((e.code, e.field.as_deref()), (ErrorCode::InvalidNumber, Some("durations")), "{durations:?}");
+    }
     let single_gpu_only = ThroughputTable::from_json_str(r#"{"v100": {"('A3C', 1)": {"null": 1.0}}}"#).unwrap();
     let e = generate(&single_gpu_only, &GeneratorOptions { multi_gpu: true, ..Default::default() }).unwrap_err();
     assert_eq!((e.code, e.field.as_deref()), (ErrorCode::MissingField, Some("throughputs")));

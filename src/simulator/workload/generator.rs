@@ -43,8 +43,19 @@ pub struct GeneratorOptions {
     pub slos: bool,
     /// The worker type whose throughput turns a duration into steps (Gavel: `v100`).
     pub reference_worker_type: String,
-    /// Every job runs this many seconds on the reference type instead of a drawn duration.
-    pub fixed_duration_seconds: Option<f64>,
+    /// How long a job runs on the reference type.
+    pub durations: Durations,
+}
+
+/// How a job's duration on the reference type is drawn.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum Durations {
+    /// Gavel's mix: `10^U(1.5, 3)` minutes with probability 0.8, else `10^U(3, 4)` minutes.
+    Gavel,
+    /// Every job runs this many seconds.
+    Fixed(f64),
+    /// Uniform between the two ends, in seconds (Blox §5.2's short jobs: 600..3600).
+    Uniform { low: f64, high: f64 },
 }
 
 impl Default for GeneratorOptions {
@@ -57,7 +68,7 @@ impl Default for GeneratorOptions {
             multi_priority: false,
             slos: false,
             reference_worker_type: "v100".to_string(),
-            fixed_duration_seconds: None,
+            durations: Durations::Gavel,
         }
     }
 }
@@ -170,9 +181,10 @@ pub fn generate(table: &ThroughputTable, options: &GeneratorOptions) -> Result<T
         if let (Arrivals::Poisson { jobs_per_hour }, true) = (options.arrivals, i > 0) {
             arrival_seconds += streams.arrival.exponential(jobs_per_hour / 3600.0);
         }
-        let duration_seconds = match options.fixed_duration_seconds {
-            Some(seconds) => seconds,
-            None => duration_minutes(&mut streams.duration) * 60.0,
+        let duration_seconds = match options.durations {
+            Durations::Gavel => duration_minutes(&mut streams.duration) * 60.0,
+            Durations::Fixed(seconds) => seconds,
+            Durations::Uniform { low, high } => low + (high - low) * streams.duration.uniform(),
         };
         let scale_factor = if options.multi_gpu { pick(&SCALE_FACTORS, streams.scale_factor.uniform()) } else { 1 };
         let types = catalog.job_types(scale_factor);
@@ -199,13 +211,18 @@ fn validate(options: &GeneratorOptions) -> Result<()> {
             ));
         }
     }
-    if let Some(seconds) = options.fixed_duration_seconds {
-        if !(seconds.is_finite() && seconds > 0.0) {
-            return Err(ArbiterError::at(
-                ErrorCode::InvalidNumber,
-                "fixed_duration_seconds",
-                format!("a job duration must be a finite number of seconds > 0, got {seconds}"),
-            ));
+    let ends = match options.durations {
+        Durations::Gavel => vec![],
+        Durations::Fixed(seconds) => vec![seconds],
+        Durations::Uniform { low, high } => vec![low, high],
+    };
+    let invalid = |message: String| Err(ArbiterError::at(ErrorCode::InvalidNumber, "durations", message));
+    if let Some(bad) = ends.iter().find(|s| !(s.is_finite() && **s > 0.0)) {
+        return invalid(format!("a job duration must be a finite number of seconds > 0, got {bad}"));
+    }
+    if let Durations::Uniform { low, high } = options.durations {
+        if high < low {
+            return invalid(format!("a duration range must not end ({high} s) before it starts ({low} s)"));
         }
     }
     Ok(())
