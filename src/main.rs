@@ -136,8 +136,13 @@ struct RoundsArgs {
     #[arg(long, default_value_t = 360.0)]
     round_seconds: f64,
     /// Grant every job exactly its allocation each round, with no placement (for comparison).
-    #[arg(long)]
+    #[arg(long, conflicts_with = "configurations")]
     ideal: bool,
+    /// Run the round configurations of the allocation's decomposition (the realizability check's)
+    /// by deficit rounding, instead of choosing jobs by priority: every job then receives what
+    /// rounds can deliver of its allocation.
+    #[arg(long)]
+    configurations: bool,
     /// Give GPUs the allocation leaves unused to jobs ahead of their allocation.
     #[arg(long)]
     work_conserving: bool,
@@ -223,7 +228,11 @@ fn run_rounds(args: RoundsArgs) -> ExitCode {
     let report = backend_named(&args.backend).and_then(|backend| {
         let config = Config {
             round_seconds: args.round_seconds,
-            mode: if args.ideal { Mode::Ideal } else { Mode::Rounds },
+            mode: match (args.ideal, args.configurations) {
+                (true, _) => Mode::Ideal,
+                (_, true) => Mode::Configurations,
+                _ => Mode::Rounds,
+            },
             work_conserving: args.work_conserving,
             backend,
             ..Config::default()

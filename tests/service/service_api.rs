@@ -124,6 +124,43 @@ fn session_life_cycle() {
 }
 
 #[test]
+fn a_session_in_configurations_mode_follows_the_decomposition() {
+    let f = Fixture::start("configurations", &["--no-demo"]);
+    let mut c = f.client();
+    let mut create = demo_request();
+    create["mode"] = json!("configurations");
+    let reply = c.post("/v1/sessions", &bytes(&create)).unwrap();
+    assert_eq!(reply.status, 201, "{}", reply.text());
+    let session = reply.json();
+    assert_eq!(session["mode"], "configurations");
+    let base = format!("/v1/sessions/{}", session["id"].as_str().unwrap());
+    for _ in 0..30 {
+        let reply = c.post(&format!("{base}/rounds"), b"").unwrap();
+        assert_eq!(reply.status, 200, "{}", reply.text());
+    }
+    let allocation = c.get(&format!("{base}/allocation")).unwrap().json();
+    assert_eq!(allocation["realizable"]["checked"], true, "{allocation}");
+    assert_eq!(allocation["realizable"]["certified"], true, "{allocation}");
+    assert!(allocation.get("decomposition_skipped").is_none(), "{allocation}");
+    // Every job gets what the decomposition delivers it, within a few rounds of 30.
+    let shortfall = allocation["realizable"]["shortfall"].as_array().unwrap();
+    for (id, x) in allocation["allocation"].as_object().unwrap() {
+        for (wt, x) in x.as_object().unwrap() {
+            let deliverable = shortfall
+                .iter()
+                .find(|s| s["job"] == id.as_str() && s["worker_type"] == wt.as_str())
+                .map_or(x.as_f64().unwrap(), |s| s["deliverable"].as_f64().unwrap());
+            let received = allocation["received_fraction"][id][wt].as_f64().unwrap();
+            assert!((deliverable - received).abs() <= 3.0 / 30.0 + 1e-9, "{id} on {wt}: {received} of {deliverable}");
+        }
+    }
+    create["mode"] = json!("deficit");
+    let reply = c.post("/v1/sessions", &bytes(&create)).unwrap();
+    assert_error(&reply, 400, "invalid_number", Some("mode"));
+    assert!(reply.text().contains("configurations"), "{}", reply.text());
+}
+
+#[test]
 fn demo_session_health_metrics_and_openapi() {
     let f = Fixture::start("ops", &[]);
     let mut c = f.client();

@@ -112,6 +112,44 @@ fn one_type_per_round_is_what_loses_time() {
     assert!((result.fraction() - 0.8).abs() < 1e-9);
 }
 
+fn spread(instance: &Instance) -> Realizability {
+    check(instance, &Budget { spread_shortfall: true, ..Budget::default() }, Backend::default()).expect("checked")
+}
+
+/// The smallest fraction of its time an entry that fits its type receives.
+fn common_fraction(instance: &Instance, result: &Realizability) -> f64 {
+    result
+        .entries
+        .iter()
+        .filter(|&&(m, w, _, _)| instance.scale_factors[m] <= instance.capacity[w])
+        .map(|&(_, _, x, d)| d / x)
+        .fold(1.0, f64::min)
+}
+
+#[test]
+fn spreading_the_shortfall_gives_every_job_the_same_fraction() {
+    // The first example again: delivering the most (2) leaves the 4-GPU job nothing. Spread, the
+    // rounds run {j0, j1} for 2/3 of the time and {j2} for 1/3: every job gets 2/3 of its time,
+    // 5/3 in all, and the most any schedule delivers is still 2.
+    let four = instance(&[4], &[1, 1, 4], &[&[1.0], &[1.0], &[0.5]]);
+    let result = spread(&four);
+    assert_decomposition(&four, &result);
+    assert!(result.stopped.is_none(), "{:?}", result.stopped);
+    for (m, share) in [(0, 2.0 / 3.0), (1, 2.0 / 3.0), (2, 1.0 / 3.0)] {
+        assert!((deliverable(&result, m, 0) - share).abs() < 1e-6, "job {m}: {result:?}");
+    }
+    assert!((result.deliverable - 5.0 / 3.0).abs() < 1e-6);
+    assert!((result.upper_bound - 2.0).abs() < 1e-9);
+    // The second: job a's k80 time is no gang's to spread (2 GPUs, 1 k80), so nothing changes.
+    let k80 = instance(&[1, 4], &[2, 1], &[&[0.5, 0.5], &[0.0, 1.0]]);
+    let result = spread(&k80);
+    assert_decomposition(&k80, &result);
+    assert!((result.deliverable - 1.5).abs() < 1e-6, "{result:?}");
+    // Nothing to spread: the same as without.
+    let whole = instance(&[4], &[2, 2, 1, 1], &[&[0.5], &[0.5], &[1.0], &[1.0]]);
+    assert!((spread(&whole).fraction() - 1.0).abs() < 1e-9);
+}
+
 #[test]
 fn a_realizable_allocation_is_delivered_whole() {
     // Two 2-GPU jobs at 1/2 and two 1-GPU jobs at 1 on 4 GPUs: the 2-GPU jobs alternate.
@@ -134,6 +172,16 @@ fn nothing_asked_is_realizable_and_budgets_skip() {
 
 /// The most any schedule delivers, by an LP over every configuration (tiny instances only).
 fn best_by_every_configuration(instance: &Instance) -> f64 {
+    by_every_configuration(instance, false)
+}
+
+/// The largest fraction of its time every entry that fits its type can receive at once, by an LP
+/// over every configuration (tiny instances only).
+fn fair_by_every_configuration(instance: &Instance) -> f64 {
+    by_every_configuration(instance, true)
+}
+
+fn by_every_configuration(instance: &Instance, fair: bool) -> f64 {
     let (jobs, types) = (instance.requested.rows(), instance.capacity.len());
     let entries: Vec<(usize, usize)> = (0..jobs)
         .flat_map(|m| (0..types).map(move |w| (m, w)))
@@ -159,7 +207,16 @@ fn best_by_every_configuration(instance: &Instance) -> f64 {
         choice[k] -= 1;
     }
     let mut lp = LinearProgram::new(Sense::Maximize);
-    let d: Vec<usize> = entries.iter().map(|&(m, w)| lp.add_col(1.0, 0.0, instance.requested.get(m, w))).collect();
+    let cost = if fair { 0.0 } else { 1.0 };
+    let d: Vec<usize> = entries.iter().map(|&(m, w)| lp.add_col(cost, 0.0, instance.requested.get(m, w))).collect();
+    if fair {
+        let r = lp.add_col(1.0, 0.0, 1.0);
+        for (i, &(m, w)) in entries.iter().enumerate() {
+            if instance.scale_factors[m] <= instance.capacity[w] {
+                lp.add_row(Row::at_least(0.0, vec![(d[i], 1.0), (r, -instance.requested.get(m, w))]));
+            }
+        }
+    }
     let lambda: Vec<usize> = configurations.iter().map(|_| lp.add_col(0.0, 0.0, 1.0)).collect();
     lp.add_row(Row::at_most(1.0, lambda.iter().map(|&c| (c, 1.0)).collect()));
     for (i, &(m, w)) in entries.iter().enumerate() {
@@ -264,6 +321,17 @@ proptest! {
         assert_decomposition(&instance, &result);
         let best = best_by_every_configuration(&instance);
         prop_assert!((result.deliverable - best).abs() <= 1e-6, "check {} vs every configuration {best}: {instance:?}", result.deliverable);
+    }
+
+    #[test]
+    fn spreading_finds_the_largest_common_fraction(instance in random_instance(6)) {
+        let result = spread(&instance);
+        assert_decomposition(&instance, &result);
+        prop_assert!(result.stopped.is_none(), "{:?}", result.stopped);
+        let (fair, best) = (fair_by_every_configuration(&instance), best_by_every_configuration(&instance));
+        let got = common_fraction(&instance, &result);
+        prop_assert!((got - fair).abs() <= 1e-6, "common fraction {got} vs every configuration {fair}: {instance:?}");
+        prop_assert!(result.deliverable <= best + 1e-6 && (result.upper_bound - best).abs() <= 1e-6);
     }
 
     #[test]

@@ -262,5 +262,6 @@ impl Session {
         self.elapsed = 0.0;
         self.stale = false;
         self.last_solve = Some(self.time);
+        self.schedule = None;
     }
 }

@@ -14,6 +14,8 @@
 //! - [`placement`]: which GPUs they get, consolidated, renewing leases.
 //! - [`report`]: the `arbiter rounds` run on a fixed request, and its JSON.
 //! - `realizable`: how much of the current allocation rounds on whole GPUs can deliver.
+//! - `configurations`: rounds that run the allocation's decomposition into round configurations
+//!   by deficit rounding (`Mode::Configurations`).
 //! - `composed`: a session whose rounds a composition of list-policy stages decides
 //!   (`crate::scheduling::Pipeline`), every event mirrored into it.
 //! - `metrics`: JCT, responsiveness, preemptions and utilization of a session so far.
@@ -24,6 +26,7 @@ pub mod allocation;
 pub mod cluster;
 pub mod colocation;
 mod composed;
+mod configurations;
 mod metrics;
 pub mod placement;
 pub mod priority;
@@ -57,6 +60,11 @@ pub enum Mode {
     /// Every job receives exactly its allocation's fractions each round, with no placement: the
     /// yardstick the rounds are compared against.
     Ideal,
+    /// Whole rounds on whole GPUs that run the round configurations of the allocation's
+    /// decomposition (`solver::realizability`) by deficit rounding, so that every job receives
+    /// what rounds can deliver of its allocation, within about one round's share
+    /// (`configurations`); the priority selection while there is no decomposition.
+    Configurations,
 }
 
 impl Mode {
@@ -64,7 +72,13 @@ impl Mode {
         match self {
             Mode::Rounds => "rounds",
             Mode::Ideal => "ideal",
+            Mode::Configurations => "configurations",
         }
+    }
+
+    /// The mode of a name (`rounds`, `ideal`, `configurations`).
+    pub fn from_name(name: &str) -> Option<Mode> {
+        [Mode::Rounds, Mode::Ideal, Mode::Configurations].into_iter().find(|m| m.name() == name)
     }
 }
 

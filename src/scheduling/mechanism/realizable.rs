@@ -2,35 +2,57 @@
 //! healthy GPUs, its jobs' scale factors and `X`, for the allocation view and `arbiter rounds`.
 
 use super::session::Session;
+use super::{JobId, Mode};
 use crate::problem::Matrix;
 use crate::solver::realizability::{report_instance, Budget, Instance, RealizabilityReport};
 
-/// How much of the session's allocation rounds on its healthy GPUs can deliver.
+/// How much of the session's allocation rounds on its healthy GPUs can deliver. With rounds that
+/// follow the decomposition (`Mode::Configurations`), the check that made the one they follow.
 pub fn realizability(session: &Session) -> RealizabilityReport {
+    if let Some(schedule) = session.schedule.as_ref().filter(|s| s.is_current(session)) {
+        return schedule.report.clone();
+    }
+    match instance(session) {
+        Ok((instance, ids)) => {
+            let cluster = session.cluster();
+            let ids: Vec<&str> = ids.iter().map(|id| id.as_ref()).collect();
+            let names: Vec<&str> = (0..cluster.num_types()).map(|w| cluster.type_name(w)).collect();
+            // With rounds that follow the decomposition, the one they follow.
+            let budget = match session.config().mode {
+                Mode::Configurations => super::configurations::budget(),
+                _ => Budget::default(),
+            };
+            report_instance(&instance, &ids, &names, &budget, session.config().backend)
+        }
+        Err(reason) => RealizabilityReport::skipped(reason),
+    }
+}
+
+/// The session's healthy GPUs, its jobs' scale factors and `X`, with the jobs in the session's
+/// order; the reason when the check does not cover the allocation (colocated pairs with time).
+/// Time on a type where the job cannot run at all (throughput 0, as a type-blind policy may
+/// allocate) is left out: the session reports it as unplaceable, and no round can give it.
+pub(super) fn instance(session: &Session) -> Result<(Instance, Vec<JobId>), String> {
     let paired = session
         .colocations()
         .any(|[a, b]| session.colocated_allocation(a, b).is_ok_and(|y| y.iter().any(|&v| v > 0.0)));
     if paired {
-        return RealizabilityReport::skipped(
-            "colocated pairs (space sharing) are not covered by the check".to_string(),
-        );
+        return Err("colocated pairs (space sharing) are not covered by the check".to_string());
     }
-    let cluster = session.cluster();
-    let types = cluster.num_types();
-    let ids: Vec<&str> = session.job_ids().map(|id| id.as_ref()).collect();
+    let types = session.cluster().num_types();
+    let ids: Vec<JobId> = session.job_ids().cloned().collect();
     let mut requested = Matrix::zeros(ids.len(), types);
     let mut scale_factors = Vec::with_capacity(ids.len());
     for (m, id) in ids.iter().enumerate() {
-        let (Ok(job), Ok(x)) = (session.job(id), session.allocation(id)) else {
-            return RealizabilityReport::skipped(format!("job {id} has no allocation"));
+        let (Ok(job), Ok(x), Ok(throughput)) = (session.job(id), session.allocation(id), session.throughput(id)) else {
+            return Err(format!("job {id} has no allocation"));
         };
         scale_factors.push(job.scale_factor);
-        for (w, &v) in x.iter().enumerate().take(types) {
-            requested.set(m, w, v);
+        for (w, (&v, &t)) in x.iter().zip(throughput).enumerate().take(types) {
+            if t > 0.0 {
+                requested.set(m, w, v);
+            }
         }
     }
-    let instance =
-        Instance { capacity: (0..types).map(|w| cluster.healthy_count(w)).collect(), scale_factors, requested };
-    let names: Vec<&str> = (0..types).map(|w| cluster.type_name(w)).collect();
-    report_instance(&instance, &ids, &names, &Budget::default(), session.config().backend)
+    Ok((Instance { capacity: session.capacity(), scale_factors, requested }, ids))
 }

@@ -12,7 +12,7 @@ use serde::Serialize;
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct RoundsReport {
     pub policy: String,
-    /// `rounds` or `ideal`.
+    /// `rounds`, `ideal` or `configurations`.
     pub mode: String,
     pub work_conserving: bool,
     pub round_seconds: f64,
@@ -25,6 +25,10 @@ pub struct RoundsReport {
     /// How much of the allocation rounds on whole GPUs can deliver, and the (job, type) entries
     /// that lose time: the shortfall the rounds above then show.
     pub realizable: crate::solver::realizability::RealizabilityReport,
+    /// In mode `configurations`: why the rounds chose jobs by priority instead of following the
+    /// decomposition.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub decomposition_skipped: Option<String>,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize)]
@@ -71,7 +75,6 @@ pub struct JobReport {
 pub fn run(problem: &Problem, rounds: u32, config: Config) -> Result<RoundsReport> {
     let mut session = Session::from_problem(problem, config)?;
     session.recompute_allocation()?;
-    let realizable = super::realizability(&session);
     let cluster = session.cluster().clone();
     let names: Vec<String> = (0..cluster.num_types()).map(|w| cluster.type_name(w).to_string()).collect();
     let mut reports = Vec::with_capacity(rounds as usize);
@@ -95,6 +98,8 @@ pub fn run(problem: &Problem, rounds: u32, config: Config) -> Result<RoundsRepor
             preempted: with(LeaseChange::Preempted),
         });
     }
+    // After the rounds: with `Mode::Configurations`, the decomposition they followed.
+    let realizable = super::realizability(&session);
     let by_type =
         |values: &[f64]| -> IndexMap<String, f64> { names.iter().cloned().zip(values.iter().copied()).collect() };
     let mut jobs = IndexMap::with_capacity(session.num_jobs());
@@ -127,6 +132,7 @@ pub fn run(problem: &Problem, rounds: u32, config: Config) -> Result<RoundsRepor
         jobs,
         pairs,
         realizable,
+        decomposition_skipped: session.decomposition_skipped().map(str::to_string),
     })
 }
 

@@ -3,6 +3,7 @@
 //! combination on every GPU, and each job's lease renewed, started, moved or preempted.
 
 use super::cluster::GpuId;
+use super::configurations::{Schedule, AHEAD_ROUNDS};
 use super::placement::{self, Placement, Request, Tenants};
 use super::priority::{self, Standing};
 use super::session::Session;
@@ -100,6 +101,7 @@ impl Session {
         let (placements, jobs) = match self.config.mode {
             _ if self.composed.is_some() => self.run_composed(seconds),
             Mode::Rounds => self.run_placed(seconds),
+            Mode::Configurations => self.run_configurations(seconds),
             Mode::Ideal => self.run_ideal(seconds),
         };
         let mut by_gpu = vec![None; self.cluster.num_gpus()];
@@ -131,8 +133,7 @@ impl Session {
         let capacity = self.capacity();
         let n = self.jobs.len();
         let singles: Vec<u32> = (0..n as u32).collect();
-        let pair_tenants: Vec<[u32; 2]> =
-            self.pairs.iter().map(|p| [self.index[&p.jobs[0]] as u32, self.index[&p.jobs[1]] as u32]).collect();
+        let pair_tenants = self.pair_tenants();
         let tenants_of = |c: usize| -> &[u32] {
             if c < n {
                 &singles[c..=c]
@@ -168,13 +169,54 @@ impl Session {
         // (0..n), then the pairs.
         let chosen: Vec<(usize, usize)> =
             chosen.into_iter().enumerate().filter_map(|(c, w)| w.map(|w| (c, w))).collect();
+        self.run_chosen(&chosen, seconds)
+    }
+
+    /// `Mode::Configurations`: the round runs the configuration of the allocation's decomposition
+    /// (made again when the jobs or the healthy GPUs changed) whose jobs are owed the most of
+    /// what it delivers them, each unless running would leave it more than a round and a half
+    /// ahead (a decomposition may supply a job more than it asks).
+    /// Rounds fall back to the priority selection while there is no certified decomposition
+    /// (space sharing, past the check's size budget, its budget ran out).
+    fn run_configurations(&mut self, seconds: f64) -> (Vec<Placement>, Vec<JobRound>) {
+        if !self.schedule.as_ref().is_some_and(|s| s.is_current(self)) {
+            self.schedule = Some(Schedule::decompose(self));
+        }
+        let Some(Ok(plan)) = self.schedule.as_mut().map(|s| s.plan.as_mut()) else {
+            return self.run_placed(seconds);
+        };
+        let after = self.elapsed + seconds;
+        let jobs = &self.jobs;
+        let owed = |m: usize, w: usize, d: f64| d * after - jobs[m].share.received[w];
+        let chosen = plan.next(owed, seconds, AHEAD_ROUNDS * seconds);
+        self.run_chosen(&chosen, seconds)
+    }
+
+    /// The pairs' tenants, by job position.
+    fn pair_tenants(&self) -> Vec<[u32; 2]> {
+        self.pairs.iter().map(|p| [self.index[&p.jobs[0]] as u32, self.index[&p.jobs[1]] as u32]).collect()
+    }
+
+    /// Places the chosen `(combination, worker type)`s (combinations: the jobs alone, `0..n`,
+    /// then the pairs), renewing leases where it can, and grants each placed one the round.
+    fn run_chosen(&mut self, chosen: &[(usize, usize)], seconds: f64) -> (Vec<Placement>, Vec<JobRound>) {
+        let n = self.jobs.len();
+        let pair_tenants = self.pair_tenants();
+        let singles: Vec<u32> = (0..n as u32).collect();
+        let tenants_of = |c: usize| -> &[u32] {
+            if c < n {
+                &singles[c..=c]
+            } else {
+                &pair_tenants[c - n]
+            }
+        };
         let requests: Vec<Request> = chosen
             .iter()
             .map(|&(c, w)| {
-                let tenants = standings[c].tenants;
+                let tenants = tenants_of(c);
                 Request {
                     worker_type: w,
-                    scale_factor: standings[c].scale_factor,
+                    scale_factor: self.jobs[tenants[0] as usize].job.scale_factor,
                     previous: [
                         self.jobs[tenants[0] as usize].lease.as_ref(),
                         tenants.get(1).and_then(|&t| self.jobs[t as usize].lease.as_ref()),
@@ -183,7 +225,6 @@ impl Session {
             })
             .collect();
         let leases = placement::place(&self.cluster, &requests);
-
         // Per job: the chosen combination (index into `chosen`) it runs in this round.
         let mut runs_in: Vec<Option<usize>> = vec![None; n];
         for (i, (&(c, w), lease)) in chosen.iter().zip(&leases).enumerate() {

@@ -4,6 +4,7 @@
 use super::cluster::{Cluster, Worker};
 use super::colocation::PairState;
 use super::composed::Composed;
+use super::configurations::Schedule;
 use super::metrics::{Completed, Usage};
 use super::placement::Lease;
 use super::priority;
@@ -85,6 +86,9 @@ pub struct Session {
     pub(super) last_solve: Option<f64>,
     /// With a composition of list-policy stages, the pipeline that decides the rounds.
     pub(super) composed: Option<Composed>,
+    /// `Mode::Configurations`: the current allocation's decomposition, or why there is none to
+    /// follow; `None` until a round needs it and after every new allocation.
+    pub(super) schedule: Option<Schedule>,
     /// Jobs removed so far (for the metrics).
     pub(super) completed: Vec<Completed>,
     pub(super) usage: Usage,
@@ -165,6 +169,7 @@ impl Session {
             stale: true,
             last_solve: None,
             composed: None,
+            schedule: None,
             completed: Vec::new(),
             usage: Usage::default(),
         })
@@ -189,7 +194,7 @@ impl Session {
             return Err(ArbiterError::at(
                 ErrorCode::Unsupported,
                 "mode",
-                "a composition of list-policy stages places whole jobs every round; ideal mode is Gavel's mechanism's",
+                "a composition of list-policy stages places whole jobs every round; ideal and configurations modes are Gavel's mechanism's",
             ));
         }
         if problem.space_sharing {
@@ -270,6 +275,15 @@ impl Session {
     }
 
     /// Active job ids, in the session's order (the order of allocation rows).
+    /// With `Mode::Configurations`, why the last round did not follow a decomposition (the rounds
+    /// then choose jobs by priority); `None` when it did, or in another mode.
+    pub fn decomposition_skipped(&self) -> Option<&str> {
+        match self.schedule.as_ref().map(|s| &s.plan) {
+            Some(Err(why)) if self.config.mode == super::Mode::Configurations => Some(why),
+            _ => None,
+        }
+    }
+
     pub fn job_ids(&self) -> impl Iterator<Item = &JobId> {
         self.jobs.iter().map(|j| &j.id)
     }

@@ -41,8 +41,10 @@ pub struct CreateSession {
     /// Length of a round in seconds (default 360, Gavel's).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub round_seconds: Option<f64>,
-    /// `rounds` (default: whole GPUs placed on servers) or `ideal` (every job gets exactly its
-    /// allocation's fractions, no placement).
+    /// `rounds` (default: whole GPUs placed on servers, jobs chosen by priority), `ideal` (every
+    /// job gets exactly its allocation's fractions, no placement) or `configurations` (whole GPUs,
+    /// running the round configurations of the allocation's decomposition by deficit rounding, so
+    /// each job receives what rounds can deliver of its allocation).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub mode: Option<String>,
     /// Give GPUs the allocation leaves unused to jobs ahead of their allocation (default false).
@@ -158,16 +160,14 @@ impl Spec {
         }
         let defaults = Config::default();
         let mode = match create.mode.as_deref() {
-            None | Some("rounds") => Mode::Rounds,
-            Some("ideal") => Mode::Ideal,
-            Some(other) => {
-                return Err(ArbiterError::at(
+            None => Mode::Rounds,
+            Some(name) => Mode::from_name(name).ok_or_else(|| {
+                ArbiterError::at(
                     ErrorCode::InvalidNumber,
                     "mode",
-                    format!("unknown mode {other:?}; expected \"rounds\" or \"ideal\""),
+                    format!("unknown mode {name:?}; expected \"rounds\", \"ideal\" or \"configurations\""),
                 )
-                .into())
-            }
+            })?,
         };
         let config = Config {
             round_seconds: create.round_seconds.unwrap_or(defaults.round_seconds),

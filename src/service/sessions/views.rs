@@ -42,7 +42,7 @@ pub struct SessionView {
     #[serde(skip_serializing_if = "Option::is_none")]
     pub composition: Option<String>,
     pub heterogeneity_aware: bool,
-    /// `rounds` or `ideal`.
+    /// `rounds`, `ideal` or `configurations`.
     pub mode: String,
     pub round_seconds: f64,
     pub work_conserving: bool,
@@ -218,8 +218,13 @@ pub struct AllocationView {
     /// Fraction of the session time since each job was added that it ran on each type.
     pub received_fraction: IndexMap<String, IndexMap<String, f64>>,
     /// How much of the allocation rounds on the healthy GPUs can deliver
-    /// (`formulations/realizability.md`).
+    /// (`formulations/realizability.md`); in mode `configurations`, the decomposition the rounds
+    /// follow.
     pub realizable: crate::solver::realizability::RealizabilityReport,
+    /// In mode `configurations`: why the last round chose jobs by priority instead of following
+    /// the decomposition (none is certified, or the check does not cover the allocation).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub decomposition_skipped: Option<String>,
 }
 
 #[derive(Debug, Clone, Serialize, ToSchema)]
@@ -437,6 +442,7 @@ pub fn allocation(id: &str, session: &Session) -> ApiResult<AllocationView> {
         effective_throughput,
         received_fraction,
         realizable: crate::mechanism::realizability(session),
+        decomposition_skipped: session.decomposition_skipped().map(str::to_string),
     })
 }
 

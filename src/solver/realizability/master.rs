@@ -10,6 +10,15 @@
 //! ```
 //!
 //! A configuration `c` improves the master iff its reduced cost `Σ_e π_e·a_ce − μ` is positive.
+//!
+//! Asked to, with a shortfall at the optimum, phases two and three spread it over the entries that
+//! fit their type (a gang no larger than the type): the largest fraction `r*` of its time every
+//! such entry receives, then the most time in all with `r*` held.
+//!
+//! ```text
+//! phase two:    maximize r        subject to the rows above,  d_e − X_e·r ≥ 0  (e fits),  0 ≤ r ≤ 1
+//! phase three:  maximize Σ_e d_e  subject to the same, r ≥ r*
+//! ```
 
 use super::pricing::Pricing;
 use crate::lp::{Backend, LinearProgram, Row, Sense, SolveError};
@@ -17,6 +26,10 @@ use std::time::Instant;
 
 /// A column must improve the master by more than this to be added.
 const REDUCED_COST_TOL: f64 = 1e-9;
+/// Below what is asked by more than this, the decomposition has a shortfall to spread.
+const SHORTFALL_TOL: f64 = 1e-7;
+/// Phase three holds `r` at its optimum less this (the solver's tolerance).
+const KEEP_TOL: f64 = 1e-7;
 
 /// How long the column generation may run.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -44,10 +57,14 @@ pub struct Decomposition {
 }
 
 /// Column generation from the columns of `seed` (with their weights, used when they already
-/// deliver everything).
+/// deliver everything). With `spread` (per entry: whether it fits its type), when the most the
+/// configurations can deliver falls short of what is asked, phases two and three spread the
+/// shortfall, again by column generation (the new rows and column do not involve `λ`, so pricing
+/// is unchanged). `upper_bound` stays phase one's: the most any schedule delivers in all.
 pub fn decompose(
     pricing: &Pricing,
     requested: &[f64],
+    spread: Option<&[bool]>,
     seed: (Vec<Vec<usize>>, Vec<f64>),
     backend: Backend,
     limits: Limits,
@@ -61,68 +78,124 @@ pub fn decompose(
         lp.add_row(Row::at_most(0.0, vec![(e, 1.0)]));
     }
     let convexity = lp.add_row(Row::at_most(1.0, Vec::new()));
-    let mut session = backend.open(lp);
-    let mut columns: Vec<Vec<usize>> = Vec::new();
-    let mut add = |session: &mut Box<dyn crate::lp::Session>, column: Vec<usize>| {
-        let mut coefs: Vec<(usize, f64)> = column.iter().map(|&e| (e, -1.0)).collect();
-        coefs.push((convexity, 1.0));
-        session.add_col(0.0, 0.0, f64::INFINITY, &coefs);
-        columns.push(column);
-    };
+    let mut master = Master { session: backend.open(lp), entries, convexity, columns: Vec::new(), lambda: Vec::new() };
     for column in seed.0 {
-        add(&mut session, column);
+        master.add(column);
     }
     let mut lp_solves = 0;
-    let mut stopped = None;
-    let mut last: Option<(crate::lp::Solution, f64)> = None;
-    let (solution, upper_bound) = loop {
-        let solution = match (session.solve(), last.take()) {
-            (Ok(solution), _) => solution,
-            // Out of time after a solve: the last master stands, with its bound.
-            (Err(SolveError::TimeLimit), Some(previous)) => {
-                stopped = Some("column generation stopped at its time budget".to_string());
-                break previous;
-            }
-            (Err(error), _) => return Err(error),
-        };
-        lp_solves += 1;
-        if solution.row_duals.len() <= convexity {
-            return Err(SolveError::Failed("the backend reports no row duals, which pricing needs".into()));
+    let (solution, upper_bound, mut stopped) = master.generate(pricing, &limits, &mut lp_solves)?;
+    let delivered = solution.objective;
+    let total: f64 = requested.iter().sum();
+    let mut solution = solution;
+    let fits = spread.unwrap_or(&[]);
+    let spreadable = fits.iter().zip(requested).any(|(&f, &x)| f && x > 0.0);
+    if stopped.is_none() && delivered < total - SHORTFALL_TOL && spreadable && lp_solves < limits.iterations {
+        // Phase two: the largest fraction r of its time every entry that fits its type receives.
+        let r = master.session.add_col(1.0, 0.0, 1.0, &[]);
+        let rows: Vec<Row> = (0..entries)
+            .filter(|&e| fits[e] && requested[e] > 0.0)
+            .map(|e| Row::at_least(0.0, vec![(e, 1.0), (r, -requested[e])]))
+            .collect();
+        master.session.add_rows(&rows);
+        master.session.set_costs(&(0..entries).map(|e| (e, 0.0)).collect::<Vec<_>>());
+        let (fair, _, why) = master.generate(pricing, &limits, &mut lp_solves)?;
+        stopped = why.map(|why| format!("spreading the shortfall: {why}"));
+        solution = fair;
+        if stopped.is_none() {
+            // Phase three: as much time in all as rounds can give with r held.
+            let held = (solution.objective - KEEP_TOL).max(0.0);
+            master.session.set_col_bounds(r, held, 1.0);
+            let mut costs: Vec<(usize, f64)> = (0..entries).map(|e| (e, 1.0)).collect();
+            costs.push((r, 0.0));
+            master.session.set_costs(&costs);
+            let (most, _, why) = master.generate(pricing, &limits, &mut lp_solves)?;
+            stopped = why.map(|why| format!("spreading the shortfall: {why}"));
+            solution = most;
         }
-        let value: Vec<f64> = solution.row_duals[..entries].iter().map(|&y| y.max(0.0)).collect();
-        let mu = solution.row_duals[convexity].max(0.0);
-        let priced = pricing.price(&value, mu + REDUCED_COST_TOL, limits.pricing_nodes);
-        // Dual feasible with μ raised to the pricing bound: Lagrangian bound on the optimum.
-        let upper_bound = solution.objective + (priced.bound - mu).max(0.0);
-        let Some(column) = priced.column else {
-            if priced.bound > mu + REDUCED_COST_TOL {
-                stopped = Some(format!(
-                    "pricing stopped after {} branch-and-bound nodes without proving that no \
-                     configuration improves",
-                    limits.pricing_nodes
-                ));
-            }
-            break (solution, upper_bound);
-        };
-        if lp_solves >= limits.iterations {
-            stopped = Some(format!("column generation stopped after {} master solves", limits.iterations));
-            break (solution, upper_bound);
-        }
-        if limits.deadline.is_some_and(|d| Instant::now() >= d) {
-            stopped = Some("column generation stopped at its time budget".to_string());
-            break (solution, upper_bound);
-        }
-        add(&mut session, column.entries);
-        last = Some((solution, upper_bound));
-    };
-    let weights: Vec<f64> = solution.values[entries..].iter().map(|&l| l.max(0.0)).collect();
+    }
+    let weights: Vec<f64> = master.lambda.iter().map(|&c| solution.values.get(c).map_or(0.0, |v| v.max(0.0))).collect();
     let mut supplied = vec![0.0; entries];
-    for (column, &weight) in columns.iter().zip(&weights) {
+    for (column, &weight) in master.columns.iter().zip(&weights) {
         for &e in column {
             supplied[e] += weight;
         }
     }
     let deliverable = supplied.iter().zip(requested).map(|(&s, &x)| s.min(x)).collect();
-    let total: f64 = requested.iter().sum();
-    Ok(Decomposition { columns, weights, deliverable, upper_bound: upper_bound.min(total), stopped, lp_solves })
+    Ok(Decomposition {
+        columns: master.columns,
+        weights,
+        deliverable,
+        upper_bound: upper_bound.min(total),
+        stopped,
+        lp_solves,
+    })
+}
+
+/// The master LP in its solver, and the configurations it holds.
+struct Master {
+    session: Box<dyn crate::lp::Session>,
+    entries: usize,
+    convexity: usize,
+    /// Each configuration's entries, and its column `λ_c`.
+    columns: Vec<Vec<usize>>,
+    lambda: Vec<usize>,
+}
+
+impl Master {
+    fn add(&mut self, column: Vec<usize>) {
+        let mut coefs: Vec<(usize, f64)> = column.iter().map(|&e| (e, -1.0)).collect();
+        coefs.push((self.convexity, 1.0));
+        self.lambda.push(self.session.add_col(0.0, 0.0, f64::INFINITY, &coefs));
+        self.columns.push(column);
+    }
+
+    /// Solves, prices the duals into a new configuration and adds it, until none improves or a
+    /// limit is reached: the last solution, the Lagrangian bound on the objective, and why it
+    /// stopped short of the optimum if it did.
+    fn generate(
+        &mut self,
+        pricing: &Pricing,
+        limits: &Limits,
+        lp_solves: &mut usize,
+    ) -> Result<(crate::lp::Solution, f64, Option<String>), SolveError> {
+        let mut last: Option<(crate::lp::Solution, f64)> = None;
+        loop {
+            let solution = match (self.session.solve(), last.take()) {
+                (Ok(solution), _) => solution,
+                // Out of time after a solve: the last master stands, with its bound.
+                (Err(SolveError::TimeLimit), Some((previous, bound))) => {
+                    return Ok((previous, bound, Some("column generation stopped at its time budget".to_string())));
+                }
+                (Err(error), _) => return Err(error),
+            };
+            *lp_solves += 1;
+            if solution.row_duals.len() <= self.convexity {
+                return Err(SolveError::Failed("the backend reports no row duals, which pricing needs".into()));
+            }
+            let value: Vec<f64> = solution.row_duals[..self.entries].iter().map(|&y| y.max(0.0)).collect();
+            let mu = solution.row_duals[self.convexity].max(0.0);
+            let priced = pricing.price(&value, mu + REDUCED_COST_TOL, limits.pricing_nodes);
+            // Dual feasible with μ raised to the pricing bound: Lagrangian bound on the optimum.
+            let upper_bound = solution.objective + (priced.bound - mu).max(0.0);
+            let Some(column) = priced.column else {
+                let why = (priced.bound > mu + REDUCED_COST_TOL).then(|| {
+                    format!(
+                        "pricing stopped after {} branch-and-bound nodes without proving that no \
+                         configuration improves",
+                        limits.pricing_nodes
+                    )
+                });
+                return Ok((solution, upper_bound, why));
+            };
+            if *lp_solves >= limits.iterations {
+                let why = format!("column generation stopped after {} master solves", limits.iterations);
+                return Ok((solution, upper_bound, Some(why)));
+            }
+            if limits.deadline.is_some_and(|d| Instant::now() >= d) {
+                return Ok((solution, upper_bound, Some("column generation stopped at its time budget".to_string())));
+            }
+            self.add(column.entries);
+            last = Some((solution, upper_bound));
+        }
+    }
 }

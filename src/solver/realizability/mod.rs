@@ -54,6 +54,10 @@ pub struct Budget {
     pub pricing_nodes: usize,
     /// Seconds the column generation may take.
     pub seconds: f64,
+    /// When not everything can be delivered, spread the shortfall over the entries (a second
+    /// column generation at the same total) rather than take the first decomposition that
+    /// delivers the most: what rounds that follow the decomposition need.
+    pub spread_shortfall: bool,
 }
 
 impl Default for Budget {
@@ -67,6 +71,7 @@ impl Default for Budget {
             iterations: 300,
             pricing_nodes: 500,
             seconds: 0.1,
+            spread_shortfall: false,
         }
     }
 }
@@ -184,7 +189,9 @@ pub fn check(instance: &Instance, budget: &Budget, backend: Backend) -> Result<R
                 deadline: Some(backend.deadline.map_or(deadline, |d| d.min(deadline))),
             };
             let seed = (first.columns.clone(), first.weights.clone());
-            match master::decompose(&pricing, &asked, seed, backend.until(deadline), limits) {
+            let placeable: Vec<bool> = entries.iter().map(|&(m, w)| sf[m as usize] <= cap[w as usize]).collect();
+            let spread = budget.spread_shortfall.then_some(placeable.as_slice());
+            match master::decompose(&pricing, &asked, spread, seed, backend.until(deadline), limits) {
                 Ok(d) => (d.columns, d.weights, d.deliverable, d.upper_bound, d.stopped, d.lp_solves),
                 // The first master solve outran the budget: the greedy decomposition stands.
                 Err(SolveError::TimeLimit) => {
@@ -324,11 +331,16 @@ pub fn report_instance(
     backend: Backend,
 ) -> RealizabilityReport {
     let start = Instant::now();
-    let result = match check(instance, budget, backend) {
-        Ok(result) => result,
-        Err(Skipped::TooLarge(reason)) => return RealizabilityReport::skipped(reason),
-        Err(Skipped::Solver(error)) => return RealizabilityReport::skipped(format!("the check's LP failed: {error}")),
-    };
+    match check(instance, budget, backend) {
+        Ok(result) => report_result(&result, jobs, types, start.elapsed().as_secs_f64()),
+        Err(Skipped::TooLarge(reason)) => RealizabilityReport::skipped(reason),
+        Err(Skipped::Solver(error)) => RealizabilityReport::skipped(format!("the check's LP failed: {error}")),
+    }
+}
+
+/// A check's answer as responses report it, with its jobs' and types' names and the seconds it
+/// took.
+pub fn report_result(result: &Realizability, jobs: &[&str], types: &[&str], seconds: f64) -> RealizabilityReport {
     let name = |names: &[&str], i: usize| names.get(i).map_or_else(|| i.to_string(), |n| n.to_string());
     let shortfall = result
         .entries
@@ -349,7 +361,7 @@ pub fn report_instance(
         certified: result.stopped.is_none(),
         configurations: result.configurations.len(),
         lp_solves: result.lp_solves,
-        seconds: start.elapsed().as_secs_f64(),
+        seconds,
         shortfall,
     }
 }

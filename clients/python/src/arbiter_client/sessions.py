@@ -244,6 +244,7 @@ class AllocationView(WireModel):
     effective_throughput: Dict[str, float]
     received_fraction: Dict[str, Dict[str, float]]
     realizable: RealizabilityReport
+    decomposition_skipped: Optional[str] = None
 
 
 @dataclass
