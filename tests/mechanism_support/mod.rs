@@ -67,6 +67,23 @@ pub fn gaps(session: &Session) -> Vec<(String, usize, f64, f64)> {
     out
 }
 
+/// The largest |deliverable − received| over the (job, type) of `gaps`, where deliverable is the
+/// allocation less the shortfall the session's realizability check names (with
+/// `Mode::Configurations`, that of the decomposition the rounds follow).
+pub fn decomposition_gap(session: &Session) -> f64 {
+    let report = arbiter::mechanism::realizability(session);
+    assert!(report.checked, "{:?}", report.reason);
+    gaps(session)
+        .into_iter()
+        .map(|(id, w, x, received)| {
+            let name = session.cluster().type_name(w);
+            let deliverable =
+                report.shortfall.iter().find(|s| s.job == id && s.worker_type == name).map_or(x, |s| s.deliverable);
+            (deliverable - received).abs()
+        })
+        .fold(0.0, f64::max)
+}
+
 pub fn max_gap(session: &Session) -> f64 {
     gaps(session).iter().map(|(_, _, x, r)| (x - r).abs()).fold(0.0, f64::max)
 }

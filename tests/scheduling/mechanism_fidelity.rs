@@ -217,22 +217,6 @@ fn conformance_requests_within_005_after_200_rounds() {
     println!("{checked} conformance requests within 0.05");
 }
 
-/// The largest |deliverable − received| over (job, type) after the rounds, where deliverable is
-/// the allocation less the shortfall the session's check reports (with `Mode::Configurations`,
-/// that of the decomposition the rounds follow).
-fn decomposition_gap(session: &Session) -> f64 {
-    let report = realizability(session);
-    gaps(session)
-        .into_iter()
-        .map(|(id, w, x, received)| {
-            let name = session.cluster().type_name(w);
-            let deliverable =
-                report.shortfall.iter().find(|s| s.job == id && s.worker_type == name).map_or(x, |s| s.deliverable);
-            (deliverable - received).abs()
-        })
-        .fold(0.0, f64::max)
-}
-
 /// With rounds that follow the allocation's decomposition, every job receives what rounds on
 /// whole GPUs can deliver of its allocation, within 0.02 after 200 rounds: the fixtures here, and
 /// every public reference case (when `../shared` is there).

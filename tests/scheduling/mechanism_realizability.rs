@@ -156,23 +156,6 @@ fn rounds_in(instance: &Instance, mode: Mode) -> Session {
     session
 }
 
-/// The largest |deliverable − received| over (job, type): deliverable is the allocation less the
-/// shortfall the session's realizability check reports (with `Mode::Configurations`, that of the
-/// decomposition the rounds follow).
-fn decomposition_gap(session: &Session) -> f64 {
-    let report = realizability(session);
-    assert!(report.checked, "{:?}", report.reason);
-    gaps(session)
-        .into_iter()
-        .map(|(id, w, x, received)| {
-            let name = session.cluster().type_name(w);
-            let deliverable =
-                report.shortfall.iter().find(|s| s.job == id && s.worker_type == name).map_or(x, |s| s.deliverable);
-            (deliverable - received).abs()
-        })
-        .fold(0.0, f64::max)
-}
-
 /// Brute force for small instances: the best gap over schedules of *sets* of jobs (every subset
 /// that fits is a round), to check `best_gap`'s count vectors against.
 fn best_gap_by_subsets(count: u32, scale_factors: &[u32], x: &[f64]) -> f64 {
