@@ -10,8 +10,7 @@
 
 use super::session::Session;
 use super::JobId;
-use crate::solver::realizability::{self, Budget, Realizability, RealizabilityReport, Skipped};
-use std::time::Instant;
+use crate::solver::realizability::{Budget, Realizability, RealizabilityReport};
 
 /// Seconds the decomposition may take. Its work is bounded by the budget's iterations and
 /// pricing nodes, so that a session's rounds do not depend on the machine's load; this only stops
@@ -69,26 +68,8 @@ impl Schedule {
     pub(super) fn decompose(session: &Session) -> Schedule {
         let jobs: Vec<JobId> = session.jobs.iter().map(|j| j.id.clone()).collect();
         let capacity = session.capacity();
-        let (plan, report) = match super::realizable::instance(session) {
-            Ok((instance, ids)) => {
-                let start = Instant::now();
-                match realizability::check(&instance, &budget(), session.config.backend) {
-                    Ok(result) => {
-                        let cluster = session.cluster();
-                        let ids: Vec<&str> = ids.iter().map(|id| id.as_ref()).collect();
-                        let names: Vec<&str> = (0..cluster.num_types()).map(|w| cluster.type_name(w)).collect();
-                        let report = realizability::report_result(&result, &ids, &names, start.elapsed().as_secs_f64());
-                        (Plan::of(&result, ids.len(), instance.capacity.len()), report)
-                    }
-                    Err(Skipped::TooLarge(reason)) => (Err(reason.clone()), RealizabilityReport::skipped(reason)),
-                    Err(Skipped::Solver(error)) => {
-                        let reason = format!("the decomposition's LP failed: {error}");
-                        (Err(reason.clone()), RealizabilityReport::skipped(reason))
-                    }
-                }
-            }
-            Err(reason) => (Err(reason.clone()), RealizabilityReport::skipped(reason)),
-        };
+        let (result, report) = super::realizable::checked(session, &budget());
+        let plan = result.and_then(|result| Plan::of(&result, jobs.len(), capacity.len()));
         Schedule { jobs, capacity, plan, report }
     }
 

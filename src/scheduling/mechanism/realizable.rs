@@ -4,7 +4,7 @@
 use super::session::Session;
 use super::{JobId, Mode};
 use crate::problem::Matrix;
-use crate::solver::realizability::{report_instance, Budget, Instance, RealizabilityReport};
+use crate::solver::realizability::{check_reported, Budget, Instance, Realizability, RealizabilityReport};
 
 /// How much of the session's allocation rounds on its healthy GPUs can deliver. With rounds that
 /// follow the decomposition (`Mode::Configurations`), the check that made the one they follow.
@@ -12,19 +12,24 @@ pub fn realizability(session: &Session) -> RealizabilityReport {
     if let Some(schedule) = session.schedule.as_ref().filter(|s| s.is_current(session)) {
         return schedule.report.clone();
     }
+    let budget = match session.config().mode {
+        Mode::Configurations => super::configurations::budget(),
+        _ => Budget::default(),
+    };
+    checked(session, &budget).1
+}
+
+/// The check on the session's allocation with `budget`, or why it does not cover it, and its
+/// report with the session's job and type names.
+pub(super) fn checked(session: &Session, budget: &Budget) -> (Result<Realizability, String>, RealizabilityReport) {
     match instance(session) {
         Ok((instance, ids)) => {
             let cluster = session.cluster();
             let ids: Vec<&str> = ids.iter().map(|id| id.as_ref()).collect();
             let names: Vec<&str> = (0..cluster.num_types()).map(|w| cluster.type_name(w)).collect();
-            // With rounds that follow the decomposition, the one they follow.
-            let budget = match session.config().mode {
-                Mode::Configurations => super::configurations::budget(),
-                _ => Budget::default(),
-            };
-            report_instance(&instance, &ids, &names, &budget, session.config().backend)
+            check_reported(&instance, &ids, &names, budget, session.config().backend)
         }
-        Err(reason) => RealizabilityReport::skipped(reason),
+        Err(reason) => (Err(reason.clone()), RealizabilityReport::skipped(reason)),
     }
 }
 

@@ -84,6 +84,22 @@ impl Round {
     }
 }
 
+/// A round's job combinations by index: the jobs alone (`0..n`), then the pairs; each by the
+/// positions of its jobs.
+struct Combinations {
+    singles: Vec<u32>,
+    pairs: Vec<[u32; 2]>,
+}
+
+impl Combinations {
+    fn tenants(&self, c: usize) -> &[u32] {
+        match self.singles.get(c..=c) {
+            Some(single) => single,
+            None => &self.pairs[c - self.singles.len()],
+        }
+    }
+}
+
 impl Session {
     /// Runs one round: recomputes a stale allocation if the interval allows, chooses the jobs by
     /// priority, places them, and advances session time by one round. A policy failure is
@@ -132,15 +148,8 @@ impl Session {
     fn run_placed(&mut self, seconds: f64) -> (Vec<Placement>, Vec<JobRound>) {
         let capacity = self.capacity();
         let n = self.jobs.len();
-        let singles: Vec<u32> = (0..n as u32).collect();
-        let pair_tenants = self.pair_tenants();
-        let tenants_of = |c: usize| -> &[u32] {
-            if c < n {
-                &singles[c..=c]
-            } else {
-                &pair_tenants[c - n]
-            }
-        };
+        let combinations = self.combinations();
+        let tenants_of = |c: usize| combinations.tenants(c);
         let mut standings: Vec<Standing> = Vec::with_capacity(n + self.pairs.len());
         for (m, j) in self.jobs.iter().enumerate() {
             standings.push(Standing {
@@ -153,7 +162,7 @@ impl Session {
                 profile: j.profile_next(),
             });
         }
-        for (p, tenants) in self.pairs.iter().zip(&pair_tenants) {
+        for (p, tenants) in self.pairs.iter().zip(&combinations.pairs) {
             standings.push(Standing {
                 tenants,
                 scale_factor: self.jobs[tenants[0] as usize].job.scale_factor,
@@ -169,7 +178,7 @@ impl Session {
         // (0..n), then the pairs.
         let chosen: Vec<(usize, usize)> =
             chosen.into_iter().enumerate().filter_map(|(c, w)| w.map(|w| (c, w))).collect();
-        self.run_chosen(&chosen, seconds)
+        self.run_chosen(&combinations, &chosen, seconds)
     }
 
     /// `Mode::Configurations`: the round runs the configuration of the allocation's decomposition
@@ -189,27 +198,26 @@ impl Session {
         let jobs = &self.jobs;
         let owed = |m: usize, w: usize, d: f64| d * after - jobs[m].share.received[w];
         let chosen = plan.next(owed, seconds, AHEAD_ROUNDS * seconds);
-        self.run_chosen(&chosen, seconds)
+        self.run_chosen(&self.combinations(), &chosen, seconds)
     }
 
-    /// The pairs' tenants, by job position.
-    fn pair_tenants(&self) -> Vec<[u32; 2]> {
-        self.pairs.iter().map(|p| [self.index[&p.jobs[0]] as u32, self.index[&p.jobs[1]] as u32]).collect()
+    /// The job combinations of this round: the jobs alone (`0..n`), then the pairs.
+    fn combinations(&self) -> Combinations {
+        let singles = (0..self.jobs.len() as u32).collect();
+        let pairs = self.pairs.iter().map(|p| [self.index[&p.jobs[0]] as u32, self.index[&p.jobs[1]] as u32]).collect();
+        Combinations { singles, pairs }
     }
 
-    /// Places the chosen `(combination, worker type)`s (combinations: the jobs alone, `0..n`,
-    /// then the pairs), renewing leases where it can, and grants each placed one the round.
-    fn run_chosen(&mut self, chosen: &[(usize, usize)], seconds: f64) -> (Vec<Placement>, Vec<JobRound>) {
+    /// Places the chosen `(combination, worker type)`s, renewing leases where it can, and grants
+    /// each placed one the round.
+    fn run_chosen(
+        &mut self,
+        combinations: &Combinations,
+        chosen: &[(usize, usize)],
+        seconds: f64,
+    ) -> (Vec<Placement>, Vec<JobRound>) {
         let n = self.jobs.len();
-        let pair_tenants = self.pair_tenants();
-        let singles: Vec<u32> = (0..n as u32).collect();
-        let tenants_of = |c: usize| -> &[u32] {
-            if c < n {
-                &singles[c..=c]
-            } else {
-                &pair_tenants[c - n]
-            }
-        };
+        let tenants_of = |c: usize| combinations.tenants(c);
         let requests: Vec<Request> = chosen
             .iter()
             .map(|&(c, w)| {

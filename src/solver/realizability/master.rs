@@ -83,10 +83,9 @@ pub fn decompose(
         master.add(column);
     }
     let mut lp_solves = 0;
-    let (solution, upper_bound, mut stopped) = master.generate(pricing, &limits, &mut lp_solves)?;
+    let (mut solution, upper_bound, mut stopped) = master.generate(pricing, &limits, &mut lp_solves)?;
     let delivered = solution.objective;
     let total: f64 = requested.iter().sum();
-    let mut solution = solution;
     let fits = spread.unwrap_or(&[]);
     let spreadable = fits.iter().zip(requested).any(|(&f, &x)| f && x > 0.0);
     if stopped.is_none() && delivered < total - SHORTFALL_TOL && spreadable && lp_solves < limits.iterations {

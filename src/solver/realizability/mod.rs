@@ -161,8 +161,9 @@ pub fn check(instance: &Instance, budget: &Budget, backend: Backend) -> Result<R
         per_type[w as usize] += 1;
     }
     let work: u64 = per_type.iter().zip(cap).map(|(&n, &c)| n * (c as u64 + 1)).sum();
-    let fits: f64 =
-        entries.iter().zip(&asked).filter(|&(&(m, w), _)| sf[m as usize] <= cap[w as usize]).map(|(_, &x)| x).sum();
+    // Per entry: its gang fits its type; the time asked of those is the most any schedule delivers.
+    let placeable: Vec<bool> = entries.iter().map(|&(m, w)| sf[m as usize] <= cap[w as usize]).collect();
+    let fits: f64 = placeable.iter().zip(&asked).filter(|&(&p, _)| p).map(|(_, &x)| x).sum();
     let (columns, weights, deliverable, upper_bound, stopped, lp_solves) =
         if first.supplied.iter().zip(&asked).all(|(&s, &x)| s >= x - MIN_TIME) {
             let deliverable = greedy_delivers(&first);
@@ -189,7 +190,6 @@ pub fn check(instance: &Instance, budget: &Budget, backend: Backend) -> Result<R
                 deadline: Some(backend.deadline.map_or(deadline, |d| d.min(deadline))),
             };
             let seed = (first.columns.clone(), first.weights.clone());
-            let placeable: Vec<bool> = entries.iter().map(|&(m, w)| sf[m as usize] <= cap[w as usize]).collect();
             let spread = budget.spread_shortfall.then_some(placeable.as_slice());
             match master::decompose(&pricing, &asked, spread, seed, backend.until(deadline), limits) {
                 Ok(d) => (d.columns, d.weights, d.deliverable, d.upper_bound, d.stopped, d.lp_solves),
@@ -330,17 +330,37 @@ pub fn report_instance(
     budget: &Budget,
     backend: Backend,
 ) -> RealizabilityReport {
+    check_reported(instance, jobs, types, budget, backend).1
+}
+
+/// The check on an instance, or why it was skipped, and its report with the jobs' and types'
+/// names (for a caller that also uses the decomposition).
+pub fn check_reported(
+    instance: &Instance,
+    jobs: &[&str],
+    types: &[&str],
+    budget: &Budget,
+    backend: Backend,
+) -> (Result<Realizability, String>, RealizabilityReport) {
     let start = Instant::now();
     match check(instance, budget, backend) {
-        Ok(result) => report_result(&result, jobs, types, start.elapsed().as_secs_f64()),
-        Err(Skipped::TooLarge(reason)) => RealizabilityReport::skipped(reason),
-        Err(Skipped::Solver(error)) => RealizabilityReport::skipped(format!("the check's LP failed: {error}")),
+        Ok(result) => {
+            let report = report_result(&result, jobs, types, start.elapsed().as_secs_f64());
+            (Ok(result), report)
+        }
+        Err(skipped) => {
+            let reason = match skipped {
+                Skipped::TooLarge(reason) => reason,
+                Skipped::Solver(error) => format!("the check's LP failed: {error}"),
+            };
+            (Err(reason.clone()), RealizabilityReport::skipped(reason))
+        }
     }
 }
 
 /// A check's answer as responses report it, with its jobs' and types' names and the seconds it
 /// took.
-pub fn report_result(result: &Realizability, jobs: &[&str], types: &[&str], seconds: f64) -> RealizabilityReport {
+fn report_result(result: &Realizability, jobs: &[&str], types: &[&str], seconds: f64) -> RealizabilityReport {
     let name = |names: &[&str], i: usize| names.get(i).map_or_else(|| i.to_string(), |n| n.to_string());
     let shortfall = result
         .entries
