@@ -47,12 +47,17 @@ pub fn solve(problem: &Problem, backend: lp::Backend) -> error::Result<Response>
         None => backend,
     };
     let (mut response, outcome) = allocate(problem, backend)?;
-    let budget = realizability::Budget::default();
-    response.stats.realizable = Some(realizability::report(problem, &outcome, &budget, backend));
+    // A realizable solve reports its own decomposition.
+    if response.stats.realizable.is_none() {
+        let budget = realizability::Budget::default();
+        response.stats.realizable = Some(realizability::report(problem, &outcome, &budget, backend));
+    }
     Ok(response)
 }
 
-/// The policy's solve alone: the response without `stats.realizable`, and the outcome it renders.
+/// The policy's solve alone, and with `realizable` its solve over round configurations: the
+/// response (with `stats.realizable` only when the realizable solve decomposed the allocation),
+/// and the outcome it renders.
 pub fn allocate(problem: &Problem, backend: lp::Backend) -> error::Result<(Response, Outcome)> {
     let start = Instant::now();
     let backend = match problem.max_solve_seconds {
@@ -78,8 +83,27 @@ pub fn allocate(problem: &Problem, backend: lp::Backend) -> error::Result<(Respo
         }
     };
     let (outcome, tie_break) = (applied.outcome, applied.tie_break);
+    let (outcome, realized) = if problem.realizable {
+        let realized = if partitioning.is_some() {
+            let why = "a partitioned solve is not formulated over round configurations".to_string();
+            solver::realizable::Realized::not_applied(outcome, why)
+        } else {
+            solver::realizable::apply(problem, outcome, tie_break != solver::tie_break::TieBreak::None, backend)
+        };
+        (realized.outcome, Some((realized.report, realized.decomposition)))
+    } else {
+        (outcome, None)
+    };
     let seconds = start.elapsed().as_secs_f64();
     let mut response = Response::new(problem, &outcome, kept_pairs, backend.name(), seconds);
+    if let Some((report, decomposition)) = realized {
+        response.stats.realizable = decomposition.map(|d| {
+            let jobs: Vec<&str> = problem.jobs.iter().map(|j| j.id.as_str()).collect();
+            let types: Vec<&str> = problem.worker_types.iter().map(|t| t.name.as_str()).collect();
+            realizability::report_of(&d, &jobs, &types, report.seconds)
+        });
+        response.stats.realizable_solve = Some(report);
+    }
     response.stats.partitioning = partitioning;
     response.stats.tie_break = tie_break;
     response.stats.tie_break_method = applied.method;

@@ -143,6 +143,10 @@ struct RoundsArgs {
     /// rounds can deliver of its allocation.
     #[arg(long)]
     configurations: bool,
+    /// Solve the policy over round configurations (as the request's `realizable: true`), so the
+    /// allocation is one whole-GPU rounds can deliver.
+    #[arg(long)]
+    realizable: bool,
     /// Give GPUs the allocation leaves unused to jobs ahead of their allocation.
     #[arg(long)]
     work_conserving: bool,
@@ -238,7 +242,8 @@ fn run_rounds(args: RoundsArgs) -> ExitCode {
             ..Config::default()
         };
         config.validate()?;
-        let problem = Problem::from_json(&read_input(&args.input)?)?;
+        let mut problem = Problem::from_json(&read_input(&args.input)?)?;
+        problem.realizable |= args.realizable;
         mechanism::report::run(&problem, args.rounds, config)
     });
     let report = match report {

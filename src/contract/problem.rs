@@ -113,6 +113,9 @@ pub struct Problem {
     pub partitions: Option<usize>,
     /// What follows a bottleneck policy's optimum (`solver::tie_break`).
     pub tie_break: crate::solver::tie_break::TieBreak,
+    /// Solve the policy over round configurations, so whole-GPU rounds can deliver the
+    /// allocation (`solver::realizable`).
+    pub realizable: bool,
     /// The entity tree (empty unless the request has `entities`).
     pub entities: Vec<Entity>,
     /// `job_entity[m]`: the entity job m belongs to.
@@ -346,6 +349,7 @@ impl Problem {
             colocation_threshold,
             partitions,
             tie_break,
+            realizable: req.realizable.unwrap_or(false),
             method,
             warm_prices: None,
             decomposition: Default::default(),
@@ -422,6 +426,7 @@ impl Problem {
             colocation_threshold: self.colocation_threshold,
             partitions: self.partitions,
             tie_break: self.tie_break,
+            realizable: self.realizable,
             method: self.method,
             warm_prices: self.warm_prices.clone(),
             decomposition: self.decomposition,
@@ -447,6 +452,7 @@ impl Problem {
             colocation_threshold: crate::space_sharing::DEFAULT_THRESHOLD,
             partitions: None,
             tie_break: Default::default(),
+            realizable: false,
             method: Default::default(),
             warm_prices: None,
             decomposition: Default::default(),

@@ -40,6 +40,12 @@ pub struct Request {
     /// `none` returns the bare LP's vertex. `stats.tie_break` says which was applied.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub tie_break: Option<String>,
+    /// Solve `max_min_fairness`, `min_makespan` or `max_sum_throughput` over the round
+    /// configurations whole GPUs allow (gangs whole, one job per GPU, a job on one type per
+    /// round) instead of over fractional capacity: an allocation rounds can deliver.
+    /// `stats.realizable_solve` says how far it is from the fractional optimum. Default false.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub realizable: Option<bool>,
     /// How the exact engine solves `max_min_fairness`, `finish_time_fairness` and `min_makespan`:
     /// `auto` (default: the price decomposition when the jobs' throughput rows are mostly
     /// distinct, the plain LP otherwise), `lp` (always the plain LP) or `decomposition` (whenever

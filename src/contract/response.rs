@@ -80,6 +80,10 @@ pub struct Stats {
     /// the realizable fraction and the jobs that lose time, or why the check was skipped.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub realizable: Option<crate::solver::realizability::RealizabilityReport>,
+    /// With `realizable: true`: whether the allocation is the policy's optimum over round
+    /// configurations, and how far it is from the fractional optimum (`solver::realizable`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub realizable_solve: Option<crate::solver::realizable::RealizableReport>,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, utoipa::ToSchema)]
@@ -218,6 +222,7 @@ impl Response {
                 method: outcome.method.clone(),
                 tie_break_method: None,
                 realizable: None,
+                realizable_solve: None,
             },
         }
     }

@@ -65,8 +65,16 @@ pub struct SimulateArgs {
     #[arg(long, value_name = "FIRST:LAST")]
     pub window: Option<String>,
     /// Grant every job exactly its allocation each round (no placement).
-    #[arg(long)]
+    #[arg(long, conflicts_with = "configurations")]
     pub ideal: bool,
+    /// Solve the policy over round configurations (`max_min_fairness`, `min_makespan`,
+    /// `max_sum_throughput`): allocations whole-GPU rounds can deliver.
+    #[arg(long)]
+    pub realizable: bool,
+    /// Rounds run the configurations of the allocation's decomposition instead of choosing jobs
+    /// by priority.
+    #[arg(long)]
+    pub configurations: bool,
     /// Recompute the allocation at most this often, in seconds (0: on every arrival and completion).
     #[arg(long, default_value_t = 0.0)]
     pub min_solve_seconds: f64,
@@ -173,6 +181,8 @@ pub fn run_simulate(args: &SimulateArgs) -> Result<()> {
         space_sharing: args.space_sharing,
         round_seconds: args.round_seconds,
         ideal: args.ideal,
+        realizable: args.realizable,
+        configurations: args.configurations,
         window: args.window.as_deref().map(parse_window).transpose()?,
         min_solve_interval: args.min_solve_seconds,
         work_conserving: args.work_conserving,

@@ -20,6 +20,10 @@ pub struct SimulationConfig {
     pub round_seconds: f64,
     /// Grant every job exactly its allocation each round (the mechanism's `Mode::Ideal`).
     pub ideal: bool,
+    /// Solve the policy over round configurations (`Problem::realizable`).
+    pub realizable: bool,
+    /// Rounds follow the allocation's decomposition (the mechanism's `Mode::Configurations`).
+    pub configurations: bool,
     /// Measured jobs: trace positions `first..last` (Gavel's `--window-start/--window-end`);
     /// `None`: every job. The simulation ends when every measured job has finished.
     pub window: Option<(usize, usize)>,
@@ -48,6 +52,8 @@ impl SimulationConfig {
             space_sharing: false,
             round_seconds: 360.0,
             ideal: false,
+            realizable: false,
+            configurations: false,
             window: None,
             min_solve_interval: 0.0,
             work_conserving: true,

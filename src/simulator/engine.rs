@@ -130,12 +130,16 @@ pub fn run(
         round_seconds: config.round_seconds,
         min_solve_interval: config.min_solve_interval,
         work_conserving: config.work_conserving,
-        mode: if config.ideal { Mode::Ideal } else { Mode::Rounds },
+        mode: match (config.ideal, config.configurations) {
+            (true, _) => Mode::Ideal,
+            (_, true) => Mode::Configurations,
+            _ => Mode::Rounds,
+        },
         backend: config.backend,
         ..Config::default()
     };
     let tenancy = trace.tenancy();
-    let session = match (&tenancy, config.policy) {
+    let mut session = match (&tenancy, config.policy) {
         // Hierarchical policies share among the tenants, as entities of their weights.
         (Some((tenants, _)), PolicyKind::Hierarchical) => {
             let mut base =
@@ -153,6 +157,7 @@ pub fn run(
         }
         _ => Session::new(config.policy, config.heterogeneity_aware, config.cluster.clone(), mechanism)?,
     };
+    session.set_realizable(config.realizable);
     let (tenants, tenant_of) = match tenancy {
         Some((tenants, of_job)) => (tenants.into_iter().map(|(n, w)| Tenant::new(n, w)).collect(), of_job),
         None => (vec![Tenant::new("default", 1.0)], vec![0; trace.jobs.len()]),

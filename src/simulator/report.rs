@@ -68,9 +68,12 @@ pub struct SimulationReport {
     /// The stages that ran: `admission+scheduling+placement+preemption`
     /// (`accept_all+max_min_fairness+consolidated+lease` is Gavel's mechanism).
     pub composition: String,
+    /// The policy solved over round configurations (`--realizable`).
+    #[serde(default)]
+    pub realizable: bool,
     pub heterogeneity_aware: bool,
     pub space_sharing: bool,
-    /// `rounds` or `ideal`.
+    /// `rounds`, `ideal` or `configurations`.
     pub mode: String,
     pub round_seconds: f64,
     pub seed: u64,
@@ -224,8 +227,14 @@ pub fn assemble(trace: &Trace, config: &SimulationConfig, outcomes: &[JobOutcome
         policy: config.policy.name().to_string(),
         composition: totals.composition,
         heterogeneity_aware: config.heterogeneity_aware,
+        realizable: config.realizable,
         space_sharing: config.space_sharing,
-        mode: if config.ideal { "ideal" } else { "rounds" }.to_string(),
+        mode: match (config.ideal, config.configurations) {
+            (true, _) => "ideal",
+            (_, true) => "configurations",
+            _ => "rounds",
+        }
+        .to_string(),
         round_seconds: config.round_seconds,
         seed: config.seed,
         cluster: config.cluster.iter().map(|w| (w.name.clone(), w.count)).collect(),

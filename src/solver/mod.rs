@@ -16,5 +16,6 @@ pub mod oasis_offline;
 pub mod partition;
 pub mod policies;
 pub mod realizability;
+pub mod realizable;
 pub mod space_sharing;
 pub mod tie_break;

@@ -97,6 +97,26 @@ fn ideal_rounds_receive_exactly_the_allocation() {
 }
 
 #[test]
+fn realizable_rounds_deliver_the_realizable_allocation() {
+    // n32 asks for time rounds cannot give (fraction 0.993); solved over round configurations
+    // its allocation is delivered within 0.02 after 200 rounds, and the report says what it cost.
+    let input = fixture("mechanism_gavel_n32.json");
+    let report = rounds(&["rounds", "--input", &input, "--rounds", "200", "--configurations", "--realizable"]);
+    let solve = &report["realizable_solve"];
+    assert_eq!(solve["applied"], true, "{solve}");
+    assert_eq!(solve["certified"], true, "{solve}");
+    assert!(solve["relative_gap"].as_f64().unwrap() < 1e-6, "{solve}");
+    assert_eq!(report["realizable"]["fraction"], 1.0);
+    assert!(report.get("decomposition_skipped").is_none());
+    for (id, job) in report["jobs"].as_object().unwrap() {
+        for (wt, x) in job["allocation"].as_object().unwrap() {
+            let got = job["received"][wt].as_f64().unwrap();
+            assert!((x.as_f64().unwrap() - got).abs() <= 0.02, "{id} on {wt}: {got} of {x}");
+        }
+    }
+}
+
+#[test]
 fn configuration_rounds_deliver_what_the_decomposition_says() {
     // n32: the check says rounds can deliver 99.3% of the allocation; following its decomposition
     // each job receives what it delivers it, within 0.02 after 200 rounds.

@@ -217,12 +217,8 @@ fn conformance_requests_within_005_after_200_rounds() {
     println!("{checked} conformance requests within 0.05");
 }
 
-/// With rounds that follow the allocation's decomposition, every job receives what rounds on
-/// whole GPUs can deliver of its allocation, within 0.02 after 200 rounds: the fixtures here, and
-/// every public reference case (when `../shared` is there).
-#[test]
-fn rounds_that_follow_the_decomposition_deliver_it_within_002() {
-    let config = Config { mode: Mode::Configurations, ..Config::default() };
+/// The mechanism fixtures, and every public reference case's request (when `../shared` is there).
+fn fixtures_and_reference_cases() -> Vec<(String, Problem)> {
     let mut problems: Vec<(String, Problem)> = FIXTURES.iter().map(|name| (name.to_string(), fixture(name))).collect();
     let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../shared/conformance");
     if let Ok(entries) = std::fs::read_dir(&dir) {
@@ -240,6 +236,16 @@ fn rounds_that_follow_the_decomposition_deliver_it_within_002() {
     } else {
         println!("note: no conformance cases at {}; the fixtures only", dir.display());
     }
+    problems
+}
+
+/// With rounds that follow the allocation's decomposition, every job receives what rounds on
+/// whole GPUs can deliver of its allocation, within 0.02 after 200 rounds: the fixtures here, and
+/// every public reference case (when `../shared` is there).
+#[test]
+fn rounds_that_follow_the_decomposition_deliver_it_within_002() {
+    let config = Config { mode: Mode::Configurations, ..Config::default() };
+    let problems = fixtures_and_reference_cases();
     for (name, problem) in problems {
         let session = run_problem(&problem, 200, config);
         let report = realizability(&session);
@@ -255,5 +261,55 @@ fn rounds_that_follow_the_decomposition_deliver_it_within_002() {
             // Not certified: the rounds chose jobs by priority, held to the priority tests' bound.
             Some(_) => assert!(max_gap(&session) <= 0.05 || gap <= 0.05, "{name}: {gap:.4}"),
         }
+    }
+}
+
+/// With a realizable solve (`realizable: true`) and rounds that follow its decomposition, every
+/// job receives its (realizable) allocation within 0.02 after 200 rounds: the fixtures here and
+/// every public reference case of `max_min_fairness`, `min_makespan` and `max_sum_throughput`
+/// (when `../shared` is there).
+#[test]
+fn realizable_allocations_are_delivered_within_002() {
+    let config = Config { mode: Mode::Configurations, ..Config::default() };
+    let covered = [PolicyKind::MaxMinFairness, PolicyKind::MinMakespan, PolicyKind::MaxSumThroughput];
+    let problems = fixtures_and_reference_cases();
+    let mut checked = 0;
+    for (name, mut problem) in problems.into_iter().filter(|(_, p)| covered.contains(&p.policy)) {
+        problem.realizable = true;
+        let session = run_problem(&problem, 200, config);
+        let solve = session.realizable_solve().expect("a realizable solve ran").clone();
+        assert!(solve.applied && solve.certified, "{name}: {solve:?}");
+        assert_eq!(session.decomposition_skipped(), None, "{name}");
+        let gap = max_gap(&session);
+        println!(
+            "{name}: objective {:?} against {:?} fractional (gap {:.2e}), max |allocation − received| {gap:.4}",
+            solve.objective,
+            solve.fractional_objective,
+            solve.relative_gap.unwrap_or(f64::NAN)
+        );
+        assert!(gap <= 0.02, "{name}: {gap:.4} from the realizable allocation");
+        checked += 1;
+    }
+    assert!(checked >= 2, "the fixtures alone hold LAS and makespan");
+}
+
+/// The issue's first example in a session: two 1-GPU jobs and a 4-GPU job on 4 GPUs, LAS. The
+/// fractional optimum (1, 1, 1/4) cannot be run; the realizable one runs {a, b} 4/5 of the time
+/// and {big} 1/5, and rounds deliver it.
+#[test]
+fn a_realizable_session_runs_the_four_gpu_example_as_solved() {
+    let request = r#"{"policy": "max_min_fairness", "realizable": true,
+        "cluster": {"worker_types": {"v100": {"count": 4, "gpus_per_server": 4}}},
+        "jobs": [{"id": "a", "throughput": {"v100": 1}}, {"id": "b", "throughput": {"v100": 1}},
+                 {"id": "big", "throughput": {"v100": 1}, "scale_factor": 4}]}"#;
+    let problem = Problem::from_json(request).unwrap();
+    let config = Config { mode: Mode::Configurations, ..Config::default() };
+    let session = run_problem(&problem, 200, config);
+    let solve = session.realizable_solve().unwrap();
+    assert!((solve.objective.unwrap() - 0.8).abs() < 1e-7 && solve.fractional_objective == Some(1.0), "{solve:?}");
+    for (id, x) in [("a", 0.8), ("b", 0.8), ("big", 0.2)] {
+        assert!((session.allocation(id).unwrap()[0] - x).abs() < 1e-7, "{id}");
+        let received = session.received_fraction(id).unwrap()[0];
+        assert!((received - x).abs() <= 0.02, "{id}: {received} of {x}");
     }
 }

@@ -161,6 +161,49 @@ fn a_session_in_configurations_mode_follows_the_decomposition() {
 }
 
 #[test]
+fn a_realizable_session_follows_its_own_decomposition_and_replays_it() {
+    let dir = TempDir::new("realizable");
+    let db = dir.path("arbiter.db");
+    let mut server = Server::start(&db, &dir.path("first.log"), &["--no-demo"]);
+    let mut c = server.client();
+    let mut create = las_request(48);
+    create["mode"] = json!("configurations");
+    create["realizable"] = json!(true);
+    create["round_seconds"] = json!(360);
+    let reply = c.post("/v1/sessions", &bytes(&create)).unwrap();
+    assert_eq!(reply.status, 201, "{}", reply.text());
+    let base = format!("/v1/sessions/{}", reply.json()["id"].as_str().unwrap());
+    for _ in 0..40 {
+        let reply = c.post(&format!("{base}/rounds"), b"").unwrap();
+        assert_eq!(reply.status, 200, "{}", reply.text());
+    }
+    let view = c.get(&format!("{base}/allocation")).unwrap().json();
+    let solve = &view["realizable_solve"];
+    assert_eq!(solve["applied"], true, "{view}");
+    assert_eq!(solve["certified"], true, "{view}");
+    // The allocation is its own decomposition's: everything is delivered, and the rounds follow it.
+    assert_eq!(view["realizable"]["fraction"], 1.0, "{view}");
+    assert!(view.get("decomposition_skipped").is_none(), "{view}");
+    for (id, row) in view["allocation"].as_object().unwrap() {
+        for (wt, x) in row.as_object().unwrap() {
+            let received = view["received_fraction"][id][wt].as_f64().unwrap();
+            assert!((x.as_f64().unwrap() - received).abs() <= 3.0 / 40.0 + 1e-9, "{id} on {wt}: {received} of {x}");
+        }
+    }
+    // A restart replays the stored solve and its decomposition: the same view (a decomposition
+    // looked for again would report its own search), and the rounds go on following it.
+    server.terminate(Duration::from_secs(10));
+    let server = Server::start(&db, &dir.path("second.log"), &["--no-demo"]);
+    let mut c = server.client();
+    assert_eq!(c.get(&format!("{base}/allocation")).unwrap().json(), view);
+    let reply = c.post(&format!("{base}/rounds"), b"").unwrap();
+    assert_eq!(reply.status, 200, "{}", reply.text());
+    let after = c.get(&format!("{base}/allocation")).unwrap().json();
+    assert!(after.get("decomposition_skipped").is_none(), "{after}");
+    assert_eq!(after["realizable_solve"], view["realizable_solve"]);
+}
+
+#[test]
 fn demo_session_health_metrics_and_openapi() {
     let f = Fixture::start("ops", &[]);
     let mut c = f.client();

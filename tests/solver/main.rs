@@ -16,6 +16,7 @@ mod placement_sensitivity;
 mod policies;
 mod properties;
 mod realizability;
+mod realizable_hull;
 mod space_sharing;
 mod tie_break;
 mod water_filling;

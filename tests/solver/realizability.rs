@@ -181,20 +181,16 @@ fn fair_by_every_configuration(instance: &Instance) -> f64 {
     by_every_configuration(instance, true)
 }
 
-fn by_every_configuration(instance: &Instance, fair: bool) -> f64 {
-    let (jobs, types) = (instance.requested.rows(), instance.capacity.len());
-    let entries: Vec<(usize, usize)> = (0..jobs)
-        .flat_map(|m| (0..types).map(move |w| (m, w)))
-        .filter(|&(m, w)| instance.requested.get(m, w) > 1e-9)
-        .collect();
-    // Every assignment of each job to a type or to none.
-    let mut configurations = Vec::new();
+/// Every assignment of each of `jobs` jobs to one of `types` types or to none, as `(job, type)`
+/// runs, that `keep` accepts (tiny instances only).
+pub fn every_assignment(jobs: usize, types: usize, keep: impl Fn(&[(u32, u32)]) -> bool) -> Vec<Vec<(u32, u32)>> {
+    let mut out = Vec::new();
     let mut choice = vec![types; jobs];
     loop {
         let runs: Vec<(u32, u32)> =
             (0..jobs).filter(|&m| choice[m] < types).map(|m| (m as u32, choice[m] as u32)).collect();
-        if feasible(&runs, instance) {
-            configurations.push(runs);
+        if keep(&runs) {
+            out.push(runs);
         }
         let mut k = 0;
         while k < jobs && choice[k] == 0 {
@@ -202,10 +198,19 @@ fn by_every_configuration(instance: &Instance, fair: bool) -> f64 {
             k += 1;
         }
         if k == jobs {
-            break;
+            return out;
         }
         choice[k] -= 1;
     }
+}
+
+fn by_every_configuration(instance: &Instance, fair: bool) -> f64 {
+    let (jobs, types) = (instance.requested.rows(), instance.capacity.len());
+    let entries: Vec<(usize, usize)> = (0..jobs)
+        .flat_map(|m| (0..types).map(move |w| (m, w)))
+        .filter(|&(m, w)| instance.requested.get(m, w) > 1e-9)
+        .collect();
+    let configurations = every_assignment(jobs, types, |runs| feasible(runs, instance));
     let mut lp = LinearProgram::new(Sense::Maximize);
     let cost = if fair { 0.0 } else { 1.0 };
     let d: Vec<usize> = entries.iter().map(|&(m, w)| lp.add_col(cost, 0.0, instance.requested.get(m, w))).collect();

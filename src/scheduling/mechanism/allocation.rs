@@ -24,7 +24,21 @@ pub struct Allocation {
     /// The GPU prices of the solve's price decomposition, if it ran: the session's next solve
     /// starts from them.
     pub prices: Option<Vec<f64>>,
+    /// With a realizable solve (`Problem::realizable`): what it did, and the allocation's
+    /// decomposition into round configurations when it made one.
+    pub realized: Option<Realized>,
 }
+
+/// A realizable solve's report, and the decomposition of the allocation it returned:
+/// configurations `[(job, worker type)]` (rows in `Session::job_ids` order) with their weights.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Realized {
+    pub report: crate::solver::realizable::RealizableReport,
+    pub configurations: Option<Vec<WeightedRuns>>,
+}
+
+/// A round configuration's weight and its `(job, worker type)` runs.
+pub type WeightedRuns = (f64, Vec<(usize, usize)>);
 
 impl Session {
     /// Installs an allocation of the jobs alone computed elsewhere (rows in `job_ids` order), as a
@@ -86,12 +100,42 @@ impl Session {
         Ok(())
     }
 
+    /// Installs `X` with what a realizable solve made of it: its report, and the decomposition
+    /// that rounds in `Mode::Configurations` then follow (rather than one the check looks for).
+    pub fn set_realized_allocation(&mut self, allocation: &Matrix, realized: Option<Realized>) -> Result<()> {
+        self.set_allocation(allocation)?;
+        if let Some(configurations) = realized.as_ref().and_then(|r| r.configurations.as_ref()) {
+            self.schedule = Some(super::configurations::Schedule::followed(self, configurations));
+        }
+        self.realized = realized;
+        Ok(())
+    }
+
+    /// Whether the policy is solved over round configurations (`Problem::realizable`) from the
+    /// next solve on.
+    pub fn set_realizable(&mut self, realizable: bool) {
+        if self.base.realizable != realizable {
+            self.base.realizable = realizable;
+            self.stale = true;
+        }
+    }
+
+    /// What the realizable solve of the current allocation did, if one made it.
+    pub fn realizable_solve(&self) -> Option<&crate::solver::realizable::RealizableReport> {
+        self.realized.as_ref().map(|r| &r.report)
+    }
+
     /// Solves the session's policy now, whatever the interval, and resets.
     pub fn recompute_allocation(&mut self) -> Result<()> {
         let solved = self.solve_colocated_allocation(self.config.backend)?;
         // The next solve starts from this one's GPU prices (when the decomposition found them).
         self.base.warm_prices = solved.prices;
+        // A realizable solve's decomposition covers jobs alone: it is made only when no pair has time.
+        if solved.realized.as_ref().is_some_and(|r| r.configurations.is_some()) {
+            return self.set_realized_allocation(&solved.allocation, solved.realized);
+        }
         self.reset(&solved.allocation, &solved.colocated);
+        self.realized = solved.realized;
         Ok(())
     }
 
@@ -135,7 +179,7 @@ impl Session {
             .filter(|&m| (0..types).any(|w| self.jobs[m].throughput[w] > 0.0 && worker_types[w].count > 0.0))
             .collect();
         if included.is_empty() {
-            return Ok(Allocation { allocation: x, colocated: y, prices: None });
+            return Ok(Allocation { allocation: x, colocated: y, prices: None, realized: None });
         }
         for (r, &m) in included.iter().enumerate() {
             row_of[m] = Some(r);
@@ -170,6 +214,23 @@ impl Session {
             ..self.base.clone()
         };
         let outcome = policies::solve(&problem, backend)?;
+        let (outcome, realized) = if problem.realizable {
+            // As a request's: the tie-break, then the realizable solve from it.
+            let applied = crate::solver::tie_break::apply(&problem, outcome, backend)?;
+            let tie_broken = applied.tie_break != crate::solver::tie_break::TieBreak::None;
+            let r = crate::solver::realizable::apply(&problem, applied.outcome, tie_broken, backend);
+            let configurations = r.decomposition.map(|d| {
+                d.configurations
+                    .iter()
+                    .map(|(weight, c)| {
+                        (*weight, c.runs.iter().map(|&(r, w)| (included[r as usize], w as usize)).collect())
+                    })
+                    .collect()
+            });
+            (r.outcome, Some(Realized { report: r.report, configurations }))
+        } else {
+            (outcome, None)
+        };
         let failed = |what: String| Err(ArbiterError::new(ErrorCode::SolverFailed, what));
         let (ox, oy) = (&outcome.allocation, &outcome.colocated);
         if ox.rows() != included.len() || ox.cols() != types {
@@ -215,7 +276,7 @@ impl Session {
             }
         }
         self.normalize(&mut x, &mut y);
-        Ok(Allocation { allocation: x, colocated: y, prices: outcome.method.and_then(|m| m.prices) })
+        Ok(Allocation { allocation: x, colocated: y, prices: outcome.method.and_then(|m| m.prices), realized })
     }
 
     /// Scales down the time of any job whose fractions, alone and in pairs, sum above 1 (solver
@@ -263,5 +324,6 @@ impl Session {
         self.stale = false;
         self.last_solve = Some(self.time);
         self.schedule = None;
+        self.realized = None;
     }
 }

@@ -10,7 +10,7 @@
 
 use super::session::Session;
 use super::JobId;
-use crate::solver::realizability::{Budget, Realizability, RealizabilityReport};
+use crate::solver::realizability::{Budget, Configuration, Realizability, RealizabilityReport};
 
 /// Seconds the decomposition may take. Its work is bounded by the budget's iterations and
 /// pricing nodes, so that a session's rounds do not depend on the machine's load; this only stops
@@ -70,6 +70,32 @@ impl Schedule {
         let capacity = session.capacity();
         let (result, report) = super::realizable::checked(session, &budget());
         let plan = result.and_then(|result| Plan::of(&result, jobs.len(), capacity.len()));
+        Schedule { jobs, capacity, plan, report }
+    }
+
+    /// The decomposition a realizable solve made of the allocation just installed (configurations
+    /// of session job indices with their weights): everything asked is delivered.
+    pub(super) fn followed(session: &Session, configurations: &[super::allocation::WeightedRuns]) -> Schedule {
+        let jobs: Vec<JobId> = session.jobs.iter().map(|j| j.id.clone()).collect();
+        let capacity = session.capacity();
+        let (instance, ids) = match super::realizable::instance(session) {
+            Ok(found) => found,
+            Err(why) => {
+                return Schedule { jobs, capacity, plan: Err(why.clone()), report: RealizabilityReport::skipped(why) }
+            }
+        };
+        let runs = configurations
+            .iter()
+            .map(|(weight, runs)| {
+                (*weight, Configuration::new(runs.iter().map(|&(m, w)| (m as u32, w as u32)).collect()))
+            })
+            .collect();
+        let result = Realizability::of_configurations(&instance.requested, runs, 0);
+        let cluster = session.cluster();
+        let ids: Vec<&str> = ids.iter().map(|id| id.as_ref()).collect();
+        let names: Vec<&str> = (0..cluster.num_types()).map(|w| cluster.type_name(w)).collect();
+        let report = crate::solver::realizability::report_of(&result, &ids, &names, 0.0);
+        let plan = Plan::of(&result, jobs.len(), capacity.len());
         Schedule { jobs, capacity, plan, report }
     }
 

@@ -36,7 +36,7 @@ pub mod round;
 pub mod session;
 mod share;
 
-pub use allocation::Allocation;
+pub use allocation::{Allocation, Realized};
 pub use cluster::{Cluster, GpuId, ServerId, Worker};
 pub use metrics::SessionMetrics;
 pub use placement::{Lease, Placement, Tenants};

@@ -25,6 +25,9 @@ pub struct RoundsReport {
     /// How much of the allocation rounds on whole GPUs can deliver, and the (job, type) entries
     /// that lose time: the shortfall the rounds above then show.
     pub realizable: crate::solver::realizability::RealizabilityReport,
+    /// With a realizable solve: how far its allocation is from the fractional optimum.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub realizable_solve: Option<crate::solver::realizable::RealizableReport>,
     /// In mode `configurations`: why the rounds chose jobs by priority instead of following the
     /// decomposition.
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -132,6 +135,7 @@ pub fn run(problem: &Problem, rounds: u32, config: Config) -> Result<RoundsRepor
         jobs,
         pairs,
         realizable,
+        realizable_solve: session.realizable_solve().cloned(),
         decomposition_skipped: session.decomposition_skipped().map(str::to_string),
     })
 }

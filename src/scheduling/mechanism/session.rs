@@ -89,6 +89,8 @@ pub struct Session {
     /// `Mode::Configurations`: the current allocation's decomposition, or why there is none to
     /// follow; `None` until a round needs it and after every new allocation.
     pub(super) schedule: Option<Schedule>,
+    /// What the realizable solve of the current allocation did (`Problem::realizable`).
+    pub(super) realized: Option<super::allocation::Realized>,
     /// Jobs removed so far (for the metrics).
     pub(super) completed: Vec<Completed>,
     pub(super) usage: Usage,
@@ -170,6 +172,7 @@ impl Session {
             last_solve: None,
             composed: None,
             schedule: None,
+            realized: None,
             completed: Vec::new(),
             usage: Usage::default(),
         })

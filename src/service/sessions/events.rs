@@ -80,15 +80,57 @@ impl Event {
     }
 }
 
-/// An allocation matrix stored exactly: its shape and its nonzero entries `(row, column, bits)`.
+/// An allocation matrix stored exactly: its shape and its nonzero entries `(row, column, bits)`,
+/// and what a realizable solve made of it (so a replay follows the same decomposition).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Stored {
     pub rows: usize,
     pub cols: usize,
     pub entries: Vec<(u32, u32, u64)>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub realized: Option<StoredRealized>,
 }
 
+/// A realizable solve's report and its decomposition: configurations of `(job row, type)` runs
+/// with their weights' bits.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct StoredRealized {
+    pub report: crate::solver::realizable::RealizableReport,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub configurations: Option<Vec<StoredRuns>>,
+}
+
+/// A configuration's weight (its bits) and its `(job row, type)` runs.
+pub type StoredRuns = (u64, Vec<(u32, u32)>);
+
 impl Stored {
+    /// A solved allocation `X` with what its realizable solve made of it, if one ran.
+    pub fn of(allocation: &crate::mechanism::Allocation) -> Stored {
+        let realized = allocation.realized.as_ref().map(|r| StoredRealized {
+            report: r.report.clone(),
+            configurations: r.configurations.as_ref().map(|cs| {
+                cs.iter()
+                    .map(|(weight, runs)| (weight.to_bits(), runs.iter().map(|&(m, w)| (m as u32, w as u32)).collect()))
+                    .collect()
+            }),
+        });
+        Stored { realized, ..Stored::new(&allocation.allocation) }
+    }
+
+    /// What the realizable solve made of the allocation, as the session installs it.
+    pub fn realized(&self) -> Option<crate::mechanism::Realized> {
+        self.realized.as_ref().map(|r| crate::mechanism::Realized {
+            report: r.report.clone(),
+            configurations: r.configurations.as_ref().map(|cs| {
+                cs.iter()
+                    .map(|(bits, runs)| {
+                        (f64::from_bits(*bits), runs.iter().map(|&(m, w)| (m as usize, w as usize)).collect())
+                    })
+                    .collect()
+            }),
+        })
+    }
+
     pub fn new(x: &Matrix) -> Stored {
         let mut entries = Vec::new();
         for r in 0..x.rows() {
@@ -98,7 +140,7 @@ impl Stored {
                 }
             }
         }
-        Stored { rows: x.rows(), cols: x.cols(), entries }
+        Stored { rows: x.rows(), cols: x.cols(), entries, realized: None }
     }
 
     pub fn matrix(&self) -> ApiResult<Matrix> {
@@ -179,10 +221,12 @@ pub fn apply(spec: &Spec, session: &mut Session, event: &Event) -> ApiResult<App
         }
         Event::WorkerFailed { worker } => session.worker_failed(worker)?,
         Event::WorkerReturned { worker } => session.worker_returned(worker)?,
-        Event::Allocation { allocation } => session.set_allocation(&allocation.matrix()?)?,
+        Event::Allocation { allocation } => {
+            session.set_realized_allocation(&allocation.matrix()?, allocation.realized())?
+        }
         Event::Round { allocation } => {
             if let Some(allocation) = allocation {
-                session.set_allocation(&allocation.matrix()?)?;
+                session.set_realized_allocation(&allocation.matrix()?, allocation.realized())?;
             }
             if session.is_stale() {
                 // Never reached through the service: it installs a fresh allocation first.

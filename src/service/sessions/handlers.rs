@@ -26,10 +26,10 @@ use std::time::Instant;
 pub(crate) fn solve_now(state: &SharedState, entry: &Entry, session: &Session) -> ApiResult<Stored> {
     let backend = Backend::default().within(entry.spec.budget(state.config.max_solve_seconds));
     let start = Instant::now();
-    let result = session.solve_allocation(backend);
+    let result = session.solve_colocated_allocation(backend);
     let outcome = result.as_ref().map_or_else(|e| Code::Library(e.code).as_str(), |_| "ok".into());
     state.metrics.observe_solve("session", start.elapsed().as_secs_f64(), &outcome);
-    Ok(Stored::new(&result?))
+    Ok(Stored::of(&result?))
 }
 
 /// Runs `decide` as one event of `caller` on session `id` (see `Sessions::update`) and counts it.

@@ -50,6 +50,11 @@ pub struct CreateSession {
     /// Give GPUs the allocation leaves unused to jobs ahead of their allocation (default false).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub work_conserving: Option<bool>,
+    /// Solve the policy over round configurations (`max_min_fairness`, `min_makespan`,
+    /// `max_sum_throughput`): an allocation whole-GPU rounds can deliver, as the request's
+    /// `realizable` (default false). In mode `configurations` the rounds follow its decomposition.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub realizable: Option<bool>,
     /// Weight of a new throughput measurement in the moving average, in (0, 1] (default 0.5).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub throughput_smoothing: Option<f64>,
@@ -152,6 +157,7 @@ impl Spec {
             colocations: None,
             entities: create.entities.clone(),
             max_solve_seconds: create.max_solve_seconds,
+            realizable: create.realizable,
             ..Request::default()
         };
         let mut problem = Problem::from_request(&request)?;

@@ -221,6 +221,10 @@ pub struct AllocationView {
     /// (`formulations/realizability.md`); in mode `configurations`, the decomposition the rounds
     /// follow.
     pub realizable: crate::solver::realizability::RealizabilityReport,
+    /// With `realizable: true`: whether the allocation is the policy's optimum over round
+    /// configurations, and how far it is from the fractional optimum.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub realizable_solve: Option<crate::solver::realizable::RealizableReport>,
     /// In mode `configurations`: why the last round chose jobs by priority instead of following
     /// the decomposition (none is certified, or the check does not cover the allocation).
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -442,6 +446,7 @@ pub fn allocation(id: &str, session: &Session) -> ApiResult<AllocationView> {
         effective_throughput,
         received_fraction,
         realizable: crate::mechanism::realizability(session),
+        realizable_solve: session.realizable_solve().cloned(),
         decomposition_skipped: session.decomposition_skipped().map(str::to_string),
     })
 }

@@ -30,6 +30,8 @@ const REDUCED_COST_TOL: f64 = 1e-9;
 const SHORTFALL_TOL: f64 = 1e-7;
 /// Phase three holds `r` at its optimum less this (the solver's tolerance).
 const KEEP_TOL: f64 = 1e-7;
+/// An objective this close to a known upper bound (relative) has reached it.
+const BOUND_TOL: f64 = 1e-9;
 
 /// How long the column generation may run.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -78,12 +80,14 @@ pub fn decompose(
         lp.add_row(Row::at_most(0.0, vec![(e, 1.0)]));
     }
     let convexity = lp.add_row(Row::at_most(1.0, Vec::new()));
-    let mut master = Master { session: backend.open(lp), entries, convexity, columns: Vec::new(), lambda: Vec::new() };
+    let supply = Supply { row: (0..entries).collect(), coef: vec![1.0; entries], cost: vec![0.0; entries] };
+    let mut master = Master::new(backend.open(lp), supply, convexity);
     for column in seed.0 {
         master.add(column);
     }
     let mut lp_solves = 0;
-    let (mut solution, upper_bound, mut stopped) = master.generate(pricing, &limits, &mut lp_solves)?;
+    let (mut solution, upper_bound, mut stopped) =
+        master.generate(pricing, &limits, Some(requested.iter().sum()), &mut lp_solves)?;
     let delivered = solution.objective;
     let total: f64 = requested.iter().sum();
     let fits = spread.unwrap_or(&[]);
@@ -97,7 +101,7 @@ pub fn decompose(
             .collect();
         master.session.add_rows(&rows);
         master.session.set_costs(&(0..entries).map(|e| (e, 0.0)).collect::<Vec<_>>());
-        let (fair, _, why) = master.generate(pricing, &limits, &mut lp_solves)?;
+        let (fair, _, why) = master.generate(pricing, &limits, Some(1.0), &mut lp_solves)?;
         stopped = why.map(|why| format!("spreading the shortfall: {why}"));
         solution = fair;
         if stopped.is_none() {
@@ -107,12 +111,12 @@ pub fn decompose(
             let mut costs: Vec<(usize, f64)> = (0..entries).map(|e| (e, 1.0)).collect();
             costs.push((r, 0.0));
             master.session.set_costs(&costs);
-            let (most, _, why) = master.generate(pricing, &limits, &mut lp_solves)?;
+            let (most, _, why) = master.generate(pricing, &limits, None, &mut lp_solves)?;
             stopped = why.map(|why| format!("spreading the shortfall: {why}"));
             solution = most;
         }
     }
-    let weights: Vec<f64> = master.lambda.iter().map(|&c| solution.values.get(c).map_or(0.0, |v| v.max(0.0))).collect();
+    let weights = master.weights(&solution);
     let mut supplied = vec![0.0; entries];
     for (column, &weight) in master.columns.iter().zip(&weights) {
         for &e in column {
@@ -130,31 +134,77 @@ pub fn decompose(
     })
 }
 
-/// The master LP in its solver, and the configurations it holds.
-struct Master {
-    session: Box<dyn crate::lp::Session>,
-    entries: usize,
+/// How a configuration enters a master LP: each entry it runs supplies `coef` to its row (the
+/// column's coefficient there is `−coef`, in a `≤` row whose dual is `≥ 0`) and adds `cost` to the
+/// column's objective. Entries of one job share a row or not, as the master states.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Supply {
+    pub row: Vec<usize>,
+    pub coef: Vec<f64>,
+    pub cost: Vec<f64>,
+}
+
+impl Supply {
+    /// Each entry's value to pricing under the duals `y`: `max(y_row, 0)·coef + cost`.
+    fn value(&self, y: &[f64]) -> Vec<f64> {
+        self.row.iter().zip(&self.coef).zip(&self.cost).map(|((&r, &a), &c)| y[r].max(0.0) * a + c).collect()
+    }
+}
+
+/// A master LP in its solver (the rows a caller built, and the convexity row `Σ_c λ_c ≤ 1`), and
+/// the configurations it holds.
+pub struct Master {
+    pub session: Box<dyn crate::lp::Session>,
+    supply: Supply,
     convexity: usize,
     /// Each configuration's entries, and its column `λ_c`.
-    columns: Vec<Vec<usize>>,
-    lambda: Vec<usize>,
+    pub columns: Vec<Vec<usize>>,
+    pub lambda: Vec<usize>,
 }
 
 impl Master {
-    fn add(&mut self, column: Vec<usize>) {
-        let mut coefs: Vec<(usize, f64)> = column.iter().map(|&e| (e, -1.0)).collect();
+    pub fn new(session: Box<dyn crate::lp::Session>, supply: Supply, convexity: usize) -> Master {
+        Master { session, supply, convexity, columns: Vec::new(), lambda: Vec::new() }
+    }
+
+    pub fn add(&mut self, column: Vec<usize>) {
+        let mut coefs: Vec<(usize, f64)> = column
+            .iter()
+            .filter(|&&e| self.supply.coef[e] != 0.0)
+            .map(|&e| (self.supply.row[e], -self.supply.coef[e]))
+            .collect();
         coefs.push((self.convexity, 1.0));
-        self.lambda.push(self.session.add_col(0.0, 0.0, f64::INFINITY, &coefs));
+        let cost = column.iter().map(|&e| self.supply.cost[e]).sum();
+        self.lambda.push(self.session.add_col(cost, 0.0, f64::INFINITY, &coefs));
         self.columns.push(column);
     }
 
-    /// Solves, prices the duals into a new configuration and adds it, until none improves or a
-    /// limit is reached: the last solution, the Lagrangian bound on the objective, and why it
-    /// stopped short of the optimum if it did.
-    fn generate(
+    /// Replaces the entries' objective values, and with them every configuration's.
+    pub fn set_entry_costs(&mut self, cost: Vec<f64>) {
+        self.supply.cost = cost;
+        let costs: Vec<(usize, f64)> = self
+            .columns
+            .iter()
+            .zip(&self.lambda)
+            .map(|(column, &c)| (c, column.iter().map(|&e| self.supply.cost[e]).sum()))
+            .collect();
+        self.session.set_costs(&costs);
+    }
+
+    /// The configurations' weights in `solution` (≥ 0).
+    pub fn weights(&self, solution: &crate::lp::Solution) -> Vec<f64> {
+        self.lambda.iter().map(|&c| solution.values.get(c).map_or(0.0, |v| v.max(0.0))).collect()
+    }
+
+    /// Solves, prices the duals into a new configuration and adds it, until none improves, the
+    /// objective reaches `known_bound` (an upper bound the caller knows, such as the fractional
+    /// optimum: reaching it proves the optimum as well) or a limit is reached: the last solution,
+    /// the bound on the objective, and why it stopped short of the optimum if it did.
+    pub fn generate(
         &mut self,
         pricing: &Pricing,
         limits: &Limits,
+        known_bound: Option<f64>,
         lp_solves: &mut usize,
     ) -> Result<(crate::lp::Solution, f64, Option<String>), SolveError> {
         let mut last: Option<(crate::lp::Solution, f64)> = None;
@@ -168,10 +218,13 @@ impl Master {
                 (Err(error), _) => return Err(error),
             };
             *lp_solves += 1;
+            if let Some(bound) = known_bound.filter(|&b| solution.objective >= b - BOUND_TOL * b.abs().max(1.0)) {
+                return Ok((solution, bound, None));
+            }
             if solution.row_duals.len() <= self.convexity {
                 return Err(SolveError::Failed("the backend reports no row duals, which pricing needs".into()));
             }
-            let value: Vec<f64> = solution.row_duals[..self.entries].iter().map(|&y| y.max(0.0)).collect();
+            let value = self.supply.value(&solution.row_duals);
             let mu = solution.row_duals[self.convexity].max(0.0);
             let priced = pricing.price(&value, mu + REDUCED_COST_TOL, limits.pricing_nodes);
             // Dual feasible with μ raised to the pricing bound: Lagrangian bound on the optimum.

@@ -6,6 +6,7 @@
 //! round mechanism's. See `formulations/realizability.md`.
 
 pub mod configuration;
+pub mod hull;
 mod initial;
 mod master;
 mod pricing;
@@ -110,6 +111,35 @@ impl Realizability {
             (self.upper_bound / self.requested).clamp(0.0, 1.0)
         } else {
             1.0
+        }
+    }
+}
+
+impl Realizability {
+    /// The decomposition of an allocation made of `configurations` (weights and rounds that
+    /// reproduce it, as the hull solve returns them): everything asked is delivered.
+    pub fn of_configurations(
+        allocation: &Matrix,
+        configurations: Vec<(f64, Configuration)>,
+        lp_solves: usize,
+    ) -> Realizability {
+        let mut entries = Vec::new();
+        for m in 0..allocation.rows() {
+            for (w, &x) in allocation.row(m).iter().enumerate() {
+                if x > MIN_TIME {
+                    entries.push((m, w, x, x));
+                }
+            }
+        }
+        let requested = entries.iter().map(|e| e.2).sum();
+        Realizability {
+            requested,
+            deliverable: requested,
+            upper_bound: requested,
+            entries,
+            configurations,
+            stopped: None,
+            lp_solves,
         }
     }
 }
@@ -345,7 +375,7 @@ pub fn check_reported(
     let start = Instant::now();
     match check(instance, budget, backend) {
         Ok(result) => {
-            let report = report_result(&result, jobs, types, start.elapsed().as_secs_f64());
+            let report = report_of(&result, jobs, types, start.elapsed().as_secs_f64());
             (Ok(result), report)
         }
         Err(skipped) => {
@@ -358,9 +388,9 @@ pub fn check_reported(
     }
 }
 
-/// A check's answer as responses report it, with its jobs' and types' names and the seconds it
-/// took.
-fn report_result(result: &Realizability, jobs: &[&str], types: &[&str], seconds: f64) -> RealizabilityReport {
+/// A check's answer (or a decomposition the realizable solve made) as responses report it, with
+/// its jobs' and types' names and the seconds it took.
+pub fn report_of(result: &Realizability, jobs: &[&str], types: &[&str], seconds: f64) -> RealizabilityReport {
     let name = |names: &[&str], i: usize| names.get(i).map_or_else(|| i.to_string(), |n| n.to_string());
     let shortfall = result
         .entries

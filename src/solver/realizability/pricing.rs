@@ -10,6 +10,11 @@ const VALUE_TOL: f64 = 1e-12;
 /// Work of the dynamic program over every type's GPUs at most: `Π_w (GPUs_w + 1)` states times
 /// the valued entries it runs over. Past it, branch and bound.
 const TABLE_WORK: usize = 1 << 22;
+/// The relative gap the pricing MILP is solved to.
+const MILP_GAP: f64 = 1e-9;
+/// Knapsack steps branch and bound may take at most (its node budget times a node's steps)
+/// before a MILP solves the pricing instead, when one is at hand.
+const MILP_FIRST_WORK: u64 = 50_000_000;
 
 /// The configurations' search space: entries `(job, type)`, jobs' scale factors, types' GPUs.
 pub struct Pricing<'a> {
@@ -20,6 +25,8 @@ pub struct Pricing<'a> {
     by_type: Vec<Vec<usize>>,
     /// Per entry: the time asked of it, to fill spare GPUs with the entries that need most.
     requested: &'a [f64],
+    /// A MILP solver for what branch and bound leaves open (`with_milp`).
+    milp: Option<crate::lp::Backend>,
 }
 
 /// The best configuration found, as entry indices, and its value.
@@ -56,7 +63,15 @@ impl<'a> Pricing<'a> {
                 by_type[w as usize].push(e);
             }
         }
-        Pricing { entries, scale_factors, capacity, by_type, requested }
+        Pricing { entries, scale_factors, capacity, by_type, requested, milp: None }
+    }
+
+    /// When branch and bound runs out of nodes, pricing solves the configuration problem as a
+    /// MILP with `backend` instead (exact within the MILP's gap of 10⁻⁹), where the backend
+    /// solves integer programs.
+    pub fn with_milp(mut self, backend: crate::lp::Backend) -> Pricing<'a> {
+        self.milp = Some(backend);
+        self
     }
 
     /// The configuration of greatest `Σ value[e]` if it is worth more than `threshold`, else
@@ -96,7 +111,70 @@ impl<'a> Pricing<'a> {
             let bound = best.value;
             return Priced { column: (bound > threshold).then_some(best), bound };
         }
-        self.branch_and_bound(value, threshold.max(fixed.value), bound, node_budget)
+        let floor = threshold.max(fixed.value);
+        // Where branch and bound's nodes would cost more than a MILP, the MILP first.
+        let node_work: u64 =
+            self.by_type.iter().zip(self.capacity).map(|(es, &c)| es.len() as u64 * (c as u64 + 1)).sum();
+        if node_work.saturating_mul(node_budget as u64) > MILP_FIRST_WORK {
+            if let Some(best) = self.milp.and_then(|backend| self.by_milp(value, backend)) {
+                let best = self.complete(value, best);
+                let bound = best.value;
+                return Priced { column: (best.value > threshold).then_some(best), bound };
+            }
+        }
+        let searched = self.branch_and_bound(value, floor, bound, node_budget);
+        if searched.column.is_some() || searched.bound <= floor {
+            return searched;
+        }
+        match self.milp.and_then(|backend| self.by_milp(value, backend)) {
+            Some(best) => {
+                // Optimal within the MILP's gap, which is taken as exact (as an LP's optimum is
+                // within its tolerances).
+                let best = self.complete(value, best);
+                let bound = best.value;
+                Priced { column: (best.value > threshold).then_some(best), bound }
+            }
+            None => searched,
+        }
+    }
+
+    /// The best configuration by a MILP: a binary `y_e` per valued entry that fits, each job at
+    /// most once, each type's gangs within its GPUs. `None` when the backend solves no MILP or
+    /// fails (or runs out of time).
+    fn by_milp(&self, value: &[f64], backend: crate::lp::Backend) -> Option<Vec<usize>> {
+        use crate::lp::{LinearProgram, Row, Sense};
+        let valued: Vec<usize> = self.by_type.iter().flatten().copied().filter(|&e| value[e] > VALUE_TOL).collect();
+        let mut lp = LinearProgram::new(Sense::Maximize);
+        let cols: Vec<usize> = valued.iter().map(|&e| lp.add_col(value[e], 0.0, 1.0)).collect();
+        let mut of_job: std::collections::BTreeMap<u32, Vec<(usize, f64)>> = Default::default();
+        let mut of_type: Vec<Vec<(usize, f64)>> = vec![Vec::new(); self.capacity.len()];
+        for (&e, &c) in valued.iter().zip(&cols) {
+            let (m, w) = self.entries[e];
+            of_job.entry(m).or_default().push((c, 1.0));
+            of_type[w as usize].push((c, self.scale_factors[m as usize] as f64));
+        }
+        for coefs in of_job.into_values().filter(|c| c.len() > 1) {
+            lp.add_row(Row::at_most(1.0, coefs));
+        }
+        for (w, coefs) in of_type.into_iter().enumerate() {
+            lp.add_row(Row::at_most(self.capacity[w] as f64, coefs));
+        }
+        let mut session = backend.open(lp);
+        session.set_integer(&cols, MILP_GAP).ok()?;
+        let solution = session.solve().ok()?;
+        // Rounded, and kept only if it is a configuration.
+        let chosen: Vec<usize> =
+            valued.iter().zip(&cols).filter(|&(_, &c)| solution.values[c] > 0.5).map(|(&e, _)| e).collect();
+        let mut used = vec![0u64; self.capacity.len()];
+        let mut jobs: Vec<u32> = Vec::with_capacity(chosen.len());
+        for &e in &chosen {
+            let (m, w) = self.entries[e];
+            used[w as usize] += self.scale_factors[m as usize] as u64;
+            jobs.push(m);
+        }
+        jobs.sort_unstable();
+        let once = jobs.windows(2).all(|p| p[0] != p[1]);
+        (once && used.iter().zip(self.capacity).all(|(&u, &c)| u <= c as u64)).then_some(chosen)
     }
 
     /// The best configuration by a dynamic program over jobs whose state is the GPUs used on
@@ -229,7 +307,14 @@ impl<'a> Pricing<'a> {
 
     /// A column made maximal: GPUs it leaves free go to jobs it does not run (with no value now,
     /// most time asked first), which costs nothing and supplies entries later iterations price.
-    fn complete(&self, value: &[f64], mut chosen: Vec<usize>) -> Column {
+    fn complete(&self, value: &[f64], chosen: Vec<usize>) -> Column {
+        let chosen = self.fill(chosen, self.requested);
+        Column { value: chosen.iter().map(|&e| value[e]).sum(), entries: chosen }
+    }
+
+    /// `chosen` (entries of a configuration) with the GPUs it leaves free given to jobs it does not
+    /// run, the entries of greatest `order` first; sorted.
+    pub fn fill(&self, mut chosen: Vec<usize>, order: &[f64]) -> Vec<usize> {
         let mut running = vec![false; self.scale_factors.len()];
         let mut free: Vec<u64> = self.capacity.iter().map(|&c| c as u64).collect();
         for &e in &chosen {
@@ -238,7 +323,7 @@ impl<'a> Pricing<'a> {
             free[w as usize] -= self.scale_factors[m as usize] as u64;
         }
         let mut rest: Vec<usize> = (0..self.entries.len()).filter(|&e| !running[self.entries[e].0 as usize]).collect();
-        rest.sort_by(|&a, &b| self.requested[b].total_cmp(&self.requested[a]).then(a.cmp(&b)));
+        rest.sort_by(|&a, &b| order[b].total_cmp(&order[a]).then(a.cmp(&b)));
         for e in rest {
             let (m, w) = self.entries[e];
             let sf = self.scale_factors[m as usize] as u64;
@@ -249,7 +334,7 @@ impl<'a> Pricing<'a> {
             }
         }
         chosen.sort_unstable();
-        Column { value: chosen.iter().map(|&e| value[e]).sum(), entries: chosen }
+        chosen
     }
 }
 

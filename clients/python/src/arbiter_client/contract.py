@@ -92,6 +92,7 @@ class Request(WireModel):
     partitions: Optional[float] = None
     estimate_missing: Optional[bool] = None
     tie_break: Optional[str] = None
+    realizable: Optional[bool] = None
     method: Optional[str] = None
 
 
@@ -184,6 +185,26 @@ class RealizabilityReport(WireModel):
 
 
 @dataclass
+class RealizableReport(WireModel):
+    """With ``realizable``: whether the allocation is the policy's optimum over round
+    configurations, and how far it is from the fractional optimum."""
+
+    SCHEMA = "RealizableReport"
+    applied: bool
+    certified: bool
+    fractional_was_realizable: bool
+    configurations: int
+    lp_solves: int
+    seconds: float
+    reason: Optional[str] = None
+    fractional_objective: Optional[float] = None
+    objective: Optional[float] = None
+    relative_gap: Optional[float] = None
+    tie_break_certified: Optional[bool] = None
+    unplaceable: Optional[List[str]] = None
+
+
+@dataclass
 class Stats(WireModel):
     """How the response was computed: backend, time, LP solves and the methods used."""
 
@@ -198,6 +219,7 @@ class Stats(WireModel):
     method: Optional[MethodReport] = None
     tie_break_method: Optional[MethodReport] = None
     realizable: Optional[RealizabilityReport] = None
+    realizable_solve: Optional[RealizableReport] = None
 
 
 @dataclass

@@ -18,6 +18,7 @@ from .contract import (
     PairStats,
     Partitioning,
     RealizabilityReport,
+    RealizableReport,
     Request,
     Response,
     Shortfall,

@@ -8,7 +8,7 @@ from dataclasses import dataclass
 from typing import Dict, List, Optional, Union
 
 from .audit import AuditView
-from .contract import ClusterSpec, EntitySpec, JobSpec, RealizabilityReport
+from .contract import ClusterSpec, EntitySpec, JobSpec, RealizabilityReport, RealizableReport
 from .wire import WireModel
 
 #: A pipeline stage: a name (``"las"``) or a one-entry object with its parameter
@@ -41,6 +41,7 @@ class CreateSession(WireModel):
     round_seconds: Optional[float] = None
     mode: Optional[str] = None
     work_conserving: Optional[bool] = None
+    realizable: Optional[bool] = None
     throughput_smoothing: Optional[float] = None
     resolve_threshold: Optional[float] = None
     max_deficit_rounds: Optional[float] = None
@@ -244,6 +245,7 @@ class AllocationView(WireModel):
     effective_throughput: Dict[str, float]
     received_fraction: Dict[str, Dict[str, float]]
     realizable: RealizabilityReport
+    realizable_solve: Optional[RealizableReport] = None
     decomposition_skipped: Optional[str] = None
 
 

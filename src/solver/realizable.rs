@@ -1,0 +1,285 @@
+//! Realizable policies (`realizable: true`): the policy's objective solved over the convex hull of
+//! round configurations instead of over fractional capacity (`realizability::hull`), so the
+//! allocation is one whole-GPU rounds can deliver, and the response says how far that optimum is
+//! from the fractional one. The fractional optimum is solved first: when the check proves it
+//! realizable it is the answer (nothing realizable does better); otherwise its decomposition
+//! seeds the column generation. Covers `max_min_fairness`, `min_makespan` and
+//! `max_sum_throughput` without space sharing or placement sensitivity; the others keep their
+//! fractional allocation and say why. See `formulations/realizability.md`.
+
+use crate::lp::Backend;
+use crate::policies::{max_min_fairness, throughputs, Outcome, PolicyKind};
+use crate::problem::Problem;
+use crate::solver::realizability::{self, hull, Budget, Realizability};
+use crate::solver::tie_break::TieBreak;
+use serde::{Deserialize, Serialize};
+use std::time::Instant;
+
+/// The hull solve's budget: it is the answer, not a report on one, so it may take longer than a
+/// response's check (and stops at the request's `max_solve_seconds`).
+pub fn budget() -> Budget {
+    Budget {
+        max_master_entries: usize::MAX,
+        max_pricing_work: 20_000_000,
+        iterations: 2_000,
+        seconds: 10.0,
+        ..Budget::default()
+    }
+}
+
+/// The checks of the fractional optimum (and of its floors) inside the realizable solve: the
+/// response check's, bounded by work rather than time, so the same request always makes the same
+/// allocation (a simulation's or a replayed session's rounds depend on it).
+fn check_budget() -> Budget {
+    Budget { seconds: 10.0, ..Budget::default() }
+}
+
+/// What the realizable solve did (`stats.realizable_solve`).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, utoipa::ToSchema)]
+pub struct RealizableReport {
+    /// Whether the answer is the optimum over round configurations; when not, `reason` says why
+    /// and the allocation is the fractional one.
+    pub applied: bool,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reason: Option<String>,
+    /// The policy's objective at the fractional optimum (over fractional capacity).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub fractional_objective: Option<f64>,
+    /// The policy's objective at the realizable optimum (the response's `objective`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub objective: Option<f64>,
+    /// `|objective − fractional_objective| / |fractional_objective|`: what whole-GPU rounds cost.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub relative_gap: Option<f64>,
+    /// Whether the realizable optimum is proved: no configuration improves, or the fractional
+    /// optimum was already realizable. False when a budget stopped the column generation (the
+    /// allocation is still realizable, and `reason` says which budget).
+    pub certified: bool,
+    /// The fractional optimum was realizable already: no column generation ran.
+    pub fractional_was_realizable: bool,
+    /// With the throughput tie-break over configurations: whether it is proved (no configuration
+    /// adds normalized throughput at the optimum). False when its few master solves ran out: the
+    /// objective stays optimal, the other jobs' time is as far as they went.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tie_break_certified: Option<bool>,
+    /// Jobs no round can run (their gang fits no worker type they run on): they get no time and
+    /// are left out of the objective, which would otherwise be 0 (or an infinite makespan).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub unplaceable: Vec<String>,
+    /// Round configurations in the allocation's decomposition.
+    pub configurations: usize,
+    /// Master LP solves of the column generation (and of the check before it).
+    pub lp_solves: usize,
+    pub seconds: f64,
+}
+
+impl RealizableReport {
+    fn not_applied(reason: String) -> RealizableReport {
+        RealizableReport {
+            applied: false,
+            reason: Some(reason),
+            fractional_objective: None,
+            objective: None,
+            relative_gap: None,
+            certified: false,
+            fractional_was_realizable: false,
+            tie_break_certified: None,
+            unplaceable: Vec::new(),
+            configurations: 0,
+            lp_solves: 0,
+            seconds: 0.0,
+        }
+    }
+}
+
+/// The realizable answer: the outcome (the fractional one when not applied), the report, and the
+/// allocation's decomposition into round configurations when it has one.
+#[derive(Debug, Clone)]
+pub struct Realized {
+    pub outcome: Outcome,
+    pub report: RealizableReport,
+    pub decomposition: Option<Realizability>,
+}
+
+impl Realized {
+    /// The fractional outcome kept, and why.
+    pub fn not_applied(outcome: Outcome, reason: String) -> Realized {
+        Realized { outcome, report: RealizableReport::not_applied(reason), decomposition: None }
+    }
+}
+
+/// Why the realizable solve does not cover `problem`, if it does not.
+fn uncovered(problem: &Problem, outcome: &Outcome) -> Option<String> {
+    if !matches!(problem.policy, PolicyKind::MaxMinFairness | PolicyKind::MinMakespan | PolicyKind::MaxSumThroughput) {
+        return Some(format!(
+            "the realizable solve covers max_min_fairness, min_makespan and max_sum_throughput; {} keeps its \
+             fractional allocation",
+            problem.policy.name()
+        ));
+    }
+    if (0..outcome.colocated.rows()).any(|k| outcome.colocated.row(k).iter().any(|&y| y > 0.0)) {
+        return Some("colocated pairs (space sharing) are not formulated over round configurations".into());
+    }
+    if outcome.unconsolidated.rows() > 0 {
+        return Some("placement sensitivity is not formulated over round configurations".into());
+    }
+    None
+}
+
+/// The policy over round configurations, from its fractional `outcome`; `tie_broken`: the
+/// outcome is the throughput tie-break's (its value then bounds the hull's tie-break).
+pub fn apply(problem: &Problem, outcome: Outcome, tie_broken: bool, backend: Backend) -> Realized {
+    let start = Instant::now();
+    if let Some(reason) = uncovered(problem, &outcome) {
+        return Realized::not_applied(outcome, reason);
+    }
+    let fractional = outcome.objective;
+    let instance = match realizability::instance(problem, &outcome) {
+        Ok(instance) => instance,
+        Err(reason) => return Realized::not_applied(outcome, reason),
+    };
+    // The fractional optimum, if realizable, is the realizable optimum.
+    let check = realizability::check(&instance, &check_budget(), backend).ok();
+    let mut lp_solves = check.as_ref().map_or(0, |c| c.lp_solves);
+    if let Some(check) = check.as_ref().filter(|c| c.stopped.is_none() && c.deliverable >= c.requested - 1e-9) {
+        let report = RealizableReport {
+            applied: true,
+            reason: None,
+            fractional_objective: fractional,
+            objective: fractional,
+            relative_gap: fractional.map(|_| 0.0),
+            certified: true,
+            fractional_was_realizable: true,
+            tie_break_certified: None,
+            unplaceable: Vec::new(),
+            configurations: check.configurations.len(),
+            lp_solves,
+            seconds: start.elapsed().as_secs_f64(),
+        };
+        return Realized { outcome, report, decomposition: Some(check.clone()) };
+    }
+    // No time where the job cannot run at all (a type-blind policy sees every throughput as 1).
+    let mut runnable = problem.throughput.clone();
+    for m in 0..problem.num_jobs() {
+        for w in 0..problem.num_types() {
+            if problem.measured.get(m, w) <= 0.0 {
+                runnable.set(m, w, 0.0);
+            }
+        }
+    }
+    // With a job no round can run, the hull leaves it out: the fractional optimum bounds nothing.
+    let all_placeable = (0..problem.num_jobs()).all(|m| {
+        (0..problem.num_types()).any(|w| runnable.get(m, w) > 0.0 && instance.scale_factors[m] <= instance.capacity[w])
+    });
+    let thr = throughputs(problem, &outcome.allocation);
+    let thr_equal = problem.equal_share_throughput();
+    let secondary: Vec<f64> = thr_equal.iter().map(|&t| if t > 0.0 { 1.0 / t } else { 0.0 }).collect();
+    let tie_break = problem.tie_break != TieBreak::None;
+    let demand: Vec<f64> = match problem.policy {
+        PolicyKind::MaxMinFairness => problem
+            .jobs
+            .iter()
+            .enumerate()
+            .map(|(m, job)| job.weight * thr_equal[m] / job.scale_factor as f64)
+            .collect(),
+        PolicyKind::MinMakespan => (0..problem.num_jobs()).map(|m| problem.steps_remaining(m)).collect(),
+        _ => Vec::new(),
+    };
+    let ones = vec![1.0; problem.num_jobs()];
+    let mut seed: Vec<realizability::Configuration> =
+        check.map(|c| c.configurations.into_iter().map(|(_, c)| c).collect()).unwrap_or_default();
+    let (goal, start_from) = if problem.policy == PolicyKind::MaxSumThroughput {
+        let bound = all_placeable.then(|| thr.iter().sum());
+        (hull::Goal::Throughput { value: &ones }, hull::Start { bound, ..hull::Start::default() })
+    } else {
+        // The fractional z, which scales the master's numbers and bounds the hull's.
+        let z = demand.iter().zip(&thr).filter(|(&d, _)| d > 0.0).map(|(&d, &t)| t / d).fold(f64::INFINITY, f64::min);
+        // Each job's time cut to what z needs of it: less to pack, often realizable when the
+        // tie-break's surplus is not; its decomposition then reaches z at once.
+        let mut reaching = None;
+        if z.is_finite() && z > 0.0 {
+            let mut floors = instance.clone();
+            for m in 0..problem.num_jobs() {
+                let keep = if thr[m] > 0.0 { (z * demand[m] / thr[m]).min(1.0) } else { 0.0 };
+                floors.requested.row_mut(m).iter_mut().for_each(|x| *x *= keep);
+            }
+            if let Ok(c) = realizability::check(&floors, &check_budget(), backend) {
+                lp_solves += c.lp_solves;
+                if c.stopped.is_none() && c.deliverable >= c.requested - 1e-9 {
+                    reaching = Some(c.configurations.clone());
+                }
+                seed.extend(c.configurations.into_iter().map(|(_, c)| c));
+            }
+        }
+        let secondary_bound = (tie_broken && tie_break).then(|| thr.iter().zip(&secondary).map(|(t, s)| t * s).sum());
+        let start = hull::Start {
+            seed: Vec::new(),
+            scale: Some(z),
+            bound: all_placeable.then_some(z),
+            secondary_bound: secondary_bound.filter(|_| all_placeable),
+            reaching: reaching.filter(|_| all_placeable),
+        };
+        (hull::Goal::Ratio { demand: &demand, secondary: tie_break.then_some(secondary.as_slice()) }, start)
+    };
+    let start_from = hull::Start { seed, ..start_from };
+    let solved =
+        hull::solve(&runnable, &instance.scale_factors, &instance.capacity, goal, &start_from, &budget(), backend);
+    let hull = match solved {
+        Ok(hull) => hull,
+        Err(skipped) => {
+            let reason = match skipped {
+                realizability::Skipped::TooLarge(why) => format!("the realizable solve is past its budget: {why}"),
+                realizability::Skipped::Solver(error) => format!("the realizable solve's LP failed: {error}"),
+            };
+            return Realized::not_applied(outcome, reason);
+        }
+    };
+    lp_solves += hull.lp_solves;
+    let thr = throughputs(problem, &hull.allocation);
+    let mut counted = vec![true; problem.num_jobs()];
+    for &m in &hull.unplaceable {
+        counted[m] = false;
+    }
+    let objective = match problem.policy {
+        PolicyKind::MaxMinFairness => max_min_fairness::weighted_normalized_throughputs(problem, &thr)
+            .into_iter()
+            .zip(&counted)
+            .filter(|&(_, &c)| c)
+            .fold(f64::INFINITY, |a, (v, _)| a.min(v)),
+        PolicyKind::MinMakespan => (0..problem.num_jobs())
+            .filter(|&m| counted[m] && problem.steps_remaining(m) > 0.0)
+            .map(|m| problem.steps_remaining(m) / thr[m])
+            .fold(0.0, f64::max),
+        _ => thr.iter().sum(),
+    };
+    let relative_gap = fractional.map(|f| if f != 0.0 { ((objective - f) / f).abs() } else { objective.abs() });
+    let decomposition = Realizability::of_configurations(&hull.allocation, hull.configurations.clone(), lp_solves);
+    let report = RealizableReport {
+        applied: true,
+        reason: match (&hull.stopped, &hull.tie_break_stopped) {
+            (Some(why), _) => Some(format!("not certified: {why}")),
+            (None, Some(why)) => {
+                Some(format!("the objective is certified; the tie-break over configurations is not: {why}"))
+            }
+            (None, None) => None,
+        },
+        fractional_objective: fractional,
+        objective: Some(objective),
+        relative_gap,
+        certified: hull.stopped.is_none(),
+        fractional_was_realizable: false,
+        tie_break_certified: (tie_break && problem.policy != PolicyKind::MaxSumThroughput && hull.stopped.is_none())
+            .then_some(hull.tie_break_stopped.is_none()),
+        unplaceable: hull.unplaceable.iter().map(|&m| problem.jobs[m].id.clone()).collect(),
+        configurations: hull.configurations.len(),
+        lp_solves,
+        seconds: start.elapsed().as_secs_f64(),
+    };
+    let outcome = Outcome {
+        allocation: hull.allocation,
+        objective: Some(objective),
+        lp_solves: outcome.lp_solves + lp_solves,
+        ..outcome
+    };
+    Realized { outcome, report, decomposition: Some(decomposition) }
+}

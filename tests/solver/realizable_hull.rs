@@ -1,0 +1,268 @@
+//! Policies over the convex hull of round configurations (`arbiter::realizability::hull`): the
+//! issue's two examples worked by hand, and tiny random instances against an LP over every
+//! configuration, the decomposition it returns checked round by round.
+
+use arbiter::lp::{Backend, LinearProgram, Row, Sense};
+use arbiter::problem::Matrix;
+use arbiter::realizability::hull::{self, Goal, Hull};
+use arbiter::realizability::Budget;
+use proptest::prelude::*;
+
+fn matrix(rows: &[&[f64]]) -> Matrix {
+    let mut m = Matrix::zeros(rows.len(), rows[0].len());
+    for (r, row) in rows.iter().enumerate() {
+        m.row_mut(r).copy_from_slice(row);
+    }
+    m
+}
+
+fn solve(throughput: &Matrix, scale_factors: &[u32], capacity: &[u32], goal: Goal) -> Hull {
+    let budget = Budget { max_master_entries: usize::MAX, seconds: 60.0, iterations: 10_000, ..Budget::default() };
+    let hull =
+        hull::solve(throughput, scale_factors, capacity, goal, &hull::Start::default(), &budget, Backend::default())
+            .expect("solved");
+    assert_eq!(hull.stopped, None, "not certified");
+    assert_eq!(hull.tie_break_stopped, None, "the tie-break is not certified");
+    assert_decomposition(throughput, scale_factors, capacity, &hull);
+    hull
+}
+
+/// Every configuration is one round (each job once, gangs within each type's whole GPUs, only
+/// where it can run), the weights sum to at most 1 and reproduce the allocation within 1e-9.
+fn assert_decomposition(throughput: &Matrix, scale_factors: &[u32], capacity: &[u32], hull: &Hull) {
+    let total: f64 = hull.configurations.iter().map(|c| c.0).sum();
+    assert!(total <= 1.0 + 1e-9, "weights sum to {total}");
+    let mut supplied = Matrix::zeros(throughput.rows(), throughput.cols());
+    for (weight, configuration) in &hull.configurations {
+        let mut used = vec![0u64; capacity.len()];
+        let mut jobs: Vec<u32> = configuration.runs.iter().map(|r| r.0).collect();
+        jobs.dedup();
+        assert_eq!(jobs.len(), configuration.runs.len(), "a job twice in {configuration:?}");
+        for &(m, w) in &configuration.runs {
+            let (m, w) = (m as usize, w as usize);
+            assert!(throughput.get(m, w) > 0.0, "({m}, {w}) runs where it cannot");
+            used[w] += scale_factors[m] as u64;
+            supplied.set(m, w, supplied.get(m, w) + weight);
+        }
+        assert!(used.iter().zip(capacity).all(|(&u, &c)| u <= c as u64), "over capacity: {configuration:?}");
+    }
+    for m in 0..throughput.rows() {
+        for w in 0..throughput.cols() {
+            assert!((supplied.get(m, w) - hull.allocation.get(m, w)).abs() <= 1e-9, "({m}, {w})");
+        }
+    }
+}
+
+fn throughputs(throughput: &Matrix, allocation: &Matrix) -> Vec<f64> {
+    (0..throughput.rows())
+        .map(|m| (0..throughput.cols()).map(|w| throughput.get(m, w) * allocation.get(m, w)).sum())
+        .collect()
+}
+
+#[test]
+fn four_gpus_two_single_jobs_and_a_four_gpu_job() {
+    // 4 GPUs of one type; jobs 0 and 1 (1 GPU) need throughput z, job 2 (4 GPUs) z/4 (LAS's
+    // demands `w·thr_equal/sf` when every job's equal share is 1). Fractionally z = 1 (x = 1, 1,
+    // 1/4 books 3 GPUs). A round runs {j0, j1} or {j2}: z = min(λ_A, 4·λ_B) with λ_A + λ_B = 1,
+    // so z = 4/5.
+    let t = matrix(&[&[1.0], &[1.0], &[1.0]]);
+    let hull = solve(&t, &[1, 1, 4], &[4], Goal::Ratio { demand: &[1.0, 1.0, 0.25], secondary: None });
+    assert!((hull.value - 0.8).abs() < 1e-9, "z = {}", hull.value);
+    assert!((hull.allocation.get(0, 0) - 0.8).abs() < 1e-9);
+    assert!((hull.allocation.get(2, 0) - 0.2).abs() < 1e-9);
+}
+
+#[test]
+fn a_two_gpu_job_gets_no_time_on_a_type_with_one_gpu() {
+    // Fractionally the 2-GPU job takes half the 1-GPU type (2 steps/s) and half of the 2-GPU type
+    // (1 step/s): 1.5 steps/s. No round can run it on the first type: 1 step/s.
+    let t = matrix(&[&[2.0, 1.0]]);
+    let hull = solve(&t, &[2], &[1, 2], Goal::Throughput { value: &[1.0] });
+    assert!((hull.value - 1.0).abs() < 1e-9, "{}", hull.value);
+    assert_eq!(hull.allocation.get(0, 0), 0.0);
+    assert!((hull.allocation.get(0, 1) - 1.0).abs() < 1e-9);
+}
+
+#[test]
+fn the_tie_break_over_configurations_keeps_z_and_fills_the_gpus() {
+    // Two types of 2 GPUs; job 0 (2 GPUs) only on type 0, jobs 1 and 2 (1 GPU) anywhere. z = 1
+    // needs job 0 on type 0 all the time; the tie-break then runs jobs 1 and 2 on type 1 all the
+    // time, not just as long as z needs.
+    let t = matrix(&[&[1.0, 0.0], &[1.0, 1.0], &[1.0, 1.0]]);
+    let demand = [1.0, 0.5, 0.5];
+    let bare = solve(&t, &[2, 1, 1], &[2, 2], Goal::Ratio { demand: &demand, secondary: None });
+    let tied = solve(&t, &[2, 1, 1], &[2, 2], Goal::Ratio { demand: &demand, secondary: Some(&[1.0, 1.0, 1.0]) });
+    assert!((bare.value - 1.0).abs() < 1e-9 && (tied.value - 1.0).abs() < 1e-9);
+    let thr = throughputs(&t, &tied.allocation);
+    assert!((thr[0] - 1.0).abs() < 1e-7 && (thr[1] - 1.0).abs() < 1e-7 && (thr[2] - 1.0).abs() < 1e-7, "{thr:?}");
+}
+
+/// Every configuration of a tiny instance: each job on one type it can run on and fits, or none.
+fn every_configuration(throughput: &Matrix, scale_factors: &[u32], capacity: &[u32]) -> Vec<Vec<(usize, usize)>> {
+    let runs = crate::realizability::every_assignment(throughput.rows(), throughput.cols(), |runs| {
+        let mut used = vec![0u32; capacity.len()];
+        for &(m, w) in runs {
+            used[w as usize] += scale_factors[m as usize];
+        }
+        runs.iter().all(|&(m, w)| throughput.get(m as usize, w as usize) > 0.0)
+            && used.iter().zip(capacity).all(|(u, c)| u <= c)
+    });
+    runs.into_iter().map(|r| r.into_iter().map(|(m, w)| (m as usize, w as usize)).collect()).collect()
+}
+
+/// `max z` s.t. `thr_m ≥ z·demand_m`, then (with `secondary`) `max Σ secondary_m·thr_m` with z
+/// held, by an LP over every configuration: (z, secondary value).
+fn ratio_by_every_configuration(
+    throughput: &Matrix,
+    scale_factors: &[u32],
+    capacity: &[u32],
+    demand: &[f64],
+    secondary: &[f64],
+) -> (f64, f64) {
+    let configurations = every_configuration(throughput, scale_factors, capacity);
+    let build = |z_cost: f64, z_lower: f64| {
+        let mut lp = LinearProgram::new(Sense::Maximize);
+        let z = lp.add_col(z_cost, z_lower, f64::INFINITY);
+        let lambda: Vec<usize> = configurations
+            .iter()
+            .map(|runs| {
+                let value = runs.iter().map(|&(m, w)| (1.0 - z_cost) * secondary[m] * throughput.get(m, w)).sum();
+                lp.add_col(value, 0.0, 1.0)
+            })
+            .collect();
+        lp.add_row(Row::at_most(1.0, lambda.iter().map(|&c| (c, 1.0)).collect()));
+        // A job no configuration runs is left out (the hull names it instead of holding z at 0).
+        for (m, &d) in
+            demand.iter().enumerate().filter(|&(m, _)| configurations.iter().any(|r| r.iter().any(|x| x.0 == m)))
+        {
+            let mut row = vec![(z, -d)];
+            for (c, runs) in configurations.iter().enumerate() {
+                if let Some(&(_, w)) = runs.iter().find(|r| r.0 == m) {
+                    row.push((lambda[c], throughput.get(m, w)));
+                }
+            }
+            lp.add_row(Row::at_least(0.0, row));
+        }
+        Backend::default().solve(lp).expect("feasible").objective
+    };
+    if !configurations.iter().any(|r| !r.is_empty()) {
+        return (0.0, 0.0);
+    }
+    let z = build(1.0, 0.0);
+    (z, build(0.0, z * (1.0 - 1e-7)))
+}
+
+/// 1–2 types of 1–8 GPUs, 1–5 jobs of scale factor 1, 2, 4 or 8 (at most the largest type),
+/// throughputs 0 or 0.2–3, demands 0.1–2.
+fn random_case() -> impl Strategy<Value = (Matrix, Vec<u32>, Vec<u32>, Vec<f64>)> {
+    (prop::collection::vec(1u32..=8, 1..=2), 1usize..=5).prop_flat_map(|(capacity, jobs)| {
+        let largest = *capacity.iter().max().unwrap();
+        let sizes: Vec<u32> = [1, 2, 4, 8].into_iter().filter(|&s| s <= largest).collect();
+        let types = capacity.len();
+        (
+            Just(capacity),
+            prop::collection::vec(prop::sample::select(sizes), jobs),
+            prop::collection::vec(prop::collection::vec(prop_oneof![Just(0.0), 0.2..3.0f64], types), jobs),
+            prop::collection::vec(0.1..2.0f64, jobs),
+        )
+            .prop_map(|(capacity, scale_factors, rows, demand)| {
+                let mut t = Matrix::zeros(rows.len(), capacity.len());
+                for (m, row) in rows.iter().enumerate() {
+                    t.row_mut(m).copy_from_slice(row);
+                }
+                (t, scale_factors, capacity, demand)
+            })
+    })
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 64, ..ProptestConfig::default() })]
+
+    #[test]
+    fn the_hull_solve_matches_an_lp_over_every_configuration(case in random_case()) {
+        let (t, sf, capacity, demand) = case;
+        let secondary: Vec<f64> = demand.iter().map(|d| 1.0 / d).collect();
+        let (best_z, best_secondary) = ratio_by_every_configuration(&t, &sf, &capacity, &demand, &secondary);
+        let hull = solve(&t, &sf, &capacity, Goal::Ratio { demand: &demand, secondary: Some(&secondary) });
+        prop_assert!((hull.value - best_z).abs() <= 1e-7 * best_z.max(1.0), "z {} vs {best_z}", hull.value);
+        let thr = throughputs(&t, &hull.allocation);
+        for (m, &d) in demand.iter().enumerate().filter(|(m, _)| !hull.unplaceable.contains(m)) {
+            prop_assert!(thr[m] >= d * best_z * (1.0 - 1e-6) - 1e-9, "job {m}: {} < {}", thr[m], d * best_z);
+        }
+        let got: f64 = thr.iter().zip(&secondary).map(|(x, s)| x * s).sum();
+        prop_assert!((got - best_secondary).abs() <= 1e-6 * best_secondary.max(1.0), "secondary {got} vs {best_secondary}");
+
+        let ones = vec![1.0; demand.len()];
+        let most = solve(&t, &sf, &capacity, Goal::Throughput { value: &ones });
+        let best = every_configuration(&t, &sf, &capacity)
+            .iter()
+            .map(|runs| runs.iter().map(|&(m, w)| t.get(m, w)).sum::<f64>())
+            .fold(0.0, f64::max);
+        prop_assert!((most.value - best).abs() <= 1e-9 * best.max(1.0), "throughput {} vs {best}", most.value);
+    }
+}
+
+/// `arbiter::solve_json` on a request, as JSON.
+fn respond(request: serde_json::Value) -> serde_json::Value {
+    let response = arbiter::solve_json(&request.to_string(), Backend::default()).expect("solves");
+    serde_json::to_value(response).unwrap()
+}
+
+fn four_gpu_example(policy: &str, realizable: bool) -> serde_json::Value {
+    serde_json::json!({"policy": policy, "realizable": realizable,
+        "cluster": {"worker_types": {"v100": {"count": 4}}},
+        "jobs": [{"id": "a", "throughput": {"v100": 1}, "steps_remaining": 100},
+                 {"id": "b", "throughput": {"v100": 1}, "steps_remaining": 100},
+                 {"id": "big", "throughput": {"v100": 1}, "scale_factor": 4, "steps_remaining": 100}]})
+}
+
+#[test]
+fn a_realizable_request_answers_what_rounds_can_deliver_and_how_far_it_is() {
+    let fractional = respond(four_gpu_example("max_min_fairness", false));
+    assert_eq!(fractional["objective"], 1.0);
+    assert_eq!(fractional["stats"]["realizable"]["fraction"], 0.8);
+    assert!(fractional["stats"].get("realizable_solve").is_none());
+
+    let realizable = respond(four_gpu_example("max_min_fairness", true));
+    let solve = &realizable["stats"]["realizable_solve"];
+    assert_eq!(solve["applied"], true, "{solve}");
+    assert_eq!(solve["certified"], true);
+    assert_eq!(solve["fractional_objective"], 1.0);
+    assert!((realizable["objective"].as_f64().unwrap() - 0.8).abs() < 1e-7, "{realizable}");
+    assert!((solve["relative_gap"].as_f64().unwrap() - 0.2).abs() < 1e-7);
+    for (id, x) in [("a", 0.8), ("b", 0.8), ("big", 0.2)] {
+        assert!((realizable["allocation"][id]["v100"].as_f64().unwrap() - x).abs() < 1e-7, "{id}");
+    }
+    // Its decomposition is the check's answer: everything delivered, in two configurations.
+    let check = &realizable["stats"]["realizable"];
+    assert_eq!(check["fraction"], 1.0, "{check}");
+    assert_eq!(check["certified"], true);
+    assert_eq!(check["configurations"], 2);
+
+    // Makespan (100 steps each): fractionally every job runs at 2/3 step/s (2·2/3 + 4·2/3 = 4
+    // GPUs), done in 150 s; rounds run {a, b} or {big}, half the time each: 200 s.
+    let makespan = respond(four_gpu_example("min_makespan", true));
+    assert_eq!(makespan["stats"]["realizable_solve"]["fractional_objective"], 150.0);
+    assert!((makespan["objective"].as_f64().unwrap() - 200.0).abs() < 1e-3, "{makespan}");
+    // Max total throughput: {a, b} all the time (2 steps/s), not the fractional 2 + 0.
+    let sum = respond(four_gpu_example("max_sum_throughput", true));
+    assert!((sum["objective"].as_f64().unwrap() - 2.0).abs() < 1e-9, "{sum}");
+}
+
+#[test]
+fn a_job_no_round_can_run_is_named_and_other_policies_say_why_they_are_not_covered() {
+    // `big` needs 8 GPUs of a 4-GPU cluster: the fractional LP gives it time, no round can.
+    let mut request = four_gpu_example("max_min_fairness", true);
+    request["jobs"][2]["scale_factor"] = serde_json::json!(8);
+    let response = respond(request);
+    let solve = &response["stats"]["realizable_solve"];
+    assert_eq!(solve["unplaceable"], serde_json::json!(["big"]), "{solve}");
+    assert_eq!(response["allocation"]["big"]["v100"], 0.0);
+    assert!((response["objective"].as_f64().unwrap() - 1.0).abs() < 1e-7, "{response}");
+
+    let ftf = respond(four_gpu_example("finish_time_fairness", true));
+    let solve = &ftf["stats"]["realizable_solve"];
+    assert_eq!(solve["applied"], false);
+    assert!(solve["reason"].as_str().unwrap().contains("finish_time_fairness"), "{solve}");
+    assert_eq!(ftf["allocation"], respond(four_gpu_example("finish_time_fairness", false))["allocation"]);
+}
