@@ -134,14 +134,30 @@ pub fn apply(problem: &Problem, outcome: Outcome, tie_broken: bool, backend: Bac
         return Realized::not_applied(outcome, reason);
     }
     let fractional = outcome.objective;
-    let instance = match realizability::instance(problem, &outcome) {
+    let mut instance = match realizability::instance(problem, &outcome) {
         Ok(instance) => instance,
         Err(reason) => return Realized::not_applied(outcome, reason),
     };
-    // The fractional optimum, if realizable, is the realizable optimum.
+    // No time where the job cannot run at all (a type-blind policy sees every throughput as 1,
+    // and may give time there): the hull gives none, and the checks below leave it out.
+    let mut runnable = problem.throughput.clone();
+    let mut masked = false;
+    for m in 0..problem.num_jobs() {
+        for w in 0..problem.num_types() {
+            if problem.measured.get(m, w) <= 0.0 {
+                runnable.set(m, w, 0.0);
+                masked |= instance.requested.get(m, w) > 0.0;
+                instance.requested.set(m, w, 0.0);
+            }
+        }
+    }
+    // The fractional optimum, if realizable (and all of its time where jobs run), is the
+    // realizable optimum.
     let check = realizability::check(&instance, &check_budget(), backend).ok();
     let mut lp_solves = check.as_ref().map_or(0, |c| c.lp_solves);
-    if let Some(check) = check.as_ref().filter(|c| c.stopped.is_none() && c.deliverable >= c.requested - 1e-9) {
+    if let Some(check) =
+        check.as_ref().filter(|c| !masked && c.stopped.is_none() && c.deliverable >= c.requested - 1e-9)
+    {
         let report = RealizableReport {
             applied: true,
             reason: None,
@@ -157,15 +173,6 @@ pub fn apply(problem: &Problem, outcome: Outcome, tie_broken: bool, backend: Bac
             seconds: start.elapsed().as_secs_f64(),
         };
         return Realized { outcome, report, decomposition: Some(check.clone()) };
-    }
-    // No time where the job cannot run at all (a type-blind policy sees every throughput as 1).
-    let mut runnable = problem.throughput.clone();
-    for m in 0..problem.num_jobs() {
-        for w in 0..problem.num_types() {
-            if problem.measured.get(m, w) <= 0.0 {
-                runnable.set(m, w, 0.0);
-            }
-        }
     }
     // With a job no round can run, the hull leaves it out: the fractional optimum bounds nothing.
     let all_placeable = (0..problem.num_jobs()).all(|m| {
@@ -217,7 +224,8 @@ pub fn apply(problem: &Problem, outcome: Outcome, tie_broken: bool, backend: Bac
             scale: Some(z),
             bound: all_placeable.then_some(z),
             secondary_bound: secondary_bound.filter(|_| all_placeable),
-            reaching: reaching.filter(|_| all_placeable),
+            // Floors cut from throughputs that count time where a job cannot run prove nothing.
+            reaching: reaching.filter(|_| all_placeable && !masked),
         };
         (hull::Goal::Ratio { demand: &demand, secondary: tie_break.then_some(secondary.as_slice()) }, start)
     };

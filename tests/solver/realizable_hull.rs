@@ -266,3 +266,18 @@ fn a_job_no_round_can_run_is_named_and_other_policies_say_why_they_are_not_cover
     assert!(solve["reason"].as_str().unwrap().contains("finish_time_fairness"), "{solve}");
     assert_eq!(ftf["allocation"], respond(four_gpu_example("finish_time_fairness", false))["allocation"]);
 }
+
+#[test]
+fn a_type_blind_policy_gets_no_realizable_time_where_a_job_cannot_run() {
+    // Type-blind LAS sees every throughput as 1 and spreads time over both types, also where
+    // `a` measures 0; the realizable allocation gives it none there, and `b` takes that type.
+    let request = serde_json::json!({"policy": "max_min_fairness", "heterogeneity_aware": false, "realizable": true,
+        "cluster": {"worker_types": {"k80": {"count": 1}, "v100": {"count": 1}}},
+        "jobs": [{"id": "a", "throughput": {"k80": 0, "v100": 2}}, {"id": "b", "throughput": {"k80": 1, "v100": 1}}]});
+    let response = respond(request);
+    let solve = &response["stats"]["realizable_solve"];
+    assert_eq!(solve["applied"], true, "{response}");
+    assert_eq!(solve["fractional_was_realizable"], false, "{response}");
+    assert_eq!(response["allocation"]["a"]["k80"], 0.0, "{response}");
+    assert_eq!(response["stats"]["realizable"]["fraction"], 1.0, "{response}");
+}
