@@ -229,8 +229,9 @@ pub fn solve(
         // secondary value per GPU first): each still a round, none costing z anything.
         let per_gpu: Vec<f64> =
             entries.iter().zip(&cost).map(|(&(m, _), c)| c / scale_factors[m as usize] as f64).collect();
+        let sorted = pricing.by_order(&per_gpu);
         let filled: Vec<(Vec<usize>, f64)> =
-            decomposition.iter().map(|(column, w)| (pricing.fill(column.clone(), &per_gpu), *w)).collect();
+            decomposition.iter().map(|(column, w)| (pricing.fill_in(column.clone(), &sorted), *w)).collect();
         if entries.len() > TIE_BREAK_ENTRIES {
             // Past this size a master solve costs seconds: the filled configurations, as weighted.
             decomposition = filled;

@@ -314,7 +314,20 @@ impl<'a> Pricing<'a> {
 
     /// `chosen` (entries of a configuration) with the GPUs it leaves free given to jobs it does not
     /// run, the entries of greatest `order` first; sorted.
-    pub fn fill(&self, mut chosen: Vec<usize>, order: &[f64]) -> Vec<usize> {
+    pub fn fill(&self, chosen: Vec<usize>, order: &[f64]) -> Vec<usize> {
+        self.fill_in(chosen, &self.by_order(order))
+    }
+
+    /// Every entry, greatest `order` first (ties: lower entry): the order `fill_in` takes.
+    pub fn by_order(&self, order: &[f64]) -> Vec<usize> {
+        let mut sorted: Vec<usize> = (0..self.entries.len()).collect();
+        sorted.sort_by(|&a, &b| order[b].total_cmp(&order[a]).then(a.cmp(&b)));
+        sorted
+    }
+
+    /// `chosen` with the GPUs it leaves free given to jobs it does not run, down `sorted` (every
+    /// entry, in the order to try them); sorted.
+    pub fn fill_in(&self, mut chosen: Vec<usize>, sorted: &[usize]) -> Vec<usize> {
         let mut running = vec![false; self.scale_factors.len()];
         let mut free: Vec<u64> = self.capacity.iter().map(|&c| c as u64).collect();
         for &e in &chosen {
@@ -322,9 +335,7 @@ impl<'a> Pricing<'a> {
             running[m as usize] = true;
             free[w as usize] -= self.scale_factors[m as usize] as u64;
         }
-        let mut rest: Vec<usize> = (0..self.entries.len()).filter(|&e| !running[self.entries[e].0 as usize]).collect();
-        rest.sort_by(|&a, &b| order[b].total_cmp(&order[a]).then(a.cmp(&b)));
-        for e in rest {
+        for &e in sorted {
             let (m, w) = self.entries[e];
             let sf = self.scale_factors[m as usize] as u64;
             if !running[m as usize] && sf <= free[w as usize] {
