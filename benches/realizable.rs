@@ -7,7 +7,8 @@
 //! realizable solve ended and how far its objective is from the fractional one.
 //!
 //! `cargo bench --bench realizable` prints the table (`ARBITER_BENCH_SIZES=512,2048` for other
-//! sizes, `ARBITER_BENCH_TIE_BREAK=none` for the bare optimum); under `cargo test` it runs the
+//! sizes, `ARBITER_BENCH_TIE_BREAK=none` for the bare optimum, `ARBITER_BENCH_POLICIES=min_makespan,...`
+//! and `ARBITER_BENCH_ROWS=distinct|repeated` to narrow the table); under `cargo test` it runs the
 //! smallest size once.
 
 use arbiter::lp::Backend;
@@ -68,8 +69,12 @@ fn main() {
     let budget = Duration::from_secs_f64(if full { 2.0 } else { 0.0 });
     println!("| policy | rows | jobs | plain solve | realizable solve | ratio | how | master solves | configurations | relative gap | unplaceable jobs |");
     println!("|---|---|---:|---:|---:|---:|---|---:|---:|---:|---:|");
-    for policy in POLICIES {
-        for distinct in [false, true] {
+    let policies = std::env::var("ARBITER_BENCH_POLICIES").unwrap_or_default();
+    let rows = std::env::var("ARBITER_BENCH_ROWS").unwrap_or_default();
+    for policy in POLICIES.into_iter().filter(|p| policies.is_empty() || policies.split(',').any(|n| n == p.name())) {
+        for distinct in
+            [false, true].into_iter().filter(|&d| rows.is_empty() || rows == if d { "distinct" } else { "repeated" })
+        {
             for &n in &sizes {
                 let (plain, realizable) = (problem(policy, n, distinct, false), problem(policy, n, distinct, true));
                 let (t_plain, t_realizable, report) = measure(&plain, &realizable, budget);

@@ -20,7 +20,6 @@ use super::pricing::Pricing;
 use super::{Budget, Configuration, Skipped};
 use crate::lp::{Backend, LinearProgram, Row, Sense};
 use crate::problem::Matrix;
-use std::collections::HashMap;
 use std::time::Instant;
 
 /// What the hull solve maximizes.
@@ -184,9 +183,17 @@ pub fn solve(
     let mut master = Master::new(backend.until(deadline).open(lp), supply, convexity);
     // The idle round: the master is never empty, and its first basis is feasible.
     master.add(Vec::new());
-    let index: HashMap<(u32, u32), usize> = entries.iter().enumerate().map(|(e, &k)| (k, e)).collect();
+    // `(job, type)` → its entry, if it has one.
+    let mut entry_of = vec![usize::MAX; jobs * types];
+    for (e, &(m, w)) in entries.iter().enumerate() {
+        entry_of[m as usize * types + w as usize] = e;
+    }
+    let entry = |&(m, w): &(u32, u32)| -> Option<usize> {
+        let (m, w) = (m as usize, w as usize);
+        (m < jobs && w < types).then(|| entry_of[m * types + w]).filter(|&e| e != usize::MAX)
+    };
     for configuration in seed {
-        let column: Vec<usize> = configuration.runs.iter().filter_map(|k| index.get(k).copied()).collect();
+        let column: Vec<usize> = configuration.runs.iter().filter_map(entry).collect();
         if !column.is_empty() {
             master.add(column);
         }
@@ -199,10 +206,7 @@ pub fn solve(
     let mut lp_solves = 0;
     let known = start.bound.map(|b| b / unit);
     let as_columns = |configurations: &[(f64, Configuration)]| -> Vec<(Vec<usize>, f64)> {
-        configurations
-            .iter()
-            .map(|(w, c)| (c.runs.iter().filter_map(|k| index.get(k).copied()).collect(), *w))
-            .collect()
+        configurations.iter().map(|(w, c)| (c.runs.iter().filter_map(entry).collect(), *w)).collect()
     };
     // The master's optimum (in its units), its bound, why it stopped short, its decomposition.
     let (objective, bound, stopped, mut decomposition) = match (&start.reaching, known) {

@@ -335,12 +335,17 @@ impl<'a> Pricing<'a> {
             running[m as usize] = true;
             free[w as usize] -= self.scale_factors[m as usize] as u64;
         }
+        let mut left: u64 = free.iter().sum();
         for &e in sorted {
+            if left == 0 {
+                break;
+            }
             let (m, w) = self.entries[e];
             let sf = self.scale_factors[m as usize] as u64;
             if !running[m as usize] && sf <= free[w as usize] {
                 running[m as usize] = true;
                 free[w as usize] -= sf;
+                left -= sf;
                 chosen.push(e);
             }
         }
