@@ -16,6 +16,8 @@ use arbiter::request::Request;
 use arbiter::Problem;
 use std::time::{Duration, Instant};
 
+#[path = "support/table.rs"]
+mod table;
 #[path = "support/workload.rs"]
 mod workload;
 use workload::{cluster, gavel_jobs};
@@ -57,18 +59,13 @@ fn measure(problem: &Problem, budget: Duration) -> (f64, f64, RealizabilityRepor
 }
 
 fn main() {
-    let full = std::env::args().any(|a| a == "--bench");
-    let sizes: Vec<usize> = match std::env::var("ARBITER_BENCH_SIZES") {
-        Ok(list) if full => list.split(',').filter_map(|s| s.trim().parse().ok()).collect(),
-        _ if full => vec![512, 2048],
-        _ => vec![64],
-    };
-    let budget = Duration::from_secs_f64(if full { 2.0 } else { 0.0 });
+    let run = table::Run::from_env(&[512, 2048]);
+    let budget = Duration::from_secs_f64(if run.full { 2.0 } else { 0.0 });
     println!("| policy | rows | jobs | plain solve | check | ratio | how | master solves | configurations | fraction | upper bound | jobs losing time |");
     println!("|---|---|---:|---:|---:|---:|---|---:|---:|---:|---:|---:|");
-    for policy in POLICIES {
-        for distinct in [false, true] {
-            for &n in &sizes {
+    for policy in run.policies(&POLICIES) {
+        for distinct in run.distinct() {
+            for &n in &run.sizes {
                 let (solve, check, report) = measure(&problem(policy, n, distinct), budget);
                 let how = match (report.lp_solves, report.certified) {
                     (0, true) => "greedy, whole",

@@ -18,6 +18,8 @@ use arbiter::solver::realizable::RealizableReport;
 use arbiter::Problem;
 use std::time::{Duration, Instant};
 
+#[path = "support/table.rs"]
+mod table;
 #[path = "support/workload.rs"]
 mod workload;
 use workload::{cluster, gavel_jobs};
@@ -60,22 +62,13 @@ fn measure(plain: &Problem, realizable: &Problem, budget: Duration) -> (f64, f64
 }
 
 fn main() {
-    let full = std::env::args().any(|a| a == "--bench");
-    let sizes: Vec<usize> = match std::env::var("ARBITER_BENCH_SIZES") {
-        Ok(list) if full => list.split(',').filter_map(|s| s.trim().parse().ok()).collect(),
-        _ if full => vec![512, 2048],
-        _ => vec![64],
-    };
-    let budget = Duration::from_secs_f64(if full { 2.0 } else { 0.0 });
+    let run = table::Run::from_env(&[512, 2048]);
+    let budget = Duration::from_secs_f64(if run.full { 2.0 } else { 0.0 });
     println!("| policy | rows | jobs | plain solve | realizable solve | ratio | how | master solves | configurations | relative gap | unplaceable jobs |");
     println!("|---|---|---:|---:|---:|---:|---|---:|---:|---:|---:|");
-    let policies = std::env::var("ARBITER_BENCH_POLICIES").unwrap_or_default();
-    let rows = std::env::var("ARBITER_BENCH_ROWS").unwrap_or_default();
-    for policy in POLICIES.into_iter().filter(|p| policies.is_empty() || policies.split(',').any(|n| n == p.name())) {
-        for distinct in
-            [false, true].into_iter().filter(|&d| rows.is_empty() || rows == if d { "distinct" } else { "repeated" })
-        {
-            for &n in &sizes {
+    for policy in run.policies(&POLICIES) {
+        for distinct in run.distinct() {
+            for &n in &run.sizes {
                 let (plain, realizable) = (problem(policy, n, distinct, false), problem(policy, n, distinct, true));
                 let (t_plain, t_realizable, report) = measure(&plain, &realizable, budget);
                 let how = match (report.applied, report.fractional_was_realizable, report.certified) {

@@ -20,6 +20,8 @@ use arbiter::solver::tie_break::{throughput_with, TieBreak};
 use arbiter::Problem;
 use std::time::{Duration, Instant};
 
+#[path = "support/table.rs"]
+mod table;
 #[path = "support/workload.rs"]
 mod workload;
 use workload::{cluster, gavel_jobs};
@@ -71,23 +73,14 @@ fn median_on_engine(problem: &Problem, budget: Duration) -> f64 {
 }
 
 fn main() {
-    let full = std::env::args().any(|a| a == "--bench");
-    let sizes: Vec<usize> = match std::env::var("ARBITER_BENCH_SIZES") {
-        Ok(list) if full => list.split(',').filter_map(|s| s.trim().parse().ok()).collect(),
-        _ if full => vec![512, 2048, 16384, 65536],
-        _ => vec![64],
-    };
-    let budget = Duration::from_secs_f64(if full { 1.0 } else { 0.0 });
+    let run = table::Run::from_env(&[512, 2048, 16384, 65536]);
+    let budget = Duration::from_secs_f64(if run.full { 1.0 } else { 0.0 });
     println!("| policy | rows | jobs | tie_break none | throughput | ratio | second solve | on the engine | ratio |");
     println!("|---|---|---:|---:|---:|---:|---|---:|---:|");
     // `ARBITER_BENCH_POLICIES=min_makespan,...` and `ARBITER_BENCH_ROWS=distinct|repeated` narrow the table.
-    let policies = std::env::var("ARBITER_BENCH_POLICIES").unwrap_or_default();
-    let rows = std::env::var("ARBITER_BENCH_ROWS").unwrap_or_default();
-    for policy in POLICIES.into_iter().filter(|p| policies.is_empty() || policies.split(',').any(|n| n == p.name())) {
-        for distinct in
-            [false, true].into_iter().filter(|&d| rows.is_empty() || rows == if d { "distinct" } else { "repeated" })
-        {
-            for &n in &sizes {
+    for policy in run.policies(&POLICIES) {
+        for distinct in run.distinct() {
+            for &n in &run.sizes {
                 let (bare, z0, _) = median(&problem(policy, n, distinct, TieBreak::None), budget);
                 let (tied, z1, method) = median(&problem(policy, n, distinct, TieBreak::Throughput), budget);
                 if let (Some(a), Some(b)) = (z0, z1) {
