@@ -98,8 +98,7 @@ pub fn allocate(problem: &Problem, backend: lp::Backend) -> error::Result<(Respo
     let mut response = Response::new(problem, &outcome, kept_pairs, backend.name(), seconds);
     if let Some((report, decomposition)) = realized {
         response.stats.realizable = decomposition.map(|d| {
-            let jobs: Vec<&str> = problem.jobs.iter().map(|j| j.id.as_str()).collect();
-            let types: Vec<&str> = problem.worker_types.iter().map(|t| t.name.as_str()).collect();
+            let (jobs, types) = realizability::names(problem);
             realizability::report_of(&d, &jobs, &types, report.seconds)
         });
         response.stats.realizable_solve = Some(report);

@@ -8,10 +8,10 @@
 //! fractional allocation and say why. See `formulations/realizability.md`.
 
 use crate::lp::Backend;
-use crate::policies::{max_min_fairness, throughputs, Outcome, PolicyKind};
+use crate::policies::{max_min_fairness, min_makespan, throughputs, Outcome, PolicyKind};
 use crate::problem::Problem;
 use crate::solver::realizability::{self, hull, Budget, Realizability};
-use crate::solver::tie_break::TieBreak;
+use crate::solver::tie_break::{self, TieBreak};
 use serde::{Deserialize, Serialize};
 use std::time::Instant;
 
@@ -179,17 +179,11 @@ pub fn apply(problem: &Problem, outcome: Outcome, tie_broken: bool, backend: Bac
         (0..problem.num_types()).any(|w| runnable.get(m, w) > 0.0 && instance.scale_factors[m] <= instance.capacity[w])
     });
     let thr = throughputs(problem, &outcome.allocation);
-    let thr_equal = problem.equal_share_throughput();
-    let secondary: Vec<f64> = thr_equal.iter().map(|&t| if t > 0.0 { 1.0 / t } else { 0.0 }).collect();
-    let tie_break = problem.tie_break != TieBreak::None;
+    let secondary = tie_break::throughput_value(problem);
+    let with_tie_break = problem.tie_break != TieBreak::None;
     let demand: Vec<f64> = match problem.policy {
-        PolicyKind::MaxMinFairness => problem
-            .jobs
-            .iter()
-            .enumerate()
-            .map(|(m, job)| job.weight * thr_equal[m] / job.scale_factor as f64)
-            .collect(),
-        PolicyKind::MinMakespan => (0..problem.num_jobs()).map(|m| problem.steps_remaining(m)).collect(),
+        PolicyKind::MaxMinFairness => max_min_fairness::demand(problem),
+        PolicyKind::MinMakespan => min_makespan::demand(problem),
         _ => Vec::new(),
     };
     let ones = vec![1.0; problem.num_jobs()];
@@ -218,7 +212,8 @@ pub fn apply(problem: &Problem, outcome: Outcome, tie_broken: bool, backend: Bac
                 seed.extend(c.configurations.into_iter().map(|(_, c)| c));
             }
         }
-        let secondary_bound = (tie_broken && tie_break).then(|| thr.iter().zip(&secondary).map(|(t, s)| t * s).sum());
+        let secondary_bound =
+            (tie_broken && with_tie_break).then(|| thr.iter().zip(&secondary).map(|(t, s)| t * s).sum());
         let start = hull::Start {
             seed: Vec::new(),
             scale: Some(z),
@@ -227,7 +222,7 @@ pub fn apply(problem: &Problem, outcome: Outcome, tie_broken: bool, backend: Bac
             // Floors cut from throughputs that count time where a job cannot run prove nothing.
             reaching: reaching.filter(|_| all_placeable && !masked),
         };
-        (hull::Goal::Ratio { demand: &demand, secondary: tie_break.then_some(secondary.as_slice()) }, start)
+        (hull::Goal::Ratio { demand: &demand, secondary: with_tie_break.then_some(secondary.as_slice()) }, start)
     };
     let start_from = hull::Start { seed, ..start_from };
     let solved =
@@ -276,8 +271,10 @@ pub fn apply(problem: &Problem, outcome: Outcome, tie_broken: bool, backend: Bac
         relative_gap,
         certified: hull.stopped.is_none(),
         fractional_was_realizable: false,
-        tie_break_certified: (tie_break && problem.policy != PolicyKind::MaxSumThroughput && hull.stopped.is_none())
-            .then_some(hull.tie_break_stopped.is_none()),
+        tie_break_certified: (with_tie_break
+            && problem.policy != PolicyKind::MaxSumThroughput
+            && hull.stopped.is_none())
+        .then_some(hull.tie_break_stopped.is_none()),
         unplaceable: hull.unplaceable.iter().map(|&m| problem.jobs[m].id.clone()).collect(),
         configurations: hull.configurations.len(),
         lp_solves,

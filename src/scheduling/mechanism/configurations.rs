@@ -91,10 +91,8 @@ impl Schedule {
             })
             .collect();
         let result = Realizability::of_configurations(&instance.requested, runs, 0);
-        let cluster = session.cluster();
-        let ids: Vec<&str> = ids.iter().map(|id| id.as_ref()).collect();
-        let names: Vec<&str> = (0..cluster.num_types()).map(|w| cluster.type_name(w)).collect();
-        let report = crate::solver::realizability::report_of(&result, &ids, &names, 0.0);
+        let (ids, types) = super::realizable::names(session, &ids);
+        let report = crate::solver::realizability::report_of(&result, &ids, &types, 0.0);
         let plan = Plan::of(&result, jobs.len(), capacity.len());
         Schedule { jobs, capacity, plan, report }
     }

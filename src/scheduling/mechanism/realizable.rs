@@ -24,13 +24,17 @@ pub fn realizability(session: &Session) -> RealizabilityReport {
 pub(super) fn checked(session: &Session, budget: &Budget) -> (Result<Realizability, String>, RealizabilityReport) {
     match instance(session) {
         Ok((instance, ids)) => {
-            let cluster = session.cluster();
-            let ids: Vec<&str> = ids.iter().map(|id| id.as_ref()).collect();
-            let names: Vec<&str> = (0..cluster.num_types()).map(|w| cluster.type_name(w)).collect();
-            check_reported(&instance, &ids, &names, budget, session.config().backend)
+            let (ids, types) = names(session, &ids);
+            check_reported(&instance, &ids, &types, budget, session.config().backend)
         }
         Err(reason) => (Err(reason.clone()), RealizabilityReport::skipped(reason)),
     }
+}
+
+/// `ids` and the session's worker type names, as reports name entries.
+pub(super) fn names<'a>(session: &'a Session, ids: &'a [JobId]) -> (Vec<&'a str>, Vec<&'a str>) {
+    let cluster = session.cluster();
+    (ids.iter().map(|id| id.as_ref()).collect(), (0..cluster.num_types()).map(|w| cluster.type_name(w)).collect())
 }
 
 /// The session's healthy GPUs, its jobs' scale factors and `X`, with the jobs in the session's

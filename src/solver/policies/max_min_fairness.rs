@@ -26,13 +26,16 @@ impl Policy for MaxMinFairness {
     }
 }
 
+/// Each job's demand `w_m·thr_equal_m/sf_m`: LAS is `max z` with `thr_m ≥ z·demand_m`, since
+/// `(sf/w)·thr/thr_equal ≥ z  ⟺  thr ≥ z · w·thr_equal/sf`.
+pub fn demand(problem: &Problem) -> Vec<f64> {
+    let thr_equal = problem.equal_share_throughput();
+    problem.jobs.iter().enumerate().map(|(m, job)| job.weight * thr_equal[m] / job.scale_factor as f64).collect()
+}
+
 /// The policy on an engine the caller holds (see `policies::solve_keeping_engine`).
 pub(crate) fn on_engine(problem: &Problem, engine: &mut Engine) -> Result<Outcome> {
-    // (sf/w)·thr/thr_equal ≥ z  ⟺  thr ≥ z · w·thr_equal/sf
-    let thr_equal = problem.equal_share_throughput();
-    let demand: Vec<f64> =
-        problem.jobs.iter().enumerate().map(|(m, job)| job.weight * thr_equal[m] / job.scale_factor as f64).collect();
-    let solution = engine.max_ratio(&demand)?;
+    let solution = engine.max_ratio(&demand(problem))?;
     let thr = engine.throughputs(&solution.allocation, &solution.pair_time, &solution.unconsolidated);
     let objective = weighted_normalized_throughputs(problem, &thr).into_iter().fold(f64::INFINITY, f64::min);
     Ok(Outcome::of_ratio(problem, engine, solution, objective))

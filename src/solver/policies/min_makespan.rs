@@ -23,10 +23,14 @@ impl Policy for MinMakespan {
     }
 }
 
+/// Each job's demand, its steps left: the makespan policy is `max z` with `thr_m ≥ z·demand_m`.
+pub fn demand(problem: &Problem) -> Vec<f64> {
+    (0..problem.num_jobs()).map(|m| problem.steps_remaining(m)).collect()
+}
+
 /// The policy on an engine the caller holds (see `policies::solve_keeping_engine`).
 pub(crate) fn on_engine(problem: &Problem, engine: &mut Engine) -> Result<Outcome> {
-    let demand: Vec<f64> = (0..problem.num_jobs()).map(|m| problem.steps_remaining(m)).collect();
-    let solution = engine.max_ratio(&demand)?;
+    let solution = engine.max_ratio(&demand(problem))?;
     let objective =
         makespan(problem, &engine.throughputs(&solution.allocation, &solution.pair_time, &solution.unconsolidated));
     Ok(Outcome::of_ratio(problem, engine, solution, objective))

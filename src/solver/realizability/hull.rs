@@ -115,16 +115,17 @@ pub fn solve(
         }
     }
     let scale = if scale.is_finite() && scale > 0.0 { scale } else { 1.0 };
+    // Jobs some round can run: those with an entry.
+    let mut placeable = vec![false; jobs];
+    for &(m, _) in &entries {
+        placeable[m as usize] = true;
+    }
     let mut lp = LinearProgram::new(Sense::Maximize);
     let mut norm = 1.0;
     let (supply, z) = match goal {
         Goal::Ratio { demand, .. } => {
             let z = lp.add_col(1.0, 0.0, f64::INFINITY);
             let mut row_of = vec![usize::MAX; jobs];
-            let mut placeable = vec![false; jobs];
-            for &(m, _) in &entries {
-                placeable[m as usize] = true;
-            }
             // A job no round can run has no row: it would hold z at 0 (it is reported instead).
             for (m, row) in row_of.iter_mut().enumerate() {
                 if placeable[m] {
@@ -287,10 +288,6 @@ pub fn solve(
             allocation.set(m, w, (allocation.get(m, w) + weight).min(1.0));
         }
         configurations.push((weight, Configuration::new(column.iter().map(|&e| entries[e]).collect())));
-    }
-    let mut placeable = vec![false; jobs];
-    for &(m, _) in &entries {
-        placeable[m as usize] = true;
     }
     let unplaceable = (0..jobs).filter(|&m| !placeable[m] && weight(m).is_finite() && weight(m) > 0.0).collect();
     Ok(Hull {

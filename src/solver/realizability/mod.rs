@@ -340,12 +340,18 @@ pub fn instance(problem: &Problem, outcome: &Outcome) -> Result<Instance, String
     })
 }
 
+/// A problem's job ids and worker type names, as reports name entries.
+pub fn names(problem: &Problem) -> (Vec<&str>, Vec<&str>) {
+    let jobs = problem.jobs.iter().map(|j| j.id.as_str()).collect();
+    let types = problem.worker_types.iter().map(|t| t.name.as_str()).collect();
+    (jobs, types)
+}
+
 /// The check on a solved problem, as the response reports it.
 pub fn report(problem: &Problem, outcome: &Outcome, budget: &Budget, backend: Backend) -> RealizabilityReport {
     match instance(problem, outcome) {
         Ok(instance) => {
-            let jobs: Vec<&str> = problem.jobs.iter().map(|j| j.id.as_str()).collect();
-            let types: Vec<&str> = problem.worker_types.iter().map(|t| t.name.as_str()).collect();
+            let (jobs, types) = names(problem);
             report_instance(&instance, &jobs, &types, budget, backend)
         }
         Err(reason) => RealizabilityReport::skipped(reason),

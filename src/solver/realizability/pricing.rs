@@ -116,32 +116,29 @@ impl<'a> Pricing<'a> {
         let node_work: u64 =
             self.by_type.iter().zip(self.capacity).map(|(es, &c)| es.len() as u64 * (c as u64 + 1)).sum();
         if node_work.saturating_mul(node_budget as u64) > MILP_FIRST_WORK {
-            if let Some(best) = self.milp.and_then(|backend| self.by_milp(value, backend)) {
-                let best = self.complete(value, best);
-                let bound = best.value;
-                return Priced { column: (best.value > threshold).then_some(best), bound };
+            if let Some(priced) = self.by_milp(value, threshold) {
+                return priced;
             }
         }
         let searched = self.branch_and_bound(value, floor, bound, node_budget);
         if searched.column.is_some() || searched.bound <= floor {
             return searched;
         }
-        match self.milp.and_then(|backend| self.by_milp(value, backend)) {
-            Some(best) => {
-                // Optimal within the MILP's gap, which is taken as exact (as an LP's optimum is
-                // within its tolerances).
-                let best = self.complete(value, best);
-                let bound = best.value;
-                Priced { column: (best.value > threshold).then_some(best), bound }
-            }
-            None => searched,
-        }
+        self.by_milp(value, threshold).unwrap_or(searched)
+    }
+
+    /// Pricing by the MILP (`best_by_milp`), when one is at hand and solves: optimal within the
+    /// MILP's gap, which is taken as exact (as an LP's optimum is within its tolerances).
+    fn by_milp(&self, value: &[f64], threshold: f64) -> Option<Priced> {
+        let best = self.complete(value, self.best_by_milp(value, self.milp?)?);
+        let bound = best.value;
+        Some(Priced { column: (best.value > threshold).then_some(best), bound })
     }
 
     /// The best configuration by a MILP: a binary `y_e` per valued entry that fits, each job at
     /// most once, each type's gangs within its GPUs. `None` when the backend solves no MILP or
     /// fails (or runs out of time).
-    fn by_milp(&self, value: &[f64], backend: crate::lp::Backend) -> Option<Vec<usize>> {
+    fn best_by_milp(&self, value: &[f64], backend: crate::lp::Backend) -> Option<Vec<usize>> {
         use crate::lp::{LinearProgram, Row, Sense};
         let valued: Vec<usize> = self.by_type.iter().flatten().copied().filter(|&e| value[e] > VALUE_TOL).collect();
         let mut lp = LinearProgram::new(Sense::Maximize);

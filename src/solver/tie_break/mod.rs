@@ -41,6 +41,12 @@ impl TieBreak {
 /// Relative slack on the floors: the second solve may not lower any job by more than this.
 const FLOOR_SLACK: f64 = 1e-9;
 
+/// What a unit of each job's throughput is worth to the throughput tie-break: `1/thr_equal_m`
+/// (0 for a job with no equal share), so its objective is `Σ_m thr_m / thr_equal_m`.
+pub fn throughput_value(problem: &Problem) -> Vec<f64> {
+    problem.equal_share_throughput().iter().map(|&eq| if eq > 0.0 { 1.0 / eq } else { 0.0 }).collect()
+}
+
 /// Whether the tie-break applies to a policy: those whose objective fixes only a bottleneck. The
 /// others value every job's throughput already (max-sum, FIFO, cost), are lexicographic
 /// (water-filling, hierarchical) or solve nothing.
@@ -136,8 +142,7 @@ fn throughput_on<'p>(
     // A floor the optimum itself does not meet (round-off) is the optimum's throughput.
     let floor: Vec<f64> =
         floor.iter().zip(&thr).map(|(&f, &t)| if f.is_finite() { f.min(t) } else { t } * (1.0 - FLOOR_SLACK)).collect();
-    let value: Vec<f64> =
-        problem.equal_share_throughput().iter().map(|&eq| if eq > 0.0 { 1.0 / eq } else { 0.0 }).collect();
+    let value = throughput_value(problem);
     let (allocation, lp_solves, report) = match decomposition::solve_problem(problem, &value, &floor, backend, options)?
     {
         Ok(found) => {
