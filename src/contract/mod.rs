@@ -4,6 +4,7 @@
 //! rounds or HTTP, and must not: every other layer reads a `Problem` and writes a `Response`.
 
 pub mod error;
+pub mod json;
 pub mod problem;
 pub mod request;
 pub mod response;

@@ -129,15 +129,9 @@ impl Request {
         if !text.trim_start().starts_with('{') {
             return Err(ArbiterError::new(ErrorCode::MalformedRequest, "malformed request: expected a JSON object"));
         }
-        let de = &mut serde_json::Deserializer::from_str(text);
-        serde_path_to_error::deserialize(de).map_err(|e| {
-            let path = e.path().to_string();
-            let inner = e.into_inner();
-            let field = (path != ".").then_some(path);
-            ArbiterError {
-                field,
-                ..ArbiterError::new(ErrorCode::MalformedRequest, format!("malformed request: {inner}"))
-            }
+        super::json::read(text).map_err(|e| ArbiterError {
+            field: e.path,
+            ..ArbiterError::new(ErrorCode::MalformedRequest, format!("malformed request: {}", e.message))
         })
     }
 }

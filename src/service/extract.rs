@@ -3,6 +3,7 @@
 
 use super::error::ApiError;
 use super::state::SharedState;
+use crate::contract::json;
 use crate::error::{ArbiterError, ErrorCode};
 use axum::body::Bytes;
 use axum::extract::{FromRequest, FromRequestParts, Path, Query, Request};
@@ -78,13 +79,8 @@ pub fn parse_object<T: DeserializeOwned>(text: &str) -> Result<T, ApiError> {
     if !text.trim_start().starts_with('{') {
         return Err(ApiError::malformed("malformed request: expected a JSON object"));
     }
-    let mut de = serde_json::Deserializer::from_str(text);
-    let value = serde_path_to_error::deserialize(&mut de).map_err(|e| {
-        let path = e.path().to_string();
-        let inner = e.into_inner();
-        let error = ArbiterError::new(ErrorCode::MalformedRequest, format!("malformed request: {inner}"));
-        ApiError::Arbiter(ArbiterError { field: (path != "." && path != "?").then_some(path), ..error })
-    })?;
-    de.end().map_err(|e| ApiError::malformed(format!("malformed request: {e}")))?;
-    Ok(value)
+    json::read(text).map_err(|e| {
+        let error = ArbiterError::new(ErrorCode::MalformedRequest, format!("malformed request: {}", e.message));
+        ApiError::Arbiter(ArbiterError { field: e.path, ..error })
+    })
 }

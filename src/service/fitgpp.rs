@@ -233,15 +233,8 @@ pub fn is_fitgpp(spec: &str) -> bool {
 }
 
 fn parse<T: serde::de::DeserializeOwned>(text: &str) -> ApiResult<T> {
-    let mut de = serde_json::Deserializer::from_str(text);
-    serde_path_to_error::deserialize(&mut de).map_err(|e| {
-        let path = e.path().to_string();
-        let error = ArbiterError::new(ErrorCode::MalformedRequest, e.inner().to_string());
-        ApiError::Arbiter(if path == "." {
-            error
-        } else {
-            ArbiterError::at(ErrorCode::MalformedRequest, path, e.inner().to_string())
-        })
+    crate::contract::json::read(text).map_err(|e| {
+        ApiError::Arbiter(ArbiterError { field: e.path, ..ArbiterError::new(ErrorCode::MalformedRequest, e.message) })
     })
 }
 

@@ -110,16 +110,10 @@ impl Default for TokenFile {
 impl TokenFile {
     /// Parses and checks a file's text; errors name the offending field.
     pub fn parse(text: &str) -> Result<TokenFile, String> {
-        let mut de = serde_json::Deserializer::from_str(text);
-        let file: TokenFile = serde_path_to_error::deserialize(&mut de).map_err(|e| {
-            let path = e.path().to_string();
-            if path == "." {
-                e.into_inner().to_string()
-            } else {
-                format!("{path}: {}", e.into_inner())
-            }
+        let file: TokenFile = crate::contract::json::read(text).map_err(|e| match e.path {
+            Some(path) => format!("{path}: {}", e.message),
+            None => e.message,
         })?;
-        de.end().map_err(|e| e.to_string())?;
         file.check()?;
         Ok(file)
     }

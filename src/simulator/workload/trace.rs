@@ -32,11 +32,9 @@ pub fn read_path(path: &Path, throughputs: &ThroughputTable) -> Result<Trace> {
 
 /// Parses our JSON trace and checks every job (`trace.jobs[i].<field>` on refusal).
 pub fn from_json_str(text: &str) -> Result<Trace> {
-    let de = &mut serde_json::Deserializer::from_str(text);
-    let trace: Trace = serde_path_to_error::deserialize(de).map_err(|e| {
-        let path = e.path().to_string();
-        let field = if path == "." { "trace".to_string() } else { format!("trace.{path}") };
-        at(ErrorCode::MalformedRequest, field, format!("the trace is not valid: {}", e.into_inner()))
+    let trace: Trace = crate::contract::json::read(text).map_err(|e| {
+        let field = e.path.map_or_else(|| "trace".to_string(), |path| format!("trace.{path}"));
+        at(ErrorCode::MalformedRequest, field, format!("the trace is not valid: {}", e.message))
     })?;
     for (i, job) in trace.jobs.iter().enumerate() {
         validate(i, job)?;

@@ -1,0 +1,77 @@
+//! Reading JSON text into the contract's types, with refusals that name the field they were found
+//! at. A well-formed document is read once, at serde_json's own speed; only a refused one is read
+//! again with its path tracked, so naming the field costs nothing on the requests that are fine.
+
+use serde::de::DeserializeOwned;
+
+/// Why a text is not a `T`: serde's message and, when it is below the document's root, the field
+/// path (`jobs[3].throughput`).
+#[derive(Debug, Clone, PartialEq)]
+pub struct Refusal {
+    pub path: Option<String>,
+    pub message: String,
+}
+
+/// `text` as a `T`, with nothing but whitespace after it.
+pub fn read<T: DeserializeOwned>(text: &str) -> Result<T, Refusal> {
+    serde_json::from_str(text).map_err(|_| refusal::<T>(text))
+}
+
+/// The refusal of a text that does not read as a `T`: read again, tracking the path.
+fn refusal<T: DeserializeOwned>(text: &str) -> Refusal {
+    let mut de = serde_json::Deserializer::from_str(text);
+    let (path, message) = match serde_path_to_error::deserialize::<_, T>(&mut de) {
+        Err(e) => (e.path().to_string(), e.into_inner().to_string()),
+        // The value read; what follows it did not.
+        Ok(_) => match de.end() {
+            Err(e) => (".".to_string(), e.to_string()),
+            Ok(()) => (".".to_string(), "the document does not read the same way twice".to_string()),
+        },
+    };
+    Refusal { path: (path != "." && path != "?").then_some(path), message }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde::Deserialize;
+
+    #[derive(Debug, Deserialize, PartialEq)]
+    struct Job {
+        id: String,
+        weight: f64,
+    }
+
+    #[derive(Debug, Deserialize, PartialEq)]
+    struct Body {
+        jobs: Vec<Job>,
+    }
+
+    #[test]
+    fn a_well_formed_document_reads() {
+        let body: Body = read(r#"{"jobs": [{"id": "a", "weight": 1.5}]}"#).unwrap();
+        assert_eq!(body, Body { jobs: vec![Job { id: "a".into(), weight: 1.5 }] });
+    }
+
+    #[test]
+    fn a_refusal_names_its_field() {
+        let e = read::<Body>(r#"{"jobs": [{"id": "a", "weight": 1}, {"id": "b", "weight": "x"}]}"#).unwrap_err();
+        assert_eq!(e.path.as_deref(), Some("jobs[1].weight"));
+        assert!(e.message.contains("invalid type"), "{}", e.message);
+    }
+
+    #[test]
+    fn a_syntax_error_at_the_root_has_no_path() {
+        let e = read::<Body>("{").unwrap_err();
+        assert_eq!(e.path, None);
+        assert!(e.message.contains("EOF"), "{}", e.message);
+    }
+
+    #[test]
+    fn text_after_the_document_is_refused() {
+        let e = read::<Body>(r#"{"jobs": []} {"#).unwrap_err();
+        assert_eq!(e.path, None);
+        assert!(e.message.contains("trailing characters"), "{}", e.message);
+        assert!(read::<Body>("{\"jobs\": []}\n  ").is_ok());
+    }
+}
