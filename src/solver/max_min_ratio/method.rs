@@ -2,8 +2,6 @@
 //! decomposition (automatic when rows are mostly distinct), and the report of which one ran.
 
 use serde::{Deserialize, Serialize};
-use std::collections::HashSet;
-use std::hash::{BuildHasherDefault, Hasher};
 
 /// At least this many jobs with a demand before `auto` picks the decomposition (below, the
 /// plain LP is as fast).
@@ -79,36 +77,81 @@ impl MethodReport {
 
 /// Whether the jobs with a demand have mostly distinct (throughput row, scale factor) pairs, and
 /// there are enough of them for the decomposition to pay. Rows are told apart by a hash of their
-/// bits (a collision only makes them look less distinct), with no allocation per job.
+/// bits (a collision only makes them look less distinct) and counted by linear counting (Whang,
+/// Vander-Zanden and Taylor, 1990): each hash sets one bit of a bitmap of 8 bits per job, and `z`
+/// bits left clear out of `b` estimate `b·ln(b/z)` distinct rows, with a standard error under
+/// 0.1% of the jobs from 2,048 jobs up. The bitmap (a byte per job) stays in cache where a set of
+/// every hash would not: at 2^20 jobs the set alone took a tenth of LAS's solve. Both methods
+/// are exact, so a miscount near the threshold costs time, never the answer.
 pub(crate) fn mostly_distinct(throughput: &crate::problem::Matrix, scale_factor: &[u32], demand: &[f64]) -> bool {
-    let jobs: Vec<usize> = (0..demand.len()).filter(|&m| demand[m] > 0.0).collect();
-    if jobs.len() < AUTO_MIN_JOBS {
+    let jobs = demand.iter().filter(|&&d| d > 0.0).count();
+    if jobs < AUTO_MIN_JOBS {
         return false;
     }
-    let mut seen: HashSet<u64, BuildHasherDefault<Mixed>> =
-        HashSet::with_capacity_and_hasher(jobs.len(), Default::default());
-    for &m in &jobs {
+    let bits = (8 * jobs).next_power_of_two();
+    let mut bitmap = vec![0u64; bits / 64];
+    for m in (0..demand.len()).filter(|&m| demand[m] > 0.0) {
         let mut h: u64 = 0xcbf2_9ce4_8422_2325 ^ scale_factor[m] as u64;
         for v in throughput.row(m) {
             h = (h ^ v.to_bits()).wrapping_mul(0x1000_0000_01b3).rotate_left(29);
         }
-        seen.insert(h);
+        let bit = (mix(h) as usize) & (bits - 1);
+        bitmap[bit / 64] |= 1 << (bit % 64);
     }
-    seen.len() as f64 >= AUTO_MIN_DISTINCT * jobs.len() as f64
+    let clear = bits - bitmap.iter().map(|w| w.count_ones() as usize).sum::<usize>();
+    let distinct = bits as f64 * (bits as f64 / clear as f64).ln();
+    distinct >= AUTO_MIN_DISTINCT * jobs as f64
 }
 
-/// A hasher for keys that are hashes already (`mostly_distinct`'s): it passes the key through.
-#[derive(Default)]
-struct Mixed(u64);
+/// SplitMix64's finalizer: every bit of the row hash reaches the bitmap's index bits.
+fn mix(mut h: u64) -> u64 {
+    h = (h ^ (h >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+    h = (h ^ (h >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+    h ^ (h >> 31)
+}
 
-impl Hasher for Mixed {
-    fn finish(&self) -> u64 {
-        self.0
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::problem::Matrix;
+
+    /// `jobs` rows on 3 types, `classes` of them distinct (job m has row m mod classes).
+    fn rows(jobs: usize, classes: usize) -> Matrix {
+        let mut throughput = Matrix::zeros(jobs, 3);
+        for m in 0..jobs {
+            let c = (m % classes) as f64;
+            for w in 0..3 {
+                throughput.set(m, w, 1.0 + c * 0.001 + w as f64);
+            }
+        }
+        throughput
     }
-    fn write(&mut self, bytes: &[u8]) {
-        bytes.iter().for_each(|&b| self.0 = self.0.rotate_left(8) ^ b as u64);
+
+    #[test]
+    fn distinct_rows_are_counted_to_within_the_threshold() {
+        for (jobs, classes, expected) in [
+            (4096, 4096, true),
+            (4096, 2300, true),
+            (4096, 1800, false),
+            (4096, 100, false),
+            (1 << 18, 140_000, true),
+            (1 << 18, 120_000, false),
+        ] {
+            let demand = vec![1.0; jobs];
+            let sf = vec![1; jobs];
+            assert_eq!(mostly_distinct(&rows(jobs, classes), &sf, &demand), expected, "{classes} of {jobs}");
+        }
     }
-    fn write_u64(&mut self, key: u64) {
-        self.0 = key;
+
+    #[test]
+    fn scale_factors_tell_rows_apart_and_jobs_without_demand_do_not_count() {
+        let jobs = 4096;
+        let throughput = rows(jobs, 1);
+        let sf: Vec<u32> = (0..jobs as u32).collect();
+        assert!(mostly_distinct(&throughput, &sf, &vec![1.0; jobs]));
+        assert!(!mostly_distinct(&throughput, &vec![1; jobs], &vec![1.0; jobs]));
+        let mut demand = vec![0.0; jobs];
+        demand[..2047].iter_mut().for_each(|d| *d = 1.0);
+        assert!(!mostly_distinct(&throughput, &sf, &demand), "too few jobs with a demand");
     }
 }
