@@ -59,6 +59,15 @@ fn las_composition_preempts_the_most_served_job() {
     assert_eq!(r1["jobs"]["c"]["lease"], "started");
     assert_eq!(r1["preempted"], json!(["b"]));
 
+    // The allocation of a list policy is the current round's: all of its time on the type a job
+    // runs on, none while it waits; no LP to solve, so no check of it.
+    let allocation = c.get(&format!("{base}/allocation")).unwrap().json();
+    assert_eq!(allocation["allocation"], json!({"a": {"v100": 1.0}, "b": {"v100": 0.0}, "c": {"v100": 1.0}}));
+    assert_eq!(allocation["effective_throughput"], json!({"a": 1.0, "b": 0.0, "c": 1.0}));
+    assert_eq!(allocation["received_fraction"]["b"]["v100"], 0.5);
+    assert_eq!(allocation["realizable"]["checked"], false, "{allocation}");
+    assert_eq!(c.get(&base).unwrap().json()["jobs"][2]["allocation"], json!({"v100": 1.0}));
+
     let s = c.get(&base).unwrap().json();
     assert_eq!(job(&s, "b")["preemptions"], 1);
     assert_eq!(job(&s, "c")["first_run"], 100.0);
@@ -84,11 +93,11 @@ fn las_composition_preempts_the_most_served_job() {
     assert_eq!(r2["jobs"]["c"]["lease"], "renewed");
     assert_eq!(r2["jobs"]["b"]["lease"], "started");
 
-    // No LP allocation behind it: a recomputation is refused, the view shows no allocation.
+    // No LP allocation behind it: a recomputation is refused; the view shows round 2's placements.
     assert_error(&c.post(&format!("{base}/allocation"), b"").unwrap(), 422, "unsupported", Some("allocation"));
     let allocation = c.get(&format!("{base}/allocation")).unwrap().json();
     assert_eq!(allocation["policy"], "las");
-    assert_eq!(allocation["allocation"]["b"]["v100"], 0.0);
+    assert_eq!(allocation["allocation"], json!({"b": {"v100": 1.0}, "c": {"v100": 1.0}}));
 }
 
 #[test]

@@ -42,6 +42,9 @@ pub(super) fn names<'a>(session: &'a Session, ids: &'a [JobId]) -> (Vec<&'a str>
 /// Time on a type where the job cannot run at all (throughput 0, as a type-blind policy may
 /// allocate) is left out: the session reports it as unplaceable, and no round can give it.
 pub(super) fn instance(session: &Session) -> Result<(Instance, Vec<JobId>), String> {
+    if session.composed.is_some() {
+        return Err("a composed session's allocation is its current round's placements".to_string());
+    }
     let paired = session
         .colocations()
         .any(|[a, b]| session.colocated_allocation(a, b).is_ok_and(|y| y.iter().any(|&v| v > 0.0)));

@@ -110,7 +110,7 @@ pub fn run(problem: &Problem, rounds: u32, config: Config) -> Result<RoundsRepor
         jobs.insert(
             id.to_string(),
             JobReport {
-                allocation: by_type(session.allocation(id)?),
+                allocation: by_type(&session.allocation(id)?),
                 received: by_type(&session.received_fraction(id)?),
                 unplaceable: session.unplaceable_types(id)?.into_iter().map(|w| names[w].clone()).collect(),
             },

@@ -13,6 +13,7 @@ use super::{Config, JobId};
 use crate::error::{ArbiterError, ErrorCode, Result};
 use crate::policies::PolicyKind;
 use crate::problem::{Job, Matrix, Problem, WorkerType};
+use std::borrow::Cow;
 use std::collections::HashMap;
 
 /// The most GPUs a session tracks one by one (a few bytes each, per round).
@@ -307,10 +308,19 @@ impl Session {
         Ok(&self.slot(id)?.job)
     }
 
-    /// `X[m][·]`, per worker type.
-    /// `X[m][·]`, per worker type: the job's time alone (time in a pair is the pair's, `Y`).
-    pub fn allocation(&self, id: &str) -> Result<&[f64]> {
-        Ok(&self.slot(id)?.share.allocation)
+    /// `X[m][·]`, per worker type: the job's time alone (time in a pair is the pair's, `Y`). A
+    /// composed session's list policies decide round by round, not by fractions of time: there
+    /// it is the current round's, 1 on the type the job runs on and 0 elsewhere or while it waits.
+    pub fn allocation(&self, id: &str) -> Result<Cow<'_, [f64]>> {
+        let slot = self.slot(id)?;
+        if self.composed.is_none() {
+            return Ok(Cow::Borrowed(&slot.share.allocation));
+        }
+        let mut row = vec![0.0; self.cluster.num_types()];
+        if let Some(lease) = &slot.lease {
+            row[lease.worker_type] = 1.0;
+        }
+        Ok(Cow::Owned(row))
     }
 
     /// Seconds run alone on each worker type since the last reset.

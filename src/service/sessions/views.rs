@@ -211,7 +211,9 @@ pub struct AllocationView {
     pub stale: bool,
     pub time: f64,
     pub rounds: u64,
-    /// `allocation[job][worker type]`: fraction of wall-clock time on that type.
+    /// `allocation[job][worker type]`: fraction of wall-clock time on that type. In a composed
+    /// session, whose list policies decide round by round, the current round's placements: 1 on
+    /// the type a job runs on, 0 while it waits.
     pub allocation: IndexMap<String, IndexMap<String, f64>>,
     /// Steps/s each job gets from its allocation at its measured throughputs.
     pub effective_throughput: IndexMap<String, f64>,
@@ -401,7 +403,7 @@ pub fn job(session: &Session, id: &str) -> ApiResult<JobView> {
         slo_seconds: j.slo_seconds,
         entity: j.entity.clone(),
         throughput: by_type(&names, session.throughput(id)?),
-        allocation: by_type(&names, session.allocation(id)?),
+        allocation: by_type(&names, &session.allocation(id)?),
         received_seconds: by_type(&names, session.received(id)?),
         total_received_seconds: by_type(&names, session.total_received(id)?),
         received_fraction: by_type(&names, &session.received_fraction(id)?),
@@ -432,7 +434,7 @@ pub fn allocation(id: &str, session: &Session) -> ApiResult<AllocationView> {
     for job in session.job_ids() {
         let x = session.allocation(job)?;
         let thr = session.throughput(job)?;
-        allocation.insert(job.to_string(), by_type(&names, x));
+        allocation.insert(job.to_string(), by_type(&names, &x));
         effective_throughput.insert(job.to_string(), x.iter().zip(thr).map(|(a, b)| a * b).sum());
         received_fraction.insert(job.to_string(), by_type(&names, &session.received_fraction(job)?));
     }
