@@ -16,15 +16,27 @@ use std::time::Duration;
 /// Where the Kubernetes API and the Arbiter server are, and how often to step.
 #[derive(Debug, Clone, clap::Args)]
 pub struct Connection {
-    /// The Kubernetes API server (`http://127.0.0.1:8001` under `kubectl proxy`); default: the
-    /// cluster this runs in (KUBERNETES_SERVICE_HOST and the service account's token and CA).
-    #[arg(long, value_name = "URL", env = "ARBITER_K8S_API_SERVER")]
+    /// The Kubernetes API server (`http://127.0.0.1:8001` under `kubectl proxy`), or `in-cluster`
+    /// (the default): the cluster this runs in (KUBERNETES_SERVICE_HOST and the service account's
+    /// token and CA). The same flag and variable as `arbiter serve`'s; `--api-server` and
+    /// ARBITER_K8S_API_SERVER, this flag's earlier names, still work.
+    #[arg(
+        long = "kube-api-server",
+        visible_alias = "api-server",
+        value_name = "URL|in-cluster",
+        env = "ARBITER_KUBE_API_SERVER"
+    )]
     pub api_server: Option<String>,
     /// A bearer token for the API server, read before every call.
-    #[arg(long, value_name = "FILE")]
+    #[arg(
+        long = "kube-token-file",
+        visible_alias = "token-file",
+        value_name = "FILE",
+        env = "ARBITER_KUBE_TOKEN_FILE"
+    )]
     pub token_file: Option<PathBuf>,
     /// The API server's CA certificates (PEM); default: the public roots.
-    #[arg(long, value_name = "FILE")]
+    #[arg(long = "kube-ca-file", visible_alias = "ca-file", value_name = "FILE", env = "ARBITER_KUBE_CA_FILE")]
     pub ca_file: Option<PathBuf>,
     /// The Arbiter server (`arbiter serve`) that holds the session.
     #[arg(long, value_name = "URL", env = "ARBITER_URL", default_value = "http://127.0.0.1:8080")]
@@ -110,9 +122,15 @@ struct Clients {
 
 fn connect(c: &Connection) -> Result<Clients, String> {
     init_logging(&c.log)?;
-    let kube = match &c.api_server {
-        Some(url) => Client::new(url, c.token_file.as_deref(), c.ca_file.as_deref())?,
-        None => Client::in_cluster()?,
+    let earlier = std::env::var("ARBITER_K8S_API_SERVER").ok().filter(|v| !v.is_empty());
+    if c.api_server.is_none() && earlier.is_some() {
+        tracing::warn!(
+            "ARBITER_K8S_API_SERVER is read for now; name it ARBITER_KUBE_API_SERVER, as `arbiter serve` does"
+        );
+    }
+    let kube = match c.api_server.clone().or(earlier).as_deref() {
+        Some(url) if url != "in-cluster" => Client::new(url, c.token_file.as_deref(), c.ca_file.as_deref())?,
+        _ => Client::in_cluster()?,
     };
     let arbiter = ArbiterClient::new(&c.arbiter, c.arbiter_token.as_deref())?;
     let reference =

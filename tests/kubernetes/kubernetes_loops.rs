@@ -241,12 +241,26 @@ fn the_commands_run_one_step_with_once_and_refuse_bad_flags() {
     assert_eq!(view["cluster"]["worker_types"]["k80"]["gpus_per_server"], 2);
     assert_eq!(view["round_seconds"], 360.0);
 
-    // Reusing it: a round is due at a new process's first step.
-    let out = run(&["kueue", "--once", "--api-server", &fake.url(), "--arbiter", &arbiter_url, "--session", &id]);
+    // Reusing it: a round is due at a new process's first step. The API server named as
+    // `arbiter serve` names it, by flag or variable, or by the earlier variable.
+    let out = run(&["kueue", "--once", "--kube-api-server", &fake.url(), "--arbiter", &arbiter_url, "--session", &id]);
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
     let report: Value = serde_json::from_slice(&out.stdout).unwrap();
     assert_eq!(report["added"], json!([]));
     assert_eq!(report["round"], 1);
+    for (variable, round) in [("ARBITER_KUBE_API_SERVER", 2), ("ARBITER_K8S_API_SERVER", 3)] {
+        let out = Command::new(env!("CARGO_BIN_EXE_arbiter"))
+            .args(["kueue", "--once", "--arbiter", &arbiter_url, "--session", &id])
+            .env("ARBITER_LOG", "warn")
+            .env(variable, fake.url())
+            .output()
+            .expect("run arbiter");
+        assert!(out.status.success(), "{variable}: {}", String::from_utf8_lossy(&out.stderr));
+        let report: Value = serde_json::from_slice(&out.stdout).unwrap();
+        assert_eq!(report["round"], round, "{variable}: {report}");
+        let warned = String::from_utf8_lossy(&out.stderr).contains("name it ARBITER_KUBE_API_SERVER");
+        assert_eq!(warned, variable == "ARBITER_K8S_API_SERVER", "{variable}");
+    }
 
     let fails = [
         (vec!["kueue", "--once", "--api-server", "k8s:6443"], "not an http:// or https:// URL"),
