@@ -181,7 +181,7 @@ fn the_allocation_is_recomputed_when_jobs_change_but_not_more_often_than_the_int
     let r = round(&mut s);
     assert!(!r.allocation_recomputed);
     assert_eq!(r.jobs[1].lease, LeaseChange::Waiting);
-    assert_eq!(s.allocation("b").unwrap(), &[0.0]);
+    assert_eq!(*s.allocation("b").unwrap(), [0.0]);
     let r = round(&mut s);
     assert!(r.allocation_recomputed);
     assert!(s.allocation("b").unwrap()[0] > 0.0);

@@ -399,7 +399,7 @@ fn random_allocation(s: &Session, seed: u64) -> (Matrix, Matrix) {
 fn check_effective_throughputs(s: &Session) {
     for id in s.job_ids() {
         let dot = |t: &[f64], x: &[f64]| t.iter().zip(x).map(|(a, b)| a * b).sum::<f64>();
-        let mut want = dot(s.throughput(id).unwrap(), s.allocation(id).unwrap());
+        let mut want = dot(s.throughput(id).unwrap(), &s.allocation(id).unwrap());
         for [a, b] in s.colocations() {
             let other = if a == id {
                 b
