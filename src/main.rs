@@ -316,10 +316,10 @@ fn run_controller(name: &str, result: Result<String, String>) -> ExitCode {
 
 /// One-shot commands give up transparent huge pages. mimalloc asks for them (`MADV_HUGEPAGE`), and
 /// where the kernel compacts memory to grant them (defrag `madvise`, its usual setting) a process
-/// that touches its memory once can stall on it: right after another large process, the first
-/// `arbiter solve` of 16,384 jobs has taken 0.10–0.18 s against 0.05 s, and of
-/// `finish_time_fairness` 0.23 s against 0.17 s; without them the first run is within 0.01 s of
-/// the best (benches/README.md). The service, the simulators and the controllers live long, reuse
+/// that touches its memory once can stall on it: right after another large process, a first
+/// `arbiter solve` of LAS on 16,384 jobs has taken 0.10–0.18 s where it takes 0.05 s, and of
+/// `finish_time_fairness` 0.23 s where it takes 0.15–0.17 s; without them the first run is
+/// within 0.01 s of the best (benches/README.md). The service, the simulators and the controllers live long, reuse
 /// their memory, and keep them.
 fn without_huge_pages() {
     #[cfg(target_os = "linux")]

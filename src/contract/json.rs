@@ -2,6 +2,7 @@
 //! at. A well-formed document is read once, at serde_json's own speed; only a refused one is read
 //! again with its path tracked, so naming the field costs nothing on the requests that are fine.
 
+use super::error::{ArbiterError, ErrorCode};
 use serde::de::DeserializeOwned;
 
 /// Why a text is not a `T`: serde's message and, when it is below the document's root, the field
@@ -10,6 +11,15 @@ use serde::de::DeserializeOwned;
 pub struct Refusal {
     pub path: Option<String>,
     pub message: String,
+}
+
+impl Refusal {
+    /// The contract's error object for it: `malformed_request` at its path, its message after
+    /// `prefix`.
+    pub fn into_error(self, prefix: &str) -> ArbiterError {
+        let error = ArbiterError::new(ErrorCode::MalformedRequest, format!("{prefix}{}", self.message));
+        ArbiterError { field: self.path, ..error }
+    }
 }
 
 /// `text` as a `T`, with nothing but whitespace after it.

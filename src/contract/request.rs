@@ -129,9 +129,6 @@ impl Request {
         if !text.trim_start().starts_with('{') {
             return Err(ArbiterError::new(ErrorCode::MalformedRequest, "malformed request: expected a JSON object"));
         }
-        super::json::read(text).map_err(|e| ArbiterError {
-            field: e.path,
-            ..ArbiterError::new(ErrorCode::MalformedRequest, format!("malformed request: {}", e.message))
-        })
+        super::json::read(text).map_err(|e| e.into_error("malformed request: "))
     }
 }

@@ -67,8 +67,7 @@ pub fn run(args: &EstimateArgs) -> Result<String> {
     })?;
     let text = if input == "-" { std::io::read_to_string(std::io::stdin()) } else { std::fs::read_to_string(input) }
         .map_err(|e| ArbiterError::new(ErrorCode::MalformedRequest, format!("cannot read {input}: {e}")))?;
-    let request: EstimateRequest = crate::contract::json::read(&text)
-        .map_err(|e| ArbiterError { field: e.path, ..ArbiterError::new(ErrorCode::MalformedRequest, e.message) })?;
+    let request: EstimateRequest = crate::contract::json::read(&text).map_err(|e| e.into_error(""))?;
     let response = api::estimate(&request, table.as_ref())?;
     Ok(serde_json::to_string_pretty(&response).expect("a response serializes"))
 }

@@ -4,7 +4,6 @@
 use super::error::ApiError;
 use super::state::SharedState;
 use crate::contract::json;
-use crate::error::{ArbiterError, ErrorCode};
 use axum::body::Bytes;
 use axum::extract::{FromRequest, FromRequestParts, Path, Query, Request};
 use axum::http::header::CONTENT_LENGTH;
@@ -79,8 +78,5 @@ pub fn parse_object<T: DeserializeOwned>(text: &str) -> Result<T, ApiError> {
     if !text.trim_start().starts_with('{') {
         return Err(ApiError::malformed("malformed request: expected a JSON object"));
     }
-    json::read(text).map_err(|e| {
-        let error = ArbiterError::new(ErrorCode::MalformedRequest, format!("malformed request: {}", e.message));
-        ApiError::Arbiter(ArbiterError { field: e.path, ..error })
-    })
+    json::read(text).map_err(|e| ApiError::Arbiter(e.into_error("malformed request: ")))
 }

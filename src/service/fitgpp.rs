@@ -233,9 +233,7 @@ pub fn is_fitgpp(spec: &str) -> bool {
 }
 
 fn parse<T: serde::de::DeserializeOwned>(text: &str) -> ApiResult<T> {
-    crate::contract::json::read(text).map_err(|e| {
-        ApiError::Arbiter(ArbiterError { field: e.path, ..ArbiterError::new(ErrorCode::MalformedRequest, e.message) })
-    })
+    crate::contract::json::read(text).map_err(|e| ApiError::Arbiter(e.into_error("")))
 }
 
 /// The empty cluster a creation body describes.

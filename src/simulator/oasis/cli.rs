@@ -45,8 +45,7 @@ pub struct OasisOutput {
 
 /// Decides every job of `text` (the input's JSON).
 pub fn decide_all(text: &str, lowest: LowestUtility, u: f64, l: f64) -> Result<OasisOutput> {
-    let input: OasisInput = crate::contract::json::read(text)
-        .map_err(|e| ArbiterError { field: e.path, ..ArbiterError::new(ErrorCode::MalformedRequest, e.message) })?;
+    let input: OasisInput = crate::contract::json::read(text).map_err(|e| e.into_error(""))?;
     let jobs = validate(&input.cluster, &input.jobs)?;
     let prices = PriceParameters::estimate_with(&jobs, &input.cluster, lowest)?.scaled(u, l)?;
     let mut oasis = Oasis::new(input.cluster, prices)?;
