@@ -98,6 +98,11 @@ pub struct SyncArgs {
     /// kueue` does). Only where nothing else runs them: never beside `arbiter kueue`.
     #[arg(long)]
     pub run_rounds: bool,
+    /// Evict the bound pods that sit on a server the last round does not run their job on and
+    /// that no binding records: pods the scheduler placed alone, past an `ignorable` extender it
+    /// could not reach. Their controllers recreate them, and the extender places the new ones.
+    #[arg(long)]
+    pub evict_misplaced: bool,
 }
 
 fn init_logging(directives: &str) -> Result<(), String> {
@@ -195,6 +200,9 @@ pub fn run_sync(args: &SyncArgs) -> Result<String, String> {
     let mut sync = Sync::new(clients.kube, clients.arbiter, args.session.clone(), clients.reference);
     if args.run_rounds {
         sync = sync.running_rounds();
+    }
+    if args.evict_misplaced {
+        sync = sync.evicting_misplaced();
     }
     if args.connection.once {
         let report = sync.step()?;

@@ -51,6 +51,7 @@ fn run(nodes: &[Value], pods: &[Value], session: &SessionSnapshot, known: &BTree
         bindings: &[],
         evictions: &[],
         refused: &refused,
+        evict_misplaced: false,
     })
 }
 

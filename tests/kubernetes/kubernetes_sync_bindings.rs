@@ -1,9 +1,12 @@
 //! `k8s-sync`'s binding duties, without I/O: bound pods the session has not recorded are reported
 //! (a refused one once per round), the last round's evictions of live pods are carried out, the
-//! bindings of pods that are gone are forgotten, and a job whose pods are only being deleted stays.
+//! bindings of pods that are gone are forgotten, and a job whose pods are only being deleted stays;
+//! with `--evict-misplaced`, pods the scheduler bound alone where the round does not run their job
+//! are evicted.
 
 use crate::fixtures::snapshot;
-use crate::kubernetes_sync::pod;
+use crate::kubernetes_sync::{node, pod};
+use arbiter::kubernetes::objects::Node;
 use arbiter::kubernetes::objects::Pod;
 use arbiter::kubernetes::session::{BindingSnapshot, EvictionSnapshot};
 use arbiter::kubernetes::sync::{plan, plan_bindings, PodOnNode, SyncInputs};
@@ -127,6 +130,7 @@ fn the_sync_plan_carries_the_binding_duties_and_keeps_a_job_whose_pods_are_being
         bindings: &bindings,
         evictions: &[],
         refused: &refused,
+        evict_misplaced: false,
     };
     let planned = plan(&inputs);
     assert_eq!(planned.bindings.bind, [on("bert-1", "gpu-v100-0")]);
@@ -141,4 +145,67 @@ fn the_sync_plan_carries_the_binding_duties_and_keeps_a_job_whose_pods_are_being
     assert!(planned.known.contains("bert"));
     let planned = plan(&SyncInputs { pods: &[], ..inputs });
     assert_eq!(planned.remove, ["bert"]);
+}
+
+#[test]
+fn with_evict_misplaced_pods_bound_where_the_round_does_not_run_their_job_are_evicted() {
+    // Round 0 ran bert on k80 server 0 and left gpt waiting; late arrived after it. k80 has
+    // servers 0 and 1; cpu-0 is no server of the session.
+    let mut session = snapshot(1, &[("bert", 0.0, Some("k80")), ("gpt", 0.0, None), ("late", 360.0, None)]);
+    session.jobs[0].lease.as_mut().unwrap().gpus = vec!["k80/0/0".into(), "k80/0/1".into()];
+    let nodes: Vec<Node> = [node("gpu-k80-0", "k80", "0", true, false), node("gpu-k80-1", "k80", "1", true, false)]
+        .iter()
+        .chain(&[json!({"apiVersion": "v1", "kind": "Node", "metadata": {"name": "cpu-0"}})])
+        .map(|n| serde_json::from_value(n.clone()).unwrap())
+        .collect();
+    let placed = |name: &str, job: &str, node: &str| {
+        let mut p = pod(name, job, 1, "Running", THR);
+        p["spec"]["nodeName"] = json!(node);
+        p
+    };
+    let listed = pods(&[
+        placed("bert-0", "bert", "gpu-k80-0"), // where the round runs it
+        placed("bert-1", "bert", "gpu-k80-1"), // misplaced
+        placed("gpt-0", "gpt", "gpu-k80-1"),   // its job waits
+        placed("late-0", "late", "gpu-k80-1"), // its job arrived after the round
+        placed("bert-2", "bert", "cpu-0"),     // not a server of the session
+        placed("bert-3", "bert", "gpu-k80-1"), // recorded: the session's evictions cover it
+        bert("bert-4", "Pending", None),
+    ]);
+    let known = BTreeSet::new();
+    let refused = BTreeMap::new();
+    let mut recorded = binding("bert-3", "uid-bert-3", "gpu-k80-1");
+    recorded.server = "k80/1".into();
+    let inputs = SyncInputs {
+        nodes: &nodes,
+        pods: &listed,
+        session: &session,
+        reference: None,
+        known: &known,
+        bindings: &[recorded],
+        evictions: &[],
+        refused: &refused,
+        evict_misplaced: true,
+    };
+    let planned = plan(&inputs).bindings;
+    let evicted: Vec<(&str, &str, &str)> =
+        planned.misplaced.iter().map(|e| (e.pod.name.as_str(), e.pod.server.as_str(), e.reason.as_str())).collect();
+    assert_eq!(
+        evicted,
+        [
+            ("bert-1", "k80/1", "bound to k80/1 outside the rounds: round 0 runs job bert on k80/0"),
+            ("gpt-0", "k80/1", "bound to k80/1 outside the rounds: round 0 runs job gpt nowhere"),
+        ]
+    );
+    assert_eq!(planned.misplaced[0].pod.uid, "uid-bert-1");
+    assert_eq!(planned.misplaced[1].pod.job, "gpt");
+    assert!(planned.evict.is_empty());
+    let reported: Vec<&str> = planned.bind.iter().map(|b| b.name.as_str()).collect();
+    assert_eq!(reported, ["bert-0", "bert-2", "late-0"], "the evicted are not reported to bind");
+
+    // Without the flag nothing is evicted, and every unrecorded bound pod is reported.
+    let planned = plan(&SyncInputs { evict_misplaced: false, ..inputs }).bindings;
+    assert!(planned.misplaced.is_empty());
+    let reported: Vec<&str> = planned.bind.iter().map(|b| b.name.as_str()).collect();
+    assert_eq!(reported, ["bert-0", "bert-1", "bert-2", "gpt-0", "late-0"]);
 }

@@ -2,7 +2,9 @@
 //! `arbiter serve`, over several rounds it runs itself (`--run-rounds`): pods the scheduler binds
 //! are recorded, a refused one is asked again only after the next round, a round that preempts a
 //! job gets exactly its pods evicted (a PodDisruptionBudget's 429 retried) and their bindings
-//! forgotten, and the replacement pods are recorded in turn. Then `--once` prints the new fields.
+//! forgotten, and the replacement pods are recorded in turn. With `--evict-misplaced`, a pod the
+//! scheduler bound alone where the round does not run its job is evicted. Then `--once` prints the
+//! new fields.
 
 use crate::fake_api::{FakeApi, Recorded};
 use crate::kubernetes_sync::{node, pod};
@@ -192,6 +194,42 @@ fn k8s_sync_records_bindings_evicts_what_a_round_preempts_and_forgets_it() {
     let report = sync.step_at(t0 + Duration::from_secs(375)).unwrap();
     assert_eq!(report.forgotten, names(&still.iter().map(String::as_str).collect::<Vec<_>>()), "{report:?}");
     assert!(evictions(&fake.take()).is_empty(), "a finished pod is not evicted");
+}
+
+#[test]
+fn k8s_sync_evicts_a_pod_bound_where_the_round_does_not_run_its_job_with_evict_misplaced() {
+    let server = Fixture::start("k8s-sync-misplaced", &["--no-demo"]);
+    let fake = FakeApi::start();
+    let id = create_session(&server);
+    let thr = r#"{"v100": 10.0}"#;
+    fake.set(
+        "/api/v1/nodes",
+        vec![node("gpu-v100-0", "v100", "0", true, false), node("gpu-v100-1", "v100", "1", true, false)],
+    );
+    let jobs = ["alpha", "beta", "gamma"];
+    fake.set(PODS, jobs.iter().map(|j| pod(&format!("{j}-0"), j, 4, "Pending", thr)).collect());
+    let kube = Client::new(&fake.url(), None, None).unwrap();
+    let arbiter = ArbiterClient::new(&format!("http://{}", server.server.addr), None).unwrap();
+    let mut sync = Sync::new(kube, arbiter, id.clone(), None).running_rounds().evicting_misplaced();
+    let t0 = Instant::now();
+    assert_eq!(sync.step_at(t0).unwrap().rounds, [0]);
+    let placed = leases(&server, &id);
+    let waiting = jobs.iter().copied().find(|j| placed[*j].is_empty()).expect("one job waits");
+    let running = jobs.iter().copied().find(|j| !placed[*j].is_empty()).unwrap();
+
+    // Past an unreachable ignorable extender, the scheduler binds the waiting job's pod to the
+    // node of a server the round gave another job, and a running job's pod where it runs.
+    bind_in_fake(&fake, &format!("{waiting}-0"), &node_of(placed[running].iter().next().unwrap()));
+    bind_in_fake(&fake, &format!("{running}-0"), &node_of(placed[running].iter().next().unwrap()));
+    let report = sync.step_at(t0 + Duration::from_secs(5)).unwrap();
+    assert_eq!(report.evicted, names(&[&format!("{waiting}-0")]), "{report:?}");
+    assert_eq!(report.bound, names(&[&format!("{running}-0")]), "{report:?}");
+    assert!(report.forgotten.is_empty() && report.refused.is_empty(), "no binding to forget: {report:?}");
+    let requests = fake.take();
+    let attempts = evictions(&requests);
+    assert_eq!(attempts.len(), 1, "{requests:?}");
+    assert_eq!(attempts[0].uri, format!("/api/v1/namespaces/team-c/pods/{waiting}-0/eviction"));
+    assert!(!recorded(&server, &id).contains_key(&format!("{waiting}-0")));
 }
 
 #[test]

@@ -27,6 +27,9 @@ pub struct PodOnNode {
 pub struct BindingPlan {
     pub bind: Vec<PodOnNode>,
     pub evict: Vec<EvictionSnapshot>,
+    /// Bound pods no binding records, on a server the last round does not run their job on
+    /// (`--evict-misplaced`): evicted, with no binding to forget.
+    pub misplaced: Vec<EvictionSnapshot>,
     /// `(namespace, name)` of bindings whose pod is gone.
     pub forget: Vec<(String, String)>,
 }
@@ -41,7 +44,7 @@ pub fn is_live(pod: &Pod) -> bool {
     !is_finished(pod) && pod.metadata.deletion_timestamp.is_none()
 }
 
-fn namespace(pod: &Pod) -> &str {
+pub(super) fn namespace(pod: &Pod) -> &str {
     pod.metadata.namespace.as_deref().unwrap_or("default")
 }
 

@@ -45,6 +45,9 @@ pub struct Sync {
     rounds: Option<RoundClock>,
     /// Pods `bind` refused, with the session's rounds when it did.
     refused: BTreeMap<PodOnNode, u64>,
+    /// Evict the bound pods that sit where the last round does not run their job and that no
+    /// binding records (`--evict-misplaced`).
+    evict_misplaced: bool,
 }
 
 /// What one step reads: from the API server, then from the session.
@@ -71,7 +74,15 @@ impl Sync {
             reported: BTreeSet::new(),
             rounds: None,
             refused: BTreeMap::new(),
+            evict_misplaced: false,
         }
+    }
+
+    /// This loop also evicts the pods the scheduler bound where the last round does not run their
+    /// job and no binding records (`--evict-misplaced`): placed past an `ignorable` extender.
+    pub fn evicting_misplaced(mut self) -> Sync {
+        self.evict_misplaced = true;
+        self
     }
 
     /// This loop also runs the session's rounds (`--run-rounds`): at its first step, then every
@@ -107,6 +118,7 @@ impl Sync {
             bindings: &o.bindings,
             evictions: &o.evictions,
             refused: &self.refused,
+            evict_misplaced: self.evict_misplaced,
         })
     }
 
@@ -212,7 +224,8 @@ impl Sync {
     /// server has taken the eviction (or the pod is gone). A PodDisruptionBudget's 429 leaves the
     /// binding, so the eviction is tried again at the next step.
     fn evict(&self, decided: &SyncPlan, report: &mut SyncReport) {
-        for e in &decided.bindings.evict {
+        let recorded = decided.bindings.evict.iter().map(|e| (e, true));
+        for (e, has_binding) in recorded.chain(decided.bindings.misplaced.iter().map(|e| (e, false))) {
             let pod = key(&e.pod.namespace, &e.pod.name);
             match self.kube.evict_pod(&e.pod.namespace, &e.pod.name) {
                 Ok(()) => {
@@ -233,7 +246,9 @@ impl Sync {
                     continue;
                 }
             }
-            self.forget_one(&e.pod.namespace, &e.pod.name, report);
+            if has_binding {
+                self.forget_one(&e.pod.namespace, &e.pod.name, report);
+            }
         }
     }
 

@@ -5,7 +5,7 @@
 //! and removed once every pod it had has succeeded, failed for good or been deleted. Bound pods
 //! are reported to the scheduler extender, evicted and forgotten as `bindings` decides.
 
-use super::bindings::{is_finished, is_live, plan_bindings, BindingPlan, PodOnNode};
+use super::bindings::{is_finished, is_live, namespace, plan_bindings, BindingPlan, PodOnNode};
 use crate::kubernetes::jobs;
 use crate::kubernetes::keys::{JOB, PODS, SERVER, WORKER_TYPE};
 use crate::kubernetes::kueue::reconcile::is_kueue_job;
@@ -30,6 +30,9 @@ pub struct SyncInputs<'a> {
     /// Pods `bind` refused, with the session's rounds when it did: not reported again until
     /// another round has run.
     pub refused: &'a BTreeMap<PodOnNode, u64>,
+    /// Evict bound pods that no binding records and that sit where the last round does not run
+    /// their job (`misplaced`).
+    pub evict_misplaced: bool,
 }
 
 #[derive(Debug, Clone, Default)]
@@ -159,5 +162,64 @@ pub fn plan(inputs: &SyncInputs<'_>) -> SyncPlan {
     // it is forgotten.
     out.known.extend(out.remove.iter().cloned());
     out.bindings = plan_bindings(inputs.pods, inputs.bindings, inputs.evictions, inputs.refused, inputs.session.rounds);
+    if inputs.evict_misplaced {
+        let misplaced = misplaced(inputs);
+        out.bindings.bind.retain(|b| !misplaced.iter().any(|e| e.pod.namespace == b.namespace && e.pod.name == b.name));
+        out.bindings.misplaced = misplaced;
+    }
+    out
+}
+
+/// Live pods bound where the last round does not run their job, which no binding records: the
+/// scheduler placed them alone, as it does past an `ignorable` extender it cannot reach. Only
+/// pods of jobs the last round decided about, on nodes that are servers of the session; a job
+/// the round runs nowhere has all its bound pods here.
+fn misplaced(inputs: &SyncInputs<'_>) -> Vec<EvictionSnapshot> {
+    let servers: BTreeMap<&str, String> = inputs
+        .nodes
+        .iter()
+        .filter_map(|n| match server_of(n, inputs.session) {
+            Some(Ok((worker_type, server, _))) => Some((n.metadata.name.as_str(), format!("{worker_type}/{server}"))),
+            _ => None,
+        })
+        .collect();
+    let recorded: BTreeSet<(&str, &str)> =
+        inputs.bindings.iter().map(|b| (b.namespace.as_str(), b.name.as_str())).collect();
+    let jobs = inputs.session.jobs_by_id();
+    let round = inputs.session.last_round().unwrap_or_default();
+    let mut out = Vec::new();
+    for pod in inputs.pods.iter().filter(|p| is_live(p)) {
+        let (ns, name) = (namespace(pod), pod.metadata.name.as_str());
+        let Some(job_id) = pod.metadata.labels.get(JOB).filter(|j| !is_kueue_job(j)) else { continue };
+        let Some(node) = pod.spec.node_name.as_deref().filter(|n| !n.is_empty()) else { continue };
+        let (Some(job), Some(server)) = (jobs.get(job_id.as_str()), servers.get(node)) else { continue };
+        if recorded.contains(&(ns, name)) || !inputs.session.in_last_round(job) {
+            continue;
+        }
+        let runs_on: BTreeSet<&str> = job
+            .lease
+            .iter()
+            .flat_map(|l| &l.gpus)
+            .filter_map(|gpu| gpu.rsplit_once('/').map(|(server, _)| server))
+            .collect();
+        if runs_on.contains(server.as_str()) {
+            continue;
+        }
+        let decided = match runs_on.is_empty() {
+            true => "nowhere".to_string(),
+            false => format!("on {}", runs_on.into_iter().collect::<Vec<_>>().join(", ")),
+        };
+        out.push(EvictionSnapshot {
+            pod: BindingSnapshot {
+                namespace: ns.to_string(),
+                name: name.to_string(),
+                uid: pod.metadata.uid.clone().unwrap_or_default(),
+                node: node.to_string(),
+                job: job_id.clone(),
+                server: server.clone(),
+            },
+            reason: format!("bound to {server} outside the rounds: round {round} runs job {job_id} {decided}"),
+        });
+    }
     out
 }
