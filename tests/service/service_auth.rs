@@ -384,6 +384,27 @@ fn session_and_job_quotas_are_403_naming_the_quota() {
     for _ in 0..3 {
         created_id(&create_session(&mut b, 5));
     }
+    // `arbiter token quota` sets an override, which the running server applies within about a
+    // second; `--clear` removes it.
+    let file = s.file.to_str().unwrap();
+    let out = arbiter(&["token", "quota", "--file", file, "b", "--max-sessions", "3"]);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert_eq!(String::from_utf8_lossy(&out.stdout), "tenant b: {\"max_sessions\":3}\n");
+    let deadline = Instant::now() + Duration::from_secs(10);
+    loop {
+        let reply = create_session(&mut b, 1);
+        if reply.status == 403 {
+            quota(&reply, "max_sessions", 3);
+            break;
+        }
+        assert_eq!(reply.status, 201, "{}", reply.text());
+        assert!(Instant::now() < deadline, "the override was not applied");
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    let out = arbiter(&["token", "quota", "--file", file, "b", "--max-sessions", "0", "--burst", "0"]);
+    assert!(String::from_utf8_lossy(&out.stderr).contains("burst must be at least 1"), "{out:?}");
+    let out = arbiter(&["token", "quota", "--file", file, "b", "--clear"]);
+    assert_eq!(String::from_utf8_lossy(&out.stdout), "tenant b: none (the server's flags)\n");
     // Deleting makes room.
     assert_eq!(a.delete(&format!("/v1/fitgpp/sessions/{fit}")).unwrap().status, 204);
     created_id(&create_session(&mut a, 1));

@@ -1,8 +1,8 @@
 //! `arbiter token`: create a token (printed once, stored as its digest), list the tokens (never a
-//! digest or a secret), revoke one. Every change rewrites the file atomically with mode 0600; a
-//! running server sees it within about a second.
+//! digest or a secret), revoke one, set or clear a tenant's quota overrides. Every change rewrites
+//! the file atomically with mode 0600; a running server sees it within about a second.
 
-use super::file::{check_name, now_rfc3339, TokenFile, TokenRecord};
+use super::file::{check_name, now_rfc3339, TenantQuotas, TokenFile, TokenRecord};
 use super::secret::{digest, generate, random_hex};
 use super::Scope;
 use clap::{Args, Subcommand};
@@ -26,6 +26,36 @@ pub enum TokenCommand {
         /// The token's id.
         id: String,
     },
+    /// Set a tenant's quota overrides (the server's `--tenant-*` flags apply to what is left
+    /// out), or clear them; with neither, print them. A running server applies them within about
+    /// a second.
+    Quota(QuotaArgs),
+}
+
+#[derive(Debug, Clone, Args)]
+pub struct QuotaArgs {
+    #[command(flatten)]
+    pub file: FileArg,
+    /// The tenant.
+    pub tenant: String,
+    /// Live sessions the tenant may own.
+    #[arg(long)]
+    pub max_sessions: Option<u64>,
+    /// Active jobs in one of its sessions.
+    #[arg(long)]
+    pub max_jobs_per_session: Option<u64>,
+    /// Its requests that solve at once.
+    #[arg(long)]
+    pub max_concurrent_solves: Option<u64>,
+    /// Its requests per second (a token bucket refilled at this rate).
+    #[arg(long)]
+    pub requests_per_second: Option<f64>,
+    /// The bucket's size.
+    #[arg(long)]
+    pub burst: Option<u64>,
+    /// Remove every override of the tenant: the server's flags apply again.
+    #[arg(long, conflicts_with_all = ["max_sessions", "max_jobs_per_session", "max_concurrent_solves", "requests_per_second", "burst"])]
+    pub clear: bool,
 }
 
 #[derive(Debug, Clone, Args)]
@@ -58,7 +88,43 @@ pub fn run(command: &TokenCommand) -> Result<String, String> {
         TokenCommand::Create(args) => create(args),
         TokenCommand::List { file } => list(&TokenFile::read(&file.file)?),
         TokenCommand::Revoke { file, id } => revoke(&file.file, id),
+        TokenCommand::Quota(args) => quota(args),
     }
+}
+
+fn quota(args: &QuotaArgs) -> Result<String, String> {
+    check_name("tenant", &args.tenant)?;
+    let set = TenantQuotas {
+        max_sessions: args.max_sessions,
+        max_jobs_per_session: args.max_jobs_per_session,
+        max_concurrent_solves: args.max_concurrent_solves,
+        requests_per_second: args.requests_per_second,
+        burst: args.burst,
+    };
+    let shown = |q: Option<&TenantQuotas>| -> Result<String, String> {
+        let text = match q {
+            Some(q) => serde_json::to_string(q).map_err(|e| e.to_string())?,
+            None => "none (the server's flags)".to_string(),
+        };
+        Ok(format!("tenant {}: {text}\n", args.tenant))
+    };
+    if !args.clear && set == TenantQuotas::default() {
+        return shown(TokenFile::read_or_new(&args.file.file)?.tenants.get(&args.tenant));
+    }
+    let now = TokenFile::update(&args.file.file, |file| {
+        if args.clear {
+            file.tenants.remove(&args.tenant);
+            return Ok(None);
+        }
+        let q = file.tenants.entry(args.tenant.clone()).or_default();
+        q.max_sessions = set.max_sessions.or(q.max_sessions);
+        q.max_jobs_per_session = set.max_jobs_per_session.or(q.max_jobs_per_session);
+        q.max_concurrent_solves = set.max_concurrent_solves.or(q.max_concurrent_solves);
+        q.requests_per_second = set.requests_per_second.or(q.requests_per_second);
+        q.burst = set.burst.or(q.burst);
+        Ok(Some(*q))
+    })?;
+    shown(now.as_ref())
 }
 
 fn create(args: &CreateArgs) -> Result<String, String> {
