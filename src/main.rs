@@ -70,7 +70,7 @@ enum Command {
     /// (`demo`) and prints the URLs to try; SIGTERM or Ctrl-C lets in-flight requests finish.
     Serve(arbiter::service::Config),
     /// Manage the bearer tokens of `arbiter serve --tokens FILE`: create (the token is printed
-    /// once; the file keeps its SHA-256 digest), list, revoke.
+    /// once; the file keeps its SHA-256 digest), list, revoke, and tenants' quota overrides.
     ///
     /// The file is written atomically with mode 0600; a running server re-reads it within about
     /// a second. Failures exit with status 1 and a message on stderr.
