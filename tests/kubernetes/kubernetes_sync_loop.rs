@@ -76,31 +76,41 @@ fn names(list: &[&str]) -> Vec<String> {
     list.iter().map(|n| format!("team-c/{n}")).collect()
 }
 
-#[test]
-fn k8s_sync_records_bindings_evicts_what_a_round_preempts_and_forgets_it() {
-    let server = Fixture::start("k8s-sync-bindings", &["--no-demo"]);
+const THR: &str = r#"{"v100": 10.0}"#;
+const JOBS: [&str; 3] = ["alpha", "beta", "gamma"];
+
+/// `arbiter serve` with `create_session`'s session, the fake API server listing the two v100
+/// servers' nodes (and `more_nodes`) and one pending pod per job of `JOBS`, and a sync between
+/// them that runs the rounds.
+fn start(name: &str, more_nodes: Vec<Value>) -> (Fixture, FakeApi, String, Sync) {
+    let server = Fixture::start(name, &["--no-demo"]);
     let fake = FakeApi::start();
     let id = create_session(&server);
-    let thr = r#"{"v100": 10.0}"#;
     let mut nodes = vec![node("gpu-v100-0", "v100", "0", true, false), node("gpu-v100-1", "v100", "1", true, false)];
-    nodes.push(json!({"metadata": {"name": "cpu-0", "labels": {"kubernetes.io/hostname": "cpu-0"}},
-                      "status": {"conditions": [{"type": "Ready", "status": "True"}]}}));
+    nodes.extend(more_nodes);
     fake.set("/api/v1/nodes", nodes);
-    let jobs = ["alpha", "beta", "gamma"];
-    fake.set(PODS, jobs.iter().map(|j| pod(&format!("{j}-0"), j, 4, "Pending", thr)).collect());
+    fake.set(PODS, JOBS.iter().map(|j| pod(&format!("{j}-0"), j, 4, "Pending", THR)).collect());
     let kube = Client::new(&fake.url(), None, None).unwrap();
     let arbiter = ArbiterClient::new(&format!("http://{}", server.server.addr), None).unwrap();
-    let mut sync = Sync::new(kube, arbiter, id.clone(), None).running_rounds();
+    let sync = Sync::new(kube, arbiter, id.clone(), None).running_rounds();
+    (server, fake, id, sync)
+}
+
+#[test]
+fn k8s_sync_records_bindings_evicts_what_a_round_preempts_and_forgets_it() {
+    let cpu = json!({"metadata": {"name": "cpu-0", "labels": {"kubernetes.io/hostname": "cpu-0"}},
+                     "status": {"conditions": [{"type": "Ready", "status": "True"}]}});
+    let (server, fake, id, mut sync) = start("k8s-sync-bindings", vec![cpu]);
     let t0 = Instant::now();
 
     // The pods appear: their jobs are added and the first round runs.
     let report = sync.step_at(t0).unwrap();
-    assert_eq!(report.added, jobs);
+    assert_eq!(report.added, JOBS);
     assert_eq!(report.rounds, [0]);
     assert!(report.bound.is_empty() && report.evicted.is_empty() && report.forgotten.is_empty(), "{report:?}");
     let placed = leases(&server, &id);
-    let running: Vec<&str> = jobs.iter().copied().filter(|j| !placed[*j].is_empty()).collect();
-    let waiting = jobs.iter().copied().find(|j| placed[*j].is_empty()).expect("8 GPUs for 12 asked: one waits");
+    let running: Vec<&str> = JOBS.iter().copied().filter(|j| !placed[*j].is_empty()).collect();
+    let waiting = JOBS.iter().copied().find(|j| placed[*j].is_empty()).expect("8 GPUs for 12 asked: one waits");
     assert_eq!(running.len(), 2, "{placed:?}");
 
     // The scheduler binds the running jobs' pods to their servers' nodes, and the waiting job's
@@ -176,8 +186,8 @@ fn k8s_sync_records_bindings_evicts_what_a_round_preempts_and_forgets_it() {
         !moved.iter().any(|m| m == name) && name != format!("{waiting}-0")
     });
     let mut replacements: Vec<Value> =
-        moved.iter().map(|m| pod(&m.replace("-0", "-1"), m.trim_end_matches("-0"), 4, "Pending", thr)).collect();
-    let mut new_pod = pod(&format!("{waiting}-1"), waiting, 4, "Pending", thr);
+        moved.iter().map(|m| pod(&m.replace("-0", "-1"), m.trim_end_matches("-0"), 4, "Pending", THR)).collect();
+    let mut new_pod = pod(&format!("{waiting}-1"), waiting, 4, "Pending", THR);
     new_pod["spec"]["nodeName"] = json!(node_of(placed[waiting].iter().next().unwrap()));
     replacements.push(new_pod);
     fake.state.lock().unwrap().collections.get_mut(PODS).unwrap().extend(replacements);
@@ -198,24 +208,13 @@ fn k8s_sync_records_bindings_evicts_what_a_round_preempts_and_forgets_it() {
 
 #[test]
 fn k8s_sync_evicts_a_pod_bound_where_the_round_does_not_run_its_job_with_evict_misplaced() {
-    let server = Fixture::start("k8s-sync-misplaced", &["--no-demo"]);
-    let fake = FakeApi::start();
-    let id = create_session(&server);
-    let thr = r#"{"v100": 10.0}"#;
-    fake.set(
-        "/api/v1/nodes",
-        vec![node("gpu-v100-0", "v100", "0", true, false), node("gpu-v100-1", "v100", "1", true, false)],
-    );
-    let jobs = ["alpha", "beta", "gamma"];
-    fake.set(PODS, jobs.iter().map(|j| pod(&format!("{j}-0"), j, 4, "Pending", thr)).collect());
-    let kube = Client::new(&fake.url(), None, None).unwrap();
-    let arbiter = ArbiterClient::new(&format!("http://{}", server.server.addr), None).unwrap();
-    let mut sync = Sync::new(kube, arbiter, id.clone(), None).running_rounds().evicting_misplaced();
+    let (server, fake, id, sync) = start("k8s-sync-misplaced", Vec::new());
+    let mut sync = sync.evicting_misplaced();
     let t0 = Instant::now();
     assert_eq!(sync.step_at(t0).unwrap().rounds, [0]);
     let placed = leases(&server, &id);
-    let waiting = jobs.iter().copied().find(|j| placed[*j].is_empty()).expect("one job waits");
-    let running = jobs.iter().copied().find(|j| !placed[*j].is_empty()).unwrap();
+    let waiting = JOBS.iter().copied().find(|j| placed[*j].is_empty()).expect("one job waits");
+    let running = JOBS.iter().copied().find(|j| !placed[*j].is_empty()).unwrap();
 
     // Past an unreachable ignorable extender, the scheduler binds the waiting job's pod to the
     // node of a server the round gave another job, and a running job's pod where it runs.
