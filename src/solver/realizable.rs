@@ -155,9 +155,7 @@ pub fn apply(problem: &Problem, outcome: Outcome, tie_broken: bool, backend: Bac
     // realizable optimum.
     let check = realizability::check(&instance, &check_budget(), backend).ok();
     let mut lp_solves = check.as_ref().map_or(0, |c| c.lp_solves);
-    if let Some(check) =
-        check.as_ref().filter(|c| !masked && c.stopped.is_none() && c.deliverable >= c.requested - 1e-9)
-    {
+    if let Some(check) = check.as_ref().filter(|c| !masked && c.delivers_all()) {
         let report = RealizableReport {
             applied: true,
             reason: None,
@@ -206,7 +204,7 @@ pub fn apply(problem: &Problem, outcome: Outcome, tie_broken: bool, backend: Bac
             }
             if let Ok(c) = realizability::check(&floors, &check_budget(), backend) {
                 lp_solves += c.lp_solves;
-                if c.stopped.is_none() && c.deliverable >= c.requested - 1e-9 {
+                if c.delivers_all() {
                     reaching = Some(c.configurations.clone());
                 }
                 seed.extend(c.configurations.into_iter().map(|(_, c)| c));
@@ -249,10 +247,7 @@ pub fn apply(problem: &Problem, outcome: Outcome, tie_broken: bool, backend: Bac
             .zip(&counted)
             .filter(|&(_, &c)| c)
             .fold(f64::INFINITY, |a, (v, _)| a.min(v)),
-        PolicyKind::MinMakespan => (0..problem.num_jobs())
-            .filter(|&m| counted[m] && problem.steps_remaining(m) > 0.0)
-            .map(|m| problem.steps_remaining(m) / thr[m])
-            .fold(0.0, f64::max),
+        PolicyKind::MinMakespan => min_makespan::makespan_of(problem, &thr, |m| counted[m]),
         _ => thr.iter().sum(),
     };
     let relative_gap = fractional.map(|f| if f != 0.0 { ((objective - f) / f).abs() } else { objective.abs() });

@@ -11,8 +11,13 @@ pub struct MinMakespan;
 
 /// `max_m r_m / thr_m` over jobs with steps left (0 when none has any).
 pub fn makespan(problem: &Problem, thr: &[f64]) -> f64 {
+    makespan_of(problem, thr, |_| true)
+}
+
+/// The makespan of the jobs `counted` keeps.
+pub fn makespan_of(problem: &Problem, thr: &[f64], counted: impl Fn(usize) -> bool) -> f64 {
     (0..problem.num_jobs())
-        .filter(|&m| problem.steps_remaining(m) > 0.0)
+        .filter(|&m| counted(m) && problem.steps_remaining(m) > 0.0)
         .map(|m| problem.steps_remaining(m) / thr[m])
         .fold(0.0, f64::max)
 }

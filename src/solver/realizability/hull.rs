@@ -97,11 +97,13 @@ pub fn solve(
         Goal::Ratio { demand, .. } => demand[m],
         Goal::Throughput { value } => value[m],
     };
+    // Jobs the goal counts.
+    let counts = |m: usize| weight(m).is_finite() && weight(m) > 0.0;
     // The entries a configuration may run: a positive throughput, a gang that fits, a job that
     // counts for the goal.
     let mut entries: Vec<(u32, u32)> = Vec::new();
     for (m, &sf) in scale_factors.iter().enumerate().take(jobs) {
-        if !(weight(m).is_finite() && weight(m) > 0.0) {
+        if !counts(m) {
             continue;
         }
         for (w, &gpus) in capacity.iter().enumerate().take(types) {
@@ -161,13 +163,7 @@ pub fn solve(
         }
     };
     let convexity = lp.add_row(Row::at_most(1.0, Vec::new()));
-    let pricing_work: u64 = {
-        let mut per_type = vec![0u64; types];
-        for &(_, w) in &entries {
-            per_type[w as usize] += 1;
-        }
-        per_type.iter().zip(capacity).map(|(&n, &c)| n * (c as u64 + 1)).sum()
-    };
+    let pricing_work = super::pricing_work(&entries, capacity);
     if pricing_work > budget.max_pricing_work {
         return Err(Skipped::TooLarge(format!(
             "pricing past {} knapsack steps ({pricing_work})",
@@ -216,9 +212,7 @@ pub fn solve(
         _ => {
             let (solution, bound, stopped) =
                 master.generate(&pricing, &limits, known, &mut lp_solves).map_err(Skipped::Solver)?;
-            let weights = master.weights(&solution);
-            let decomposition = master.columns.iter().cloned().zip(weights).filter(|(_, w)| *w > 0.0).collect();
-            (solution.objective, bound, stopped, decomposition)
+            (solution.objective, bound, stopped, master.decomposition(&solution))
         }
     };
     let (value, upper_bound) = (objective * unit, bound * unit);
@@ -245,7 +239,9 @@ pub fn solve(
                  configurations' idle GPUs to the jobs they leave out, without column generation"
             ));
         } else {
-            for (column, _) in &decomposition {
+            // The optimum's configurations (they need not be columns yet: a known decomposition
+            // reached it) and their filled forms.
+            for column in decomposition.iter().chain(&filled).map(|(column, _)| column) {
                 if !master.columns.contains(column) {
                     master.add(column.clone());
                 }
@@ -253,11 +249,6 @@ pub fn solve(
             let held = objective * (1.0 - HOLD_TOL);
             master.session.set_col_bounds(z, held.max(0.0), f64::INFINITY);
             master.session.set_costs(&[(z, 0.0)]);
-            for (column, _) in filled {
-                if !master.columns.contains(&column) {
-                    master.add(column);
-                }
-            }
             master.set_entry_costs(cost.iter().map(|c| if norm > 0.0 { c / norm } else { 0.0 }).collect());
             // A new objective: from the slack basis, which HiGHS re-solves far faster here than
             // from the last optimum's (1 s against 5.8 s at 2,048 jobs).
@@ -269,8 +260,7 @@ pub fn solve(
             let (second, _, why) =
                 master.generate(&pricing, &limits, known, &mut lp_solves).map_err(Skipped::Solver)?;
             tie_break_stopped = why;
-            decomposition =
-                master.columns.iter().cloned().zip(master.weights(&second)).filter(|(_, w)| *w > 0.0).collect();
+            decomposition = master.decomposition(&second);
         }
     }
     let weights: Vec<f64> = decomposition.iter().map(|d| d.1).collect();
@@ -289,7 +279,7 @@ pub fn solve(
         }
         configurations.push((weight, Configuration::new(column.iter().map(|&e| entries[e]).collect())));
     }
-    let unplaceable = (0..jobs).filter(|&m| !placeable[m] && weight(m).is_finite() && weight(m) > 0.0).collect();
+    let unplaceable = (0..jobs).filter(|&m| !placeable[m] && counts(m)).collect();
     Ok(Hull {
         value,
         upper_bound: upper_bound.max(value),

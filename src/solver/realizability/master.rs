@@ -196,6 +196,11 @@ impl Master {
         self.lambda.iter().map(|&c| solution.values.get(c).map_or(0.0, |v| v.max(0.0))).collect()
     }
 
+    /// The configurations with a positive weight in `solution`, with their weights.
+    pub fn decomposition(&self, solution: &crate::lp::Solution) -> Vec<(Vec<usize>, f64)> {
+        self.columns.iter().cloned().zip(self.weights(solution)).filter(|(_, w)| *w > 0.0).collect()
+    }
+
     /// Solves, prices the duals into a new configuration and adds it, until none improves, the
     /// objective reaches `known_bound` (an upper bound the caller knows, such as the fractional
     /// optimum: reaching it proves the optimum as well) or a limit is reached: the last solution,

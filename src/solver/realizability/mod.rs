@@ -113,9 +113,12 @@ impl Realizability {
             1.0
         }
     }
-}
 
-impl Realizability {
+    /// Whether the check proved every asked second deliverable.
+    pub fn delivers_all(&self) -> bool {
+        self.stopped.is_none() && self.deliverable >= self.requested - 1e-9
+    }
+
     /// The decomposition of an allocation made of `configurations` (weights and rounds that
     /// reproduce it, as the hull solve returns them): everything asked is delivered.
     pub fn of_configurations(
@@ -153,6 +156,16 @@ pub enum Skipped {
     Solver(SolveError),
 }
 
+/// Steps of one pricing's knapsacks over `entries` `(job, type)`: per type, its entries times its
+/// GPUs plus one.
+fn pricing_work(entries: &[(u32, u32)], capacity: &[u32]) -> u64 {
+    let mut per_type = vec![0u64; capacity.len()];
+    for &(_, w) in entries {
+        per_type[w as usize] += 1;
+    }
+    per_type.iter().zip(capacity).map(|(&n, &c)| n * (c as u64 + 1)).sum()
+}
+
 /// Decomposes `instance` into round configurations delivering as much of its time as any
 /// schedule can (certified unless `stopped` says a budget ran out).
 pub fn check(instance: &Instance, budget: &Budget, backend: Backend) -> Result<Realizability, Skipped> {
@@ -186,11 +199,7 @@ pub fn check(instance: &Instance, budget: &Budget, backend: Backend) -> Result<R
     let first = initial::greedy(&entries, &asked, sf, cap, steps);
     let greedy_delivers =
         |first: &initial::Greedy| -> Vec<f64> { first.supplied.iter().zip(&asked).map(|(&s, &x)| s.min(x)).collect() };
-    let mut per_type = vec![0u64; types];
-    for &(_, w) in &entries {
-        per_type[w as usize] += 1;
-    }
-    let work: u64 = per_type.iter().zip(cap).map(|(&n, &c)| n * (c as u64 + 1)).sum();
+    let work = pricing_work(&entries, cap);
     // Per entry: its gang fits its type; the time asked of those is the most any schedule delivers.
     let placeable: Vec<bool> = entries.iter().map(|&(m, w)| sf[m as usize] <= cap[w as usize]).collect();
     let fits: f64 = placeable.iter().zip(&asked).filter(|&(&p, _)| p).map(|(_, &x)| x).sum();
