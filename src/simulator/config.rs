@@ -42,6 +42,16 @@ pub struct SimulationConfig {
 }
 
 impl SimulationConfig {
+    /// How the session's rounds grant time: `ideal` over `configurations` over priority rounds.
+    pub fn mode(&self) -> crate::mechanism::Mode {
+        use crate::mechanism::Mode;
+        match (self.ideal, self.configurations) {
+            (true, _) => Mode::Ideal,
+            (_, true) => Mode::Configurations,
+            _ => Mode::Rounds,
+        }
+    }
+
     /// Gavel's settings for a policy on a cluster: 6-minute rounds, recomputation on every
     /// arrival and completion, work-conserving rounds, every job measured.
     pub fn new(cluster: Vec<WorkerType>, policy: PolicyKind) -> SimulationConfig {

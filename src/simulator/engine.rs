@@ -11,7 +11,7 @@ use super::config::SimulationConfig;
 use super::report::{self, SimulationReport};
 use super::Progress;
 use crate::error::{ArbiterError, ErrorCode, Result};
-use crate::mechanism::{Config, JobId, LeaseChange, Mode, Session};
+use crate::mechanism::{Config, JobId, LeaseChange, Session};
 use crate::policies::PolicyKind;
 use crate::problem::Job;
 use crate::scheduling::state::{account_fair_shares, Presence, Tenant};
@@ -130,11 +130,7 @@ pub fn run(
         round_seconds: config.round_seconds,
         min_solve_interval: config.min_solve_interval,
         work_conserving: config.work_conserving,
-        mode: match (config.ideal, config.configurations) {
-            (true, _) => Mode::Ideal,
-            (_, true) => Mode::Configurations,
-            _ => Mode::Rounds,
-        },
+        mode: config.mode(),
         backend: config.backend,
         ..Config::default()
     };

@@ -229,12 +229,7 @@ pub fn assemble(trace: &Trace, config: &SimulationConfig, outcomes: &[JobOutcome
         heterogeneity_aware: config.heterogeneity_aware,
         realizable: config.realizable,
         space_sharing: config.space_sharing,
-        mode: match (config.ideal, config.configurations) {
-            (true, _) => "ideal",
-            (_, true) => "configurations",
-            _ => "rounds",
-        }
-        .to_string(),
+        mode: config.mode().name().to_string(),
         round_seconds: config.round_seconds,
         seed: config.seed,
         cluster: config.cluster.iter().map(|w| (w.name.clone(), w.count)).collect(),
