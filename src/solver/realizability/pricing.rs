@@ -162,16 +162,8 @@ impl<'a> Pricing<'a> {
         // Rounded, and kept only if it is a configuration.
         let chosen: Vec<usize> =
             valued.iter().zip(&cols).filter(|&(_, &c)| solution.values[c] > 0.5).map(|(&e, _)| e).collect();
-        let mut used = vec![0u64; self.capacity.len()];
-        let mut jobs: Vec<u32> = Vec::with_capacity(chosen.len());
-        for &e in &chosen {
-            let (m, w) = self.entries[e];
-            used[w as usize] += self.scale_factors[m as usize] as u64;
-            jobs.push(m);
-        }
-        jobs.sort_unstable();
-        let once = jobs.windows(2).all(|p| p[0] != p[1]);
-        (once && used.iter().zip(self.capacity).all(|(&u, &c)| u <= c as u64)).then_some(chosen)
+        let runs = super::Configuration::new(chosen.iter().map(|&e| self.entries[e]).collect());
+        runs.check(self.scale_factors, self.capacity).is_ok().then_some(chosen)
     }
 
     /// The best configuration by a dynamic program over jobs whose state is the GPUs used on
@@ -305,14 +297,8 @@ impl<'a> Pricing<'a> {
     /// A column made maximal: GPUs it leaves free go to jobs it does not run (with no value now,
     /// most time asked first), which costs nothing and supplies entries later iterations price.
     fn complete(&self, value: &[f64], chosen: Vec<usize>) -> Column {
-        let chosen = self.fill(chosen, self.requested);
+        let chosen = self.fill_in(chosen, &self.by_order(self.requested));
         Column { value: chosen.iter().map(|&e| value[e]).sum(), entries: chosen }
-    }
-
-    /// `chosen` (entries of a configuration) with the GPUs it leaves free given to jobs it does not
-    /// run, the entries of greatest `order` first; sorted.
-    pub fn fill(&self, chosen: Vec<usize>, order: &[f64]) -> Vec<usize> {
-        self.fill_in(chosen, &self.by_order(order))
     }
 
     /// Every entry, greatest `order` first (ties: lower entry): the order `fill_in` takes.
