@@ -117,7 +117,7 @@ fn uncovered(problem: &Problem, outcome: &Outcome) -> Option<String> {
             problem.policy.name()
         ));
     }
-    if (0..outcome.colocated.rows()).any(|k| outcome.colocated.row(k).iter().any(|&y| y > 0.0)) {
+    if outcome.colocates() {
         return Some("colocated pairs (space sharing) are not formulated over round configurations".into());
     }
     if outcome.unconsolidated.rows() > 0 {

@@ -169,6 +169,11 @@ pub struct Outcome {
 }
 
 impl Outcome {
+    /// Whether some colocated pair has time (`Y > 0` anywhere).
+    pub fn colocates(&self) -> bool {
+        (0..self.colocated.rows()).any(|k| self.colocated.row(k).iter().any(|&y| y > 0.0))
+    }
+
     /// The outcome of a policy solved by one `max_ratio` on `engine`, with its `objective`.
     pub(crate) fn of_ratio(problem: &Problem, engine: &Engine, solution: RatioSolution, objective: f64) -> Outcome {
         Outcome {
@@ -255,8 +260,7 @@ pub(crate) fn spread_if_type_blind(problem: &Problem, outcome: &mut Outcome) {
 fn spreads_type_blind(problem: &Problem, outcome: &Outcome) -> bool {
     let time_only = problem.policy.on_exact_engine()
         || matches!(problem.policy, PolicyKind::MaxSumThroughput | PolicyKind::Fifo | PolicyKind::ShortestJobFirst);
-    let extra_columns = (0..outcome.colocated.rows()).any(|k| outcome.colocated.row(k).iter().any(|&y| y > 0.0))
-        || outcome.unconsolidated.rows() > 0;
+    let extra_columns = outcome.colocates() || outcome.unconsolidated.rows() > 0;
     !problem.heterogeneity_aware && time_only && !extra_columns
 }
 

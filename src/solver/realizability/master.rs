@@ -86,10 +86,9 @@ pub fn decompose(
         master.add(column);
     }
     let mut lp_solves = 0;
-    let (mut solution, upper_bound, mut stopped) =
-        master.generate(pricing, &limits, Some(requested.iter().sum()), &mut lp_solves)?;
-    let delivered = solution.objective;
     let total: f64 = requested.iter().sum();
+    let (mut solution, upper_bound, mut stopped) = master.generate(pricing, &limits, Some(total), &mut lp_solves)?;
+    let delivered = solution.objective;
     let fits = spread.unwrap_or(&[]);
     let spreadable = fits.iter().zip(requested).any(|(&f, &x)| f && x > 0.0);
     if stopped.is_none() && delivered < total - SHORTFALL_TOL && spreadable && lp_solves < limits.iterations {
@@ -174,20 +173,21 @@ impl Master {
             .map(|&e| (self.supply.row[e], -self.supply.coef[e]))
             .collect();
         coefs.push((self.convexity, 1.0));
-        let cost = column.iter().map(|&e| self.supply.cost[e]).sum();
+        let cost = self.cost_of(&column);
         self.lambda.push(self.session.add_col(cost, 0.0, f64::INFINITY, &coefs));
         self.columns.push(column);
+    }
+
+    /// A configuration's objective value: its entries' costs.
+    fn cost_of(&self, column: &[usize]) -> f64 {
+        column.iter().map(|&e| self.supply.cost[e]).sum()
     }
 
     /// Replaces the entries' objective values, and with them every configuration's.
     pub fn set_entry_costs(&mut self, cost: Vec<f64>) {
         self.supply.cost = cost;
-        let costs: Vec<(usize, f64)> = self
-            .columns
-            .iter()
-            .zip(&self.lambda)
-            .map(|(column, &c)| (c, column.iter().map(|&e| self.supply.cost[e]).sum()))
-            .collect();
+        let costs: Vec<(usize, f64)> =
+            self.columns.iter().zip(&self.lambda).map(|(column, &c)| (c, self.cost_of(column))).collect();
         self.session.set_costs(&costs);
     }
 

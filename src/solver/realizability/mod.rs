@@ -328,7 +328,7 @@ impl RealizabilityReport {
 /// the time each job runs alone on each type, consolidated or not (rounds tell them apart only by
 /// placement). `None` with the reason when the outcome has what the check does not cover.
 pub fn instance(problem: &Problem, outcome: &Outcome) -> Result<Instance, String> {
-    if (0..outcome.colocated.rows()).any(|k| outcome.colocated.row(k).iter().any(|&y| y > 0.0)) {
+    if outcome.colocates() {
         return Err("colocated pairs (space sharing) are not covered by the check".to_string());
     }
     let mut requested = outcome.allocation.clone();
