@@ -57,6 +57,12 @@ impl Matrix {
     pub fn row_mut(&mut self, r: usize) -> &mut [f64] {
         &mut self.data[r * self.cols..(r + 1) * self.cols]
     }
+    /// The rows in order (a matrix of no columns has its rows all empty).
+    pub fn row_iter(&self) -> impl Iterator<Item = &[f64]> + '_ {
+        let width = self.cols.max(1);
+        let data = if self.cols == 0 { &[][..] } else { &self.data[..] };
+        data.chunks_exact(width).chain(std::iter::repeat_n(&[][..], if self.cols == 0 { self.rows } else { 0 }))
+    }
     pub fn get(&self, r: usize, c: usize) -> f64 {
         self.data[r * self.cols + c]
     }
@@ -483,7 +489,7 @@ impl Problem {
     /// `thr_equal_m = Σ_w T[m][w] X_equal[w]`, the throughput normalized throughputs divide by.
     pub fn equal_share_throughput(&self) -> Vec<f64> {
         let share = self.equal_share();
-        (0..self.num_jobs()).map(|m| dot(self.throughput.row(m), &share)).collect()
+        self.throughput.row_iter().map(|row| dot(row, &share)).collect()
     }
 
     /// `X_isolated[m][w] = (count_w / M) / sf_m`, each row scaled down to sum to at most 1.
@@ -503,10 +509,22 @@ impl Problem {
         x
     }
 
-    /// `thr_iso_m = Σ_w T[m][w] X_isolated[m][w]`.
+    /// `thr_iso_m = Σ_w T[m][w] X_isolated[m][w]`, each row of `X_isolated` as
+    /// `isolated_allocation` writes it (without the matrix).
     pub fn isolated_throughput(&self) -> Vec<f64> {
-        let x = self.isolated_allocation();
-        (0..self.num_jobs()).map(|m| dot(self.throughput.row(m), x.row(m))).collect()
+        let n = self.num_jobs() as f64;
+        let share: Vec<f64> = self.worker_types.iter().map(|wt| wt.count / n).collect();
+        let mut x = vec![0.0; share.len()];
+        (self.jobs.iter().zip(self.throughput.row_iter()))
+            .map(|(job, row)| {
+                x.iter_mut().zip(&share).for_each(|(x, s)| *x = s / job.scale_factor as f64);
+                let sum: f64 = x.iter().sum();
+                if sum > 1.0 {
+                    x.iter_mut().for_each(|v| *v /= sum);
+                }
+                dot(row, &x)
+            })
+            .collect()
     }
 
     /// The job's steps remaining; validation guarantees it for the policies that need it.

@@ -78,28 +78,32 @@ impl MethodReport {
 /// Whether the jobs with a demand have mostly distinct (throughput row, scale factor) pairs, and
 /// there are enough of them for the decomposition to pay. Rows are told apart by a hash of their
 /// bits (a collision only makes them look less distinct) and counted by linear counting (Whang,
-/// Vander-Zanden and Taylor, 1990): each hash sets one bit of a bitmap of 8 bits per job, and `z`
-/// bits left clear out of `b` estimate `b·ln(b/z)` distinct rows, with a standard error under
-/// 0.1% of the jobs from 2,048 jobs up. The bitmap (a byte per job) stays in cache where a set of
-/// every hash would not: at 2^20 jobs the set alone took a tenth of LAS's solve. Both methods
-/// are exact, so a miscount near the threshold costs time, never the answer.
+/// Vander-Zanden and Taylor, 1990): each hash sets one bit of a bitmap of 8 bits per counted row,
+/// and `z` bits left clear out of `b` estimate `b·ln(b/z)` distinct rows. Past 2^16 jobs only the
+/// rows whose hash is 0 modulo `keep` are counted (equal rows are kept or dropped together, so the
+/// count of the kept ones, times `keep`, estimates the distinct rows, with a standard error under
+/// 0.5% of the jobs): the bitmap stays at 64 KB, in cache, where one of a byte per job (1 MB at
+/// 2^20 jobs) missed it on every row. Both methods are exact, so a miscount near the threshold
+/// costs time, never the answer.
 pub(crate) fn mostly_distinct(throughput: &crate::problem::Matrix, scale_factor: &[u32], demand: &[f64]) -> bool {
     let jobs = demand.iter().filter(|&&d| d > 0.0).count();
     if jobs < AUTO_MIN_JOBS {
         return false;
     }
-    let bits = (8 * jobs).next_power_of_two();
+    let keep = (jobs >> 16).next_power_of_two() as u64;
+    let bits = (8 * jobs / keep as usize).next_power_of_two();
     let mut bitmap = vec![0u64; bits / 64];
-    for m in (0..demand.len()).filter(|&m| demand[m] > 0.0) {
-        let mut h: u64 = 0xcbf2_9ce4_8422_2325 ^ scale_factor[m] as u64;
-        for v in throughput.row(m) {
-            h = (h ^ v.to_bits()).wrapping_mul(0x1000_0000_01b3).rotate_left(29);
+    let rows = throughput.row_iter().zip(scale_factor).zip(demand);
+    for ((row, &sf), _) in rows.filter(|&(_, &d)| d > 0.0) {
+        // Rotate-and-xor the row's bits, then mix once: a short dependency chain per row.
+        let h = mix(row.iter().fold(0xcbf2_9ce4_8422_2325 ^ sf as u64, |h, v| h.rotate_left(23) ^ v.to_bits()));
+        if h.is_multiple_of(keep) {
+            let bit = ((h / keep) as usize) & (bits - 1);
+            bitmap[bit / 64] |= 1 << (bit % 64);
         }
-        let bit = (mix(h) as usize) & (bits - 1);
-        bitmap[bit / 64] |= 1 << (bit % 64);
     }
     let clear = bits - bitmap.iter().map(|w| w.count_ones() as usize).sum::<usize>();
-    let distinct = bits as f64 * (bits as f64 / clear as f64).ln();
+    let distinct = keep as f64 * bits as f64 * (bits as f64 / clear as f64).ln();
     distinct >= AUTO_MIN_DISTINCT * jobs as f64
 }
 
@@ -136,6 +140,8 @@ mod tests {
             (4096, 100, false),
             (1 << 18, 140_000, true),
             (1 << 18, 120_000, false),
+            (1 << 20, 560_000, true),
+            (1 << 20, 480_000, false),
         ] {
             let demand = vec![1.0; jobs];
             let sf = vec![1; jobs];

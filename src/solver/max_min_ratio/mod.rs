@@ -207,7 +207,8 @@ impl<'a> Engine<'a> {
     /// `thr_m = Σ_w T[m][w]·X[m][w] + Σ_{k∋m} Σ_w T_k[m][w]·Y[k][w] + Σ_w T^u[m][w]·U[m][w]`.
     pub fn throughputs(&self, allocation: &Matrix, pair_time: &[Vec<f64>], unconsolidated: &Matrix) -> Vec<f64> {
         let t = self.instance.throughput;
-        let mut thr: Vec<f64> = (0..t.rows()).map(|m| crate::problem::dot(t.row(m), allocation.row(m))).collect();
+        let mut thr: Vec<f64> =
+            t.row_iter().zip(allocation.row_iter()).map(|(t, x)| crate::problem::dot(t, x)).collect();
         if let Some(tu) = &self.instance.unconsolidated {
             for (m, thr_m) in thr.iter_mut().enumerate().take(unconsolidated.rows()) {
                 *thr_m += crate::problem::dot(tu.row(m), unconsolidated.row(m));
@@ -246,10 +247,13 @@ impl<'a> Engine<'a> {
     /// (`min_m T_max,m / rate_m`). Measured in it the variable is at most 1, whatever the units
     /// of throughputs and demands. `None` when no job has a rate; 0 when one of them can run nowhere.
     pub fn natural_unit(&self, rate: &[f64]) -> Option<f64> {
-        let t = self.instance.throughput;
-        (0..t.rows())
-            .filter(|&m| rate[m] > 0.0)
-            .map(|m| ceiling(t.row(m), &self.instance.capacity) / rate[m])
+        let capacity = &self.instance.capacity;
+        self.instance
+            .throughput
+            .row_iter()
+            .zip(rate)
+            .filter(|&(_, &r)| r > 0.0)
+            .map(|(row, r)| ceiling(row, capacity) / r)
             .filter(|u| u.is_finite())
             .reduce(f64::min)
     }

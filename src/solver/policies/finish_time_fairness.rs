@@ -28,10 +28,20 @@ struct Terms {
 impl Terms {
     fn new(problem: &Problem) -> Terms {
         let thr_iso = problem.isolated_throughput();
-        let remaining: Vec<f64> = (0..problem.num_jobs()).map(|m| problem.steps_remaining(m)).collect();
-        let isolated_finish =
-            problem.jobs.iter().enumerate().map(|(m, j)| j.isolated_time_elapsed + remaining[m] / thr_iso[m]).collect();
-        Terms { elapsed: problem.jobs.iter().map(|j| j.time_elapsed).collect(), remaining, isolated_finish }
+        let n = problem.num_jobs();
+        let mut terms = Terms {
+            elapsed: Vec::with_capacity(n),
+            remaining: Vec::with_capacity(n),
+            isolated_finish: Vec::with_capacity(n),
+        };
+        // One walk of the jobs for all three (at 2^20 jobs each walk reads 120 MB).
+        for (job, thr_iso) in problem.jobs.iter().zip(thr_iso) {
+            let remaining = job.steps_remaining.unwrap_or(0.0);
+            terms.elapsed.push(job.time_elapsed);
+            terms.remaining.push(remaining);
+            terms.isolated_finish.push(job.isolated_time_elapsed + remaining / thr_iso);
+        }
+        terms
     }
 
     /// Jobs whose ρ depends on the allocation.

@@ -35,8 +35,10 @@ pub fn demand(problem: &Problem) -> Vec<f64> {
 
 /// The policy on an engine the caller holds (see `policies::solve_keeping_engine`).
 pub(crate) fn on_engine(problem: &Problem, engine: &mut Engine) -> Result<Outcome> {
-    let solution = engine.max_ratio(&demand(problem))?;
-    let objective =
-        makespan(problem, &engine.throughputs(&solution.allocation, &solution.pair_time, &solution.unconsolidated));
+    let demand = demand(problem);
+    let solution = engine.max_ratio(&demand)?;
+    let thr = engine.throughputs(&solution.allocation, &solution.pair_time, &solution.unconsolidated);
+    // `makespan` from the steps left already read (no second walk of the jobs).
+    let objective = demand.iter().zip(&thr).filter(|&(&r, _)| r > 0.0).map(|(r, t)| r / t).fold(0.0, f64::max);
     Ok(Outcome::of_ratio(problem, engine, solution, objective))
 }

@@ -191,8 +191,8 @@ fn solve_from(
     if !level.certified {
         return Ok(Err(level.why_not.unwrap_or_else(|| "no certificate".into())));
     }
-    let allocation = match allocate(ratio, &level, capacity) {
-        Ok(allocation) => allocation,
+    let (allocation, exact) = match allocate(ratio, &level, capacity) {
+        Ok(found) => found,
         Err(why) => return Ok(Err(why)),
     };
     // The level the allocation gives, `min (thr − base)/demand`, or the recovery LP's where the
@@ -200,10 +200,16 @@ fn solve_from(
     // a small demand turns round-off in its throughput into a large error in z (a level read as 0
     // from an allocation 1e-9 short of a floor of 7, whose job then froze 6e-4 below its level).
     let given = |m: u32| crate::problem::dot(ratio.job(m as usize).row, allocation.row(m as usize));
-    let meets = jobs.iter().all(|&m| {
+    let meets_need = |m: u32| {
         let need = ratio.job(m as usize).need(level.z);
         given(m) >= need - NEED_TOLERANCE * need.abs().max(f64::MIN_POSITIVE)
-    });
+    };
+    // Fixed jobs whose times stand meet their needs by construction: only the recovery LP's
+    // jobs are checked then.
+    let meets = match exact {
+        true => level.ambiguous.iter().all(|&(m, _)| meets_need(m)),
+        false => jobs.iter().all(|&m| meets_need(m)),
+    };
     let z = match meets {
         true => level.z,
         false => jobs
@@ -363,21 +369,28 @@ fn solve_level(
     let mut margins: Vec<(f64, u32)> = Vec::with_capacity(jobs.len());
     let mut last: Option<Level> = None;
     for round in 1..=rounds_allowed.max(1) {
-        // Classify every job not yet ambiguous by its best response at the current prices.
+        // Classify every job not yet ambiguous by its best response at the current prices, and
+        // fold it into the capacity rows at the estimate z₀ = z (in the same pass: at 2^20 jobs a
+        // second pass over them costs as much as the recovery LP).
+        let z0 = z;
+        let mut fixed_usage = vec![(0.0, 0.0); num_types];
         margins.clear();
         for (i, &m) in jobs.iter().enumerate() {
             if band.contains[i] {
                 continue;
             }
-            match best_response(ratio.job(m as usize), &ratio.usable, &prices, z, &mut scratch) {
+            let job = ratio.job(m as usize);
+            match best_response(job, &ratio.usable, &prices, z, &mut scratch) {
                 Some((structure, margin)) => {
                     structures[i] = Some(structure);
                     margins.push((margin, i as u32));
+                    fold(&mut fixed_usage, job, structure, z0, 1.0);
                 }
                 None => return Ok(Err(format!("job {m} can run on no type with GPUs"))),
             }
         }
-        // The band: the jobs nearest a change of structure.
+        // The band: the jobs nearest a change of structure, taken back out of the fold.
+        let joined = band.members.len();
         band.add_nearest(&mut margins);
         if band.outgrown() {
             let why = format!("the ambiguous set outgrew its bound ({} jobs)", options.max_ambiguous);
@@ -387,20 +400,9 @@ fn solve_level(
                 None => Err(why),
             });
         }
-        // Fold the fixed jobs into the capacity rows, at the estimate z₀ = z.
-        let z0 = z;
-        let mut fixed_usage = vec![(0.0, 0.0); num_types];
-        for (i, &m) in jobs.iter().enumerate() {
-            if band.contains[i] {
-                continue;
-            }
-            let Some(structure) = structures[i] else { continue };
-            let job = ratio.job(m as usize);
-            for ((w, alpha), (_, x)) in
-                job.slopes(structure).into_iter().zip(job.time_at(structure, z0)).take(structure.width())
-            {
-                fixed_usage[w].0 += job.sf * alpha;
-                fixed_usage[w].1 += job.sf * x;
+        for &i in &band.members[joined..] {
+            if let Some(structure) = structures[i] {
+                fold(&mut fixed_usage, ratio.job(jobs[i] as usize), structure, z0, -1.0);
             }
         }
         let members: Vec<u32> = band.members.iter().map(|&i| jobs[i]).collect();
@@ -482,6 +484,16 @@ fn solve_level(
     })
 }
 
+/// Adds `sign` times a fixed job's use of each type at `z₀` (`Σ sf·α`, `Σ sf·x`) to `usage`.
+fn fold(usage: &mut [(f64, f64)], job: JobView, structure: Structure, z0: f64, sign: f64) {
+    for ((w, alpha), (_, x)) in
+        job.slopes(structure).into_iter().zip(job.time_at(structure, z0)).take(structure.width())
+    {
+        usage[w].0 += sign * job.sf * alpha;
+        usage[w].1 += sign * job.sf * x;
+    }
+}
+
 /// A level that only carries prices forward (its certificate does not hold).
 fn estimate(z: f64, prices: Vec<f64>, lp_solves: usize, why: String) -> Level {
     Level {
@@ -499,21 +511,32 @@ fn estimate(z: f64, prices: Vec<f64>, lp_solves: usize, why: String) -> Level {
 }
 
 /// The per-job allocation of a certified level: fixed jobs from their structure at z, ambiguous
-/// ones from the recovery LP, fitted to the capacity (`fit_capacity`).
-fn allocate(ratio: &Ratio, level: &Level, capacity: &[f64]) -> std::result::Result<Matrix, String> {
+/// ones from the recovery LP, fitted to the capacity (`fit_capacity`), and whether the fixed jobs'
+/// times stand as their structures give them (none cut to a unit or dropped below 0, nothing
+/// scaled): then each fixed job meets its need exactly, up to round-off.
+fn allocate(ratio: &Ratio, level: &Level, capacity: &[f64]) -> std::result::Result<(Matrix, bool), String> {
     let (rows, cols) = (ratio.throughput.rows(), ratio.throughput.cols());
     let mut x = Matrix::zeros(rows, cols);
+    let mut used = vec![0.0; cols];
+    let mut exact = true;
     for &(m, structure) in &level.fixed {
         let job = ratio.job(m as usize);
-        for (w, t) in job.time_at(structure, level.z) {
+        for (w, t) in job.time_at(structure, level.z).into_iter().take(structure.width()) {
+            exact &= (0.0..=1.0).contains(&t);
             if t > 0.0 {
-                x.set(m as usize, w, t.min(1.0));
+                let t = t.min(1.0);
+                x.set(m as usize, w, t);
+                used[w] += job.sf * t;
             }
         }
     }
     place_ambiguous(&mut x, &level.ambiguous);
-    fit_capacity(&mut x, ratio.scale_factor, capacity)?;
-    Ok(x)
+    for (m, _) in &level.ambiguous {
+        let sf = ratio.scale_factor[*m as usize] as f64;
+        x.row(*m as usize).iter().zip(&mut used).for_each(|(t, u)| *u += sf * t);
+    }
+    exact &= scale_to_capacity(&mut x, &used, capacity)?;
+    Ok((x, exact))
 }
 
 /// Writes each ambiguous job's time from its recovery LP into `x`, scaled down where round-off
@@ -531,27 +554,31 @@ pub(crate) fn place_ambiguous(x: &mut Matrix, ambiguous: &[(u32, Vec<(usize, f64
 /// Scales `x` down where round-off left a type over its capacity by at most a relative 1e-6
 /// (far below the tolerances); a larger excess means a certificate was wrong, an error.
 pub(crate) fn fit_capacity(x: &mut Matrix, scale_factor: &[u32], capacity: &[f64]) -> std::result::Result<(), String> {
-    let (rows, cols) = (x.rows(), x.cols());
-    let mut used = vec![0.0; cols];
-    for (m, &sf) in scale_factor.iter().enumerate().take(rows) {
+    let mut used = vec![0.0; x.cols()];
+    for (row, &sf) in x.row_iter().zip(scale_factor) {
         let sf = sf as f64;
-        for (w, &t) in x.row(m).iter().enumerate() {
+        for (w, &t) in row.iter().enumerate() {
             used[w] += sf * t;
         }
     }
+    scale_to_capacity(x, &used, capacity).map(|_| ())
+}
+
+/// `fit_capacity` given each type's use: whether `x` was left as it was.
+fn scale_to_capacity(x: &mut Matrix, used: &[f64], capacity: &[f64]) -> std::result::Result<bool, String> {
     let mut factor: f64 = 1.0;
-    for w in 0..cols {
-        if used[w] > capacity[w] {
-            factor = factor.min(capacity[w] / used[w]);
+    for (&u, &g) in used.iter().zip(capacity) {
+        if u > g {
+            factor = factor.min(g / u);
         }
     }
     if factor < 1.0 - 1e-6 {
         return Err(format!("the recovered allocation is over capacity by a factor {}", 1.0 / factor));
     }
     if factor < 1.0 {
-        for m in 0..rows {
+        for m in 0..x.rows() {
             x.row_mut(m).iter_mut().for_each(|t| *t *= factor);
         }
     }
-    Ok(())
+    Ok(factor == 1.0)
 }
