@@ -1,5 +1,5 @@
-//! A session's audit, shown by `GET /v1/sessions/{id}?audit=N` and
-//! `GET /v1/fitgpp/sessions/{id}?audit=N`: who owns it, which token created it, and its last N
+//! A session's audit, shown by `GET /v1/sessions/{id}?audit=N`,
+//! `GET /v1/fitgpp/sessions/{id}?audit=N` and `GET /v1/oasis/sessions/{id}?audit=N`: who owns it, which token created it, and its last N
 //! stored events with the id of the token that made each (never a secret; none without tokens).
 
 use super::error::{ApiError, ApiResult};
@@ -55,7 +55,7 @@ pub struct AuditEvent {
     /// Its number in the session, from 1.
     pub seq: i64,
     /// `add_job`, `remove_job`, `progress`, `throughputs`, `worker_failed`, `worker_returned`,
-    /// `allocation`, `round`, `pod_bound`, `pod_forgotten`; `fitgpp_submit`, `fitgpp_advance`.
+    /// `allocation`, `round`, `pod_bound`, `pod_forgotten`; `fitgpp_submit`, `fitgpp_advance`; `oasis_submit`.
     pub kind: String,
     /// When it was stored, in seconds since the Unix epoch.
     pub at: f64,

@@ -6,14 +6,11 @@
 //! No scheduling logic here.
 
 use super::audit::{AuditQuery, AuditView};
-use super::auth::{Caller, Principal};
+use super::auth::Caller;
 use super::error::{ApiError, ApiResult, ErrorResponse};
 use super::extract::{Body, Params, QueryParams};
-use super::limits::blocking;
-use super::quotas::check_jobs;
-use super::sessions::registry::now;
+use super::replayed::{Replayed, ReplayedSessions};
 use super::state::SharedState;
-use super::store::{Owner, Store, StoreError};
 use crate::error::{ArbiterError, ErrorCode};
 use crate::scheduling::fitgpp::{preemption, Cluster, JobKind, JobSpec, Pass, Phase, Resources};
 use axum::extract::State;
@@ -21,8 +18,6 @@ use axum::http::{header, StatusCode};
 use axum::response::{IntoResponse, Response};
 use axum::Json;
 use serde::{Deserialize, Serialize};
-use std::collections::HashMap;
-use std::sync::{Arc, RwLock};
 use utoipa::ToSchema;
 
 /// `POST /v1/fitgpp/sessions`.
@@ -101,7 +96,7 @@ pub struct FitGppAdvance {
 /// A stored event.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(tag = "event", rename_all = "snake_case")]
-pub(crate) enum Event {
+pub enum Event {
     Submit(FitGppJob),
     Advance(FitGppAdvance),
 }
@@ -194,42 +189,37 @@ pub struct FitGppJobView {
     pub slowdown: Option<f64>,
 }
 
-/// One live session: its creation body, its cluster and the next event's number.
-#[derive(Debug)]
-struct Live {
-    spec: CreateFitGppSession,
-    created_at: f64,
-    owner: Owner,
-    cluster: Cluster,
-    next_seq: i64,
-    deleted: bool,
-}
-
-/// One session in the map: its tenant (fixed at creation, readable without waiting for the
-/// session's lock) and the session.
-#[derive(Debug, Clone)]
-struct Held {
-    tenant: Option<String>,
-    live: Arc<tokio::sync::Mutex<Live>>,
-}
-
-impl Held {
-    fn new(live: Live) -> Held {
-        Held { tenant: live.owner.tenant.clone(), live: Arc::new(tokio::sync::Mutex::new(live)) }
-    }
-}
+/// The key of a FitGpp session's stored creation body, `{"fitgpp": CreateFitGppSession}`.
+pub const KEY: &str = "fitgpp";
 
 /// Every live FitGpp session, by id.
-#[derive(Debug)]
-pub struct FitGppSessions {
-    map: RwLock<HashMap<String, Held>>,
-    store: Arc<Store>,
-}
+pub type FitGppSessions = ReplayedSessions<Cluster>;
 
-/// The stored creation body of a FitGpp session: `{"fitgpp": CreateFitGppSession}` (the store's
-/// other sessions have no such key).
-pub fn is_fitgpp(spec: &str) -> bool {
-    serde_json::from_str::<serde_json::Value>(spec).is_ok_and(|v| v.get("fitgpp").is_some())
+impl Replayed for Cluster {
+    const KEY: &'static str = KEY;
+    type Spec = CreateFitGppSession;
+    type Event = Event;
+    type Answer = FitGppPass;
+
+    fn build(spec: &CreateFitGppSession) -> ApiResult<Cluster> {
+        build(spec)
+    }
+
+    fn apply(&mut self, event: &Event) -> ApiResult<FitGppPass> {
+        let pass = apply(self, event)?;
+        Ok(pass_view(self, &pass))
+    }
+
+    fn jobs_after(&self, event: &Event) -> Option<usize> {
+        matches!(event, Event::Submit(_)).then(|| self.jobs().len() + 1)
+    }
+
+    fn event_name(event: &Event) -> &'static str {
+        match event {
+            Event::Submit(_) => "fitgpp_submit",
+            Event::Advance(_) => "fitgpp_advance",
+        }
+    }
 }
 
 fn parse<T: serde::de::DeserializeOwned>(text: &str) -> ApiResult<T> {
@@ -351,102 +341,6 @@ pub fn view(id: &str, created_at: f64, preemption: &str, cluster: &Cluster) -> F
     }
 }
 
-impl FitGppSessions {
-    /// FitGpp sessions held.
-    pub fn len(&self) -> usize {
-        self.map.read().unwrap_or_else(|p| p.into_inner()).len()
-    }
-
-    pub fn is_empty(&self) -> bool {
-        self.len() == 0
-    }
-
-    /// Rebuilds every stored FitGpp session by replaying its events; the ids of those that could not be.
-    pub fn load(store: Arc<Store>) -> Result<(FitGppSessions, Vec<(String, String)>), StoreError> {
-        let mut map = HashMap::new();
-        let mut broken = Vec::new();
-        for stored in store.load()?.into_iter().filter(|s| is_fitgpp(&s.spec)) {
-            let rebuilt = (|| -> ApiResult<Live> {
-                let wrapped: HashMap<String, CreateFitGppSession> = parse(&stored.spec)?;
-                let spec = wrapped.get("fitgpp").cloned().ok_or_else(|| ApiError::malformed("no fitgpp spec"))?;
-                let mut cluster = build(&spec)?;
-                let mut next_seq = 1;
-                for e in &stored.events {
-                    apply(&mut cluster, &parse::<Event>(&e.payload)?)?;
-                    next_seq = e.seq + 1;
-                }
-                Ok(Live {
-                    spec,
-                    created_at: stored.created_at,
-                    owner: stored.owner.clone(),
-                    cluster,
-                    next_seq,
-                    deleted: false,
-                })
-            })();
-            match rebuilt {
-                Ok(live) => {
-                    map.insert(stored.id, Held::new(live));
-                }
-                Err(e) => broken.push((stored.id, e.body().error.message)),
-            }
-        }
-        Ok((FitGppSessions { map: RwLock::new(map), store }, broken))
-    }
-
-    /// Session `id`, locked, if `caller` may see it (and it is not being deleted);
-    /// `unknown_session` otherwise, exactly as for an id that does not exist.
-    async fn get(&self, id: &str, caller: &Principal) -> ApiResult<tokio::sync::OwnedMutexGuard<Live>> {
-        let live = self
-            .map
-            .read()
-            .unwrap_or_else(|p| p.into_inner())
-            .get(id)
-            .filter(|held| caller.can_see(held.tenant.as_deref()))
-            .map(|held| held.live.clone())
-            .ok_or_else(|| ApiError::UnknownSession(id.to_string()))?;
-        let live = live.lock_owned().await;
-        if live.deleted || !caller.can_see(live.owner.tenant.as_deref()) {
-            return Err(ApiError::UnknownSession(id.to_string()));
-        }
-        Ok(live)
-    }
-
-    /// FitGpp sessions owned by `tenant`.
-    pub fn owned_by(&self, tenant: &str) -> usize {
-        self.map
-            .read()
-            .unwrap_or_else(|p| p.into_inner())
-            .values()
-            .filter(|held| held.tenant.as_deref() == Some(tenant))
-            .count()
-    }
-
-    /// Applies `caller`'s `event` to a copy of session `id`, stores it with the caller's token
-    /// id, then publishes the copy. A submitted job past `max_jobs` is refused.
-    async fn update(&self, id: &str, caller: &Principal, event: Event) -> ApiResult<FitGppPass> {
-        let mut live = self.get(id, caller).await?;
-        if let Event::Submit(_) = event {
-            check_jobs(caller.counted(), live.cluster.jobs().len() + 1)?;
-        }
-        let (store, id, token) = (self.store.clone(), id.to_string(), caller.token_id.clone());
-        blocking(move || -> ApiResult<FitGppPass> {
-            let mut next = live.cluster.clone();
-            let pass = apply(&mut next, &event)?;
-            let payload = serde_json::to_string(&event).map_err(|e| ApiError::Internal(e.to_string()))?;
-            let kind = match event {
-                Event::Submit(_) => "fitgpp_submit",
-                Event::Advance(_) => "fitgpp_advance",
-            };
-            store.append(&id, live.next_seq, kind, now(), &payload, token.as_deref()).map_err(ApiError::from)?;
-            live.next_seq += 1;
-            live.cluster = next;
-            Ok(pass_view(&live.cluster, &pass))
-        })
-        .await?
-    }
-}
-
 /// Create a FitGpp session: nodes of cores, memory and GPUs under FIFO and a preemption policy.
 #[utoipa::path(post, path = "/v1/fitgpp/sessions", tag = "fitgpp",
     request_body(content = CreateFitGppSession, description = "Node groups and the preemption policy"),
@@ -461,15 +355,8 @@ pub async fn create(State(state): State<SharedState>, Caller(caller): Caller, bo
     let cluster = build(&spec)?;
     let _place = state.reserve_session(&caller)?;
     let id = state.sessions.new_id();
-    let created_at = now();
-    let owner = caller.owner();
-    let stored = serde_json::json!({ "fitgpp": spec }).to_string();
-    let store = state.fitgpp.store.clone();
-    let (key, stored_owner) = (id.clone(), owner.clone());
-    blocking(move || store.create_session(&key, created_at, &stored, &stored_owner)).await?.map_err(ApiError::from)?;
+    let created_at = state.fitgpp.create(&id, caller.owner(), spec.clone(), cluster.clone()).await?;
     let answer = view(&id, created_at, &spec.preemption, &cluster);
-    let live = Live { spec, created_at, owner, cluster, next_seq: 1, deleted: false };
-    state.fitgpp.map.write().unwrap_or_else(|p| p.into_inner()).insert(id.clone(), Held::new(live));
     let location = format!("/v1/fitgpp/sessions/{id}");
     Ok((StatusCode::CREATED, [(header::LOCATION, location)], Json(answer)).into_response())
 }
@@ -491,7 +378,7 @@ pub async fn get(
 ) -> ApiResult<Json<FitGppView>> {
     let audit = query.events()?;
     let live = state.fitgpp.get(&id, &caller).await?;
-    let mut answer = view(&id, live.created_at, &live.spec.preemption, &live.cluster);
+    let mut answer = view(&id, live.created_at, &live.spec.preemption, &live.machine);
     if let Some(n) = audit {
         answer.audit = Some(AuditView::load(&state.store, &id, &live.owner, n).await?);
     }
@@ -510,11 +397,7 @@ pub async fn delete(
     Caller(caller): Caller,
     Params(id): Params<String>,
 ) -> ApiResult<StatusCode> {
-    let mut live = state.fitgpp.get(&id, &caller).await?;
-    let (store, key) = (state.fitgpp.store.clone(), id.clone());
-    blocking(move || store.delete_session(&key)).await?.map_err(ApiError::from)?;
-    live.deleted = true;
-    state.fitgpp.map.write().unwrap_or_else(|p| p.into_inner()).remove(&id);
+    state.fitgpp.delete(&id, &caller).await?;
     Ok(StatusCode::NO_CONTENT)
 }
 

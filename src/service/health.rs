@@ -19,6 +19,8 @@ pub struct Health {
     pub sessions: usize,
     /// FitGpp sessions held (`/v1/fitgpp/sessions`).
     pub fitgpp_sessions: usize,
+    /// OASiS sessions held (`/v1/oasis/sessions`).
+    pub oasis_sessions: usize,
     pub solves_running: usize,
     pub solves_queued: usize,
     pub max_concurrent_solves: usize,
@@ -34,6 +36,7 @@ pub async fn healthz(State(state): State<SharedState>) -> Json<Health> {
         uptime_seconds: state.started.elapsed().as_secs_f64(),
         sessions: state.sessions.len(),
         fitgpp_sessions: state.fitgpp.len(),
+        oasis_sessions: state.oasis.len(),
         solves_running: state.limiter.running(),
         solves_queued: state.limiter.queued(),
         max_concurrent_solves: state.limiter.max_running(),

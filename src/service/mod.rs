@@ -3,7 +3,8 @@
 //!
 //! The HTTP layer holds no policy or mechanism logic: handlers extract, call the library, map the
 //! result. Solves run off the async runtime in a bounded pool ([`limits`]); sessions are event
-//! sourced into SQLite ([`store`], [`sessions`]); FitGpp sessions ([`fitgpp`]) too; a session
+//! sourced into SQLite ([`store`], [`sessions`]); FitGpp ([`fitgpp`]) and OASiS ([`oasis`])
+//! sessions too, rebuilt by replaying their events ([`replayed`]); a session
 //! answers Kubernetes' scheduler as an extender ([`k8s`]); every error is
 //! the contract's object ([`error`]), a refused body's 413 too ([`body_limit`]); the database can
 //! be copied while it runs ([`backup`]). With `--tokens`, requests carry bearer tokens ([`auth`]),
@@ -23,8 +24,10 @@ pub mod health;
 pub mod k8s;
 pub mod limits;
 pub mod metrics;
+pub mod oasis;
 pub mod openapi;
 pub mod quotas;
+pub mod replayed;
 pub mod server;
 pub mod sessions;
 pub mod state;

@@ -55,6 +55,10 @@ use utoipa::OpenApi;
         super::fitgpp::delete,
         super::fitgpp::submit,
         super::fitgpp::advance,
+        super::oasis::create,
+        super::oasis::get,
+        super::oasis::delete,
+        super::oasis::submit,
         super::throughputs::estimate,
         super::health::healthz,
         super::metrics::metrics,
@@ -67,6 +71,7 @@ use utoipa::OpenApi;
         (name = "sessions", description = "A cluster under the round-based mechanism; every change is durable before it is acknowledged"),
         (name = "kubernetes", description = "A session as kube-scheduler's extender (filter, prioritize, bind, preempt) and the pods its rounds evict; `docs/integration.md`"),
         (name = "fitgpp", description = "Nodes of cores, memory and GPUs under FIFO and FitGpp's selective preemption of best-effort jobs for trial-and-error jobs, on the client's clock; durable like sessions"),
+        (name = "oasis", description = "Two pools of servers over a horizon of slots under OASiS's online admission at prices that rise with use: each job admitted iff its best schedule pays, with the reason; durable like sessions"),
         (name = "throughputs", description = "Throughputs a job was not measured on, estimated against a reference matrix"),
         (name = "operations", description = "Health, metrics and this document"),
         (name = "admin", description = "Operating the server: a consistent copy of its database"),
@@ -146,8 +151,14 @@ fn add_session_job_fields(doc: &mut Document) {
 }
 
 /// Routes whose writes count against a tenant's sessions or jobs quota.
-const COUNTED: [&str; 4] =
-    ["/v1/sessions", "/v1/sessions/{id}/jobs", "/v1/fitgpp/sessions", "/v1/fitgpp/sessions/{id}/jobs"];
+const COUNTED: [&str; 6] = [
+    "/v1/sessions",
+    "/v1/sessions/{id}/jobs",
+    "/v1/fitgpp/sessions",
+    "/v1/fitgpp/sessions/{id}/jobs",
+    "/v1/oasis/sessions",
+    "/v1/oasis/sessions/{id}/jobs",
+];
 
 /// An error answer with the contract's object, an example and optionally a header.
 fn error_response(
@@ -325,6 +336,62 @@ fn add_fitgpp_examples(doc: &mut Document) -> Result<(), ApiError> {
     Ok(())
 }
 
+/// OASiS sessions: the worked example of `formulations/oasis.md` (one worker server of 2 GPUs,
+/// one parameter-server server, two slots), prices estimated from its two jobs, both admitted.
+fn add_oasis_examples(doc: &mut Document) -> Result<(), ApiError> {
+    use super::oasis::{self as o, CreateOasisSession, Event, OasisSession};
+    use super::replayed::Replayed;
+    use crate::scheduling::oasis::{ClusterSpec, JobSpec, ResourceVector, Utility};
+    let job = |id: &str, arrival_slot, epochs, utility| JobSpec {
+        id: id.into(),
+        arrival_slot,
+        epochs,
+        chunks: 5,
+        minibatches_per_chunk: 10,
+        minibatch_seconds: 1.0,
+        gradient_mb: 0.0625,
+        worker: ResourceVector::new(1, 0, 0, 1),
+        parameter_server: ResourceVector::new(0, 1, 0, 2),
+        utility,
+    };
+    let first = job("resnet-a", 0, 2, Utility::Constant { value: 20.0 });
+    let second = job("bert-c", 1, 1, Utility::Sigmoid { priority: 16.0, decay: 0.0, target: 1.0 });
+    let create = CreateOasisSession {
+        cluster: ClusterSpec {
+            slot_seconds: 100.0,
+            slots: 2,
+            worker_servers: vec![ResourceVector::new(2, 0, 0, 2)],
+            ps_servers: vec![ResourceVector::new(0, 2, 0, 4)],
+        },
+        prices: None,
+        expected_jobs: Some(vec![first.clone(), second.clone()]),
+        lowest: "shortest".into(),
+        u: 1.0,
+        l: 1.0,
+    };
+    let mut session = OasisSession::build(&create)?;
+    request_example(doc, "/v1/oasis/sessions", "post", value(&create));
+    response_example(
+        doc,
+        "/v1/oasis/sessions",
+        "post",
+        "201",
+        value(&o::view("a1b2c3d4e5f60718", EXAMPLE_CREATED_AT, &session)),
+    );
+    session.apply(&Event::Submit(first))?;
+    request_example(doc, "/v1/oasis/sessions/{id}/jobs", "post", value(&second));
+    let decision = session.apply(&Event::Submit(second))?;
+    response_example(doc, "/v1/oasis/sessions/{id}/jobs", "post", "200", value(&decision));
+    response_example(
+        doc,
+        "/v1/oasis/sessions/{id}",
+        "get",
+        "200",
+        value(&o::view("a1b2c3d4e5f60718", EXAMPLE_CREATED_AT, &session)),
+    );
+    Ok(())
+}
+
 /// A session's allocation view with the check's time pinned.
 fn allocation_example(id: &str, session: &crate::mechanism::Session) -> Result<views::AllocationView, ApiError> {
     let mut view = views::allocation(id, session)?;
@@ -332,8 +399,9 @@ fn allocation_example(id: &str, session: &crate::mechanism::Session) -> Result<v
     Ok(view)
 }
 
-/// Every operation that writes the store (a POST, PUT or DELETE under `/v1/sessions` or
-/// `/v1/fitgpp/sessions`) may find it full: 503 `storage_full` with `Retry-After`.
+/// Every operation that writes the store (a POST, PUT or DELETE under `/v1/sessions`,
+/// `/v1/fitgpp/sessions` or `/v1/oasis/sessions`) may find it full: 503 `storage_full` with
+/// `Retry-After`.
 fn add_storage_full_responses(doc: &mut Document) {
     use utoipa::openapi::{schema::Type, ContentBuilder, HeaderBuilder, ObjectBuilder, Ref, ResponseBuilder};
     let full = ApiError::from(super::store::StoreError::Full("database or disk is full".into()));
@@ -355,7 +423,7 @@ fn add_storage_full_responses(doc: &mut Document) {
         )
         .build();
     for (path, item) in doc.paths.paths.iter_mut() {
-        if !(path.starts_with("/v1/sessions") || path.starts_with("/v1/fitgpp/sessions")) {
+        if !["/v1/sessions", "/v1/fitgpp/sessions", "/v1/oasis/sessions"].iter().any(|p| path.starts_with(p)) {
             continue;
         }
         for op in [item.post.as_mut(), item.put.as_mut(), item.delete.as_mut()].into_iter().flatten() {
@@ -367,6 +435,7 @@ fn add_storage_full_responses(doc: &mut Document) {
 fn add_examples(doc: &mut Document) -> Result<(), ApiError> {
     add_storage_full_responses(doc);
     add_fitgpp_examples(doc)?;
+    add_oasis_examples(doc)?;
     // POST /v1/allocations: the demo request and its real response.
     let request = crate::demo::request("max_min_fairness");
     let mut response = crate::solve(&Problem::from_request(&request)?, Backend::default())?;

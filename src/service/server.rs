@@ -12,7 +12,7 @@ use super::sessions::registry::apply_live;
 use super::sessions::spec::CreateSession;
 use super::state::{AppState, SharedState};
 use super::store::Owner;
-use super::{allocations, backup, body_limit, fitgpp, health, metrics, throughputs};
+use super::{allocations, backup, body_limit, fitgpp, health, metrics, oasis, throughputs};
 use axum::extract::DefaultBodyLimit;
 use axum::http::{HeaderValue, Method, Uri};
 use axum::routing::{delete, get, post, put};
@@ -60,6 +60,9 @@ pub fn router(state: SharedState) -> Router {
         .route("/v1/fitgpp/sessions/{id}", get(fitgpp::get).delete(fitgpp::delete))
         .route("/v1/fitgpp/sessions/{id}/jobs", post(fitgpp::submit))
         .route("/v1/fitgpp/sessions/{id}/advance", post(fitgpp::advance))
+        .route("/v1/oasis/sessions", post(oasis::create))
+        .route("/v1/oasis/sessions/{id}", get(oasis::get).delete(oasis::delete))
+        .route("/v1/oasis/sessions/{id}/jobs", post(oasis::submit))
         .route("/v1/admin/backup", get(backup::backup))
         .fallback(no_route)
         .method_not_allowed_fallback(method_not_allowed)

@@ -9,6 +9,7 @@ use super::fitgpp::FitGppSessions;
 use super::k8s::binder::{self, Binder};
 use super::limits::SolveLimiter;
 use super::metrics::Metrics;
+use super::oasis::OasisSessions;
 use super::quotas::{Quotas, Reservation};
 use super::sessions::registry::{Broken, Sessions};
 use super::store::{Opened, Store};
@@ -24,6 +25,8 @@ pub struct AppState {
     pub sessions: Sessions,
     /// FitGpp sessions (`fitgpp.rs`), in the same store.
     pub fitgpp: FitGppSessions,
+    /// OASiS sessions (`oasis.rs`), in the same store.
+    pub oasis: OasisSessions,
     /// The store itself, for what concerns the whole database (`GET /v1/admin/backup`).
     pub store: Arc<Store>,
     pub metrics: Metrics,
@@ -48,7 +51,7 @@ impl AppState {
     /// (no tokens, or `admin`).
     pub fn reserve_session(&self, caller: &Principal) -> ApiResult<Option<Reservation>> {
         let (Some(limits), Some(tenant)) = (caller.counted(), caller.tenant.as_deref()) else { return Ok(None) };
-        let live = || self.sessions.owned_by(tenant) + self.fitgpp.owned_by(tenant);
+        let live = || self.sessions.owned_by(tenant) + self.fitgpp.owned_by(tenant) + self.oasis.owned_by(tenant);
         self.quotas.reserve_session(tenant, limits, live).map(Some)
     }
 
@@ -69,7 +72,8 @@ impl AppState {
         let store = Arc::new(store);
         let (sessions, mut broken) = Sessions::load(store.clone()).map_err(|e| e.to_string())?;
         let (fitgpp, broken_fitgpp) = FitGppSessions::load(store.clone()).map_err(|e| e.to_string())?;
-        broken.extend(broken_fitgpp.into_iter().map(|(id, error)| Broken { id, error }));
+        let (oasis, broken_oasis) = OasisSessions::load(store.clone()).map_err(|e| e.to_string())?;
+        broken.extend(broken_fitgpp.into_iter().chain(broken_oasis));
         let limiter = SolveLimiter::new(
             config.concurrent_solves(),
             config.queued_solves(),
@@ -81,6 +85,7 @@ impl AppState {
             limiter,
             sessions,
             fitgpp,
+            oasis,
             store,
             metrics: Metrics::default(),
             openapi: Bytes::from(super::openapi::json()),

@@ -1,4 +1,4 @@
-//! The HTTP service against the real binary: every endpoint, errors, refused bodies, fuzzed requests, the OpenAPI document, recovery after kill -9, the store under faults and its backups, FitGpp sessions, authentication and tenancy, the Kubernetes scheduler extender.
+//! The HTTP service against the real binary: every endpoint, errors, refused bodies, fuzzed requests, the OpenAPI document, recovery after kill -9, the store under faults and its backups, FitGpp and OASiS sessions, authentication and tenancy, the Kubernetes scheduler extender.
 //! One test crate per layer (one link each); each module is one file beside this one.
 
 #[path = "../service_support/mod.rs"]
@@ -12,6 +12,7 @@ mod service_errors;
 mod service_fitgpp;
 mod service_fuzz;
 mod service_k8s;
+mod service_oasis;
 mod service_openapi;
 mod service_recovery;
 mod service_storage;

@@ -71,6 +71,25 @@ fn fitgpp_job(id: &str) -> Vec<u8> {
         .into_bytes()
 }
 
+fn oasis_session(c: &mut Client) -> Reply {
+    let f = json!({"lower": [2.0, 2.0, 2.0, 2.0], "upper": [4.0, 4.0, 4.0, 4.0], "eta": 1.0});
+    let body = json!({"cluster": {"slot_seconds": 100, "slots": 4,
+                                  "worker_servers": [{"gpus": 2, "cpus": 0, "memory_gb": 0, "bandwidth_mbps": 2}],
+                                  "ps_servers": [{"gpus": 0, "cpus": 2, "memory_gb": 0, "bandwidth_mbps": 4}]},
+                      "prices": {"workers": f, "parameter_servers": f}});
+    c.post("/v1/oasis/sessions", body.to_string().as_bytes()).unwrap()
+}
+
+fn oasis_job(id: &str) -> Vec<u8> {
+    json!({"id": id, "arrival_slot": 0, "epochs": 1, "chunks": 5, "minibatches_per_chunk": 10,
+           "minibatch_seconds": 1, "gradient_mb": 0.0625,
+           "worker": {"gpus": 1, "cpus": 0, "memory_gb": 0, "bandwidth_mbps": 1},
+           "parameter_server": {"gpus": 0, "cpus": 1, "memory_gb": 0, "bandwidth_mbps": 2},
+           "utility": {"kind": "constant", "value": 8}})
+    .to_string()
+    .into_bytes()
+}
+
 fn ids(list: &Reply) -> Vec<String> {
     assert_eq!(list.status, 200, "{}", list.text());
     list.json()["sessions"].as_array().unwrap().iter().map(|s| s["id"].as_str().unwrap().to_string()).collect()
@@ -249,6 +268,8 @@ fn tokens_without_the_scope_are_403_naming_it() {
     forbidden(&reader.post("/v1/fitgpp/sessions", b"{}").unwrap(), "sessions:write");
     forbidden(&reader.post("/v1/throughputs/estimate", b"{}").unwrap(), "solve");
     forbidden(&scraper.get("/v1/fitgpp/sessions/x").unwrap(), "sessions:read");
+    forbidden(&reader.post("/v1/oasis/sessions", b"{}").unwrap(), "sessions:write");
+    forbidden(&scraper.get("/v1/oasis/sessions/x").unwrap(), "sessions:read");
     forbidden(&reader.get("/v1/admin/backup").unwrap(), "admin");
     assert_eq!(solver.post("/v1/allocations", &bytes(&demo_request())).unwrap().status, 200);
     assert_eq!(reader.get("/v1/sessions").unwrap().status, 200);
@@ -269,6 +290,8 @@ fn tenants_never_see_each_others_sessions() {
     let mine = created_id(&create_session(&mut a, 3));
     let fit = created_id(&fitgpp_session(&mut a));
     assert_eq!(a.post(&format!("/v1/fitgpp/sessions/{fit}/jobs"), &fitgpp_job("j")).unwrap().status, 200);
+    let priced = created_id(&oasis_session(&mut a));
+    assert_eq!(a.post(&format!("/v1/oasis/sessions/{priced}/jobs"), &oasis_job("j")).unwrap().status, 200);
     let theirs = created_id(&create_session(&mut b, 2));
 
     // Every session route, for a's session and for one that does not exist: the same answer.
@@ -297,10 +320,17 @@ fn tenants_never_see_each_others_sessions() {
         ("POST", "/v1/fitgpp/sessions/{}/jobs".into(), fitgpp_job("k")),
         ("POST", "/v1/fitgpp/sessions/{}/advance".into(), br#"{"to": 5}"#.to_vec()),
     ];
+    let oasis_routes: Vec<(&str, String, Vec<u8>)> = vec![
+        ("GET", "/v1/oasis/sessions/{}".into(), vec![]),
+        ("GET", "/v1/oasis/sessions/{}?audit=5".into(), vec![]),
+        ("DELETE", "/v1/oasis/sessions/{}".into(), vec![]),
+        ("POST", "/v1/oasis/sessions/{}/jobs".into(), oasis_job("k")),
+    ];
     let all = routes
         .iter()
         .map(|(m, p, body)| (*m, p.clone(), body.to_vec(), &mine))
-        .chain(fit_routes.iter().map(|(m, p, body)| (*m, p.clone(), body.clone(), &fit)));
+        .chain(fit_routes.iter().map(|(m, p, body)| (*m, p.clone(), body.clone(), &fit)))
+        .chain(oasis_routes.iter().map(|(m, p, body)| (*m, p.clone(), body.clone(), &priced)));
     for (method, path, body, id) in all {
         let other = b.send(method, &path.replace("{}", id), &body, &[]).unwrap();
         let none = b.send(method, &path.replace("{}", ghost), &body, &[]).unwrap();
@@ -320,6 +350,8 @@ fn tenants_never_see_each_others_sessions() {
     let fit_view = a.get(&format!("/v1/fitgpp/sessions/{fit}")).unwrap().json();
     assert_eq!(fit_view["jobs"].as_array().unwrap().len(), 1);
     assert_eq!(fit_view["now"], 0.0);
+    let priced_view = a.get(&format!("/v1/oasis/sessions/{priced}")).unwrap().json();
+    assert_eq!(priced_view["decisions"].as_array().unwrap().len(), 1);
 
     // Lists: each tenant its own; the demo session (no owner) and everything for admin only.
     assert_eq!(ids(&a.get("/v1/sessions").unwrap()), vec![mine.clone()]);

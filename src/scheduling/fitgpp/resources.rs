@@ -5,7 +5,8 @@
 use serde::{Deserialize, Serialize};
 
 /// CPU cores, memory (GB) and GPUs: a node's capacity or a job's demand.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash, Serialize, Deserialize, utoipa::ToSchema)]
+#[schema(as = NodeResources)]
 pub struct Resources {
     pub cpus: u32,
     pub memory_gb: u32,

@@ -10,7 +10,9 @@ use serde::{Deserialize, Serialize};
 pub const MAX_SERVER_SLOTS: usize = 50_000_000;
 
 /// The cluster and the horizon, as a user describes them.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, utoipa::ToSchema)]
+#[schema(as = OasisCluster)]
+#[serde(deny_unknown_fields)]
 pub struct ClusterSpec {
     /// Length of a slot in seconds.
     pub slot_seconds: f64,

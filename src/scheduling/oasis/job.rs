@@ -9,7 +9,8 @@ use serde::{Deserialize, Serialize};
 
 /// `f_i(d)`, the job's value when it completes `d` slots after it arrived (`d ≥ 1`: a job that
 /// arrives in slot `a` and ends with slot `t` has `d = t − a + 1`). Non-increasing in `d`.
-#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize, utoipa::ToSchema)]
+#[schema(as = OasisUtility)]
 #[serde(tag = "kind", rename_all = "snake_case")]
 pub enum Utility {
     /// Time-insensitive: the same value whenever it completes.
@@ -56,7 +57,9 @@ impl Utility {
 }
 
 /// What a user submits.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, utoipa::ToSchema)]
+#[schema(as = OasisJob)]
+#[serde(deny_unknown_fields)]
 pub struct JobSpec {
     pub id: String,
     /// The slot `a_i` it arrives in.

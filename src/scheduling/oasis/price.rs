@@ -6,11 +6,13 @@ use super::cluster::ClusterSpec;
 use super::job::Job;
 use super::resources::{ResourceVector, RESOURCE_TYPES};
 use crate::error::{ArbiterError, ErrorCode, Result};
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 /// One pool's price function `p^r(g) = (L^r / 2η) · (2 U^r η / L^r)^{g / c}` for each resource
 /// `r`.
-#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize, utoipa::ToSchema)]
+#[schema(as = OasisPriceFunction)]
+#[serde(deny_unknown_fields)]
 pub struct PriceFunction {
     /// `L^r`: the least utility per unit of resource `r` and slot among the jobs.
     pub lower: [f64; RESOURCE_TYPES],
@@ -72,6 +74,17 @@ pub struct PriceParameters {
     pub parameter_servers: PriceFunction,
     demanded_by_workers: [bool; RESOURCE_TYPES],
     demanded_by_ps: [bool; RESOURCE_TYPES],
+}
+
+impl LowestUtility {
+    /// `horizon` or `shortest`.
+    pub fn from_name(name: &str) -> Option<LowestUtility> {
+        match name {
+            "horizon" => Some(LowestUtility::AtHorizon),
+            "shortest" => Some(LowestUtility::AtShortest),
+            _ => None,
+        }
+    }
 }
 
 impl PriceParameters {

@@ -11,7 +11,8 @@ pub const RESOURCE_TYPES: usize = 4;
 pub const RESOURCE_NAMES: [&str; RESOURCE_TYPES] = ["gpus", "cpus", "memory_gb", "bandwidth_mbps"];
 
 /// A server's capacity `c_h^r` or one worker's (parameter server's) demand `α_i^r` (`β_i^r`).
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash, Serialize, Deserialize, utoipa::ToSchema)]
+#[schema(as = OasisResources)]
 pub struct ResourceVector {
     #[serde(flatten)]
     pub compute: Resources,

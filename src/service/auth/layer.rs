@@ -32,7 +32,7 @@ pub fn required(method: &Method, route: &str) -> Need {
         _ if under("/v1/admin") => Need::Scope(Scope::Admin),
         "/metrics" => Need::Scope(Scope::Metrics),
         "/v1/allocations" | "/v1/throughputs/estimate" => Need::Scope(Scope::Solve),
-        _ if under("/v1/sessions") || under("/v1/fitgpp/sessions") => {
+        _ if under("/v1/sessions") || under("/v1/fitgpp/sessions") || under("/v1/oasis/sessions") => {
             if method == Method::GET || method == Method::HEAD {
                 Need::Scope(Scope::SessionsRead)
             } else {
@@ -129,6 +129,8 @@ mod tests {
         assert_eq!(required(&Method::DELETE, "/v1/sessions/{id}"), s(Scope::SessionsWrite));
         assert_eq!(required(&Method::PUT, "/v1/sessions/{id}/throughputs"), s(Scope::SessionsWrite));
         assert_eq!(required(&post, "/v1/fitgpp/sessions/{id}/advance"), s(Scope::SessionsWrite));
+        assert_eq!(required(&get, "/v1/oasis/sessions/{id}"), s(Scope::SessionsRead));
+        assert_eq!(required(&post, "/v1/oasis/sessions/{id}/jobs"), s(Scope::SessionsWrite));
         assert_eq!(required(&post, "/v1/sessions/{id}/k8s/filter"), s(Scope::SessionsWrite));
         assert_eq!(required(&post, "/v1/sessions/{id}/k8s/bind"), s(Scope::SessionsWrite));
         assert_eq!(required(&get, "/v1/sessions/{id}/k8s/evictions"), s(Scope::SessionsRead));

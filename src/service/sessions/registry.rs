@@ -101,8 +101,8 @@ impl Sessions {
     pub fn load(store: Arc<Store>) -> Result<(Sessions, Vec<Broken>), crate::service::store::StoreError> {
         let mut map = HashMap::new();
         let mut broken = Vec::new();
-        // FitGpp sessions share the store; `service::fitgpp` rebuilds them.
-        for stored in store.load()?.into_iter().filter(|s| !crate::service::fitgpp::is_fitgpp(&s.spec)) {
+        // FitGpp and OASiS sessions share the store; `service::replayed` rebuilds them.
+        for stored in store.load()?.into_iter().filter(|s| !crate::service::replayed::is_replayed(&s.spec)) {
             let id = stored.id.clone();
             match replay(stored) {
                 Ok(entry) => {

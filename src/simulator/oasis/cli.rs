@@ -67,17 +67,13 @@ pub fn decide_all(text: &str, lowest: LowestUtility, u: f64, l: f64) -> Result<O
 }
 
 pub fn run(args: &OasisArgs) -> Result<String> {
-    let lowest = match args.lowest.as_str() {
-        "shortest" => LowestUtility::AtShortest,
-        "horizon" => LowestUtility::AtHorizon,
-        other => {
-            return Err(ArbiterError::at(
-                ErrorCode::MalformedRequest,
-                "lowest",
-                format!("--lowest is shortest or horizon, not {other:?}"),
-            ))
-        }
-    };
+    let lowest = LowestUtility::from_name(&args.lowest).ok_or_else(|| {
+        ArbiterError::at(
+            ErrorCode::MalformedRequest,
+            "lowest",
+            format!("--lowest is shortest or horizon, not {:?}", args.lowest),
+        )
+    })?;
     let input = &args.input;
     let text = if input == "-" { std::io::read_to_string(std::io::stdin()) } else { std::fs::read_to_string(input) }
         .map_err(|e| ArbiterError::new(ErrorCode::MalformedRequest, format!("cannot read {input}: {e}")))?;
