@@ -16,6 +16,11 @@ from arbiter_client import (
     FitGppNodeGroup,
     JobSpec,
     NotFound,
+    OasisCluster,
+    OasisJob,
+    OasisPriceFunction,
+    OasisPrices,
+    OasisResources,
     PartialRow,
     Progress,
     Request,
@@ -66,6 +71,10 @@ CLIENT_OPERATIONS = {
     ("DELETE", "/v1/fitgpp/sessions/{id}"): "delete_fitgpp_session",
     ("POST", "/v1/fitgpp/sessions/{id}/jobs"): "submit_fitgpp_job",
     ("POST", "/v1/fitgpp/sessions/{id}/advance"): "advance_fitgpp_session",
+    ("POST", "/v1/oasis/sessions"): "create_oasis_session",
+    ("GET", "/v1/oasis/sessions/{id}"): "get_oasis_session",
+    ("DELETE", "/v1/oasis/sessions/{id}"): "delete_oasis_session",
+    ("POST", "/v1/oasis/sessions/{id}/jobs"): "submit_oasis_job",
     ("GET", "/healthz"): "healthz",
     ("GET", "/metrics"): "metrics",
     ("GET", "/openapi.json"): "openapi",
@@ -266,6 +275,34 @@ class Operations(unittest.TestCase):
         c.delete_fitgpp_session(fid)
         with self.assertRaises(NotFound):
             c.get_fitgpp_session(fid)
+
+    def test_an_oasis_session_admits_by_price_and_says_why(self):
+        c = self.client
+        prices = OasisPriceFunction(lower=[2.0] * 4, upper=[4.0] * 4, eta=1.0)
+        cluster = OasisCluster(slot_seconds=100, slots=2, worker_servers=[OasisResources(2, 0, 0, 2)],
+                               ps_servers=[OasisResources(0, 2, 0, 4)])
+        view = c.create_oasis_session({"cluster": cluster.to_dict(),
+                                       "prices": OasisPrices(workers=prices, parameter_servers=prices).to_dict()})
+        oid = view.id
+        self.assertEqual((view.slots, view.admitted), (2, 0))
+
+        def job(name, epochs, utility):
+            return OasisJob(id=name, arrival_slot=0, epochs=epochs, chunks=5, minibatches_per_chunk=10,
+                            minibatch_seconds=1.0, gradient_mb=0.0625, worker=OasisResources(1, 0, 0, 1),
+                            parameter_server=OasisResources(0, 1, 0, 2), utility=utility)
+
+        a = c.submit_oasis_job(oid, job("A", 2, {"kind": "constant", "value": 20}))
+        self.assertTrue(a.admitted)
+        self.assertAlmostEqual(a.payoff, 13.0)
+        self.assertEqual([(p.server, p.count, p.unit_price) for p in a.schedule.slots[0].workers], [(0, 2, 2.0)])
+        b = c.submit_oasis_job(oid, job("B", 2, {"kind": "sigmoid", "priority": 24, "decay": 1.0986122886681098,
+                                                 "target": 1}))
+        self.assertFalse(b.admitted)
+        self.assertTrue(b.explanation.startswith("rejected"))
+        self.assertEqual(c.get_oasis_session(oid).total_utility, 20.0)
+        c.delete_oasis_session(oid)
+        with self.assertRaises(NotFound):
+            c.get_oasis_session(oid)
 
     def test_requests_by_path(self):
         answer = self.client.request("GET", "/v1/sessions")

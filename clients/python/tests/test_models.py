@@ -26,9 +26,10 @@ OPENAPI = json.loads((REPO / "openapi" / "openapi.json").read_text())
 SCHEMAS = OPENAPI["components"]["schemas"]
 
 #: Schemas that are not objects the client models: enums, the error envelope (read by
-#: errors.py), the throughputs body (a dict argument), a free-form map.
+#: errors.py), the throughputs body (a dict argument), a free-form map, a tagged union.
 NOT_MODELLED = {
-    "Code", "ErrorCode", "ServiceCode", "TieBreak", "ErrorObject", "ErrorResponse", "Throughputs", "IndexMap"
+    "Code", "ErrorCode", "ServiceCode", "TieBreak", "ErrorObject", "ErrorResponse", "Throughputs", "IndexMap",
+    "OasisUtility",  # a tagged union of two shapes: OasisJob.utility is a dict
 }
 
 

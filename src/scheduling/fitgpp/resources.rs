@@ -5,8 +5,7 @@
 use serde::{Deserialize, Serialize};
 
 /// CPU cores, memory (GB) and GPUs: a node's capacity or a job's demand.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash, Serialize, Deserialize, utoipa::ToSchema)]
-#[schema(as = NodeResources)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
 pub struct Resources {
     pub cpus: u32,
     pub memory_gb: u32,

@@ -221,7 +221,7 @@ impl Rrh {
     fn backlog(&self, jobs: &[Job], progress: &[Progress], upto: usize) -> usize {
         let gpu_slots: f64 = (0..upto)
             .filter(|&j| progress[j].admitted && progress[j].completion_slot.is_none() && !progress[j].paused)
-            .map(|j| (progress[j].remaining(&jobs[j]) * jobs[j].spec.worker.compute.gpus as u64) as f64)
+            .map(|j| (progress[j].remaining(&jobs[j]) * jobs[j].spec.worker.gpus as u64) as f64)
             .sum();
         (gpu_slots / self.gpus.max(1.0)).floor() as usize
     }
@@ -237,8 +237,7 @@ impl SlotScheme for Rrh {
         let own = self.run_slots(job, &progress[i]);
         let reward = job.utility_ending_at(slot + wait + own - 1);
         // The delay it imposes: its GPU-slots spread over the cluster.
-        let delay =
-            ((job.worker_slots * job.spec.worker.compute.gpus as u64) as f64 / self.gpus.max(1.0)).ceil() as usize;
+        let delay = ((job.worker_slots * job.spec.worker.gpus as u64) as f64 / self.gpus.max(1.0)).ceil() as usize;
         let risk: f64 = (0..i)
             .filter(|&j| progress[j].admitted && progress[j].completion_slot.is_none() && !progress[j].paused)
             .map(|j| {

@@ -1,8 +1,8 @@
-//! The resource vector of OASiS's servers and of its workers and parameter servers: FitGpp's CPU
-//! cores, memory and GPUs plus the NIC bandwidth a worker or parameter server reserves. Owns
-//! nothing else; what is committed where is `ledger.rs`'s.
+//! The resource vector of OASiS's servers and of its workers and parameter servers: GPUs, CPU
+//! cores and memory (as FitGpp's nodes) plus the NIC bandwidth a worker or parameter server
+//! reserves. Owns
+//! nothing else; what is committed where is `cluster.rs`'s.
 
-use crate::scheduling::fitgpp::Resources;
 use serde::{Deserialize, Serialize};
 
 /// The number of resource types `R` (GPU, CPU, memory, bandwidth).
@@ -13,21 +13,24 @@ pub const RESOURCE_NAMES: [&str; RESOURCE_TYPES] = ["gpus", "cpus", "memory_gb",
 /// A server's capacity `c_h^r` or one worker's (parameter server's) demand `α_i^r` (`β_i^r`).
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash, Serialize, Deserialize, utoipa::ToSchema)]
 #[schema(as = OasisResources)]
+#[serde(deny_unknown_fields)]
 pub struct ResourceVector {
-    #[serde(flatten)]
-    pub compute: Resources,
+    pub gpus: u32,
+    /// CPU cores.
+    pub cpus: u32,
+    pub memory_gb: u32,
     /// Bandwidth reserved on the NIC, Mbit/s (`b_i`, `B_i` for a worker, a parameter server).
     pub bandwidth_mbps: u32,
 }
 
 impl ResourceVector {
     pub const fn new(gpus: u32, cpus: u32, memory_gb: u32, bandwidth_mbps: u32) -> ResourceVector {
-        ResourceVector { compute: Resources::new(cpus, memory_gb, gpus), bandwidth_mbps }
+        ResourceVector { gpus, cpus, memory_gb, bandwidth_mbps }
     }
 
     /// The amounts in the order of [`RESOURCE_NAMES`].
     pub fn amounts(&self) -> [u32; RESOURCE_TYPES] {
-        [self.compute.gpus, self.compute.cpus, self.compute.memory_gb, self.bandwidth_mbps]
+        [self.gpus, self.cpus, self.memory_gb, self.bandwidth_mbps]
     }
 
     pub fn is_zero(&self) -> bool {
@@ -42,11 +45,7 @@ impl ResourceVector {
 
 impl std::fmt::Display for ResourceVector {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(
-            f,
-            "{} GPUs, {} cores, {} GB, {} Mbit/s",
-            self.compute.gpus, self.compute.cpus, self.compute.memory_gb, self.bandwidth_mbps
-        )
+        write!(f, "{} GPUs, {} cores, {} GB, {} Mbit/s", self.gpus, self.cpus, self.memory_gb, self.bandwidth_mbps)
     }
 }
 

@@ -32,7 +32,7 @@ pub fn run_all(settings: &Settings, seed: u64, lowest: LowestUtility, backend: B
     let (cluster, specs) = generate(settings, seed);
     let jobs = validate(&cluster, &specs)?;
     let mut runs = vec![oasis(&cluster, &jobs, lowest, 1.0, 1.0)?.0];
-    let gpus: f64 = cluster.worker_servers.iter().map(|s| s.compute.gpus as f64).sum();
+    let gpus: f64 = cluster.worker_servers.iter().map(|s| s.gpus as f64).sum();
     let mut schemes: Vec<Box<dyn SlotScheme>> = vec![
         Box::new(Fifo { fixed_workers: FIXED_WORKERS }),
         Box::new(Drf),

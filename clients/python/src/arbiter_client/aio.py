@@ -10,6 +10,7 @@ from .client import DEFAULT_URL, Body, Client
 from .contract import JobSpec, Request, Response
 from .estimate import EstimateRequest, EstimateResponse
 from .fitgpp import CreateFitGppSession, FitGppJob, FitGppPass, FitGppView
+from .oasis import CreateOasisSession, OasisDecision, OasisJob, OasisView
 from .health import Health
 from .k8s import (
     BindingList,
@@ -194,6 +195,22 @@ class AsyncClient:
     async def advance_fitgpp_session(self, session_id: str, to: float) -> FitGppPass:
         """``POST /v1/fitgpp/sessions/{id}/advance``."""
         return await self._run(self.sync.advance_fitgpp_session, session_id, to)
+
+    async def create_oasis_session(self, spec: Union[CreateOasisSession, Mapping[str, Any]]) -> OasisView:
+        """``POST /v1/oasis/sessions``."""
+        return await self._run(self.sync.create_oasis_session, spec)
+
+    async def get_oasis_session(self, session_id: str, audit: Optional[int] = None) -> OasisView:
+        """``GET /v1/oasis/sessions/{id}`` (``?audit=N`` with ``audit``)."""
+        return await self._run(self.sync.get_oasis_session, session_id, audit)
+
+    async def delete_oasis_session(self, session_id: str) -> None:
+        """``DELETE /v1/oasis/sessions/{id}``."""
+        await self._run(self.sync.delete_oasis_session, session_id)
+
+    async def submit_oasis_job(self, session_id: str, job: Union[OasisJob, Mapping[str, Any]]) -> OasisDecision:
+        """``POST /v1/oasis/sessions/{id}/jobs``."""
+        return await self._run(self.sync.submit_oasis_job, session_id, job)
 
     async def healthz(self) -> Health:
         """``GET /healthz``."""

@@ -14,6 +14,7 @@ from .contract import JobSpec, Request, Response
 from .errors import ArbiterProtocolError
 from .estimate import EstimateRequest, EstimateResponse
 from .fitgpp import CreateFitGppSession, FitGppAdvance, FitGppJob, FitGppPass, FitGppView
+from .oasis import CreateOasisSession, OasisDecision, OasisJob, OasisView
 from .health import Health
 from .k8s import (
     BindingList,
@@ -271,6 +272,27 @@ class Client:
         """``POST /v1/fitgpp/sessions/{id}/advance``: completions and grace ends up to ``to``."""
         path = f"/v1/fitgpp/sessions/{segment(session_id)}/advance"
         return _model(FitGppPass, self.request("POST", path, FitGppAdvance(to=to)))
+
+    # OASiS sessions.
+
+    def create_oasis_session(self, spec: Union[CreateOasisSession, Mapping[str, Any]]) -> OasisView:
+        """``POST /v1/oasis/sessions``: the cluster, and the prices given or estimated."""
+        return _model(OasisView, self.request("POST", "/v1/oasis/sessions", spec))
+
+    def get_oasis_session(self, session_id: str, audit: Optional[int] = None) -> OasisView:
+        """``GET /v1/oasis/sessions/{id}``: prices, every decision, totals, committed use; with
+        ``audit=N``, the owner and last N events as :meth:`get_session` gives them."""
+        path = f"/v1/oasis/sessions/{segment(session_id)}{_audit_query(audit)}"
+        return _model(OasisView, self.request("GET", path))
+
+    def delete_oasis_session(self, session_id: str) -> None:
+        """``DELETE /v1/oasis/sessions/{id}``: the session and its stored events."""
+        self.request("DELETE", f"/v1/oasis/sessions/{segment(session_id)}")
+
+    def submit_oasis_job(self, session_id: str, job: Union[OasisJob, Mapping[str, Any]]) -> OasisDecision:
+        """``POST /v1/oasis/sessions/{id}/jobs``: the job is decided at once, with its reason."""
+        path = f"/v1/oasis/sessions/{segment(session_id)}/jobs"
+        return _model(OasisDecision, self.request("POST", path, job))
 
     # Operations.
 

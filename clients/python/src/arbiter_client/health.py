@@ -15,6 +15,7 @@ class Health(WireModel):
     uptime_seconds: float
     sessions: int
     fitgpp_sessions: int
+    oasis_sessions: int
     solves_running: int
     solves_queued: int
     max_concurrent_solves: int

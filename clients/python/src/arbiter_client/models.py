@@ -1,5 +1,5 @@
-"""Every model of the API in one namespace: the contract, the estimator, sessions, FitGpp, the
-Kubernetes extender, the audit, health.
+"""Every model of the API in one namespace: the contract, the estimator, sessions, FitGpp, OASiS,
+the Kubernetes extender, the audit, health.
 
 Each is a dataclass with ``from_dict`` and ``to_dict`` (see :mod:`.wire`) following the OpenAPI
 schema named by its ``SCHEMA``.
@@ -41,6 +41,20 @@ from .fitgpp import (
     FitGppView,
 )
 from .health import Health
+from .oasis import (
+    CreateOasisSession,
+    OasisCluster,
+    OasisDecision,
+    OasisJob,
+    OasisPlacement,
+    OasisPriceFunction,
+    OasisPrices,
+    OasisResources,
+    OasisSchedule,
+    OasisSlot,
+    OasisSlotUsage,
+    OasisView,
+)
 from .k8s import (
     BindingList,
     Eviction,
