@@ -1,9 +1,13 @@
 //! The `arbiter oasis` command: a cluster and jobs as JSON in, OASiS's decision on each job (in
 //! arrival order) out, with the payoff, utility and priced cost that made it and the schedule of
-//! each admitted job. `src/main.rs` only dispatches here.
+//! each admitted job; with `--baselines`, the same jobs under FIFO, DRF, RRH or Dorm in the slot
+//! simulator beside it. `src/main.rs` only dispatches here.
 
-use super::run::validate;
+use super::run::{validate, RunOutcome};
+use super::slots::simulate;
+use super::study::baseline;
 use crate::error::{ArbiterError, ErrorCode, Result};
+use crate::lp::Backend;
 use crate::scheduling::oasis::{ClusterSpec, Decision, JobSpec, LowestUtility, Oasis, PriceParameters};
 use serde::{Deserialize, Serialize};
 
@@ -23,6 +27,10 @@ pub struct OasisArgs {
     /// L estimated at this factor of its value.
     #[arg(long, default_value_t = 1.0)]
     pub l: f64,
+    /// Also run the jobs under these baselines (comma-separated: `fifo`, `drf`, `rrh`, `dorm`;
+    /// `docs/oasis.md` describes each) and report each one's total utility and every job's fate.
+    #[arg(long, value_name = "SCHEMES")]
+    pub baselines: Option<String>,
 }
 
 /// What the command reads.
@@ -41,12 +49,26 @@ pub struct OasisOutput {
     pub total_utility: f64,
     pub admitted: usize,
     pub decisions: Vec<Decision>,
+    /// With `--baselines`: each one's run over the same jobs.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub baselines: Vec<RunOutcome>,
 }
 
-/// Decides every job of `text` (the input's JSON).
-pub fn decide_all(text: &str, lowest: LowestUtility, u: f64, l: f64) -> Result<OasisOutput> {
+/// Decides every job of `text` (the input's JSON), and runs it under each of `baselines`.
+pub fn decide_all(text: &str, lowest: LowestUtility, u: f64, l: f64, baselines: &[String]) -> Result<OasisOutput> {
     let input: OasisInput = crate::contract::json::read(text).map_err(|e| e.into_error(""))?;
     let jobs = validate(&input.cluster, &input.jobs)?;
+    let mut runs = Vec::with_capacity(baselines.len());
+    for name in baselines {
+        let mut scheme = baseline(name, &input.cluster, Backend::default()).ok_or_else(|| {
+            ArbiterError::at(
+                ErrorCode::UnknownPolicy,
+                "baselines",
+                format!("unknown baseline {name:?}: fifo, drf, rrh or dorm"),
+            )
+        })?;
+        runs.push(simulate(&input.cluster, &jobs, scheme.as_mut())?);
+    }
     let prices = PriceParameters::estimate_with(&jobs, &input.cluster, lowest)?.scaled(u, l)?;
     let mut oasis = Oasis::new(input.cluster, prices)?;
     let mut order: Vec<usize> = (0..jobs.len()).collect();
@@ -63,6 +85,7 @@ pub fn decide_all(text: &str, lowest: LowestUtility, u: f64, l: f64) -> Result<O
         total_utility,
         admitted,
         decisions,
+        baselines: runs,
     })
 }
 
@@ -77,7 +100,12 @@ pub fn run(args: &OasisArgs) -> Result<String> {
     let input = &args.input;
     let text = if input == "-" { std::io::read_to_string(std::io::stdin()) } else { std::fs::read_to_string(input) }
         .map_err(|e| ArbiterError::new(ErrorCode::MalformedRequest, format!("cannot read {input}: {e}")))?;
-    let output = decide_all(&text, lowest, args.u, args.l)?;
+    let baselines: Vec<String> = args
+        .baselines
+        .as_deref()
+        .map(|list| list.split(',').map(|s| s.trim().to_string()).filter(|s| !s.is_empty()).collect())
+        .unwrap_or_default();
+    let output = decide_all(&text, lowest, args.u, args.l, &baselines)?;
     Ok(serde_json::to_string_pretty(&output).expect("the output serializes"))
 }
 
@@ -104,7 +132,7 @@ mod tests {
 
     #[test]
     fn decides_a_json_workload_in_arrival_order() {
-        let out = decide_all(HAND, LowestUtility::AtShortest, 1.0, 1.0).unwrap();
+        let out = decide_all(HAND, LowestUtility::AtShortest, 1.0, 1.0, &[]).unwrap();
         assert_eq!(out.decisions.iter().map(|d| d.job.as_str()).collect::<Vec<_>>(), vec!["A", "C"]);
         assert_eq!(out.admitted, 2);
         assert!((out.total_utility - 28.0).abs() < 1e-9); // 20 + 16/2
@@ -112,16 +140,35 @@ mod tests {
         assert!(text.contains("\"completion_slot\":0") && text.contains("\"completion_slot\":1"));
     }
 
+    /// The two jobs under every baseline: each admits both (FIFO, DRF and Dorm admit all; RRH
+    /// finds no delay cost against an empty backlog), and each finishes A (2 worker-slots, 2
+    /// workers fit) in slot 0 and C in slot 1, worth 20 + 8.
+    #[test]
+    fn baselines_run_the_same_jobs() {
+        let names: Vec<String> = ["fifo", "drf", "rrh", "dorm"].map(String::from).to_vec();
+        let out = decide_all(HAND, LowestUtility::AtShortest, 1.0, 1.0, &names).unwrap();
+        assert_eq!(out.baselines.iter().map(|r| r.scheme.as_str()).collect::<Vec<_>>(), names);
+        for run in &out.baselines {
+            assert_eq!(run.admitted, 2, "{}", run.scheme);
+            let done: Vec<Option<usize>> = run.jobs.iter().map(|j| j.completion_slot).collect();
+            assert_eq!(done, vec![Some(0), Some(1)], "{}", run.scheme);
+            assert!((run.total_utility - 28.0).abs() < 1e-9, "{}: {}", run.scheme, run.total_utility);
+        }
+        let err = decide_all(HAND, LowestUtility::AtShortest, 1.0, 1.0, &["sjf".into()]).unwrap_err();
+        assert_eq!((err.code, err.field.as_deref()), (ErrorCode::UnknownPolicy, Some("baselines")));
+    }
+
     #[test]
     fn bad_input_names_the_field() {
-        let err = decide_all(&HAND.replace("\"epochs\": 2", "\"epochs\": -2"), LowestUtility::AtShortest, 1.0, 1.0)
-            .unwrap_err();
+        let err =
+            decide_all(&HAND.replace("\"epochs\": 2", "\"epochs\": -2"), LowestUtility::AtShortest, 1.0, 1.0, &[])
+                .unwrap_err();
         assert_eq!(err.code, ErrorCode::MalformedRequest);
         assert_eq!(err.field.as_deref(), Some("jobs[0].epochs"));
-        let err = decide_all(&HAND.replace("\"epochs\": 2", "\"epochs\": 0"), LowestUtility::AtShortest, 1.0, 1.0)
+        let err = decide_all(&HAND.replace("\"epochs\": 2", "\"epochs\": 0"), LowestUtility::AtShortest, 1.0, 1.0, &[])
             .unwrap_err();
         assert_eq!(err.field.as_deref(), Some("jobs[0].epochs"));
-        let err = decide_all(HAND, LowestUtility::AtShortest, f64::NAN, 1.0).unwrap_err();
+        let err = decide_all(HAND, LowestUtility::AtShortest, f64::NAN, 1.0, &[]).unwrap_err();
         assert_eq!(err.code, ErrorCode::InvalidNumber);
     }
 }

@@ -8,7 +8,7 @@ use super::workload::{generate, Settings};
 use crate::error::Result;
 use crate::lp::Backend;
 use crate::scheduling::oasis::baselines::{Dorm, Drf, Fifo, Rrh, SlotScheme};
-use crate::scheduling::oasis::{Job, LowestUtility, Utility};
+use crate::scheduling::oasis::{ClusterSpec, Job, LowestUtility, Utility};
 use serde::Serialize;
 
 /// The schemes, in the order the tables list them.
@@ -27,19 +27,26 @@ pub struct StudyRun {
     pub jobs: Vec<Job>,
 }
 
+/// The baseline named `name` (`fifo`, `drf`, `rrh`, `dorm`) with the study's settings on
+/// `cluster`; `None` for another name.
+pub fn baseline(name: &str, cluster: &ClusterSpec, backend: Backend) -> Option<Box<dyn SlotScheme>> {
+    let gpus: f64 = cluster.worker_servers.iter().map(|s| s.gpus as f64).sum();
+    Some(match name {
+        "fifo" => Box::new(Fifo { fixed_workers: FIXED_WORKERS }),
+        "drf" => Box::new(Drf),
+        "rrh" => Box::new(Rrh { fixed_workers: FIXED_WORKERS, threshold: 0.0, gpus }),
+        "dorm" => Box::new(Dorm::new(DORM_THETA, backend)),
+        _ => return None,
+    })
+}
+
 /// Runs every scheme on the workload `settings` and `seed` draw.
 pub fn run_all(settings: &Settings, seed: u64, lowest: LowestUtility, backend: Backend) -> Result<StudyRun> {
     let (cluster, specs) = generate(settings, seed);
     let jobs = validate(&cluster, &specs)?;
     let mut runs = vec![oasis(&cluster, &jobs, lowest, 1.0, 1.0)?.0];
-    let gpus: f64 = cluster.worker_servers.iter().map(|s| s.gpus as f64).sum();
-    let mut schemes: Vec<Box<dyn SlotScheme>> = vec![
-        Box::new(Fifo { fixed_workers: FIXED_WORKERS }),
-        Box::new(Drf),
-        Box::new(Rrh { fixed_workers: FIXED_WORKERS, threshold: 0.0, gpus }),
-        Box::new(Dorm::new(DORM_THETA, backend)),
-    ];
-    for scheme in schemes.iter_mut() {
+    for name in &SCHEMES[1..] {
+        let mut scheme = baseline(name, &cluster, backend).expect("the study's schemes have baselines");
         runs.push(simulate(&cluster, &jobs, scheme.as_mut())?);
     }
     Ok(StudyRun { seed, runs, jobs })
