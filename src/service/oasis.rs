@@ -24,6 +24,10 @@ use serde::{Deserialize, Serialize};
 use std::collections::HashSet;
 use utoipa::ToSchema;
 
+/// The most (slot, server) pairs a session keeps (the library allows more: a session's pools
+/// live in the server's memory, and every event copies them).
+pub const MAX_SERVER_SLOTS: usize = 1_000_000;
+
 /// The key of an OASiS session's stored creation body, `{"oasis": CreateOasisSession}`.
 pub const KEY: &str = "oasis";
 
@@ -171,6 +175,18 @@ impl Replayed for OasisSession {
     type Answer = OasisDecision;
 
     fn build(spec: &CreateOasisSession) -> ApiResult<OasisSession> {
+        let cluster = &spec.cluster;
+        let cells = cluster.slots.saturating_mul(cluster.worker_servers.len() + cluster.ps_servers.len());
+        if cells > MAX_SERVER_SLOTS {
+            return Err(ArbiterError::at(
+                ErrorCode::Unsupported,
+                "cluster.slots",
+                format!(
+                    "slots × servers is {cells}; a session keeps at most {MAX_SERVER_SLOTS} (16 bytes each per pool)"
+                ),
+            )
+            .into());
+        }
         let prices = prices(spec)?;
         let oasis = Oasis::new(spec.cluster.clone(), prices)?;
         Ok(OasisSession { oasis, decisions: Vec::new(), ids: HashSet::new(), slot: 0 })
@@ -378,6 +394,7 @@ fn parse<T: serde::de::DeserializeOwned>(text: &str) -> ApiResult<T> {
         (status = 201, description = "Created; `Location` is its URL", body = OasisView,
             headers(("Location" = String, description = "/v1/oasis/sessions/{id}"))),
         (status = 400, description = "Malformed or invalid (the field is named)", body = ErrorResponse),
+        (status = 422, description = "More slots × servers than a session keeps (`unsupported`)", body = ErrorResponse),
         (status = 500, description = "The store could not make it durable", body = ErrorResponse),
     ))]
 pub async fn create(State(state): State<SharedState>, Caller(caller): Caller, body: Body) -> ApiResult<Response> {
@@ -439,6 +456,7 @@ pub async fn delete(
     responses(
         (status = 200, description = "Decided (durably): admitted or not, and why", body = OasisDecision),
         (status = 400, description = "Invalid job, a duplicate id or a slot in the past (the field is named)", body = ErrorResponse),
+        (status = 422, description = "A job whose schedule is too large to compute (`unsupported`, on `job.epochs`)", body = ErrorResponse),
         (status = 404, description = "Unknown session (or another tenant's)", body = ErrorResponse),
     ))]
 pub async fn submit(

@@ -113,6 +113,20 @@ fn three_jobs_are_decided_with_their_reasons_and_survive_a_restart() {
                                                           "parameter_servers": {"lower": [2.0, 2.0, 2.0, 2.0], "upper": [4.0, 4.0, 4.0, 4.0], "eta": 1.0}}});
     assert_error(&post(&mut client, "/v1/oasis/sessions", falling), 400, "invalid_number", Some("prices.workers"));
     assert_error(&client.get("/v1/oasis/sessions/nope").unwrap(), 404, "unknown_session", None);
+    let mut vast = cluster();
+    vast["slots"] = json!(1_000_000);
+    let vast = json!({"cluster": vast, "prices": prices()});
+    assert_error(&post(&mut client, "/v1/oasis/sessions", vast), 422, "unsupported", Some("cluster.slots"));
+    // A job whose schedule would take too long to find (40 slots × 10⁶ worker-slots) is refused,
+    // naming it.
+    let mut long = cluster();
+    long["slots"] = json!(40);
+    let long = post(&mut client, "/v1/oasis/sessions", json!({"cluster": long, "prices": prices()})).json();
+    let mut endless = job("endless", 5000, json!({"kind": "constant", "value": 1}));
+    endless["chunks"] = json!(1000);
+    let long_path = format!("/v1/oasis/sessions/{}/jobs", long["id"].as_str().unwrap());
+    let refused = assert_error(&post(&mut client, &long_path, endless), 422, "unsupported", Some("job.epochs"));
+    assert!(refused["error"]["message"].as_str().unwrap().contains("\"endless\""), "{refused}");
 
     // Estimated prices: from jobs like those expected, as `arbiter oasis` estimates them.
     let estimated =

@@ -11,6 +11,13 @@ use super::price::PriceParameters;
 use crate::error::{ArbiterError, ErrorCode, Result};
 use serde::Serialize;
 
+/// The most entries (slots left × (worker-slots + 1)) of one decision's dynamic program: about
+/// 160 MB of table.
+pub const MAX_DP_CELLS: u64 = 20_000_000;
+/// The most steps (entries × the most workers that fit in a slot) of one decision's dynamic
+/// program: a few seconds.
+pub const MAX_DP_STEPS: u64 = 2_000_000_000;
+
 /// Where a job's workers and parameter servers run in one slot: `(server, count)`.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct SlotPlan {
@@ -82,9 +89,37 @@ impl Oasis {
         &self.parameter_servers
     }
 
-    /// Validates a job against this cluster (`field`: its path in the input).
+    /// Validates a job against this cluster (`field`: its path in the input), its schedule's
+    /// size included (`check_size`).
     pub fn job(&self, spec: super::job::JobSpec, field: &str) -> Result<Job> {
-        Job::new(spec, self.cluster.slot_seconds, self.cluster.slots, field)
+        let job = Job::new(spec, self.cluster.slot_seconds, self.cluster.slots, field)?;
+        self.check_size(&job, field)?;
+        Ok(job)
+    }
+
+    /// Refuses a job whose best schedule would take more than `MAX_DP_CELLS` table entries
+    /// (slots left × worker-slots `K_i`) or `MAX_DP_STEPS` steps (that times the most workers
+    /// that fit in a slot) to find: an `unsupported` error naming the job, where the dynamic
+    /// program would otherwise exhaust memory or run for hours.
+    pub fn check_size(&self, job: &Job, field: &str) -> Result<()> {
+        let slots = self.cluster.slots.saturating_sub(job.spec.arrival_slot) as u64;
+        let cells = slots.saturating_mul(job.worker_slots + 1);
+        let fit: u64 = (0..self.workers.servers())
+            .map(|h| job.spec.worker.copies_in(&self.workers.capacity[h]) as u64)
+            .fold(0, u64::saturating_add);
+        let steps = cells.saturating_mul(fit.min(job.max_workers as u64) + 1);
+        if cells > MAX_DP_CELLS || steps > MAX_DP_STEPS {
+            return Err(ArbiterError::at(
+                ErrorCode::Unsupported,
+                format!("{field}.epochs"),
+                format!(
+                    "job {:?}: its schedule over {slots} slots and {} worker-slots is {cells} table entries and \
+                     {steps} steps to find, more than the {MAX_DP_CELLS} and {MAX_DP_STEPS} a decision is computed for",
+                    job.spec.id, job.worker_slots
+                ),
+            ));
+        }
+        Ok(())
     }
 
     /// The job's best schedule at the current prices and the decision it leads to; commits
@@ -160,8 +195,9 @@ impl Oasis {
     }
 
     /// Decides the job (Algorithm 1): evaluates it and, if admitted, commits its schedule,
-    /// which raises the prices of what it takes.
+    /// which raises the prices of what it takes. A job past `check_size` is an error.
     pub fn decide(&mut self, job: &Job) -> Result<Decision> {
+        self.check_size(job, "job")?;
         let decision = self.evaluate(job);
         if decision.admitted {
             if let Some(schedule) = &decision.schedule {
@@ -200,6 +236,7 @@ mod tests {
     use crate::scheduling::oasis::job::tests::{worked_example_cluster, worked_example_job};
     use crate::scheduling::oasis::job::Utility;
     use crate::scheduling::oasis::price::PriceFunction;
+    use crate::scheduling::oasis::resources::ResourceVector;
 
     /// One worker server (2 GPUs, 2 Mbit/s: two workers), one PS server (2 cores, 4 Mbit/s:
     /// two parameter servers), two slots of 100 s. In both pools `L/2η = 1` and `2Uη/L = 4`,
@@ -252,6 +289,33 @@ mod tests {
         let sc = dc.schedule.unwrap();
         assert_eq!(sc.slots, vec![SlotPlan { slot: 1, workers: vec![(0, 1)], parameter_servers: vec![(0, 1)] }]);
         assert_eq!(da.utility + dc.utility, 28.0);
+    }
+
+    /// A job whose dynamic program would be too large is refused before it runs, naming the job;
+    /// one just under the bound is decided.
+    #[test]
+    fn a_schedule_too_large_to_compute_is_refused() {
+        let mut cluster = worked_example_cluster();
+        cluster.slots = 40;
+        // A worker of 1 Mbit/s on a server of 4e9 Mbit/s: billions fit. 1,000 chunks, 5 a
+        // worker-slot: K = E·1000/5 = 10⁶ worker-slots at 5,000 epochs, 40 slots of 10⁶ + 1
+        // entries: 4·10⁷ > 2·10⁷.
+        cluster.worker_servers[0] = ResourceVector::new(0, 0, 0, 4_000_000_000);
+        cluster.ps_servers[0] = ResourceVector::new(0, 0, 0, 4_000_000_000);
+        let f = PriceFunction { lower: [2.0; 4], upper: [4.0; 4], eta: 1.0 };
+        let mut oasis = Oasis::new(cluster, PriceParameters::new(f, f).unwrap()).unwrap();
+        let mut spec = worked_example_job("huge", 5_000, Utility::Constant { value: 1.0 });
+        spec.worker = ResourceVector::new(0, 0, 0, 1);
+        spec.chunks = 1_000;
+        let err = oasis.job(spec.clone(), "jobs[0]").unwrap_err();
+        assert_eq!((err.code, err.field.as_deref()), (ErrorCode::Unsupported, Some("jobs[0].epochs")));
+        assert!(err.message.contains("\"huge\""), "{}", err.message);
+        let unchecked = Job::new(spec, 100.0, 40, "jobs[0]").unwrap();
+        assert_eq!(oasis.decide(&unchecked).unwrap_err().code, ErrorCode::Unsupported);
+        let mut small = worked_example_job("small", 2, Utility::Constant { value: 20.0 });
+        (small.worker, small.parameter_server) = (ResourceVector::new(0, 0, 0, 1), ResourceVector::new(0, 0, 0, 2));
+        let small = oasis.job(small, "jobs[1]").unwrap();
+        assert!(oasis.decide(&small).unwrap().admitted);
     }
 
     #[test]
