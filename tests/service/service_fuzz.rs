@@ -1,6 +1,7 @@
 //! Arbitrary JSON, and mutations of valid requests, fed to the request parser and validators
 //! (the stateless request, a session's creation, a job) and to the HTTP endpoints of a real
-//! server: nothing panics, and every refusal is a 4xx with the contract's error object.
+//! server, and of OASiS sessions to their build and decisions: nothing panics, and every refusal is
+//! a 4xx with the contract's error object.
 
 use crate::service_support::*;
 use arbiter::service::error::ApiError;
@@ -202,4 +203,79 @@ fn endpoints_answer_arbitrary_bodies_with_4xx_or_success() {
         })
         .unwrap();
     assert_eq!(c.borrow_mut().get("/healthz").unwrap().status, 200);
+}
+
+/// An OASiS session (the three-job example of `formulations/oasis.md`: its cluster, prices and
+/// jobs in one document) with up to three of its numbers replaced by extreme or ordinary ones.
+fn renumbered_oasis() -> impl Strategy<Value = Value> {
+    let f = json!({"lower": [2.0, 2.0, 2.0, 2.0], "upper": [4.0, 4.0, 4.0, 4.0], "eta": 1.0});
+    let job = |id: &str, epochs: u32, utility: Value| {
+        json!({"id": id, "arrival_slot": 0, "epochs": epochs, "chunks": 5, "minibatches_per_chunk": 10,
+               "minibatch_seconds": 1, "gradient_mb": 0.0625,
+               "worker": {"gpus": 1, "cpus": 0, "memory_gb": 0, "bandwidth_mbps": 1},
+               "parameter_server": {"gpus": 0, "cpus": 1, "memory_gb": 0, "bandwidth_mbps": 2},
+               "utility": utility})
+    };
+    let base = json!({
+        "create": {"cluster": {"slot_seconds": 100, "slots": 2,
+                               "worker_servers": [{"gpus": 2, "cpus": 0, "memory_gb": 0, "bandwidth_mbps": 2}],
+                               "ps_servers": [{"gpus": 0, "cpus": 2, "memory_gb": 0, "bandwidth_mbps": 4}]},
+                   "prices": {"workers": f, "parameter_servers": f}},
+        "jobs": [job("A", 2, json!({"kind": "constant", "value": 20})),
+                 job("B", 2, json!({"kind": "sigmoid", "priority": 24, "decay": 1.0986, "target": 1})),
+                 job("C", 1, json!({"kind": "constant", "value": 8}))]
+    });
+    let mut all = Vec::new();
+    paths(&base, Vec::new(), &mut all);
+    let numeric: Vec<Vec<Value>> = all
+        .into_iter()
+        .filter(|p| {
+            let mut at = &base;
+            for k in p {
+                at = match k {
+                    Value::String(s) => &at[s.as_str()],
+                    Value::Number(i) => &at[i.as_u64().unwrap() as usize],
+                    _ => unreachable!(),
+                };
+            }
+            at.is_number()
+        })
+        .collect();
+    prop::collection::vec((prop::sample::select(numeric), number()), 1..=3).prop_map(move |changes| {
+        let mut v = base.clone();
+        for (path, with) in changes {
+            replace_at(&mut v, &path, with);
+        }
+        v
+    })
+}
+
+/// OASiS sessions built and fed jobs from renumbered documents: nothing panics, every refusal is
+/// a 4xx, and every decision that took time returned (a schedule too large to compute is refused).
+#[test]
+fn oasis_sessions_never_panic_and_refuse_with_4xx() {
+    use arbiter::service::oasis::{CreateOasisSession, Event, OasisSession};
+    use arbiter::service::replayed::Replayed;
+    let mut runner = TestRunner::new(Config { cases: 400, failure_persistence: None, ..Config::default() });
+    runner
+        .run(&renumbered_oasis(), |doc| {
+            let Ok(create) = serde_json::from_value::<CreateOasisSession>(doc["create"].clone()) else { return Ok(()) };
+            let mut session = match OasisSession::build(&create) {
+                Ok(session) => session,
+                Err(e) => {
+                    prop_assert!(is_refusal(&e), "{doc} → {:?}", e.body());
+                    return Ok(());
+                }
+            };
+            for job in doc["jobs"].as_array().unwrap() {
+                let Ok(spec) = serde_json::from_value(job.clone()) else { continue };
+                let started = std::time::Instant::now();
+                if let Err(e) = session.apply(&Event::Submit(spec)) {
+                    prop_assert!(is_refusal(&e), "{doc} → {:?}", e.body());
+                }
+                prop_assert!(started.elapsed().as_secs_f64() < 10.0, "{job}: {:?}", started.elapsed());
+            }
+            Ok(())
+        })
+        .unwrap();
 }
