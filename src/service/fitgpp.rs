@@ -9,7 +9,7 @@ use super::audit::{AuditQuery, AuditView};
 use super::auth::Caller;
 use super::error::{ApiError, ApiResult, ErrorResponse};
 use super::extract::{Body, Params, QueryParams};
-use super::replayed::{Replayed, ReplayedSessions};
+use super::replayed::{Replayed, ReplayedSessions, SessionEntries};
 use super::state::SharedState;
 use crate::error::{ArbiterError, ErrorCode};
 use crate::scheduling::fitgpp::{preemption, Cluster, JobKind, JobSpec, Pass, Phase, Resources};
@@ -214,6 +214,10 @@ impl Replayed for Cluster {
         matches!(event, Event::Submit(_)).then(|| self.jobs().len() + 1)
     }
 
+    fn jobs(&self) -> usize {
+        Cluster::jobs(self).len()
+    }
+
     fn event_name(event: &Event) -> &'static str {
         match event {
             Event::Submit(_) => "fitgpp_submit",
@@ -359,6 +363,13 @@ pub async fn create(State(state): State<SharedState>, Caller(caller): Caller, bo
     let answer = view(&id, created_at, &spec.preemption, &cluster);
     let location = format!("/v1/fitgpp/sessions/{id}");
     Ok((StatusCode::CREATED, [(header::LOCATION, location)], Json(answer)).into_response())
+}
+
+/// List the FitGpp sessions (with tokens: the tenant's own; every tenant's for `admin`).
+#[utoipa::path(get, path = "/v1/fitgpp/sessions", tag = "fitgpp",
+    responses((status = 200, description = "Every live FitGpp session the caller may see, oldest first", body = SessionEntries)))]
+pub async fn list(State(state): State<SharedState>, Caller(caller): Caller) -> Json<SessionEntries> {
+    Json(state.fitgpp.list(&caller).await)
 }
 
 /// Get a FitGpp session: its nodes, queue and jobs; with `?audit=N`, its owner and its last N

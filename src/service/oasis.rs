@@ -9,7 +9,7 @@ use super::audit::{AuditQuery, AuditView};
 use super::auth::Caller;
 use super::error::{ApiError, ApiResult, ErrorResponse};
 use super::extract::{Body, Params, QueryParams};
-use super::replayed::{Replayed, ReplayedSessions};
+use super::replayed::{Replayed, ReplayedSessions, SessionEntries};
 use super::state::SharedState;
 use crate::error::{ArbiterError, ErrorCode};
 use crate::scheduling::oasis::resources::RESOURCE_TYPES;
@@ -226,6 +226,10 @@ impl Replayed for OasisSession {
         Some(self.decisions.len() + 1)
     }
 
+    fn jobs(&self) -> usize {
+        self.decisions.len()
+    }
+
     fn event_name(_: &Event) -> &'static str {
         "oasis_submit"
     }
@@ -406,6 +410,13 @@ pub async fn create(State(state): State<SharedState>, Caller(caller): Caller, bo
     let answer = view(&id, created_at, &session);
     let location = format!("/v1/oasis/sessions/{id}");
     Ok((StatusCode::CREATED, [(header::LOCATION, location)], Json(answer)).into_response())
+}
+
+/// List the OASiS sessions (with tokens: the tenant's own; every tenant's for `admin`).
+#[utoipa::path(get, path = "/v1/oasis/sessions", tag = "oasis",
+    responses((status = 200, description = "Every live OASiS session the caller may see, oldest first", body = SessionEntries)))]
+pub async fn list(State(state): State<SharedState>, Caller(caller): Caller) -> Json<SessionEntries> {
+    Json(state.oasis.list(&caller).await)
 }
 
 /// Get an OASiS session: its prices, decisions and committed use; with `?audit=N`, its owner and

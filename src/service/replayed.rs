@@ -31,6 +31,8 @@ pub trait Replayed: Clone + Debug + Send + Sized + 'static {
     fn apply(&mut self, event: &Self::Event) -> ApiResult<Self::Answer>;
     /// The jobs it would hold after `event`, when the event adds one (checked against `max_jobs`).
     fn jobs_after(&self, event: &Self::Event) -> Option<usize>;
+    /// The jobs it holds (submitted, finished or decided ones included).
+    fn jobs(&self) -> usize;
     /// The event's name in the audit.
     fn event_name(event: &Self::Event) -> &'static str;
 }
@@ -74,6 +76,23 @@ impl<M: Replayed> Held<M> {
     fn new(live: Live<M>) -> Held<M> {
         Held { tenant: live.owner.tenant.clone(), live: Arc::new(tokio::sync::Mutex::new(live)) }
     }
+}
+
+/// One session in a list.
+#[derive(Debug, Clone, PartialEq, Serialize, utoipa::ToSchema)]
+pub struct SessionEntry {
+    pub id: String,
+    /// When it was created, in seconds since the Unix epoch.
+    pub created_at: f64,
+    /// Jobs submitted to it.
+    pub jobs: usize,
+}
+
+/// `GET /v1/fitgpp/sessions`, `GET /v1/oasis/sessions`: the live sessions of that kind the
+/// caller may see, oldest first.
+#[derive(Debug, Clone, PartialEq, Serialize, utoipa::ToSchema)]
+pub struct SessionEntries {
+    pub sessions: Vec<SessionEntry>,
 }
 
 /// Every live session of one machine, by id.
@@ -171,6 +190,27 @@ impl<M: Replayed> ReplayedSessions<M> {
         live.deleted = true;
         self.map.write().unwrap_or_else(|p| p.into_inner()).remove(id);
         Ok(())
+    }
+
+    /// The sessions `caller` may see, oldest first.
+    pub async fn list(&self, caller: &Principal) -> SessionEntries {
+        let held: Vec<(String, Held<M>)> = self
+            .map
+            .read()
+            .unwrap_or_else(|p| p.into_inner())
+            .iter()
+            .filter(|(_, held)| caller.can_see(held.tenant.as_deref()))
+            .map(|(id, held)| (id.clone(), held.clone()))
+            .collect();
+        let mut sessions = Vec::with_capacity(held.len());
+        for (id, held) in held {
+            let live = held.live.lock().await;
+            if !live.deleted {
+                sessions.push(SessionEntry { id, created_at: live.created_at, jobs: live.machine.jobs() });
+            }
+        }
+        sessions.sort_by(|a, b| a.created_at.total_cmp(&b.created_at).then_with(|| a.id.cmp(&b.id)));
+        SessionEntries { sessions }
     }
 
     /// Sessions owned by `tenant`.

@@ -360,6 +360,11 @@ fn tenants_never_see_each_others_sessions() {
     assert_error(&a.get("/v1/sessions/demo").unwrap(), 404, "unknown_session", None);
     assert_eq!(admin.get(&format!("/v1/sessions/{mine}")).unwrap().status, 200);
     assert_eq!(admin.get(&format!("/v1/fitgpp/sessions/{fit}")).unwrap().status, 200);
+    for kind in ["fitgpp", "oasis"] {
+        let of = |c: &mut Client| ids(&c.get(&format!("/v1/{kind}/sessions")).unwrap());
+        let own = if kind == "fitgpp" { fit.clone() } else { priced.clone() };
+        assert_eq!((of(&mut a), of(&mut b), of(&mut admin)), (vec![own.clone()], vec![], vec![own]), "{kind}");
+    }
     assert_eq!(admin.post(&format!("/v1/sessions/{theirs}/rounds"), b"").unwrap().status, 200);
     // The owner may still do everything, and delete.
     assert_eq!(a.post(&format!("/v1/sessions/{mine}/rounds"), b"").unwrap().status, 200);

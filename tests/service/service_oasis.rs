@@ -52,6 +52,9 @@ fn three_jobs_are_decided_with_their_reasons_and_survive_a_restart() {
     assert_eq!(created.header("location"), Some(format!("/v1/oasis/sessions/{id}").as_str()));
     let health = client.get("/healthz").unwrap().json();
     assert_eq!(health["oasis_sessions"].as_u64(), Some(1));
+    let listed = client.get("/v1/oasis/sessions").unwrap().json();
+    assert_eq!(listed["sessions"][0]["id"], id.as_str());
+    assert_eq!(listed["sessions"][0]["jobs"], 0);
     let path = format!("/v1/oasis/sessions/{id}/jobs");
 
     // A (2 worker-slots, worth 20): 2 workers at 2 and 1 PS at 3 in slot 0, cost 7, payoff 13.
@@ -82,6 +85,7 @@ fn three_jobs_are_decided_with_their_reasons_and_survive_a_restart() {
 
     let view = client.get(&format!("/v1/oasis/sessions/{id}")).unwrap().json();
     assert_eq!((view["admitted"].as_u64(), view["rejected"].as_u64()), (Some(2), Some(2)));
+    assert_eq!(client.get("/v1/oasis/sessions").unwrap().json()["sessions"][0]["jobs"], 4);
     assert!(close(&view["total_utility"], 28.0), "{view}");
     assert_eq!(view["usage"][0]["workers"], json!({"gpus": 2, "cpus": 0, "memory_gb": 0, "bandwidth_mbps": 2}));
     assert_eq!(

@@ -66,11 +66,13 @@ CLIENT_OPERATIONS = {
     ("GET", "/v1/sessions/{id}/k8s/evictions"): "k8s_evictions",
     ("GET", "/v1/sessions/{id}/k8s/bindings"): "k8s_bindings",
     ("DELETE", "/v1/sessions/{id}/k8s/bindings/{namespace}/{name}"): "k8s_forget_binding",
+    ("GET", "/v1/fitgpp/sessions"): "list_fitgpp_sessions",
     ("POST", "/v1/fitgpp/sessions"): "create_fitgpp_session",
     ("GET", "/v1/fitgpp/sessions/{id}"): "get_fitgpp_session",
     ("DELETE", "/v1/fitgpp/sessions/{id}"): "delete_fitgpp_session",
     ("POST", "/v1/fitgpp/sessions/{id}/jobs"): "submit_fitgpp_job",
     ("POST", "/v1/fitgpp/sessions/{id}/advance"): "advance_fitgpp_session",
+    ("GET", "/v1/oasis/sessions"): "list_oasis_sessions",
     ("POST", "/v1/oasis/sessions"): "create_oasis_session",
     ("GET", "/v1/oasis/sessions/{id}"): "get_oasis_session",
     ("DELETE", "/v1/oasis/sessions/{id}"): "delete_oasis_session",
@@ -269,6 +271,7 @@ class Operations(unittest.TestCase):
         self.assertEqual((waiting.now, waiting.started), (100.0, []))
         later = c.advance_fitgpp_session(fid, 200)
         self.assertIn("te1", [s.job for s in later.started])
+        self.assertIn((fid, 3), [(s.id, s.jobs) for s in c.list_fitgpp_sessions().sessions])
         phases = {j.id: j.phase for j in c.get_fitgpp_session(fid).jobs}
         self.assertEqual(phases["te1"], "running")
         self.assertIn(victim.job, c.get_fitgpp_session(fid).queue)
@@ -300,6 +303,7 @@ class Operations(unittest.TestCase):
         self.assertFalse(b.admitted)
         self.assertTrue(b.explanation.startswith("rejected"))
         self.assertEqual(c.get_oasis_session(oid).total_utility, 20.0)
+        self.assertIn((oid, 2), [(s.id, s.jobs) for s in c.list_oasis_sessions().sessions])
         c.delete_oasis_session(oid)
         with self.assertRaises(NotFound):
             c.get_oasis_session(oid)

@@ -10,7 +10,7 @@ from .client import DEFAULT_URL, Body, Client
 from .contract import JobSpec, Request, Response
 from .estimate import EstimateRequest, EstimateResponse
 from .fitgpp import CreateFitGppSession, FitGppJob, FitGppPass, FitGppView
-from .oasis import CreateOasisSession, OasisDecision, OasisJob, OasisView
+from .oasis import CreateOasisSession, OasisDecision, OasisJob, OasisView, SessionEntries
 from .health import Health
 from .k8s import (
     BindingList,
@@ -176,6 +176,10 @@ class AsyncClient:
         """``DELETE /v1/sessions/{id}/k8s/bindings/{namespace}/{name}``."""
         await self._run(self.sync.k8s_forget_binding, session_id, namespace, name)
 
+    async def list_fitgpp_sessions(self) -> SessionEntries:
+        """``GET /v1/fitgpp/sessions``."""
+        return await self._run(self.sync.list_fitgpp_sessions)
+
     async def create_fitgpp_session(self, spec: Union[CreateFitGppSession, Mapping[str, Any]]) -> FitGppView:
         """``POST /v1/fitgpp/sessions``."""
         return await self._run(self.sync.create_fitgpp_session, spec)
@@ -195,6 +199,10 @@ class AsyncClient:
     async def advance_fitgpp_session(self, session_id: str, to: float) -> FitGppPass:
         """``POST /v1/fitgpp/sessions/{id}/advance``."""
         return await self._run(self.sync.advance_fitgpp_session, session_id, to)
+
+    async def list_oasis_sessions(self) -> SessionEntries:
+        """``GET /v1/oasis/sessions``."""
+        return await self._run(self.sync.list_oasis_sessions)
 
     async def create_oasis_session(self, spec: Union[CreateOasisSession, Mapping[str, Any]]) -> OasisView:
         """``POST /v1/oasis/sessions``."""

@@ -14,7 +14,7 @@ from .contract import JobSpec, Request, Response
 from .errors import ArbiterProtocolError
 from .estimate import EstimateRequest, EstimateResponse
 from .fitgpp import CreateFitGppSession, FitGppAdvance, FitGppJob, FitGppPass, FitGppView
-from .oasis import CreateOasisSession, OasisDecision, OasisJob, OasisView
+from .oasis import CreateOasisSession, OasisDecision, OasisJob, OasisView, SessionEntries
 from .health import Health
 from .k8s import (
     BindingList,
@@ -250,6 +250,10 @@ class Client:
 
     # FitGpp sessions.
 
+    def list_fitgpp_sessions(self) -> SessionEntries:
+        """``GET /v1/fitgpp/sessions``: the FitGpp sessions the caller may see, oldest first."""
+        return _model(SessionEntries, self.request("GET", "/v1/fitgpp/sessions"))
+
     def create_fitgpp_session(self, spec: Union[CreateFitGppSession, Mapping[str, Any]]) -> FitGppView:
         """``POST /v1/fitgpp/sessions``: node groups and a preemption policy."""
         return _model(FitGppView, self.request("POST", "/v1/fitgpp/sessions", spec))
@@ -274,6 +278,10 @@ class Client:
         return _model(FitGppPass, self.request("POST", path, FitGppAdvance(to=to)))
 
     # OASiS sessions.
+
+    def list_oasis_sessions(self) -> SessionEntries:
+        """``GET /v1/oasis/sessions``: the OASiS sessions the caller may see, oldest first."""
+        return _model(SessionEntries, self.request("GET", "/v1/oasis/sessions"))
 
     def create_oasis_session(self, spec: Union[CreateOasisSession, Mapping[str, Any]]) -> OasisView:
         """``POST /v1/oasis/sessions``: the cluster, and the prices given or estimated."""

@@ -54,6 +54,8 @@ from .oasis import (
     OasisSlot,
     OasisSlotUsage,
     OasisView,
+    SessionEntries,
+    SessionEntry,
 )
 from .k8s import (
     BindingList,

@@ -142,6 +142,24 @@ class OasisSlotUsage(WireModel):
 
 
 @dataclass
+class SessionEntry(WireModel):
+    """A FitGpp or OASiS session in a list: its id, creation time and jobs submitted."""
+
+    SCHEMA = "SessionEntry"
+    id: str
+    created_at: float
+    jobs: int
+
+
+@dataclass
+class SessionEntries(WireModel):
+    """``GET /v1/fitgpp/sessions``, ``GET /v1/oasis/sessions``: the sessions the caller may see."""
+
+    SCHEMA = "SessionEntries"
+    sessions: List[SessionEntry]
+
+
+@dataclass
 class OasisView(WireModel):
     """An OASiS session as of its last acknowledged job (with ``audit`` when asked for)."""
 
