@@ -7,9 +7,9 @@
 
 use super::audit::{AuditQuery, AuditView};
 use super::auth::Caller;
-use super::error::{ApiError, ApiResult, ErrorResponse};
+use super::error::{ApiResult, ErrorResponse};
 use super::extract::{Body, Params, QueryParams};
-use super::replayed::{Replayed, ReplayedSessions, SessionEntries};
+use super::replayed::{parse, Replayed, ReplayedSessions, SessionEntries};
 use super::state::SharedState;
 use crate::error::{ArbiterError, ErrorCode};
 use crate::scheduling::fitgpp::{preemption, Cluster, JobKind, JobSpec, Pass, Phase, Resources};
@@ -224,10 +224,6 @@ impl Replayed for Cluster {
             Event::Advance(_) => "fitgpp_advance",
         }
     }
-}
-
-fn parse<T: serde::de::DeserializeOwned>(text: &str) -> ApiResult<T> {
-    crate::contract::json::read(text).map_err(|e| ApiError::Arbiter(e.into_error("")))
 }
 
 /// The empty cluster a creation body describes.

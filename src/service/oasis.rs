@@ -7,9 +7,9 @@
 
 use super::audit::{AuditQuery, AuditView};
 use super::auth::Caller;
-use super::error::{ApiError, ApiResult, ErrorResponse};
+use super::error::{ApiResult, ErrorResponse};
 use super::extract::{Body, Params, QueryParams};
-use super::replayed::{Replayed, ReplayedSessions, SessionEntries};
+use super::replayed::{parse, Replayed, ReplayedSessions, SessionEntries};
 use super::state::SharedState;
 use crate::error::{ArbiterError, ErrorCode};
 use crate::scheduling::oasis::resources::RESOURCE_TYPES;
@@ -385,10 +385,6 @@ pub fn view(id: &str, created_at: f64, session: &OasisSession) -> OasisView {
         usage,
         audit: None,
     }
-}
-
-fn parse<T: serde::de::DeserializeOwned>(text: &str) -> ApiResult<T> {
-    crate::contract::json::read(text).map_err(|e| ApiError::Arbiter(e.into_error("")))
 }
 
 /// Create an OASiS session: the pools and horizon, and the prices given or estimated.

@@ -43,7 +43,8 @@ pub fn is_replayed(spec: &str) -> bool {
         .is_ok_and(|v| [super::fitgpp::KEY, super::oasis::KEY].iter().any(|key| v.get(key).is_some()))
 }
 
-fn parse<T: DeserializeOwned>(text: &str) -> ApiResult<T> {
+/// A JSON body or stored document, refused as the contract's error naming the field.
+pub(crate) fn parse<T: DeserializeOwned>(text: &str) -> ApiResult<T> {
     crate::contract::json::read(text).map_err(|e| ApiError::Arbiter(e.into_error("")))
 }
 

@@ -106,15 +106,13 @@ fn number() -> impl Strategy<Value = Value> {
     ]
 }
 
-/// A valid request with one of its numbers replaced: often still valid, so it reaches the solver.
-fn renumbered_request() -> impl Strategy<Value = Value> {
-    let base = demo_request();
+/// The paths of every number in `base`.
+fn numeric_paths(base: &Value) -> Vec<Vec<Value>> {
     let mut all = Vec::new();
-    paths(&base, Vec::new(), &mut all);
-    let numeric: Vec<Vec<Value>> = all
-        .into_iter()
+    paths(base, Vec::new(), &mut all);
+    all.into_iter()
         .filter(|p| {
-            let mut at = &base;
+            let mut at = base;
             for k in p {
                 at = match k {
                     Value::String(s) => &at[s.as_str()],
@@ -124,7 +122,13 @@ fn renumbered_request() -> impl Strategy<Value = Value> {
             }
             at.is_number()
         })
-        .collect();
+        .collect()
+}
+
+/// A valid request with one of its numbers replaced: often still valid, so it reaches the solver.
+fn renumbered_request() -> impl Strategy<Value = Value> {
+    let base = demo_request();
+    let numeric = numeric_paths(&base);
     (prop::sample::select(numeric), number()).prop_map(move |(path, with)| {
         let mut v = base.clone();
         replace_at(&mut v, &path, with);
@@ -225,22 +229,7 @@ fn renumbered_oasis() -> impl Strategy<Value = Value> {
                  job("B", 2, json!({"kind": "sigmoid", "priority": 24, "decay": 1.0986, "target": 1})),
                  job("C", 1, json!({"kind": "constant", "value": 8}))]
     });
-    let mut all = Vec::new();
-    paths(&base, Vec::new(), &mut all);
-    let numeric: Vec<Vec<Value>> = all
-        .into_iter()
-        .filter(|p| {
-            let mut at = &base;
-            for k in p {
-                at = match k {
-                    Value::String(s) => &at[s.as_str()],
-                    Value::Number(i) => &at[i.as_u64().unwrap() as usize],
-                    _ => unreachable!(),
-                };
-            }
-            at.is_number()
-        })
-        .collect();
+    let numeric = numeric_paths(&base);
     prop::collection::vec((prop::sample::select(numeric), number()), 1..=3).prop_map(move |changes| {
         let mut v = base.clone();
         for (path, with) in changes {
