@@ -9,7 +9,7 @@ use super::error::{ApiError, ApiResult};
 use super::limits::blocking;
 use super::quotas::check_jobs;
 use super::sessions::registry::{now, Broken};
-use super::store::{Owner, Store, StoreError};
+use super::store::{Owner, Store, StoredSession};
 use serde::de::DeserializeOwned;
 use serde::Serialize;
 use std::collections::HashMap;
@@ -37,10 +37,11 @@ pub trait Replayed: Clone + Debug + Send + Sized + 'static {
     fn event_name(event: &Self::Event) -> &'static str;
 }
 
-/// Whether a stored creation body belongs to some replayed machine (the plain sessions skip it).
-pub fn is_replayed(spec: &str) -> bool {
-    serde_json::from_str::<serde_json::Value>(spec)
-        .is_ok_and(|v| [super::fitgpp::KEY, super::oasis::KEY].iter().any(|key| v.get(key).is_some()))
+/// The replayed machine a stored creation body belongs to (its key), or `None` for a plain
+/// session's.
+pub fn kind_of(spec: &str) -> Option<&'static str> {
+    let value = serde_json::from_str::<serde_json::Value>(spec).ok()?;
+    [super::fitgpp::KEY, super::oasis::KEY].into_iter().find(|key| value.get(key).is_some())
 }
 
 /// A JSON body or stored document, refused as the contract's error naming the field.
@@ -113,17 +114,12 @@ impl<M: Replayed> ReplayedSessions<M> {
         self.len() == 0
     }
 
-    /// Whether a stored creation body is this machine's.
-    fn is_mine(spec: &str) -> bool {
-        serde_json::from_str::<serde_json::Value>(spec).is_ok_and(|v| v.get(M::KEY).is_some())
-    }
-
-    /// Rebuilds every stored session of this machine by replaying its events; the ids of those
-    /// that could not be, with why.
-    pub fn load(store: Arc<Store>) -> Result<(ReplayedSessions<M>, Vec<Broken>), StoreError> {
+    /// Rebuilds this machine's `stored` sessions (those `kind_of` gives its key) by replaying
+    /// their events; the ids of those that could not be, with why.
+    pub fn load(store: Arc<Store>, stored: Vec<StoredSession>) -> (ReplayedSessions<M>, Vec<Broken>) {
         let mut map = HashMap::new();
         let mut broken = Vec::new();
-        for stored in store.load()?.into_iter().filter(|s| Self::is_mine(&s.spec)) {
+        for stored in stored {
             let rebuilt = (|| -> ApiResult<Live<M>> {
                 let mut wrapped: HashMap<String, M::Spec> = parse(&stored.spec)?;
                 let spec = wrapped.remove(M::KEY).ok_or_else(|| ApiError::malformed("no spec"))?;
@@ -149,7 +145,7 @@ impl<M: Replayed> ReplayedSessions<M> {
                 Err(e) => broken.push(Broken { id: stored.id, error: e.body().error.message }),
             }
         }
-        Ok((ReplayedSessions { map: RwLock::new(map), store }, broken))
+        (ReplayedSessions { map: RwLock::new(map), store }, broken)
     }
 
     /// Stores a new session `id` of `spec` (already built into `machine`) durably, then holds it.

@@ -11,6 +11,7 @@ use super::limits::SolveLimiter;
 use super::metrics::Metrics;
 use super::oasis::OasisSessions;
 use super::quotas::{Quotas, Reservation};
+use super::replayed;
 use super::sessions::registry::{Broken, Sessions};
 use super::store::{Opened, Store};
 use crate::workload::throughputs::ThroughputTable;
@@ -70,9 +71,18 @@ impl AppState {
         let (store, opened) = Store::open(&config.db, config.db_max_bytes).map_err(|e| e.to_string())?;
         log_opened(&config, &opened);
         let store = Arc::new(store);
-        let (sessions, mut broken) = Sessions::load(store.clone()).map_err(|e| e.to_string())?;
-        let (fitgpp, broken_fitgpp) = FitGppSessions::load(store.clone()).map_err(|e| e.to_string())?;
-        let (oasis, broken_oasis) = OasisSessions::load(store.clone()).map_err(|e| e.to_string())?;
+        // Every stored session, read once and handed to the registry of its kind.
+        let (mut plain, mut fitgpp, mut oasis) = (Vec::new(), Vec::new(), Vec::new());
+        for stored in store.load().map_err(|e| e.to_string())? {
+            match replayed::kind_of(&stored.spec) {
+                Some(super::fitgpp::KEY) => fitgpp.push(stored),
+                Some(super::oasis::KEY) => oasis.push(stored),
+                _ => plain.push(stored),
+            }
+        }
+        let (sessions, mut broken) = Sessions::load(store.clone(), plain);
+        let (fitgpp, broken_fitgpp) = FitGppSessions::load(store.clone(), fitgpp);
+        let (oasis, broken_oasis) = OasisSessions::load(store.clone(), oasis);
         broken.extend(broken_fitgpp.into_iter().chain(broken_oasis));
         let limiter = SolveLimiter::new(
             config.concurrent_solves(),

@@ -97,12 +97,12 @@ pub struct Broken {
 }
 
 impl Sessions {
-    /// Rebuilds every stored session by replaying its events.
-    pub fn load(store: Arc<Store>) -> Result<(Sessions, Vec<Broken>), crate::service::store::StoreError> {
+    /// Rebuilds the `stored` sessions by replaying their events (FitGpp and OASiS sessions share
+    /// the store; `service::replayed` rebuilds those).
+    pub fn load(store: Arc<Store>, stored: Vec<StoredSession>) -> (Sessions, Vec<Broken>) {
         let mut map = HashMap::new();
         let mut broken = Vec::new();
-        // FitGpp and OASiS sessions share the store; `service::replayed` rebuilds them.
-        for stored in store.load()?.into_iter().filter(|s| !crate::service::replayed::is_replayed(&s.spec)) {
+        for stored in stored {
             let id = stored.id.clone();
             match replay(stored) {
                 Ok(entry) => {
@@ -111,7 +111,7 @@ impl Sessions {
                 Err(e) => broken.push(Broken { id, error: e.body().error.message }),
             }
         }
-        Ok((Sessions { map: RwLock::new(map), store, ids: AtomicU64::new(0) }, broken))
+        (Sessions { map: RwLock::new(map), store, ids: AtomicU64::new(0) }, broken)
     }
 
     pub fn len(&self) -> usize {
