@@ -494,42 +494,44 @@ impl Problem {
 
     /// `X_isolated[m][w] = (count_w / M) / sf_m`, each row scaled down to sum to at most 1.
     pub fn isolated_allocation(&self) -> Matrix {
-        let n = self.num_jobs() as f64;
+        let share = self.isolated_share();
         let mut x = Matrix::zeros(self.num_jobs(), self.num_types());
         for (m, job) in self.jobs.iter().enumerate() {
-            let row = x.row_mut(m);
-            for (w, wt) in self.worker_types.iter().enumerate() {
-                row[w] = wt.count / n / job.scale_factor as f64;
-            }
-            let sum: f64 = row.iter().sum();
-            if sum > 1.0 {
-                row.iter_mut().for_each(|v| *v /= sum);
-            }
+            isolated_row(&share, job.scale_factor, x.row_mut(m));
         }
         x
     }
 
-    /// `thr_iso_m = Σ_w T[m][w] X_isolated[m][w]`, each row of `X_isolated` as
-    /// `isolated_allocation` writes it (without the matrix).
+    /// `thr_iso_m = Σ_w T[m][w] X_isolated[m][w]`, row by row (without the matrix).
     pub fn isolated_throughput(&self) -> Vec<f64> {
-        let n = self.num_jobs() as f64;
-        let share: Vec<f64> = self.worker_types.iter().map(|wt| wt.count / n).collect();
+        let share = self.isolated_share();
         let mut x = vec![0.0; share.len()];
         (self.jobs.iter().zip(self.throughput.row_iter()))
             .map(|(job, row)| {
-                x.iter_mut().zip(&share).for_each(|(x, s)| *x = s / job.scale_factor as f64);
-                let sum: f64 = x.iter().sum();
-                if sum > 1.0 {
-                    x.iter_mut().for_each(|v| *v /= sum);
-                }
+                isolated_row(&share, job.scale_factor, &mut x);
                 dot(row, &x)
             })
             .collect()
     }
 
+    /// `count_w / M`: each type's GPUs over the jobs.
+    fn isolated_share(&self) -> Vec<f64> {
+        let n = self.num_jobs() as f64;
+        self.worker_types.iter().map(|wt| wt.count / n).collect()
+    }
+
     /// The job's steps remaining; validation guarantees it for the policies that need it.
     pub fn steps_remaining(&self, m: usize) -> f64 {
         self.jobs[m].steps_remaining.unwrap_or(0.0)
+    }
+}
+
+/// A job's row of `X_isolated` into `row`: `share_w / sf`, scaled down to sum to at most 1.
+fn isolated_row(share: &[f64], scale_factor: u32, row: &mut [f64]) {
+    row.iter_mut().zip(share).for_each(|(x, s)| *x = s / scale_factor as f64);
+    let sum: f64 = row.iter().sum();
+    if sum > 1.0 {
+        row.iter_mut().for_each(|v| *v /= sum);
     }
 }
 

@@ -247,7 +247,7 @@ pub fn apply(problem: &Problem, outcome: Outcome, tie_broken: bool, backend: Bac
             .zip(&counted)
             .filter(|&(_, &c)| c)
             .fold(f64::INFINITY, |a, (v, _)| a.min(v)),
-        PolicyKind::MinMakespan => min_makespan::makespan_of(problem, &thr, |m| counted[m]),
+        PolicyKind::MinMakespan => min_makespan::makespan_of(&demand, &thr, |m| counted[m]),
         _ => thr.iter().sum(),
     };
     let relative_gap = fractional.map(|f| if f != 0.0 { ((objective - f) / f).abs() } else { objective.abs() });

@@ -11,14 +11,15 @@ pub struct MinMakespan;
 
 /// `max_m r_m / thr_m` over jobs with steps left (0 when none has any).
 pub fn makespan(problem: &Problem, thr: &[f64]) -> f64 {
-    makespan_of(problem, thr, |_| true)
+    makespan_of(&demand(problem), thr, |_| true)
 }
 
-/// The makespan of the jobs `counted` keeps.
-pub fn makespan_of(problem: &Problem, thr: &[f64], counted: impl Fn(usize) -> bool) -> f64 {
-    (0..problem.num_jobs())
-        .filter(|&m| counted(m) && problem.steps_remaining(m) > 0.0)
-        .map(|m| problem.steps_remaining(m) / thr[m])
+/// `max_m r_m / thr_m` over the jobs `counted` keeps with steps left, `remaining[m] = r_m` (the
+/// policy's demand).
+pub fn makespan_of(remaining: &[f64], thr: &[f64], counted: impl Fn(usize) -> bool) -> f64 {
+    (remaining.iter().zip(thr).enumerate())
+        .filter(|&(m, (&r, _))| counted(m) && r > 0.0)
+        .map(|(_, (r, t))| r / t)
         .fold(0.0, f64::max)
 }
 
@@ -38,7 +39,7 @@ pub(crate) fn on_engine(problem: &Problem, engine: &mut Engine) -> Result<Outcom
     let demand = demand(problem);
     let solution = engine.max_ratio(&demand)?;
     let thr = engine.throughputs(&solution.allocation, &solution.pair_time, &solution.unconsolidated);
-    // `makespan` from the steps left already read (no second walk of the jobs).
-    let objective = demand.iter().zip(&thr).filter(|&(&r, _)| r > 0.0).map(|(r, t)| r / t).fold(0.0, f64::max);
+    // From the steps left already read (no second walk of the jobs).
+    let objective = makespan_of(&demand, &thr, |_| true);
     Ok(Outcome::of_ratio(problem, engine, solution, objective))
 }
