@@ -18,4 +18,5 @@ pub mod policies;
 pub mod realizability;
 pub mod realizable;
 pub mod space_sharing;
+pub mod stability;
 pub mod tie_break;

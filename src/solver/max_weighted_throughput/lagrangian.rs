@@ -11,6 +11,7 @@
 use super::best_response::Vertex;
 use super::classification::{reach, Classification};
 use super::Instance;
+use crate::solver::stability::Radii;
 
 /// One job at the anchor: its best vertex, its lead and `h_m(p₀)`.
 #[derive(Clone, Copy)]
@@ -18,14 +19,6 @@ struct Anchored {
     vertex: Vertex,
     lead: f64,
     worth: f64,
-}
-
-/// Radii are grouped by their binary exponent, so the jobs within a reach are a prefix of the
-/// groups plus part of one.
-const GROUPS: usize = 2048;
-
-fn group(radius: f64) -> usize {
-    (radius.max(0.0).to_bits() >> 52) as usize & (GROUPS - 1)
 }
 
 pub(super) struct Lagrangian<'a> {
@@ -37,10 +30,8 @@ pub(super) struct Lagrangian<'a> {
     previous: Vec<f64>,
     /// Per position in `jobs` (`None`: its floor is out of reach, it takes no part).
     anchored: Vec<Option<Anchored>>,
-    /// `(stability radius, position)` of the jobs that take part, ordered by the radius'
-    /// exponent: group g is `order[starts[g]..starts[g + 1]]`.
-    order: Vec<(f64, u32)>,
-    starts: Vec<usize>,
+    /// The stability radii of the jobs that take part.
+    radii: Radii,
     /// Over every anchored job: `Σ h_m(p₀)` and `Σ sf_m·x_m` per type.
     worth: f64,
     usage: Vec<f64>,
@@ -55,8 +46,7 @@ impl<'a> Lagrangian<'a> {
             anchor: Vec::new(),
             previous: Vec::new(),
             anchored: Vec::new(),
-            order: Vec::new(),
-            starts: vec![0; GROUPS + 1],
+            radii: Radii::default(),
             worth: 0.0,
             usage: vec![0.0; capacity.len()],
         }
@@ -77,8 +67,6 @@ impl<'a> Lagrangian<'a> {
         self.anchor = p.to_vec();
         self.worth = 0.0;
         self.usage.iter_mut().for_each(|u| *u = 0.0);
-        // Counting sort of the radii by group.
-        self.starts.iter_mut().for_each(|s| *s = 0);
         let mut radii = Vec::with_capacity(self.jobs.len());
         for (i, a) in self.anchored.iter().enumerate() {
             let Some(a) = a else { continue };
@@ -87,25 +75,9 @@ impl<'a> Lagrangian<'a> {
             for (w, x) in a.vertex.used() {
                 self.usage[w] += sf * x;
             }
-            let radius = a.lead / sf;
-            self.starts[group(radius) + 1] += 1;
-            radii.push((radius, i as u32));
+            radii.push((a.lead / sf, i as u32));
         }
-        for g in 0..GROUPS {
-            self.starts[g + 1] += self.starts[g];
-        }
-        let mut next = self.starts.clone();
-        self.order.resize(radii.len(), (0.0, 0));
-        for entry in radii {
-            let g = group(entry.0);
-            self.order[next[g]] = entry;
-            next[g] += 1;
-        }
-    }
-
-    /// The positions of the anchored jobs whose radius is within `reach`.
-    fn within(&self, reach: f64) -> impl Iterator<Item = usize> + '_ {
-        self.order[..self.starts[group(reach) + 1]].iter().filter(move |e| e.0 <= reach).map(|e| e.1 as usize)
+        self.radii.rebuild(&radii);
     }
 
     /// Every job's best response at the anchor, with its lead (`None` before the first query).
@@ -121,7 +93,7 @@ impl<'a> Lagrangian<'a> {
     pub(super) fn negated(&mut self, p: &[f64]) -> (f64, Vec<f64>) {
         let k = self.capacity.len();
         let mut distance = reach(&self.anchor, p);
-        let unstable = if distance.is_finite() { self.within(distance).count() } else { 0 };
+        let unstable = if distance.is_finite() { self.radii.within(distance).count() } else { 0 };
         // Queries that settle far from the anchor (each within a quarter of the reach of the
         // last) move it there, when they evaluate an eighth of the jobs or more.
         let step = reach(&self.previous, p);
@@ -135,7 +107,7 @@ impl<'a> Lagrangian<'a> {
         let (mut bound, mut usage) = (self.worth, self.usage.clone());
         bound -= (0..k).map(|w| (p[w] - self.anchor[w]) * self.usage[w]).sum::<f64>();
         // The jobs within reach of a change of vertex: their anchor part out, their part at p in.
-        for i in self.within(distance) {
+        for i in self.radii.within(distance) {
             let Some(a) = self.anchored[i] else { continue };
             let job = self.instance.job(self.jobs[i] as usize);
             bound -= a.worth;

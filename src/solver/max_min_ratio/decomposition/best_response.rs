@@ -84,6 +84,17 @@ impl JobView<'_> {
         }
     }
 
+    /// The need row's dual `u` (see `duals`) as coefficients on the prices: `u = Σ c_w·p_w`.
+    pub(super) fn dual_coefficients(&self, structure: Structure) -> smallvec::SmallVec<[(usize, f64); 2]> {
+        match structure {
+            Structure::Single { a } => smallvec::smallvec![(a as usize, self.sf / self.row[a as usize])],
+            Structure::Pair { a, b } => {
+                let c = self.sf / (self.row[b as usize] - self.row[a as usize]);
+                smallvec::smallvec![(a as usize, -c), (b as usize, c)]
+            }
+        }
+    }
+
     /// The smallest relative dual slack `(v + sf·p_w − T_w·u) / (v + sf·p_w + T_w·u)` over the
     /// usable types the structure leaves out (negative: a column that would improve the LP).
     pub(super) fn dual_margin(&self, structure: Structure, usable: &[bool], p: &[f64], u: f64, v: f64) -> f64 {
@@ -130,6 +141,45 @@ impl JobView<'_> {
                 let span = self.row[b as usize] - self.row[a as usize];
                 let [(_, xa), (_, xb)] = self.time_at(structure, z);
                 xa.min(xb) * span / t
+            }
+        }
+    }
+}
+
+impl JobView<'_> {
+    /// How far (largest change of any one price) prices may move from `p` before `structure` can
+    /// stop being this job's best response at a fixed need: the smallest of its dual constraints'
+    /// slacks over the sum of their coefficients' sizes (each is linear in the prices). 0 when a
+    /// constraint already fails; infinite when no price can change it (one type only).
+    pub(super) fn price_reach(&self, structure: Structure, usable: &[bool], p: &[f64]) -> f64 {
+        // Each constraint is `Σ c_w·q_w ≥ 0` (the scale factor divided out): its value at p over Σ|c_w|.
+        let reach = |value: f64, size: f64| if value > 0.0 { value / size } else { 0.0 };
+        let others = |skip: [usize; 2]| {
+            (0..self.row.len()).filter(move |&w| usable[w] && self.row[w] > 0.0 && !skip.contains(&w))
+        };
+        match structure {
+            Structure::Single { a } => {
+                let a = a as usize;
+                // a stays the cheapest per unit of throughput: q_w − (T_w/T_a)·q_a ≥ 0.
+                others([a, a])
+                    .map(|w| {
+                        let r = self.row[w] / self.row[a];
+                        reach(p[w] - r * p[a], 1.0 + r)
+                    })
+                    .fold(f64::INFINITY, f64::min)
+            }
+            Structure::Pair { a, b } => {
+                let (a, b) = (a as usize, b as usize);
+                let span = self.row[b] - self.row[a];
+                let ra = self.row[a] / span;
+                // u ≥ 0: q_b − q_a ≥ 0; v ≥ 0: ra·q_b − (ra + 1)·q_a ≥ 0.
+                let mut least = reach(p[b] - p[a], 2.0).min(reach(ra * p[b] - (ra + 1.0) * p[a], 2.0 * ra + 1.0));
+                // Every other column's reduced cost: q_w − q_a + r·(q_b − q_a) ≥ 0, r = (T_a − T_w)/span.
+                for w in others([a, b]) {
+                    let r = (self.row[a] - self.row[w]) / span;
+                    least = least.min(reach(p[w] - p[a] + r * (p[b] - p[a]), 1.0 + (1.0 + r).abs() + r.abs()));
+                }
+                least
             }
         }
     }
@@ -223,5 +273,61 @@ impl JobView<'_> {
         duals_ok
             && self.dual_margin(structure, usable, p, u.max(0.0), v.max(0.0)) >= -tol
             && self.primal_margin(structure, z) >= -tol
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A small deterministic generator (no test depends on a seed's luck: every case is checked).
+    fn uniform(seed: &mut u64) -> f64 {
+        *seed = seed.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+        (*seed >> 11) as f64 / (1u64 << 53) as f64
+    }
+
+    /// Within its price reach, a job's best structure does not change, whichever way the prices move.
+    #[test]
+    fn the_best_structure_holds_within_its_price_reach() {
+        let mut seed = 11u64;
+        let usable = [true; 4];
+        let mut scratch = Scratch::default();
+        let mut checked = 0;
+        for _ in 0..2000 {
+            let row: Vec<f64> =
+                (0..4).map(|_| if uniform(&mut seed) < 0.1 { 0.0 } else { 0.2 + 5.0 * uniform(&mut seed) }).collect();
+            if row.iter().all(|&t| t == 0.0) {
+                continue;
+            }
+            let job = JobView {
+                row: &row,
+                sf: [1.0, 2.0, 4.0][checked % 3],
+                base: 0.0,
+                demand: 0.1 + 3.0 * uniform(&mut seed),
+            };
+            let p: Vec<f64> = (0..4).map(|_| 0.05 + uniform(&mut seed)).collect();
+            let z = uniform(&mut seed);
+            let Some(structure) = best_structure(job, &usable, &p, z, &mut scratch) else { continue };
+            if job.primal_margin(structure, z) < 0.0 {
+                continue; // a need past the fastest type: no prices make it feasible
+            }
+            let reach = job.price_reach(structure, &usable, &p);
+            assert!(reach >= 0.0);
+            if !reach.is_finite() {
+                continue;
+            }
+            for _ in 0..8 {
+                // Corners of the box are the moves that change a constraint the most.
+                let q: Vec<f64> =
+                    p.iter().map(|&v| v + 0.999 * reach * if uniform(&mut seed) < 0.5 { 1.0 } else { -1.0 }).collect();
+                if q.iter().any(|&v| v < 0.0) {
+                    continue;
+                }
+                let moved = best_structure(job, &usable, &q, z, &mut scratch);
+                assert_eq!(moved, Some(structure), "row {row:?} p {p:?} q {q:?} reach {reach}");
+                checked += 1;
+            }
+        }
+        assert!(checked > 5000, "only {checked} moves checked");
     }
 }
