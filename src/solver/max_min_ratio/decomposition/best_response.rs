@@ -110,7 +110,14 @@ impl JobView<'_> {
             let c = self.sf * p[w];
             let slack = v + c - t * u;
             let size = v + c + t * u;
-            margin = margin.min(if size > 0.0 { slack / size } else { 0.0 });
+            // A tie at zero prices and a zero need dual (size 0) is no sign of a change of
+            // structure: only prices that rise could break it, and the certificate's dual
+            // conditions hold there with slack 0. Counted as near, every job of an instance
+            // whose prices are all 0 would tie at margin 0, and the band would be drawn at random
+            // among them instead of by how near each need is to its ceiling.
+            if size > 0.0 {
+                margin = margin.min(slack / size);
+            }
         }
         margin
     }
