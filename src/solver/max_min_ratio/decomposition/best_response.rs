@@ -293,6 +293,21 @@ mod tests {
         (*seed >> 11) as f64 / (1u64 << 53) as f64
     }
 
+    /// With every price 0 all types tie for a job with a need dual of 0. That tie is no sign of a
+    /// change of structure: the margin is the need's distance from its ceiling alone, so the band
+    /// of an instance whose prices are all 0 holds the jobs nearest their ceilings (counted as 0,
+    /// every job tied and the band was drawn among them: at 2^21 jobs it missed the binding one).
+    #[test]
+    fn a_tie_at_zero_prices_leaves_the_margin_to_the_need() {
+        let row = [2.0, 5.0, 4.0];
+        let job = JobView { row: &row, sf: 1.0, base: 0.0, demand: 1.0 };
+        let (p, usable) = ([0.0; 3], [true; 3]);
+        let (structure, margin) = best_response(job, &usable, &p, 4.0, &mut Scratch::default()).expect("runs");
+        assert_eq!(structure, Structure::Single { a: 1 });
+        // Need 4 on a type of 5: a quarter of the need to spare.
+        assert!((margin - 0.25).abs() < 1e-12, "margin {margin}");
+    }
+
     /// Within its price reach, a job's best structure does not change, whichever way the prices move.
     #[test]
     fn the_best_structure_holds_within_its_price_reach() {
