@@ -170,8 +170,8 @@ impl<'a, 'r> Anchored<'a, 'r> {
 
 /// Refines `(z, p)` for `jobs` on `capacity`: passes of cutting planes for p at z, from a trust
 /// region of half-width `radius` around `start`, each followed by a Newton step on z, until z
-/// settles (or moves too far for the lazy evaluation to carry the next pass). Returns the
-/// estimate and the LPs solved.
+/// settles (or takes a step Newton's method had to clamp). Returns the estimate and the LPs
+/// solved.
 pub(super) fn refine(
     ratio: &Ratio,
     jobs: &[u32],
@@ -199,19 +199,23 @@ pub(super) fn refine(
         if value.slope <= 0.0 {
             break;
         }
-        let next = (z - f / value.slope).clamp(0.9 * z, 1.1 * z);
+        let newton = z - f / value.slope;
+        let next = newton.clamp(0.9 * z, 1.1 * z);
         let step = (next - z).abs();
         z = next;
-        // Settled, or too far for another pass to pay: a step past the anchor's reach in z would
-        // walk every job again, and one that large is not yet where Newton's steps converge.
-        if step <= Z_SETTLED * z || step > Z_REACH * z {
+        // Settled, or not yet where Newton's steps converge: a clamped step says the linear model
+        // of F in z is far off, and another pass there would walk every job again for little.
+        // Settled means within about one job's share: every fixed job's usage moves with z, so the
+        // misfit a step leaves grows with the jobs while the first band that absorbs it does not.
+        let settled = step <= (1.0 / jobs.len() as f64).max(Z_SETTLED) * z;
+        if settled || newton != next {
             break;
         }
     }
     Ok((z, p, lp_solves))
 }
 
-/// A Newton step on z smaller than this, relative, ends the passes.
+/// A Newton step on z smaller than this, relative, ends the passes whatever the jobs.
 const Z_SETTLED: f64 = 1e-12;
 
 /// Newton steps at most when finding the ratio that prices clear.
