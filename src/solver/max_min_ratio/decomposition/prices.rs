@@ -6,6 +6,7 @@
 //! then moves z. Only an estimate: the recovery LP and its certificate decide.
 
 use super::best_response::{best_structure, JobView, Scratch, Structure};
+use super::fold;
 use super::Ratio;
 use crate::lp::{Backend, SolveError};
 use crate::solver::cutting_planes::{self, Region};
@@ -69,9 +70,9 @@ struct Anchored<'a, 'r> {
     /// Per position in `jobs`: its structure at the anchor (`None`: it can run nowhere).
     structures: Vec<Option<Structure>>,
     radii: Radii,
-    /// Over every anchored job: usage at z₀, its rate in z, and the slope's coefficient per price.
-    usage: Vec<f64>,
-    usage_rate: Vec<f64>,
+    /// Over every anchored job: per type, usage's rate in z and usage at z₀ (as `super::fold`
+    /// sums them), and the slope's coefficient per price.
+    usage: Vec<(f64, f64)>,
     slope: Vec<f64>,
     scratch: Scratch,
 }
@@ -91,7 +92,6 @@ impl<'a, 'r> Anchored<'a, 'r> {
             structures: Vec::new(),
             radii: Radii::default(),
             usage: Vec::new(),
-            usage_rate: Vec::new(),
             slope: Vec::new(),
             scratch: Scratch::default(),
         }
@@ -103,8 +103,7 @@ impl<'a, 'r> Anchored<'a, 'r> {
         self.center = p.to_vec();
         self.z0 = z;
         self.structures.clear();
-        self.usage = vec![0.0; k];
-        self.usage_rate = vec![0.0; k];
+        self.usage = vec![(0.0, 0.0); k];
         self.slope = vec![0.0; k];
         let mut radii = Vec::with_capacity(self.jobs.len());
         for (i, &m) in self.jobs.iter().enumerate() {
@@ -112,12 +111,7 @@ impl<'a, 'r> Anchored<'a, 'r> {
             let structure = best_structure(job, &ratio.usable, p, z, &mut self.scratch);
             self.structures.push(structure);
             let Some(structure) = structure else { continue };
-            for ((w, x), (_, rate)) in
-                job.time_at(structure, z).into_iter().zip(job.slopes(structure)).take(structure.width())
-            {
-                self.usage[w] += job.sf * x;
-                self.usage_rate[w] += job.sf * rate;
-            }
+            fold(&mut self.usage, job, structure, z, 1.0);
             if job.demand > 0.0 {
                 for (w, c) in job.dual_coefficients(structure) {
                     self.slope[w] += job.demand * c;
@@ -152,7 +146,7 @@ impl<'a, 'r> Anchored<'a, 'r> {
             far = 0.0;
         }
         let mut value = Value {
-            usage: (0..k).map(|w| self.usage[w] + self.usage_rate[w] * (z - self.z0)).collect(),
+            usage: self.usage.iter().map(|&(rate, at)| at + rate * (z - self.z0)).collect(),
             slope: (0..k).map(|w| self.slope[w] * p[w]).sum(),
         };
         for i in self.radii.within(far) {
