@@ -343,28 +343,13 @@ fn add_fitgpp_examples(doc: &mut Document) -> Result<(), ApiError> {
 fn add_oasis_examples(doc: &mut Document) -> Result<(), ApiError> {
     use super::oasis::{self as o, CreateOasisSession, Event, OasisSession};
     use super::replayed::Replayed;
-    use crate::scheduling::oasis::{ClusterSpec, JobSpec, ResourceVector, Utility};
-    let job = |id: &str, arrival_slot, epochs, utility| JobSpec {
-        id: id.into(),
-        arrival_slot,
-        epochs,
-        chunks: 5,
-        minibatches_per_chunk: 10,
-        minibatch_seconds: 1.0,
-        gradient_mb: 0.0625,
-        worker: ResourceVector::new(1, 0, 0, 1),
-        parameter_server: ResourceVector::new(0, 1, 0, 2),
-        utility,
-    };
-    let first = job("resnet-a", 0, 2, Utility::Constant { value: 20.0 });
-    let second = job("bert-c", 1, 1, Utility::Sigmoid { priority: 16.0, decay: 0.0, target: 1.0 });
+    use crate::scheduling::oasis::job::{worked_example_cluster, worked_example_job};
+    use crate::scheduling::oasis::{JobSpec, Utility};
+    let first = worked_example_job("resnet-a", 2, Utility::Constant { value: 20.0 });
+    let sigmoid = Utility::Sigmoid { priority: 16.0, decay: 0.0, target: 1.0 };
+    let second = JobSpec { arrival_slot: 1, ..worked_example_job("bert-c", 1, sigmoid) };
     let create = CreateOasisSession {
-        cluster: ClusterSpec {
-            slot_seconds: 100.0,
-            slots: 2,
-            worker_servers: vec![ResourceVector::new(2, 0, 0, 2)],
-            ps_servers: vec![ResourceVector::new(0, 2, 0, 4)],
-        },
+        cluster: worked_example_cluster(),
         prices: None,
         expected_jobs: Some(vec![first.clone(), second.clone()]),
         lowest: "shortest".into(),

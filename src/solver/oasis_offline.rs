@@ -128,7 +128,7 @@ pub fn solve(cluster: &ClusterSpec, jobs: &[Job], backend: Backend) -> Result<Of
 #[cfg(all(test, feature = "highs"))]
 mod tests {
     use super::*;
-    use crate::scheduling::oasis::job::tests::{worked_example_cluster, worked_example_job};
+    use crate::scheduling::oasis::job::{worked_example_cluster, worked_example_job};
     use crate::scheduling::oasis::Utility;
 
     /// The OASiS hand example's cluster (one worker server of 2 workers, one PS server of 2

@@ -330,7 +330,7 @@ impl SlotScheme for Dorm {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::scheduling::oasis::job::tests::worked_example_job;
+    use crate::scheduling::oasis::job::worked_example_job;
     use crate::scheduling::oasis::{JobSpec, ResourceVector, Utility};
 
     /// One worker server of 4 GPUs (and 4 Mbit/s), one PS server of 4 cores; jobs of 1-GPU,

@@ -3,6 +3,7 @@
 //! utility of its completion time; and the quantities the schedule needs derived from them.
 //! Not for pricing or placing anything.
 
+use super::cluster::ClusterSpec;
 use super::resources::ResourceVector;
 use crate::error::{ArbiterError, ErrorCode, Result};
 use serde::{Deserialize, Serialize};
@@ -182,40 +183,39 @@ impl Job {
     }
 }
 
+/// The worked example's cluster (`formulations/oasis.md`): one worker server (2 GPUs,
+/// 2 Mbit/s: two workers), one PS server (2 cores, 4 Mbit/s: two parameter servers), two
+/// slots of 100 s.
+pub(crate) fn worked_example_cluster() -> ClusterSpec {
+    ClusterSpec {
+        slot_seconds: 100.0,
+        slots: 2,
+        worker_servers: vec![ResourceVector::new(2, 0, 0, 2)],
+        ps_servers: vec![ResourceVector::new(0, 2, 0, 4)],
+    }
+}
+
+/// A job of the worked example: 10 mini-batches of 1 s + 2·8·0.0625 MB / 1 Mbit/s = 2 s a
+/// chunk-minibatch: 20 s a chunk, q = 5 chunks a worker-slot; `E·N / 5` worker-slots; one PS
+/// per two workers.
+pub(crate) fn worked_example_job(id: &str, epochs: u32, utility: Utility) -> JobSpec {
+    JobSpec {
+        id: id.into(),
+        arrival_slot: 0,
+        epochs,
+        chunks: 5,
+        minibatches_per_chunk: 10,
+        minibatch_seconds: 1.0,
+        gradient_mb: 0.0625,
+        worker: ResourceVector::new(1, 0, 0, 1),
+        parameter_server: ResourceVector::new(0, 1, 0, 2),
+        utility,
+    }
+}
+
 #[cfg(test)]
 pub(crate) mod tests {
     use super::*;
-    use crate::scheduling::oasis::ClusterSpec;
-
-    /// The worked example's cluster (`formulations/oasis.md`): one worker server (2 GPUs,
-    /// 2 Mbit/s: two workers), one PS server (2 cores, 4 Mbit/s: two parameter servers), two
-    /// slots of 100 s.
-    pub(crate) fn worked_example_cluster() -> ClusterSpec {
-        ClusterSpec {
-            slot_seconds: 100.0,
-            slots: 2,
-            worker_servers: vec![ResourceVector::new(2, 0, 0, 2)],
-            ps_servers: vec![ResourceVector::new(0, 2, 0, 4)],
-        }
-    }
-
-    /// A job of the worked example: 10 mini-batches of 1 s + 2·8·0.0625 MB / 1 Mbit/s = 2 s a
-    /// chunk-minibatch: 20 s a chunk, q = 5 chunks a worker-slot; `E·N / 5` worker-slots; one PS
-    /// per two workers.
-    pub(crate) fn worked_example_job(id: &str, epochs: u32, utility: Utility) -> JobSpec {
-        JobSpec {
-            id: id.into(),
-            arrival_slot: 0,
-            epochs,
-            chunks: 5,
-            minibatches_per_chunk: 10,
-            minibatch_seconds: 1.0,
-            gradient_mb: 0.0625,
-            worker: ResourceVector::new(1, 0, 0, 1),
-            parameter_server: ResourceVector::new(0, 1, 0, 2),
-            utility,
-        }
-    }
 
     /// τ = 1 s, e = 62.5 MB at 1,000 Mbit/s: 1 + 1 = 2 s a mini-batch; 10 mini-batches a chunk;
     /// 100 s slots: q = 5 chunks a worker-slot.

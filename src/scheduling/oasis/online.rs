@@ -233,8 +233,8 @@ impl Oasis {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::scheduling::oasis::job::tests::{worked_example_cluster, worked_example_job};
     use crate::scheduling::oasis::job::Utility;
+    use crate::scheduling::oasis::job::{worked_example_cluster, worked_example_job};
     use crate::scheduling::oasis::price::PriceFunction;
     use crate::scheduling::oasis::resources::ResourceVector;
 
