@@ -4,7 +4,7 @@
 //! workloads of `benches/policies.rs` (26 model types, scale factors 1/2/4/8, n/4 GPUs of each of
 //! 3 types), and on the same jobs with every throughput perturbed by its own factor (distinct rows).
 //! Prints the median of each, the ratio measured in the same run (goal: < 1.3×) and which method
-//! solved the second LP (the decomposition on distinct rows from 2,048 jobs, the engine otherwise);
+//! solved the second LP (the decomposition on distinct rows from 64 jobs, the engine otherwise);
 //! where it was the decomposition (up to 16,384 jobs), also the first solve followed by the second
 //! on the plain engine, as it ran before the second solve was decomposed.
 //!

@@ -3,9 +3,11 @@
 
 use serde::{Deserialize, Serialize};
 
-/// At least this many jobs with a demand before `auto` picks the decomposition (below, the
-/// plain LP is as fast).
-pub const AUTO_MIN_JOBS: usize = 2048;
+/// At least this many jobs with a demand before `auto` picks the decomposition. On distinct rows
+/// it is as fast as the plain LP from 32 jobs and faster from 128 (ten times for water-filling
+/// and hierarchical, seven for LAS at 1,024 jobs: benches/README.md); below this, every solve
+/// takes well under a millisecond either way.
+pub const AUTO_MIN_JOBS: usize = 64;
 /// `auto` picks the decomposition when the classes are at least this share of the jobs.
 pub const AUTO_MIN_DISTINCT: f64 = 0.5;
 
@@ -157,7 +159,7 @@ mod tests {
         assert!(mostly_distinct(&throughput, &sf, &vec![1.0; jobs]));
         assert!(!mostly_distinct(&throughput, &vec![1; jobs], &vec![1.0; jobs]));
         let mut demand = vec![0.0; jobs];
-        demand[..2047].iter_mut().for_each(|d| *d = 1.0);
+        demand[..AUTO_MIN_JOBS - 1].iter_mut().for_each(|d| *d = 1.0);
         assert!(!mostly_distinct(&throughput, &sf, &demand), "too few jobs with a demand");
     }
 }
