@@ -215,7 +215,8 @@ fn solve_level(
 ) -> Result<std::result::Result<Level, String>> {
     let num_types = capacity.len();
     let scale = price_scale(instance, jobs);
-    let overflow = (!top).then_some(PRICE_CEILING * scale);
+    let ceiling = PRICE_CEILING * scale;
+    let overflow = (!top).then_some(ceiling);
     if jobs.len() <= options.base.max(1) {
         return Ok(match recovery::solve(instance, jobs, capacity, &vec![0.0; num_types], overflow, backend) {
             Ok(rec) => Ok(Level {
@@ -287,13 +288,22 @@ fn solve_level(
         }
         let members: Vec<u32> = band.members.iter().map(|&i| jobs[i]).collect();
         lp_solves += 1;
-        let rec = match recovery::solve(instance, &members, capacity, &fixed_usage, overflow, backend) {
-            Ok(rec) => rec,
+        let solved = match recovery::solve(instance, &members, capacity, &fixed_usage, overflow, backend) {
+            Ok(rec) => Ok(rec),
             Err(e) => {
+                // The fixed jobs' vertices overfill a type, or leave the ambiguous jobs too little
+                // to meet their floors. Solved again with every type allowed to overflow at the
+                // price ceiling, its prices say which: the fixed jobs they would move fail the
+                // certificate below and join the band.
                 let why = fatal(e)?;
+                lp_solves += 1;
+                recovery::solve(instance, &members, capacity, &fixed_usage, Some(ceiling), backend).map_err(|_| why)
+            }
+        };
+        let rec = match solved {
+            Ok(rec) => rec,
+            Err(why) => {
                 if band.widen() {
-                    // The fixed jobs' vertices overfill a type, or leave the ambiguous jobs too
-                    // little to meet their floors: widen the band and try again.
                     continue;
                 }
                 return Ok(Err(why));
@@ -308,6 +318,13 @@ fn solve_level(
             // The recovered prices are distorted by a misfit the band could not absorb: keep
             // the estimate.
             continue;
+        }
+        if rec.overflowed && failed == 0 {
+            // No fixed job would move at the overflowing prices: only a wider band can help.
+            if band.widen() {
+                continue;
+            }
+            return Ok(Err("the fixed jobs' vertices overfill the GPUs".into()));
         }
         prices = rec.prices;
         if failed == 0 {

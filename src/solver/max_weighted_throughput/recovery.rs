@@ -11,12 +11,16 @@ pub(super) struct Recovery {
     pub(super) prices: Vec<f64>,
     /// Per ambiguous job (in the order given), its time on each type it may use.
     pub(super) time: Vec<Vec<(usize, f64)>>,
+    /// Whether it took GPUs past a type's capacity (only with `overflow`): then it is no
+    /// allocation, only prices that say which types the fixed jobs overfill.
+    pub(super) overflowed: bool,
 }
 
 /// Solves `max Σ_{m ∈ ambiguous} a_m·thr_m` over the ambiguous jobs' floors and time rows and
-/// the GPUs the fixed jobs leave (`capacity − fixed_usage`). `overflow`: a sample's GPUs may not
-/// hold all of its floors, so there each type may overflow at this price per GPU (the prices
-/// are all a sample is for).
+/// the GPUs the fixed jobs leave (`capacity − fixed_usage`). `overflow`: each type may overflow
+/// at this price per GPU: a sample's GPUs may not hold all of its floors (its prices are all a
+/// sample is for), and at the top level it is the second try of a recovery LP that was
+/// infeasible, whose prices then say which types the fixed jobs overfill.
 pub(super) fn solve(
     instance: &Instance,
     ambiguous: &[u32],
@@ -41,13 +45,16 @@ pub(super) fn solve(
         cols.push(mine);
     }
     let mut capacity_row = vec![None; num_types];
+    let mut overflow_cols = Vec::new();
     for (w, mut coefs) in capacity_coefs.into_iter().enumerate() {
         if !instance.usable[w] {
             continue;
         }
         let room = capacity[w] - fixed_usage[w];
         if let Some(price) = overflow {
-            coefs.push((lp.add_col(-price, 0.0, f64::INFINITY), -1.0));
+            let col = lp.add_col(-price, 0.0, f64::INFINITY);
+            overflow_cols.push((col, capacity[w]));
+            coefs.push((col, -1.0));
         }
         if coefs.is_empty() {
             // The fixed jobs alone overfill the type: their vertices cannot all hold.
@@ -72,5 +79,6 @@ pub(super) fn solve(
     let prices = capacity_row.iter().map(|r| r.map_or(0.0, |r| solution.row_duals[r].max(0.0))).collect();
     let time =
         cols.iter().map(|mine| mine.iter().map(|&(w, col)| (w, solution.values[col].max(0.0))).collect()).collect();
-    Ok(Recovery { prices, time })
+    let overflowed = overflow_cols.iter().any(|&(col, g)| solution.values[col] > 1e-9 * g.max(1.0));
+    Ok(Recovery { prices, time, overflowed })
 }
