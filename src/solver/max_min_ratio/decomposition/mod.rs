@@ -36,6 +36,10 @@ pub struct DecompositionOptions {
     pub max_rounds: usize,
 }
 
+/// A whole instance of at most this many jobs is one LP (`DecompositionOptions::base` bounds the
+/// samples').
+const TOP_BASE: usize = 64;
+
 impl Default for DecompositionOptions {
     fn default() -> DecompositionOptions {
         DecompositionOptions { base: 256, sample_ratio: 8, band: 256, max_ambiguous: 20_000, max_rounds: 40 }
@@ -304,7 +308,10 @@ fn solve_level(
     warm: Option<&[f64]>,
 ) -> Result<std::result::Result<Level, String>> {
     let num_types = capacity.len();
-    if jobs.len() <= options.base.max(1) {
+    // A whole instance of more than `TOP_BASE` jobs takes a sample's prices: with every job in
+    // one LP it is slower (benches/README.md, small instances).
+    let base = if top { options.base.min(TOP_BASE) } else { options.base };
+    if jobs.len() <= base.max(1) {
         return Ok(match recovery::solve(ratio, jobs, capacity, &vec![(0.0, 0.0); num_types], 1.0, None, backend) {
             Ok(rec) => Ok(Level {
                 z: rec.z,
@@ -359,9 +366,12 @@ fn solve_level(
     let rounds_allowed = if top { options.max_rounds } else { options.max_rounds.min(4) };
     // Warm prices are near the optimum already: fewer jobs sit near a change of structure, and
     // the first recovery LP can start smaller (failures still join it).
+    // The first band is at most a quarter of the level's jobs (a band of 256 is every job of a
+    // 256-job instance).
+    let band = options.band.min((jobs.len() / 4).max(1));
     let band_options = match warm {
-        Some(_) => DecompositionOptions { band: (options.band / 4).max(1), ..*options },
-        None => *options,
+        Some(_) => DecompositionOptions { band: (band / 4).max(1), ..*options },
+        None => DecompositionOptions { band, ..*options },
     };
     let mut band = Band::new(jobs.len(), &band_options);
     let mut scratch = Scratch::default();
