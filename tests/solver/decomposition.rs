@@ -208,13 +208,12 @@ fn agrees_with_the_lp_with_far_more_jobs_than_gpus() {
     run(60, (2usize..=4).prop_flat_map(|k| case(k, 150..=300, 1..=3)), small_options(16), 0.8);
 }
 
-#[test]
-fn agrees_with_the_lp_on_gavel_like_rows_with_default_options() {
-    // Many jobs on three types with lognormal noise around a few models: the path `auto` takes.
-    let strategy = (
+/// Many jobs on three types with lognormal noise around a few models: the rows `auto` decomposes.
+fn gavel_like(jobs: std::ops::RangeInclusive<usize>) -> impl Strategy<Value = Case> {
+    (
         prop::collection::vec(
             (0usize..6, select(vec![1u32, 1, 1, 2, 4, 8]), -0.2f64..0.2, -0.2f64..0.2, -0.2f64..0.2),
-            2500..=3000,
+            jobs,
         ),
         0.1f64..2.0,
     )
@@ -240,8 +239,19 @@ fn agrees_with_the_lp_on_gavel_like_rows_with_default_options() {
                 capacity: vec![(n * share / 4.0).floor().max(1.0); 3],
                 demand: jobs.iter().enumerate().map(|(m, _)| 1.0 + (m % 7) as f64).collect(),
             }
-        });
-    run(6, strategy, DecompositionOptions::default(), 0.8);
+        })
+}
+
+#[test]
+fn agrees_with_the_lp_on_gavel_like_rows_with_default_options() {
+    run(6, gavel_like(2500..=3000), DecompositionOptions::default(), 0.8);
+}
+
+#[test]
+fn agrees_with_the_lp_on_small_gavel_like_instances_with_default_options() {
+    // The sizes `auto` now decomposes from 64 jobs: a whole instance above 64 jobs takes a
+    // sample's prices, and the first band is a quarter of its jobs.
+    run(60, gavel_like(64..=600), DecompositionOptions::default(), 0.8);
 }
 
 #[test]
