@@ -38,6 +38,12 @@ impl Band {
         }
     }
 
+    /// The first band's width on a level of `jobs` jobs: `band`, at most a quarter of them (a
+    /// band of 256 would be every job of a 256-job instance).
+    pub fn first_width(jobs: usize, band: usize) -> usize {
+        band.min((jobs / 4).max(1))
+    }
+
     /// How many jobs the next `add_nearest` adds at most.
     pub fn width(&self) -> usize {
         self.width

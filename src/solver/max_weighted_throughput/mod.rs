@@ -262,8 +262,7 @@ fn solve_level(
         return Ok(Ok(Level { prices, moved, fixed: Vec::new(), ambiguous: Vec::new(), rounds: 0, lp_solves }));
     }
     let rounds_allowed = options.max_rounds;
-    // The first band is at most a quarter of the level's jobs, as in `max_min_ratio`'s.
-    let first_band = DecompositionOptions { band: options.band.min((jobs.len() / 4).max(1)), ..*options };
+    let first_band = DecompositionOptions { band: Band::first_width(jobs.len(), options.band), ..*options };
     let mut band = Band::new(jobs.len(), &first_band);
     let mut margins: Vec<(f64, u32)> = Vec::with_capacity(jobs.len());
     for round in 1..=rounds_allowed.max(1) {

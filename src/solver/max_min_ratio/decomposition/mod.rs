@@ -364,11 +364,9 @@ fn solve_level(
         }
     }
     let rounds_allowed = if top { options.max_rounds } else { options.max_rounds.min(4) };
+    let band = Band::first_width(jobs.len(), options.band);
     // Warm prices are near the optimum already: fewer jobs sit near a change of structure, and
     // the first recovery LP can start smaller (failures still join it).
-    // The first band is at most a quarter of the level's jobs (a band of 256 is every job of a
-    // 256-job instance).
-    let band = options.band.min((jobs.len() / 4).max(1));
     let band_options = match warm {
         Some(_) => DecompositionOptions { band: (band / 4).max(1), ..*options },
         None => DecompositionOptions { band, ..*options },
