@@ -91,6 +91,8 @@ pub struct Pipeline {
     rounds: u64,
     /// Length of the last round accounted (the lease a round grants without a term).
     last_round_seconds: f64,
+    /// A restart overhead for the whole cluster, whatever the preemption stage charges.
+    restart_seconds: Option<f64>,
 }
 
 impl Pipeline {
@@ -112,6 +114,7 @@ impl Pipeline {
             now: 0.0,
             rounds: 0,
             last_round_seconds: 0.0,
+            restart_seconds: None,
         })
     }
 
@@ -125,6 +128,7 @@ impl Pipeline {
         fork.now = self.now;
         fork.rounds = self.rounds;
         fork.last_round_seconds = self.last_round_seconds;
+        fork.restart_seconds = self.restart_seconds;
         Ok(fork)
     }
 
@@ -167,8 +171,50 @@ impl Pipeline {
         self.active.iter().map(|&j| self.jobs[j].scale_factor as u64).sum()
     }
 
+    /// Seconds a suspended job loses when it resumes: the cluster's overhead if set
+    /// (`set_restart_seconds`), else the preemption stage's (`lease=SECONDS`).
     pub fn restart_seconds(&self) -> f64 {
-        self.preemption.restart_seconds()
+        self.restart_seconds.unwrap_or_else(|| self.preemption.restart_seconds())
+    }
+
+    /// Charges every resumption after a suspension `seconds` of cold start, under any preemption
+    /// stage (a checkpoint restore is the cluster's cost, not the rule's). Refuses a number out of
+    /// range, and a stage that names its own overhead (`lease=SECONDS`): one overhead, given once.
+    pub fn set_restart_seconds(&mut self, seconds: f64) -> Result<()> {
+        if !(seconds.is_finite() && seconds >= 0.0) {
+            return Err(ArbiterError::at(
+                ErrorCode::InvalidNumber,
+                "restart_seconds",
+                format!("the restart overhead must be a finite number ≥ 0 seconds, got {seconds}"),
+            ));
+        }
+        if self.preemption.restart_seconds() > 0.0 && seconds > 0.0 {
+            return Err(ArbiterError::at(
+                ErrorCode::MalformedRequest,
+                "restart_seconds",
+                format!(
+                    "the preemption stage {} already charges a restart overhead; give it once",
+                    self.preemption.name()
+                ),
+            ));
+        }
+        self.restart_seconds = Some(seconds);
+        Ok(())
+    }
+
+    /// Seconds of this round job `j` spends restarting rather than training: a launch after a
+    /// suspension begins a restart of `restart_seconds()`, which runs over into the next rounds
+    /// when it is longer than one (a job suspended again mid-restart starts over when it resumes).
+    pub fn restart_overhead(&mut self, j: JobIndex, launched: bool, round: f64) -> f64 {
+        let restart = self.restart_seconds();
+        let job = &mut self.jobs[j];
+        if launched && job.suspended {
+            job.restart_left = restart;
+        }
+        let overhead = job.restart_left.min(round);
+        job.restart_left -= overhead;
+        job.restart_seconds += overhead;
+        overhead
     }
 
     /// Replaces the tenants, `(name, weight)`, weights finite and > 0; jobs name them by index.

@@ -39,14 +39,13 @@ pub struct PlayedRound {
 /// to the round's end.
 pub fn play_round(pipeline: &mut Pipeline, round: f64) -> PlayedRound {
     let now = pipeline.now();
-    let restart = pipeline.restart_seconds();
     let decision = pipeline.next_round();
     let launched: HashSet<JobIndex> = decision.launched.iter().copied().collect();
     let (mut ran, mut finished, mut busy) = (Vec::new(), Vec::new(), Vec::new());
     for j in decision.running() {
+        let overhead = pipeline.restart_overhead(j, launched.contains(&j), round);
         let job = &mut pipeline.jobs[j];
         let w = pipeline.cluster.gpus[job.gpus[0] as usize].worker_type as usize;
-        let overhead = if launched.contains(&j) && job.suspended { restart.min(round) } else { 0.0 };
         let rate = job.throughput[w];
         let steps = job.remaining_steps.min(rate * (round - overhead));
         let secs = if rate > 0.0 { steps / rate } else { 0.0 };
@@ -108,6 +107,10 @@ pub fn run_with(
     }
     let rows = crate::simulator::engine::throughput_rows(trace, table, config)?;
     let mut pipeline = Pipeline::new(composition, ClusterState::new(&config.cluster), config.seed)?;
+    if config.restart_seconds > 0.0 {
+        pipeline.set_restart_seconds(config.restart_seconds)?;
+    }
+    let restarts = pipeline.restart_seconds() > 0.0;
     let tenancy = trace.tenancy();
     if let Some((tenants, _)) = &tenancy {
         pipeline.set_tenants(tenants)?;
@@ -201,6 +204,7 @@ pub fn run_with(
                     start: job.first_run,
                     finish: job.finish,
                     preemptions: Some(job.preemptions),
+                    restart_seconds: restarts.then_some(job.restart_seconds),
                     ltgf_rho: Some(job.ltgf()).filter(|r| r.is_finite() && job.fair_share_seconds > 0.0),
                 }
             }
@@ -210,6 +214,7 @@ pub fn run_with(
                 start: None,
                 finish: None,
                 preemptions: Some(0),
+                restart_seconds: restarts.then_some(0.0),
                 ltgf_rho: None,
             },
         })
@@ -228,6 +233,7 @@ pub fn run_with(
             rounds: pipeline.rounds(),
             allocation_solves: 0,
             wall_seconds: started.elapsed().as_secs_f64(),
+            restart_seconds: pipeline.restart_seconds(),
         },
     );
     let job_rho: Vec<f64> =

@@ -49,6 +49,10 @@ pub struct JobState {
     pub gpus: Vec<GpuIndex>,
     /// Suspended by a preemption and not yet resumed: its next launch pays the restart overhead.
     pub suspended: bool,
+    /// Seconds of its current restart still to pay (a restart longer than a round runs over).
+    pub restart_left: f64,
+    /// Seconds it has spent restarting after suspensions, over all rounds.
+    pub restart_seconds: f64,
     /// Reported metrics (`loss`, `iteration_seconds`, `tensor_skew`, loss-curve fits, ...).
     pub metrics: BTreeMap<String, f64>,
     /// Its tenant: an index into `Pipeline::tenants` (0: the default tenant).
@@ -84,6 +88,8 @@ impl JobState {
             finish: None,
             gpus: Vec::new(),
             suspended: false,
+            restart_left: 0.0,
+            restart_seconds: 0.0,
             metrics: BTreeMap::new(),
             tenant: 0,
             fair_share_seconds: 0.0,

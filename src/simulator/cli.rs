@@ -47,6 +47,10 @@ pub struct SimulateArgs {
     /// fixed term, 900 s by default) or `none` (run to completion).
     #[arg(long)]
     pub preemption: Option<String>,
+    /// Seconds a suspended job loses when it resumes (a cold start), charged under any preemption
+    /// stage of a list-policy composition (not with `lease=RESTART_SECONDS`).
+    #[arg(long, default_value_t = 0.0)]
+    pub restart_seconds: f64,
     /// Let the synthesizer switch among Blox's nine compositions (FIFO, SRTF, LAS × accept_all,
     /// accept_x=1.2, accept_x=1.5), options `every=N,horizon=N,metric=jct|responsiveness|both`
     /// (empty: every 12 rounds, 24-round horizon, JCT); it starts from `--scheduling` or FIFO.
@@ -189,6 +193,7 @@ pub fn run_simulate(args: &SimulateArgs) -> Result<()> {
         seed: args.seed,
         backend,
         profiled_types: args.profiled_types,
+        restart_seconds: args.restart_seconds,
         ..SimulationConfig::new(cluster, policy)
     };
     let mut bar = ProgressBar::new(format!("simulate {}", composition.name()));
@@ -268,6 +273,10 @@ pub struct SweepArgs {
     /// Grant every job exactly its allocation each round (no placement).
     #[arg(long)]
     pub ideal: bool,
+    /// Seconds a suspended job loses when it resumes (a cold start), for the list-policy
+    /// compositions (Astraea's lease overhead; `restart_overhead_share` in the CSV).
+    #[arg(long, default_value_t = 0.0)]
+    pub restart_seconds: f64,
     /// Simulations run at once (default: one per core).
     #[arg(long)]
     pub threads: Option<usize>,
@@ -334,6 +343,7 @@ pub fn run_sweep(args: &SweepArgs) -> Result<()> {
         multi_priority: args.multi_priority,
         round_seconds: args.round_seconds,
         ideal: args.ideal,
+        restart_seconds: args.restart_seconds,
         backend: backend_named(&args.backend)?,
     };
     let table = ThroughputTable::from_path(&args.throughputs)?;

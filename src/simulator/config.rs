@@ -39,6 +39,9 @@ pub struct SimulationConfig {
     /// `Some(K)`: the policy sees each job's throughputs estimated from K measured worker types
     /// (`estimated.rs`), while jobs progress at their true throughputs.
     pub profiled_types: Option<usize>,
+    /// Seconds a suspended job loses when it resumes (a cold start: restoring its checkpoint),
+    /// charged by pipeline compositions under any preemption stage; Gavel's mechanism models none.
+    pub restart_seconds: f64,
 }
 
 impl SimulationConfig {
@@ -70,6 +73,7 @@ impl SimulationConfig {
             seed: 0,
             backend: Backend::default(),
             profiled_types: None,
+            restart_seconds: 0.0,
         }
     }
 
@@ -89,6 +93,12 @@ impl SimulationConfig {
             return invalid(
                 "min_solve_interval",
                 format!("min_solve_interval must be a finite number ≥ 0, got {}", self.min_solve_interval),
+            );
+        }
+        if !(self.restart_seconds.is_finite() && self.restart_seconds >= 0.0) {
+            return invalid(
+                "restart_seconds",
+                format!("restart_seconds must be a finite number ≥ 0, got {}", self.restart_seconds),
             );
         }
         if let Some(k) = self.profiled_types {

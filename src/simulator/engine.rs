@@ -118,6 +118,14 @@ pub fn run(
 ) -> Result<SimulationReport> {
     let started = Instant::now();
     config.validate(trace.jobs.len())?;
+    if config.restart_seconds > 0.0 {
+        return Err(ArbiterError::at(
+            ErrorCode::Unsupported,
+            "restart_seconds",
+            "a restart overhead is charged by the pipeline's compositions (list policies); Gavel's mechanism \
+             simulates none",
+        ));
+    }
     for (i, job) in trace.jobs.iter().enumerate() {
         crate::workload::trace::validate(i, job)?;
     }
@@ -454,6 +462,7 @@ impl Run<'_> {
                 start: p.start,
                 finish: p.finish,
                 preemptions: None,
+                restart_seconds: None,
                 ltgf_rho: (p.fair_share > 0.0).then(|| p.allocated / p.fair_share),
             })
             .collect();
@@ -471,6 +480,7 @@ impl Run<'_> {
                 rounds: self.session.rounds(),
                 allocation_solves: self.solves,
                 wall_seconds,
+                restart_seconds: 0.0,
             },
         );
         let job_rho: Vec<f64> = report

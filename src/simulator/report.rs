@@ -35,6 +35,10 @@ pub struct JobRecord {
     /// Times the job was suspended while unfinished (pipeline compositions; `None` under Gavel's
     /// mechanism, which counts preemptions for the whole run only).
     pub preemptions: Option<u32>,
+    /// Seconds it spent restarting after suspensions (pipeline compositions run with a restart
+    /// overhead).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub restart_seconds: Option<f64>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub tenant: Option<String>,
     /// Astraea's `ρ_job = ∫ Alloc / ∫ min(Demand, FairShare)` over its life (pipeline compositions).
@@ -94,6 +98,12 @@ pub struct SimulationReport {
     pub responsiveness_percentiles_seconds: Percentiles,
     /// Preemptions over jobs that arrived.
     pub preemptions_per_job: f64,
+    /// Seconds a suspended job loses when it resumes (`--restart-seconds`, or `lease=SECONDS`).
+    pub restart_seconds: f64,
+    /// Restart overhead as a share of JCT: the finished measured jobs' seconds spent restarting
+    /// over the sum of their JCTs (Astraea's lease overhead). `None`: no overhead was simulated.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub restart_overhead_share: Option<f64>,
     /// First arrival to last finish of the measured jobs.
     pub makespan_seconds: f64,
     /// Busy GPU-seconds over GPU-seconds of the whole simulation.
@@ -150,6 +160,8 @@ pub struct JobOutcome<'a> {
     pub start: Option<f64>,
     pub finish: Option<f64>,
     pub preemptions: Option<u32>,
+    /// Seconds spent restarting (`None`: no restart overhead was simulated).
+    pub restart_seconds: Option<f64>,
     pub ltgf_rho: Option<f64>,
 }
 
@@ -166,6 +178,8 @@ pub struct Totals {
     pub rounds: u64,
     pub allocation_solves: u64,
     pub wall_seconds: f64,
+    /// Seconds a suspended job loses when it resumes.
+    pub restart_seconds: f64,
 }
 
 /// The report of a run of `trace` (one outcome per trace job).
@@ -203,6 +217,7 @@ pub fn assemble(trace: &Trace, config: &SimulationConfig, outcomes: &[JobOutcome
                 slo_seconds: t.slo_seconds,
                 measured: config.measures(i),
                 preemptions: p.preemptions,
+                restart_seconds: p.restart_seconds,
                 tenant: t.tenant.clone(),
                 ltgf_rho: p.ltgf_rho,
             }
@@ -246,6 +261,8 @@ pub fn assemble(trace: &Trace, config: &SimulationConfig, outcomes: &[JobOutcome
             p99: percentile(&waits, 99.0),
         },
         preemptions_per_job: if arrived == 0 { 0.0 } else { totals.preemptions as f64 / arrived as f64 },
+        restart_seconds: totals.restart_seconds,
+        restart_overhead_share: restart_overhead_share(&measured),
         makespan_seconds: if last_finish.is_finite() { last_finish - first_arrival } else { 0.0 },
         utilization: if span > 0.0 && total_gpus > 0.0 { busy / (span * total_gpus) } else { 0.0 },
         ftf_rho: rho_summary(&jobs),
@@ -264,6 +281,14 @@ pub fn assemble(trace: &Trace, config: &SimulationConfig, outcomes: &[JobOutcome
         ltgf: None,
         jobs,
     }
+}
+
+/// Seconds the finished measured jobs spent restarting over the sum of their JCTs, when the run
+/// simulated restarts (`None` otherwise, or when none finished).
+fn restart_overhead_share(measured: &[&JobRecord]) -> Option<f64> {
+    let finished = measured.iter().filter_map(|j| Some((j.restart_seconds?, j.jct_seconds?)));
+    let (restarting, jct) = finished.fold((0.0, 0.0), |(r, t), (jr, jt)| (r + jr, t + jt));
+    (jct > 0.0).then(|| restarting / jct)
 }
 
 /// Percentiles of the measured jobs' JCTs.

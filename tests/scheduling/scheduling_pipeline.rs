@@ -193,6 +193,55 @@ fn restart_overhead_is_charged_on_resumption() {
 }
 
 #[test]
+fn a_restart_longer_than_a_round_runs_over_and_lease_terms_pay_it_too() {
+    let table = table();
+    let kind = "ResNet-18 (batch size 64)";
+    let rate = table.row(&["v100".to_string()], kind, 1).unwrap()[0];
+    // One GPU, 10 s rounds, 20 s lease terms, 30 s restarts: a (40 s of work) at t = 0, b (10 s)
+    // at t = 1.
+    let trace = Trace::new(vec![job(kind, 40.0 * rate, 1, 0.0), job(kind, 10.0 * rate, 1, 1.0)]);
+    let config = SimulationConfig {
+        round_seconds: 10.0,
+        restart_seconds: 30.0,
+        ..SimulationConfig::new(
+            arbiter::simulator::parse_cluster("v100=1", 1, None).unwrap(),
+            arbiter::PolicyKind::Fifo,
+        )
+    };
+    let c = compose("accept_all", "las", "consolidated", "lease_term=20");
+    let r = arbiter::scheduling::simulation::run(&trace, &table, &config, &c, &mut |_| {}).unwrap();
+    // 0–20: a runs under its term (20 s done). 20: the term ends, b (less served) runs and
+    // finishes at 30. 30: a resumes and restarts for three rounds, renewing its term at 50 on the
+    // same GPU (no second restart), then runs 60–80.
+    let finish: Vec<f64> = r.jobs.iter().map(|j| j.finish_seconds.unwrap()).collect();
+    assert!((finish[0] - 80.0).abs() < 1e-6 && (finish[1] - 30.0).abs() < 1e-6, "{finish:?}");
+    assert_eq!((r.jobs[0].restart_seconds, r.jobs[1].restart_seconds), (Some(30.0), Some(0.0)));
+    assert_eq!(r.restart_seconds, 30.0);
+    let share = r.restart_overhead_share.unwrap();
+    assert!((share - 30.0 / (80.0 + 29.0)).abs() < 1e-9, "{share}");
+    // Busy time counts the restart: 20 + 10 + 30 + 20 GPU-seconds over 80.
+    assert!((r.utilization - 1.0).abs() < 1e-9, "{}", r.utilization);
+
+    // Without the overhead a resumes at once and finishes at 50; nothing is reported.
+    let free = SimulationConfig { restart_seconds: 0.0, ..config.clone() };
+    let r = arbiter::scheduling::simulation::run(&trace, &table, &free, &c, &mut |_| {}).unwrap();
+    assert!((r.jobs[0].finish_seconds.unwrap() - 50.0).abs() < 1e-6);
+    assert_eq!((r.restart_overhead_share, r.jobs[0].restart_seconds), (None, None));
+
+    // One overhead, given once; Gavel's mechanism simulates none; the number must make sense.
+    let lease = compose("accept_all", "las", "consolidated", "lease=60");
+    let e = arbiter::scheduling::simulation::run(&trace, &table, &config, &lease, &mut |_| {}).unwrap_err();
+    assert_eq!((e.code, e.field.as_deref()), (arbiter::ErrorCode::MalformedRequest, Some("restart_seconds")));
+    let e = arbiter::simulator::simulate(&trace, &table, &config, &mut |_| {}).unwrap_err();
+    assert_eq!((e.code, e.field.as_deref()), (arbiter::ErrorCode::Unsupported, Some("restart_seconds")));
+    for bad in [-1.0, f64::NAN, f64::INFINITY] {
+        let wrong = SimulationConfig { restart_seconds: bad, ..config.clone() };
+        let e = arbiter::scheduling::simulation::run(&trace, &table, &wrong, &c, &mut |_| {}).unwrap_err();
+        assert_eq!((e.code, e.field.as_deref()), (arbiter::ErrorCode::InvalidNumber, Some("restart_seconds")));
+    }
+}
+
+#[test]
 fn a_run_ends_with_its_measured_jobs_while_arrivals_continue() {
     let table = table();
     let kind = "ResNet-18 (batch size 64)";
@@ -450,6 +499,8 @@ fn simulate_and_sweep_take_compositions_and_refuse_bad_stages() {
         "40",
         "--round-seconds",
         "300",
+        "--restart-seconds",
+        "60",
         "--output",
         csv.to_str().unwrap(),
     ]);
@@ -459,4 +510,10 @@ fn simulate_and_sweep_take_compositions_and_refuse_bad_stages() {
     assert_eq!(rows.len(), 3, "{text}");
     assert!(rows[1].contains("accept_x=1.2+las+consolidated+lease") && rows[1].ends_with(','), "{text}");
     assert!(rows[2].starts_with("synthesizer:every=4:horizon=8,synthesizer,") && rows[2].ends_with(','), "{text}");
+    // Both runs charged the restarts: a share of JCT in [0, 1) in its column.
+    let column = rows[0].split(',').position(|c| c == "restart_overhead_share").unwrap();
+    for row in &rows[1..] {
+        let share: f64 = row.split(',').nth(column).unwrap().parse().unwrap();
+        assert!((0.0..1.0).contains(&share), "{row}");
+    }
 }

@@ -217,15 +217,13 @@ impl Session {
         };
         let pipeline = &mut composed.pipeline;
         pipeline.advance_to(now);
-        let restart = pipeline.restart_seconds();
         let decision = pipeline.next_round();
         let launched: HashSet<JobIndex> = decision.launched.iter().copied().collect();
         let ran: Vec<(JobIndex, f64)> = decision
             .running()
-            .map(|j| {
-                let resumed = launched.contains(&j) && pipeline.jobs[j].suspended;
-                (j, if resumed { (seconds - restart).max(0.0) } else { seconds })
-            })
+            .collect::<Vec<_>>()
+            .into_iter()
+            .map(|j| (j, seconds - pipeline.restart_overhead(j, launched.contains(&j), seconds)))
             .collect();
         pipeline.account(&decision, &ran, seconds);
         composed.history.observe(now + seconds, &composed.pipeline.tenants);
