@@ -352,6 +352,7 @@ fn the_realizability_check_agrees_with_best_gap() {
             capacity: instance.counts.clone(),
             scale_factors: instance.scale_factors.clone(),
             requested: matrix(&x),
+            pairs: Vec::new(),
         };
         let result = check(&checked, &Budget::default(), Backend::default()).expect("checked");
         assert!(result.stopped.is_none(), "seed {seed}: {:?}", result.stopped);

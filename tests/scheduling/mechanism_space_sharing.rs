@@ -158,6 +158,21 @@ fn an_odd_cycle_of_pairs_is_shared_evenly() {
         let got = s.colocated_received_fraction(a, b).unwrap()[0];
         assert!(close(got, 1.0 / 3.0, 0.01), "{a}+{b}: {got}");
     }
+    // The check says so before any round: 1 of the 1.5 asked, certified, the losses on pairs.
+    let report = arbiter::mechanism::realizability(&s);
+    assert!(report.checked && report.certified, "{report:?}");
+    assert!(close(report.fraction.unwrap(), 2.0 / 3.0, 1e-9), "{report:?}");
+    let lost: f64 = report.shortfall.iter().map(|l| l.requested - l.deliverable).sum();
+    assert!(close(lost, 0.5, 1e-9) && report.shortfall.iter().all(|l| l.colocated_with.is_some()), "{report:?}");
+    // Rounds that follow the decomposition do not run pairs: the check says why it is skipped.
+    let mut c = session(&[("v100", 3, 4)], Config { mode: Mode::Configurations, ..Config::default() });
+    for id in ["a", "b", "c"] {
+        add(&mut c, id, 1, &[1.0]);
+    }
+    c.add_colocation("a", "b", &[[0.9, 0.9]]).unwrap();
+    c.set_colocated_allocation(&Matrix::zeros(3, 1), &matrix(&[&[0.5]])).unwrap();
+    let report = arbiter::mechanism::realizability(&c);
+    assert!(!report.checked && report.reason.unwrap().contains("colocated pairs"));
 }
 
 #[test]

@@ -5,7 +5,7 @@
 
 use arbiter::lp::{Backend, LinearProgram, Row, Sense};
 use arbiter::problem::Matrix;
-use arbiter::realizability::{check, Budget, Instance, Realizability};
+use arbiter::realizability::{check, Budget, Configuration, Instance, PairTime, Realizability};
 use proptest::prelude::*;
 
 fn instance(capacity: &[u32], scale_factors: &[u32], rows: &[&[f64]]) -> Instance {
@@ -13,7 +13,7 @@ fn instance(capacity: &[u32], scale_factors: &[u32], rows: &[&[f64]]) -> Instanc
     for (m, row) in rows.iter().enumerate() {
         requested.row_mut(m).copy_from_slice(row);
     }
-    Instance { capacity: capacity.to_vec(), scale_factors: scale_factors.to_vec(), requested }
+    Instance { capacity: capacity.to_vec(), scale_factors: scale_factors.to_vec(), requested, pairs: Vec::new() }
 }
 
 fn run(instance: &Instance) -> Realizability {
@@ -256,7 +256,7 @@ fn random_instance(max_jobs: usize) -> impl Strategy<Value = Instance> {
                         requested.set(m, w, if sum > 1.0 { v / sum } else { v });
                     }
                 }
-                Instance { capacity, scale_factors, requested }
+                Instance { capacity, scale_factors, requested, pairs: Vec::new() }
             })
     })
 }
@@ -304,7 +304,7 @@ fn convex_combination() -> impl Strategy<Value = Instance> {
                     }
                 }
             }
-            Instance { capacity, scale_factors, requested }
+            Instance { capacity, scale_factors, requested, pairs: Vec::new() }
         },
     )
 }
@@ -344,5 +344,234 @@ proptest! {
         let result = run(&instance);
         assert_decomposition(&instance, &result);
         prop_assert!((result.fraction() - 1.0).abs() <= 1e-6, "fraction {}: {instance:?}", result.fraction());
+    }
+}
+
+// ---- colocated pairs (space sharing) ----
+
+/// Gangs of an instance: each job alone, then each pair; and the time each asks on each type.
+fn gangs(instance: &Instance) -> Vec<(Vec<u32>, u32, Vec<f64>)> {
+    let jobs = instance.requested.rows();
+    let singles = (0..jobs).map(|m| (vec![m as u32], instance.scale_factors[m], instance.requested.row(m).to_vec()));
+    let pairs = instance
+        .pairs
+        .iter()
+        .map(|p| (p.jobs.to_vec(), instance.scale_factors[p.jobs[0] as usize], p.requested.clone()));
+    singles.chain(pairs).collect()
+}
+
+/// Whether a configuration is one round: every job once (alone or in one pair), each type's
+/// gangs within its GPUs.
+fn round_with_pairs(configuration: &Configuration, instance: &Instance) -> bool {
+    let jobs = instance.requested.rows();
+    let gangs = gangs(instance);
+    let chosen = configuration
+        .runs
+        .iter()
+        .map(|&(m, w)| (m as usize, w))
+        .chain(configuration.pairs.iter().map(|&(k, w)| (jobs + k as usize, w)));
+    let mut running = vec![false; jobs];
+    let mut used = vec![0u64; instance.capacity.len()];
+    for (g, w) in chosen {
+        for &m in &gangs[g].0 {
+            if std::mem::replace(&mut running[m as usize], true) {
+                return false;
+            }
+        }
+        used[w as usize] += gangs[g].1 as u64;
+    }
+    used.iter().zip(&instance.capacity).all(|(&u, &c)| u <= c as u64)
+}
+
+/// The decomposition of an instance with pairs: rounds, weights at most 1, and per entry (a job
+/// alone or a pair together) the time the rounds give, as reported.
+fn assert_decomposition_with_pairs(instance: &Instance, result: &Realizability) {
+    let jobs = instance.requested.rows();
+    let gangs = gangs(instance);
+    let total: f64 = result.configurations.iter().map(|c| c.0).sum();
+    assert!(total <= 1.0 + 1e-9, "weights sum to {total}");
+    let mut supplied = vec![vec![0.0; instance.capacity.len()]; gangs.len()];
+    for (weight, configuration) in &result.configurations {
+        assert!(round_with_pairs(configuration, instance), "not a round: {configuration:?}");
+        assert_eq!(
+            configuration.check_with_pairs(&instance.scale_factors, &pairs_of(instance), &instance.capacity),
+            Ok(())
+        );
+        for &(m, w) in &configuration.runs {
+            supplied[m as usize][w as usize] += weight;
+        }
+        for &(k, w) in &configuration.pairs {
+            supplied[jobs + k as usize][w as usize] += weight;
+        }
+    }
+    let singles = result.entries.iter().map(|&(m, w, x, d)| (m, w, x, d));
+    let k_of = |p: [usize; 2]| instance.pairs.iter().position(|q| q.jobs == p.map(|m| m as u32)).unwrap();
+    let pairs = result.pair_entries.iter().map(|&(p, w, x, d)| (jobs + k_of(p), w, x, d));
+    let mut delivered = 0.0;
+    for (g, w, x, d) in singles.chain(pairs) {
+        assert_eq!(x, gangs[g].2[w]);
+        let reproduced = x.min(supplied[g][w]);
+        assert!((reproduced - d).abs() <= 1e-6, "gang {g} on {w}: rounds give {reproduced}, reported {d}");
+        delivered += d;
+    }
+    assert!((delivered - result.deliverable).abs() <= 1e-6);
+    assert!(result.deliverable <= result.upper_bound + 1e-9);
+}
+
+fn pairs_of(instance: &Instance) -> Vec<[u32; 2]> {
+    instance.pairs.iter().map(|p| p.jobs).collect()
+}
+
+/// The most any schedule delivers, by an LP over every configuration of gangs (tiny instances).
+fn best_with_pairs(instance: &Instance) -> f64 {
+    let types = instance.capacity.len();
+    let gangs = gangs(instance);
+    let entries: Vec<(usize, usize)> =
+        (0..gangs.len()).flat_map(|g| (0..types).map(move |w| (g, w))).filter(|&(g, w)| gangs[g].2[w] > 1e-9).collect();
+    let jobs = instance.requested.rows();
+    let configurations: Vec<Vec<(usize, usize)>> = every_assignment(gangs.len(), types, |runs| {
+        let runs: Vec<(u32, u32)> =
+            runs.iter().map(|&(g, w)| (g, w)).filter(|&(g, w)| gangs[g as usize].2[w as usize] > 1e-9).collect();
+        let c = Configuration::with_pairs(
+            runs.iter().filter(|r| (r.0 as usize) < jobs).copied().collect(),
+            runs.iter().filter(|r| (r.0 as usize) >= jobs).map(|&(g, w)| (g - jobs as u32, w)).collect(),
+        );
+        round_with_pairs(&c, instance)
+    })
+    .into_iter()
+    .map(|runs| runs.into_iter().map(|(g, w)| (g as usize, w as usize)).collect())
+    .collect();
+    let mut lp = LinearProgram::new(Sense::Maximize);
+    let d: Vec<usize> = entries.iter().map(|&(g, w)| lp.add_col(1.0, 0.0, gangs[g].2[w])).collect();
+    let lambda: Vec<usize> = configurations.iter().map(|_| lp.add_col(0.0, 0.0, 1.0)).collect();
+    lp.add_row(Row::at_most(1.0, lambda.iter().map(|&c| (c, 1.0)).collect()));
+    for (i, e) in entries.iter().enumerate() {
+        let mut row = vec![(d[i], 1.0)];
+        for (c, runs) in configurations.iter().enumerate() {
+            if runs.contains(e) {
+                row.push((lambda[c], -1.0));
+            }
+        }
+        lp.add_row(Row::at_most(0.0, row));
+    }
+    Backend::default().solve(lp).expect("feasible").objective
+}
+
+fn with_pairs(mut instance: Instance, pairs: &[([u32; 2], &[f64])]) -> Instance {
+    instance.pairs = pairs.iter().map(|&(jobs, time)| PairTime { jobs, requested: time.to_vec() }).collect();
+    instance
+}
+
+#[test]
+fn a_job_cannot_run_alone_and_in_its_pair_at_once() {
+    // 2 GPUs: job a asks 0.6 alone and 0.6 together with b (pair (a, b)). The GPUs would hold
+    // both at once; a cannot: at most 1 of the 1.2 asked of a, so 1/1.2.
+    let instance = with_pairs(instance(&[2], &[1, 1], &[&[0.6], &[0.0]]), &[([0, 1], &[0.6])]);
+    let result = run(&instance);
+    assert_decomposition_with_pairs(&instance, &result);
+    assert!(result.stopped.is_none());
+    assert!((result.requested - 1.2).abs() < 1e-12);
+    assert!((result.deliverable - 1.0).abs() < 1e-9, "{result:?}");
+    assert!((result.fraction() - 1.0 / 1.2).abs() < 1e-9);
+    // Reported: the entry that loses time names the pair.
+    let report = arbiter::realizability::report_of(&result, &["a", "b"], &["v100"], 0.0);
+    let lost: f64 = report.shortfall.iter().map(|s| s.requested - s.deliverable).sum();
+    assert!((lost - 0.2).abs() < 1e-9, "{report:?}");
+    assert!(report.shortfall.iter().all(|s| s.job == "a" && s.colocated_with.as_deref().is_none_or(|b| b == "b")));
+}
+
+#[test]
+fn a_pair_shares_one_gpu_and_its_jobs_take_turns_alone() {
+    // 1 GPU: a and b together half the time, each alone a quarter: exactly one GPU, realizable
+    // in three rounds.
+    let instance = with_pairs(instance(&[1], &[1, 1], &[&[0.25], &[0.25]]), &[([0, 1], &[0.5])]);
+    let result = run(&instance);
+    assert_decomposition_with_pairs(&instance, &result);
+    assert!(result.delivers_all(), "{result:?}");
+    assert_eq!(result.configurations.len(), 3);
+    assert!(result.configurations.iter().any(|(w, c)| c.pairs == [(0, 0)] && (w - 0.5).abs() < 1e-9));
+    // Two-GPU pairs on a type of one GPU get nothing there.
+    let instance = with_pairs(instance_of_two(), &[([0, 1], &[0.5, 0.5])]);
+    let result = run(&instance);
+    assert_decomposition_with_pairs(&instance, &result);
+    let on = |w: usize| result.pair_entries.iter().find(|e| e.1 == w).unwrap().3;
+    assert!(on(0).abs() < 1e-12 && (on(1) - 0.5).abs() < 1e-9, "{result:?}");
+    let report = arbiter::realizability::report_of(&result, &["a", "b"], &["k80", "v100"], 0.0);
+    assert_eq!(report.shortfall.len(), 1, "{report:?}");
+    let lost = &report.shortfall[0];
+    assert_eq!((lost.job.as_str(), lost.colocated_with.as_deref(), lost.worker_type.as_str()), ("a", Some("b"), "k80"));
+}
+
+/// k80: 1 GPU, v100: 2; two 2-GPU jobs asking nothing alone.
+fn instance_of_two() -> Instance {
+    instance(&[1, 2], &[2, 2], &[&[0.0, 0.0], &[0.0, 0.0]])
+}
+
+#[test]
+fn pairs_that_name_bad_jobs_are_not_checked() {
+    for jobs in [[0, 0], [0, 5], [0, 1]] {
+        // [0, 1]: unequal scale factors.
+        let instance = with_pairs(instance(&[4], &[1, 2], &[&[0.5], &[0.5]]), &[(jobs, &[0.5])]);
+        assert!(check(&instance, &Budget::default(), Backend::default()).is_err(), "{jobs:?}");
+    }
+}
+
+/// 1–2 types of 1–4 GPUs, 2–4 jobs of scale factor 1 or 2, 1–3 pairs of equal scale factor, and
+/// every gang's time at random, each job's total (alone and in pairs) at most 1.
+fn instance_with_pairs() -> impl Strategy<Value = Instance> {
+    (prop::collection::vec(1u32..=4, 1..=2), 2usize..=4, any::<u64>()).prop_map(|(capacity, jobs, seed)| {
+        let mut state = seed;
+        let mut next = move || {
+            state = state.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+            (state >> 33) as u32
+        };
+        let types = capacity.len();
+        let scale_factors: Vec<u32> = (0..jobs).map(|_| [1, 1, 2][next() as usize % 3]).collect();
+        let mut candidates = Vec::new();
+        for a in 0..jobs as u32 {
+            for b in a + 1..jobs as u32 {
+                if scale_factors[a as usize] == scale_factors[b as usize] {
+                    candidates.push([a, b]);
+                }
+            }
+        }
+        let pairs: Vec<[u32; 2]> = candidates.into_iter().filter(|_| !next().is_multiple_of(3)).take(3).collect();
+        let time = |next: &mut dyn FnMut() -> u32| -> Vec<f64> {
+            (0..types).map(|_| if next().is_multiple_of(3) { 0.0 } else { (next() % 100) as f64 / 100.0 }).collect()
+        };
+        let mut rows: Vec<Vec<f64>> = (0..jobs).map(|_| time(&mut next)).collect();
+        let mut paired: Vec<Vec<f64>> = pairs.iter().map(|_| time(&mut next)).collect();
+        // Each job's total at most 1: scale its gangs down together.
+        for m in 0..jobs as u32 {
+            let mine: Vec<usize> = (0..pairs.len()).filter(|&k| pairs[k].contains(&m)).collect();
+            let total: f64 =
+                rows[m as usize].iter().sum::<f64>() + mine.iter().map(|&k| paired[k].iter().sum::<f64>()).sum::<f64>();
+            if total > 1.0 {
+                rows[m as usize].iter_mut().for_each(|v| *v /= total);
+                for &k in &mine {
+                    paired[k].iter_mut().for_each(|v| *v /= total);
+                }
+            }
+        }
+        let mut requested = Matrix::zeros(jobs, types);
+        for (m, row) in rows.iter().enumerate() {
+            requested.row_mut(m).copy_from_slice(row);
+        }
+        let pairs = pairs.into_iter().zip(paired).map(|(jobs, requested)| PairTime { jobs, requested }).collect();
+        Instance { capacity, scale_factors, requested, pairs }
+    })
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 96, ..ProptestConfig::default() })]
+
+    #[test]
+    fn with_pairs_the_check_finds_the_best_schedule(instance in instance_with_pairs()) {
+        let result = run(&instance);
+        assert_decomposition_with_pairs(&instance, &result);
+        prop_assert!(result.stopped.is_none(), "{:?}", result.stopped);
+        let best = best_with_pairs(&instance);
+        prop_assert!((result.deliverable - best).abs() <= 1e-6, "check {} vs every configuration {best}: {instance:?}", result.deliverable);
+        prop_assert!((result.upper_bound - best).abs() <= 1e-6);
     }
 }

@@ -4,7 +4,7 @@
 use super::session::Session;
 use super::{JobId, Mode};
 use crate::problem::Matrix;
-use crate::solver::realizability::{check_reported, Budget, Instance, Realizability, RealizabilityReport};
+use crate::solver::realizability::{check_reported, Budget, Instance, PairTime, Realizability, RealizabilityReport};
 
 /// How much of the session's allocation rounds on its healthy GPUs can deliver. With rounds that
 /// follow the decomposition (`Mode::Configurations`), the check that made the one they follow.
@@ -37,22 +37,33 @@ pub(super) fn names<'a>(session: &'a Session, ids: &'a [JobId]) -> (Vec<&'a str>
     (ids.iter().map(|id| id.as_ref()).collect(), (0..cluster.num_types()).map(|w| cluster.type_name(w)).collect())
 }
 
-/// The session's healthy GPUs, its jobs' scale factors and `X`, with the jobs in the session's
-/// order; the reason when the check does not cover the allocation (colocated pairs with time).
+/// The session's healthy GPUs, its jobs' scale factors, `X` and its colocated pairs' time, with
+/// the jobs in the session's order; the reason when the check does not cover the allocation (a
+/// composed session's, or colocated pairs with time when rounds follow the decomposition).
 /// Time on a type where the job cannot run at all (throughput 0, as a type-blind policy may
 /// allocate) is left out: the session reports it as unplaceable, and no round can give it.
 pub(super) fn instance(session: &Session) -> Result<(Instance, Vec<JobId>), String> {
     if session.composed.is_some() {
         return Err("a composed session's allocation is its current round's placements".to_string());
     }
-    let paired = session
-        .colocations()
-        .any(|[a, b]| session.colocated_allocation(a, b).is_ok_and(|y| y.iter().any(|&v| v > 0.0)));
-    if paired {
-        return Err("colocated pairs (space sharing) are not covered by the check".to_string());
-    }
     let types = session.cluster().num_types();
     let ids: Vec<JobId> = session.job_ids().cloned().collect();
+    let position: std::collections::HashMap<&str, u32> =
+        ids.iter().enumerate().map(|(m, id)| (id.as_ref(), m as u32)).collect();
+    let mut pairs = Vec::new();
+    for [a, b] in session.colocations() {
+        let Ok(y) = session.colocated_allocation(a, b) else { continue };
+        if !y.iter().any(|&v| v > 0.0) {
+            continue;
+        }
+        if session.config().mode == Mode::Configurations {
+            return Err("rounds that follow the decomposition do not run colocated pairs (space sharing)".to_string());
+        }
+        let (Some(&a), Some(&b)) = (position.get(a.as_ref()), position.get(b.as_ref())) else {
+            return Err(format!("colocated jobs {a} and {b} are not both in the session"));
+        };
+        pairs.push(PairTime { jobs: [a, b], requested: y.iter().copied().take(types).collect() });
+    }
     let mut requested = Matrix::zeros(ids.len(), types);
     let mut scale_factors = Vec::with_capacity(ids.len());
     for (m, id) in ids.iter().enumerate() {
@@ -66,5 +77,5 @@ pub(super) fn instance(session: &Session) -> Result<(Instance, Vec<JobId>), Stri
             }
         }
     }
-    Ok((Instance { capacity: session.capacity(), scale_factors, requested }, ids))
+    Ok((Instance { capacity: session.capacity(), scale_factors, requested, pairs }, ids))
 }

@@ -17,7 +17,7 @@
 
 use super::master::{Limits, Master, Supply};
 use super::pricing::Pricing;
-use super::{Budget, Configuration, Skipped};
+use super::{Budget, Configuration, Gang, Skipped};
 use crate::lp::{Backend, LinearProgram, Row, Sense};
 use crate::problem::Matrix;
 use std::time::Instant;
@@ -174,7 +174,8 @@ pub fn solve(
         entries.iter().map(|&(m, w)| throughput.get(m as usize, w as usize) * weight(m as usize).recip()).collect();
     let deadline = Instant::now() + std::time::Duration::from_secs_f64(budget.seconds.clamp(0.0, 1e6));
     let deadline = backend.deadline.map_or(deadline, |d| d.min(deadline));
-    let pricing = Pricing::new(&entries, scale_factors, capacity, &requested).with_milp(backend.until(deadline));
+    let gangs = Gang::singles(scale_factors);
+    let pricing = Pricing::new(&entries, &gangs, capacity, &requested).with_milp(backend.until(deadline));
     let limits =
         Limits { iterations: budget.iterations.max(1), pricing_nodes: budget.pricing_nodes, deadline: Some(deadline) };
     let mut master = Master::new(backend.until(deadline).open(lp), supply, convexity);

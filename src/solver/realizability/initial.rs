@@ -1,7 +1,10 @@
 //! A first decomposition, without an LP: rounds built greedily from the time each entry still
-//! needs, the job with most time left first (largest remaining processing time), each held as long
-//! as no entry in it is done and no job left out becomes due. When it delivers everything it is
-//! the answer; otherwise its configurations seed the column generation.
+//! needs, the gang (a job, or a colocated pair) with most time left first (largest remaining
+//! processing time), each held as long as no entry in it is done and no gang left out becomes due.
+//! When it delivers everything it is the answer; otherwise its configurations seed the column
+//! generation.
+
+use super::configuration::Gang;
 
 /// Configurations (entry indices) and their weights, which sum to at most 1.
 pub struct Greedy {
@@ -14,79 +17,80 @@ pub struct Greedy {
 /// Time below this is done.
 const DONE: f64 = 1e-12;
 
-/// At most `max_steps` configurations, over `entries` `(job, type)` asking `requested[e]`.
-/// Entries whose gang does not fit their type are never run.
-pub fn greedy(
-    entries: &[(u32, u32)],
-    requested: &[f64],
-    scale_factors: &[u32],
-    capacity: &[u32],
-    max_steps: usize,
-) -> Greedy {
-    let jobs = scale_factors.len();
+/// At most `max_steps` configurations, over `entries` `(gang, type)` asking `requested[e]`.
+/// Entries whose gang does not fit their type are never run; a job runs in one gang at a time.
+pub fn greedy(entries: &[(u32, u32)], requested: &[f64], gangs: &[Gang], capacity: &[u32], max_steps: usize) -> Greedy {
+    let jobs = gangs.iter().flat_map(|g| g.jobs()).map(|&m| m as usize + 1).max().unwrap_or(0);
     let mut left: Vec<f64> = requested.to_vec();
-    for (e, &(m, w)) in entries.iter().enumerate() {
-        if scale_factors[m as usize] > capacity[w as usize] {
+    for (e, &(g, w)) in entries.iter().enumerate() {
+        if gangs[g as usize].gpus > capacity[w as usize] {
             left[e] = 0.0;
         }
     }
-    // Per job: its entries.
-    let mut of_job: Vec<Vec<usize>> = vec![Vec::new(); jobs];
-    for (e, &(m, _)) in entries.iter().enumerate() {
-        of_job[m as usize].push(e);
+    // Per gang: its entries.
+    let mut of_gang: Vec<Vec<usize>> = vec![Vec::new(); gangs.len()];
+    for (e, &(g, _)) in entries.iter().enumerate() {
+        of_gang[g as usize].push(e);
     }
+    let gpus = |g: u32| gangs[g as usize].gpus;
     let mut columns = Vec::new();
     let mut weights = Vec::new();
     let mut time = 0.0;
-    let mut order: Vec<u32> = (0..jobs as u32).filter(|&m| !of_job[m as usize].is_empty()).collect();
+    let mut order: Vec<u32> = (0..gangs.len() as u32).filter(|&g| !of_gang[g as usize].is_empty()).collect();
     while columns.len() < max_steps && time < 1.0 - DONE {
-        let job_left = |m: u32| of_job[m as usize].iter().map(|&e| left[e]).sum::<f64>();
-        let mut remaining: Vec<f64> = vec![0.0; jobs];
-        order.retain(|&m| {
-            remaining[m as usize] = job_left(m);
-            remaining[m as usize] > DONE
+        let gang_left = |g: u32| of_gang[g as usize].iter().map(|&e| left[e]).sum::<f64>();
+        let mut remaining: Vec<f64> = vec![0.0; gangs.len()];
+        order.retain(|&g| {
+            remaining[g as usize] = gang_left(g);
+            remaining[g as usize] > DONE
         });
         if order.is_empty() {
             break;
         }
         order.sort_by(|&a, &b| {
-            remaining[b as usize]
-                .total_cmp(&remaining[a as usize])
-                .then(scale_factors[b as usize].cmp(&scale_factors[a as usize]))
-                .then(a.cmp(&b))
+            remaining[b as usize].total_cmp(&remaining[a as usize]).then(gpus(b).cmp(&gpus(a))).then(a.cmp(&b))
         });
         // Per type: the GPU-time still asked of it, over the GPU-time left.
         let mut load = vec![0.0; capacity.len()];
-        for &m in &order {
-            for &e in &of_job[m as usize] {
-                load[entries[e].1 as usize] += scale_factors[m as usize] as f64 * left[e];
+        for &g in &order {
+            for &e in &of_gang[g as usize] {
+                load[entries[e].1 as usize] += gpus(g) as f64 * left[e];
             }
         }
         let pressure: Vec<f64> =
             load.iter().zip(capacity).map(|(&l, &c)| if c > 0 { l / (c as f64 * (1.0 - time)) } else { 0.0 }).collect();
         let mut free: Vec<u32> = capacity.to_vec();
+        let mut running = vec![false; jobs];
         let mut column = Vec::new();
         let mut step = 1.0 - time;
         let mut due_outside = f64::INFINITY;
-        for &m in &order {
-            let sf = scale_factors[m as usize];
+        for &g in &order {
+            let gang = &gangs[g as usize];
+            let sf = gang.gpus;
             // On the type under most pressure, then where it needs most time.
-            let pick = of_job[m as usize]
-                .iter()
-                .copied()
-                .filter(|&e| left[e] > DONE && sf <= free[entries[e].1 as usize])
-                .max_by(|&a, &b| {
-                    let (wa, wb) = (entries[a].1 as usize, entries[b].1 as usize);
-                    pressure[wa].total_cmp(&pressure[wb]).then(left[a].total_cmp(&left[b])).then(b.cmp(&a))
-                });
+            let pick = if gang.jobs().iter().any(|&m| running[m as usize]) {
+                None
+            } else {
+                of_gang[g as usize]
+                    .iter()
+                    .copied()
+                    .filter(|&e| left[e] > DONE && sf <= free[entries[e].1 as usize])
+                    .max_by(|&a, &b| {
+                        let (wa, wb) = (entries[a].1 as usize, entries[b].1 as usize);
+                        pressure[wa].total_cmp(&pressure[wb]).then(left[a].total_cmp(&left[b])).then(b.cmp(&a))
+                    })
+            };
             match pick {
                 Some(e) => {
                     free[entries[e].1 as usize] -= sf;
+                    for &m in gang.jobs() {
+                        running[m as usize] = true;
+                    }
                     step = step.min(left[e]);
                     column.push(e);
                 }
-                // A job left out must still fit in the time that will be left.
-                None => due_outside = due_outside.min(1.0 - time - remaining[m as usize]),
+                // A gang left out must still fit in the time that will be left.
+                None => due_outside = due_outside.min(1.0 - time - remaining[g as usize]),
             }
         }
         if column.is_empty() {

@@ -11,7 +11,7 @@ mod initial;
 mod master;
 mod pricing;
 
-pub use configuration::{Configuration, Infeasible};
+pub use configuration::{Configuration, Gang, Infeasible};
 
 use crate::lp::{Backend, SolveError};
 use crate::policies::Outcome;
@@ -24,7 +24,8 @@ const MIN_TIME: f64 = 1e-9;
 /// An entry delivering less than asked by more than this is reported as losing time.
 const SHORTFALL_TOL: f64 = 1e-6;
 
-/// What is checked: the GPUs of each type, the jobs' scale factors and `X[m][w]`.
+/// What is checked: the GPUs of each type, the jobs' scale factors, `X[m][w]` and the colocated
+/// pairs' `Y[k][w]`.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Instance {
     /// Whole GPUs of each type (the mechanism's capacity).
@@ -32,6 +33,17 @@ pub struct Instance {
     pub scale_factors: Vec<u32>,
     /// `X[m][w]`: jobs × types, time fractions.
     pub requested: Matrix,
+    /// Space sharing: pairs of jobs of one scale factor that share the same GPUs, and the time
+    /// each runs together on each type. Empty without space sharing.
+    pub pairs: Vec<PairTime>,
+}
+
+/// A colocated pair's time (`Y[k][w]`): both jobs on the same GPUs of type `w`.
+#[derive(Debug, Clone, PartialEq)]
+pub struct PairTime {
+    pub jobs: [u32; 2],
+    /// Per worker type, the time fraction.
+    pub requested: Vec<f64>,
 }
 
 /// Limits that keep the check cheap.
@@ -88,6 +100,9 @@ pub struct Realizability {
     pub upper_bound: f64,
     /// `(job, type, asked, deliverable)` for every entry, in job then type order.
     pub entries: Vec<(usize, usize, f64, f64)>,
+    /// `(pair's jobs, type, asked, deliverable)` for every colocated pair's entry, in pair then
+    /// type order.
+    pub pair_entries: Vec<([usize; 2], usize, f64, f64)>,
     /// The configurations with positive weight, and their weights (summing to at most 1).
     pub configurations: Vec<(f64, Configuration)>,
     /// Why the optimum is not certified, when it is not.
@@ -140,6 +155,7 @@ impl Realizability {
             deliverable: requested,
             upper_bound: requested,
             entries,
+            pair_entries: Vec::new(),
             configurations,
             stopped: None,
             lp_solves,
@@ -170,17 +186,32 @@ fn pricing_work(entries: &[(u32, u32)], capacity: &[u32]) -> u64 {
 /// schedule can (certified unless `stopped` says a budget ran out).
 pub fn check(instance: &Instance, budget: &Budget, backend: Backend) -> Result<Realizability, Skipped> {
     let types = instance.capacity.len();
-    if instance.requested.cols() != types || instance.requested.rows() != instance.scale_factors.len() {
+    let sf = &instance.scale_factors;
+    if instance.requested.cols() != types || instance.requested.rows() != sf.len() {
         return Err(Skipped::TooLarge("the allocation's shape does not match the jobs and types".into()));
     }
+    // Gangs: job m alone is gang m; colocated pair k is gang jobs + k.
+    let mut gangs = Gang::singles(sf);
+    for (k, pair) in instance.pairs.iter().enumerate() {
+        let [a, b] = pair.jobs;
+        let known = (a as usize) < sf.len() && (b as usize) < sf.len();
+        if !known || a == b || sf[a as usize] != sf[b as usize] || pair.requested.len() != types {
+            return Err(Skipped::TooLarge(format!(
+                "colocated pair {k} must name two jobs of one scale factor, with a time per worker type"
+            )));
+        }
+        gangs.push(Gang::pair(pair.jobs, sf[a as usize]));
+    }
+    let rows = (0..instance.requested.rows()).map(|m| instance.requested.row(m));
+    let times = rows.chain(instance.pairs.iter().map(|p| p.requested.as_slice()));
     let mut entries: Vec<(u32, u32)> = Vec::new();
     let mut asked: Vec<f64> = Vec::new();
     let mut requested = 0.0;
-    for m in 0..instance.requested.rows() {
-        for (w, &x) in instance.requested.row(m).iter().enumerate() {
+    for (g, row) in times.enumerate() {
+        for (w, &x) in row.iter().enumerate() {
             let x = if x.is_finite() { x.clamp(0.0, 1.0) } else { 0.0 };
             if x > MIN_TIME {
-                entries.push((m as u32, w as u32));
+                entries.push((g as u32, w as u32));
                 asked.push(x);
                 requested += x;
             }
@@ -192,16 +223,15 @@ pub fn check(instance: &Instance, budget: &Budget, backend: Backend) -> Result<R
             )));
         }
     }
-    let sf = &instance.scale_factors;
     let cap = &instance.capacity;
-    let jobs = instance.scale_factors.len().max(1);
+    let jobs = gangs.len().max(1);
     let steps = budget.greedy_steps_per_entry.saturating_mul(entries.len()).min(budget.greedy_work / jobs).max(16);
-    let first = initial::greedy(&entries, &asked, sf, cap, steps);
+    let first = initial::greedy(&entries, &asked, &gangs, cap, steps);
     let greedy_delivers =
         |first: &initial::Greedy| -> Vec<f64> { first.supplied.iter().zip(&asked).map(|(&s, &x)| s.min(x)).collect() };
     let work = pricing_work(&entries, cap);
     // Per entry: its gang fits its type; the time asked of those is the most any schedule delivers.
-    let placeable: Vec<bool> = entries.iter().map(|&(m, w)| sf[m as usize] <= cap[w as usize]).collect();
+    let placeable: Vec<bool> = entries.iter().map(|&(g, w)| gangs[g as usize].gpus <= cap[w as usize]).collect();
     let fits: f64 = placeable.iter().zip(&asked).filter(|&(&p, _)| p).map(|(_, &x)| x).sum();
     let (columns, weights, deliverable, upper_bound, stopped, lp_solves) =
         if first.supplied.iter().zip(&asked).all(|(&s, &x)| s >= x - MIN_TIME) {
@@ -221,8 +251,13 @@ pub fn check(instance: &Instance, budget: &Budget, backend: Backend) -> Result<R
             );
             (first.columns, first.weights, deliverable, fits, Some(why), 0)
         } else {
-            let pricing = pricing::Pricing::new(&entries, sf, cap, &asked);
             let deadline = Instant::now() + std::time::Duration::from_secs_f64(budget.seconds.clamp(0.0, 1e6));
+            let mut pricing = pricing::Pricing::new(&entries, &gangs, cap, &asked);
+            if !instance.pairs.is_empty() {
+                // Pairs couple jobs within a type, where branch and bound's knapsack bounds are
+                // loose: the MILP takes what its nodes leave open.
+                pricing = pricing.with_milp(backend.until(deadline));
+            }
             let limits = master::Limits {
                 iterations: budget.iterations.max(1),
                 pricing_nodes: budget.pricing_nodes,
@@ -246,23 +281,30 @@ pub fn check(instance: &Instance, budget: &Budget, backend: Backend) -> Result<R
     // Weights summing past 1 by round-off are scaled back, and what they deliver with them.
     let total_weight: f64 = weights.iter().sum();
     let shrink = if total_weight > 1.0 { 1.0 / total_weight } else { 1.0 };
+    let single = sf.len() as u32;
     let configurations: Vec<(f64, Configuration)> = columns
         .iter()
         .zip(&weights)
         .filter(|&(_, &l)| l > 0.0)
-        .map(|(column, &l)| (l * shrink, Configuration::new(column.iter().map(|&e| entries[e]).collect())))
+        .map(|(column, &l)| {
+            let runs = column.iter().map(|&e| entries[e]).filter(|&(g, _)| g < single).collect();
+            let pairs = column.iter().map(|&e| entries[e]).filter(|&(g, _)| g >= single).map(|(g, w)| (g - single, w));
+            let pairs = pairs.collect();
+            (l * shrink, Configuration::with_pairs(runs, pairs))
+        })
         .collect();
     let deliverable: Vec<f64> = deliverable.iter().map(|&v| v * shrink).collect();
     let delivered: f64 = deliverable.iter().sum();
+    let rows = entries.iter().zip(&asked).zip(&deliverable).map(|((&(g, w), &x), &d)| (g, w as usize, x, d));
+    let (singles, paired): (Vec<_>, Vec<_>) = rows.partition(|&(g, ..)| g < single);
     Ok(Realizability {
         requested,
         deliverable: delivered,
         upper_bound: upper_bound.max(delivered).min(requested),
-        entries: entries
-            .iter()
-            .zip(&asked)
-            .zip(&deliverable)
-            .map(|((&(m, w), &x), &d)| (m as usize, w as usize, x, d))
+        entries: singles.into_iter().map(|(m, w, x, d)| (m as usize, w, x, d)).collect(),
+        pair_entries: paired
+            .into_iter()
+            .map(|(g, w, x, d)| (instance.pairs[(g - single) as usize].jobs.map(|m| m as usize), w, x, d))
             .collect(),
         configurations,
         stopped,
@@ -297,10 +339,14 @@ pub struct RealizabilityReport {
     pub shortfall: Vec<Shortfall>,
 }
 
-/// A job that loses time on a worker type.
+/// A job that loses time on a worker type (or a colocated pair, its time together).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, utoipa::ToSchema)]
 pub struct Shortfall {
     pub job: String,
+    /// Set when the entry is a colocated pair's time together: the job sharing the GPUs with
+    /// `job`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub colocated_with: Option<String>,
     pub worker_type: String,
     /// `X[m][w]`, the time the allocation asks.
     pub requested: f64,
@@ -324,12 +370,17 @@ impl RealizabilityReport {
     }
 }
 
-/// The instance of an outcome: the problem's whole GPUs per type, its jobs' scale factors, and
-/// the time each job runs alone on each type, consolidated or not (rounds tell them apart only by
-/// placement). `None` with the reason when the outcome has what the check does not cover.
+/// The instance of an outcome: the problem's whole GPUs per type, its jobs' scale factors, the
+/// time each job runs alone on each type, consolidated or not (rounds tell them apart only by
+/// placement), and each colocated pair's time together. `Err` with the reason when the outcome
+/// has what the check does not cover.
 pub fn instance(problem: &Problem, outcome: &Outcome) -> Result<Instance, String> {
-    if outcome.colocates() {
-        return Err("colocated pairs (space sharing) are not covered by the check".to_string());
+    let mut pairs = Vec::new();
+    for (k, colocation) in problem.colocations.iter().enumerate().take(outcome.colocated.rows()) {
+        let time = outcome.colocated.row(k);
+        if time.iter().any(|&y| y > 0.0) {
+            pairs.push(PairTime { jobs: colocation.jobs.map(|m| m as u32), requested: time.to_vec() });
+        }
     }
     let mut requested = outcome.allocation.clone();
     if outcome.unconsolidated.rows() == requested.rows() && outcome.unconsolidated.cols() == requested.cols() {
@@ -346,6 +397,7 @@ pub fn instance(problem: &Problem, outcome: &Outcome) -> Result<Instance, String
         capacity: problem.worker_types.iter().map(|t| t.count.floor().clamp(0.0, u32::MAX as f64) as u32).collect(),
         scale_factors: problem.jobs.iter().map(|j| j.scale_factor).collect(),
         requested,
+        pairs,
     })
 }
 
@@ -407,12 +459,14 @@ pub fn check_reported(
 /// its jobs' and types' names and the seconds it took.
 pub fn report_of(result: &Realizability, jobs: &[&str], types: &[&str], seconds: f64) -> RealizabilityReport {
     let name = |names: &[&str], i: usize| names.get(i).map_or_else(|| i.to_string(), |n| n.to_string());
-    let shortfall = result
-        .entries
-        .iter()
-        .filter(|&&(_, _, x, d)| x - d > SHORTFALL_TOL)
-        .map(|&(m, w, x, d)| Shortfall {
-            job: name(jobs, m),
+    let singles = result.entries.iter().map(|&(m, w, x, d)| ([m, m], false, w, x, d));
+    let pairs = result.pair_entries.iter().map(|&(jobs, w, x, d)| (jobs, true, w, x, d));
+    let shortfall = singles
+        .chain(pairs)
+        .filter(|&(_, _, _, x, d)| x - d > SHORTFALL_TOL)
+        .map(|([a, b], paired, w, x, d)| Shortfall {
+            job: name(jobs, a),
+            colocated_with: paired.then(|| name(jobs, b)),
             worker_type: name(types, w),
             requested: x,
             deliverable: d,

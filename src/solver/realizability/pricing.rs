@@ -1,9 +1,12 @@
-//! Pricing for the column generation: given a value per (job, worker type) entry (the master's
-//! duals), the round configuration of greatest total value. Per type it is a knapsack (scale
-//! factors into the type's GPUs), solved exactly by dynamic programming over jobs grouped by
-//! scale factor; a job chosen on two types is resolved by a dynamic program over the GPUs used on
-//! every type when that table is small, else by branch and bound over the types it may keep, the
-//! per-type knapsacks being the bound.
+//! Pricing for the column generation: given a value per (gang, worker type) entry (the master's
+//! duals), the round configuration of greatest total value. A gang is a job alone or a colocated
+//! pair (`Gang`). Per type it is a knapsack (scale factors into the type's GPUs), solved exactly
+//! by dynamic programming over gangs grouped by scale factor; a job chosen twice (on two types, or
+//! alone and in a pair) is resolved by a dynamic program over the GPUs used on every type when
+//! that table is small and there are no pairs, else by branch and bound over the entries it may
+//! keep, the per-type knapsacks being the bound.
+
+use super::configuration::Gang;
 
 /// Values below this are taken as 0: a job with no value is never worth a GPU in pricing.
 const VALUE_TOL: f64 = 1e-12;
@@ -16,10 +19,14 @@ const MILP_GAP: f64 = 1e-9;
 /// before a MILP solves the pricing instead, when one is at hand.
 const MILP_FIRST_WORK: u64 = 50_000_000;
 
-/// The configurations' search space: entries `(job, type)`, jobs' scale factors, types' GPUs.
+/// The configurations' search space: entries `(gang, type)`, the gangs, types' GPUs.
 pub struct Pricing<'a> {
     entries: &'a [(u32, u32)],
-    scale_factors: &'a [u32],
+    gangs: &'a [Gang],
+    /// Jobs: one more than the largest job a gang runs.
+    jobs: usize,
+    /// Some gang is a colocated pair.
+    paired: bool,
     capacity: &'a [u32],
     /// Per type: its entries whose gang fits the type at all.
     by_type: Vec<Vec<usize>>,
@@ -51,19 +58,26 @@ struct Knapsack {
 }
 
 impl<'a> Pricing<'a> {
-    pub fn new(
-        entries: &'a [(u32, u32)],
-        scale_factors: &'a [u32],
-        capacity: &'a [u32],
-        requested: &'a [f64],
-    ) -> Pricing<'a> {
+    pub fn new(entries: &'a [(u32, u32)], gangs: &'a [Gang], capacity: &'a [u32], requested: &'a [f64]) -> Pricing<'a> {
         let mut by_type = vec![Vec::new(); capacity.len()];
-        for (e, &(m, w)) in entries.iter().enumerate() {
-            if scale_factors[m as usize] <= capacity[w as usize] {
+        for (e, &(g, w)) in entries.iter().enumerate() {
+            if gangs[g as usize].gpus <= capacity[w as usize] {
                 by_type[w as usize].push(e);
             }
         }
-        Pricing { entries, scale_factors, capacity, by_type, requested, milp: None }
+        let jobs = gangs.iter().flat_map(|g| g.jobs()).map(|&m| m as usize + 1).max().unwrap_or(0);
+        let paired = gangs.iter().any(Gang::is_pair);
+        Pricing { entries, gangs, jobs, paired, capacity, by_type, requested, milp: None }
+    }
+
+    /// GPUs entry `e` takes on its type.
+    fn gpus(&self, e: usize) -> u32 {
+        self.gangs[self.entries[e].0 as usize].gpus
+    }
+
+    /// The jobs entry `e` runs.
+    fn jobs_of(&self, e: usize) -> &[u32] {
+        self.gangs[self.entries[e].0 as usize].jobs()
     }
 
     /// When branch and bound runs out of nodes, pricing solves the configuration problem as a
@@ -96,7 +110,7 @@ impl<'a> Pricing<'a> {
             for (_, shared) in &conflicts {
                 let keep = shared.iter().copied().max_by(|&a, &b| value[a].total_cmp(&value[b]).then(b.cmp(&a)));
                 for &e in shared {
-                    forbidden[e] = Some(e) != keep;
+                    forbidden[e] |= Some(e) != keep;
                 }
             }
             sets = self.relaxation(value, &forbidden);
@@ -136,7 +150,7 @@ impl<'a> Pricing<'a> {
     }
 
     /// The best configuration by a MILP: a binary `y_e` per valued entry that fits, each job at
-    /// most once, each type's gangs within its GPUs. `None` when the backend solves no MILP or
+    /// most once (alone or in a pair), each type's gangs within its GPUs. `None` when the backend solves no MILP or
     /// fails (or runs out of time).
     fn best_by_milp(&self, value: &[f64], backend: crate::lp::Backend) -> Option<Vec<usize>> {
         use crate::lp::{LinearProgram, Row, Sense};
@@ -146,9 +160,10 @@ impl<'a> Pricing<'a> {
         let mut of_job: std::collections::BTreeMap<u32, Vec<(usize, f64)>> = Default::default();
         let mut of_type: Vec<Vec<(usize, f64)>> = vec![Vec::new(); self.capacity.len()];
         for (&e, &c) in valued.iter().zip(&cols) {
-            let (m, w) = self.entries[e];
-            of_job.entry(m).or_default().push((c, 1.0));
-            of_type[w as usize].push((c, self.scale_factors[m as usize] as f64));
+            for &m in self.jobs_of(e) {
+                of_job.entry(m).or_default().push((c, 1.0));
+            }
+            of_type[self.entries[e].1 as usize].push((c, self.gpus(e) as f64));
         }
         for coefs in of_job.into_values().filter(|c| c.len() > 1) {
             lp.add_row(Row::at_most(1.0, coefs));
@@ -162,13 +177,31 @@ impl<'a> Pricing<'a> {
         // Rounded, and kept only if it is a configuration.
         let chosen: Vec<usize> =
             valued.iter().zip(&cols).filter(|&(_, &c)| solution.values[c] > 0.5).map(|(&e, _)| e).collect();
-        let runs = super::Configuration::new(chosen.iter().map(|&e| self.entries[e]).collect());
-        runs.check(self.scale_factors, self.capacity).is_ok().then_some(chosen)
+        self.is_configuration(&chosen).then_some(chosen)
+    }
+
+    /// Whether `chosen` entries are one round: each job at most once, each type within its GPUs.
+    pub fn is_configuration(&self, chosen: &[usize]) -> bool {
+        let mut running = vec![false; self.jobs];
+        let mut used = vec![0u64; self.capacity.len()];
+        for &e in chosen {
+            for &m in self.jobs_of(e) {
+                if std::mem::replace(&mut running[m as usize], true) {
+                    return false;
+                }
+            }
+            used[self.entries[e].1 as usize] += self.gpus(e) as u64;
+        }
+        used.iter().zip(self.capacity).all(|(&u, &c)| u <= c as u64)
     }
 
     /// The best configuration by a dynamic program over jobs whose state is the GPUs used on
-    /// every type, exact; `None` when its table is past `TABLE_WORK`.
+    /// every type, exact; `None` when its table is past `TABLE_WORK`, or with pairs (a job's
+    /// entries are then not one gang's).
     fn table(&self, value: &[f64]) -> Option<Vec<usize>> {
+        if self.paired {
+            return None;
+        }
         let mut states = 1usize;
         let mut stride = Vec::with_capacity(self.capacity.len());
         for &c in self.capacity {
@@ -195,8 +228,7 @@ impl<'a> Pricing<'a> {
                     continue;
                 }
                 for (k, &e) in job.iter().enumerate() {
-                    let (m, w) = self.entries[e];
-                    let (w, sf) = (w as usize, self.scale_factors[m as usize] as usize);
+                    let (w, sf) = (self.entries[e].1 as usize, self.gpus(e) as usize);
                     if used(state, w) + sf > self.capacity[w] as usize {
                         continue;
                     }
@@ -215,8 +247,7 @@ impl<'a> Pricing<'a> {
             let k = choice[j * states + state] as usize;
             if k > 0 {
                 let e = job[k - 1];
-                let (m, w) = self.entries[e];
-                state -= self.scale_factors[m as usize] as usize * stride[w as usize];
+                state -= self.gpus(e) as usize * stride[self.entries[e].1 as usize];
                 chosen.push(e);
             }
         }
@@ -270,17 +301,20 @@ impl<'a> Pricing<'a> {
                 let items: Vec<(u32, f64, usize)> = self.by_type[w]
                     .iter()
                     .filter(|&&e| value[e] > VALUE_TOL && !forbidden[e])
-                    .map(|&e| (self.scale_factors[self.entries[e].0 as usize], value[e], e))
+                    .map(|&e| (self.gpus(e), value[e], e))
                     .collect();
                 knapsack(self.capacity[w], items)
             })
             .collect()
     }
 
-    /// Jobs chosen on more than one type, with the entries they were chosen by.
+    /// Jobs chosen more than once (on two types, or alone and in a pair), with the entries they
+    /// were chosen by.
     fn conflicts(&self, value: &[f64], sets: &[Knapsack]) -> Vec<(u32, Vec<usize>)> {
-        let mut chosen: Vec<(u32, usize)> =
-            sets.iter().flat_map(|k| k.entries.iter().map(|&e| (self.entries[e].0, e))).collect();
+        let mut chosen: Vec<(u32, usize)> = sets
+            .iter()
+            .flat_map(|k| k.entries.iter().flat_map(|&e| self.jobs_of(e).iter().map(move |&m| (m, e))))
+            .collect();
         chosen.sort_unstable();
         let mut out: Vec<(u32, Vec<usize>)> = Vec::new();
         for group in chosen.chunk_by(|a, b| a.0 == b.0) {
@@ -311,23 +345,26 @@ impl<'a> Pricing<'a> {
     /// `chosen` with the GPUs it leaves free given to jobs it does not run, down `sorted` (every
     /// entry, in the order to try them); sorted.
     pub fn fill_in(&self, mut chosen: Vec<usize>, sorted: &[usize]) -> Vec<usize> {
-        let mut running = vec![false; self.scale_factors.len()];
+        let mut running = vec![false; self.jobs];
         let mut free: Vec<u64> = self.capacity.iter().map(|&c| c as u64).collect();
         for &e in &chosen {
-            let (m, w) = self.entries[e];
-            running[m as usize] = true;
-            free[w as usize] -= self.scale_factors[m as usize] as u64;
+            for &m in self.jobs_of(e) {
+                running[m as usize] = true;
+            }
+            free[self.entries[e].1 as usize] -= self.gpus(e) as u64;
         }
         let mut left: u64 = free.iter().sum();
         for &e in sorted {
             if left == 0 {
                 break;
             }
-            let (m, w) = self.entries[e];
-            let sf = self.scale_factors[m as usize] as u64;
-            if !running[m as usize] && sf <= free[w as usize] {
-                running[m as usize] = true;
-                free[w as usize] -= sf;
+            let w = self.entries[e].1 as usize;
+            let sf = self.gpus(e) as u64;
+            if self.jobs_of(e).iter().all(|&m| !running[m as usize]) && sf <= free[w] {
+                for &m in self.jobs_of(e) {
+                    running[m as usize] = true;
+                }
+                free[w] -= sf;
                 left -= sf;
                 chosen.push(e);
             }
@@ -436,41 +473,45 @@ mod tests {
         best
     }
 
-    /// Every configuration (each job on none or one of its entries), for small instances.
+    /// Every configuration (each entry in or out, each job at most once), for small instances.
     fn every_configuration(pricing: &Pricing, value: &[f64]) -> f64 {
         fn go(pricing: &Pricing, value: &[f64], e: usize, used: &mut Vec<u32>, taken: &mut Vec<bool>) -> f64 {
             if e == pricing.entries.len() {
                 return 0.0;
             }
             let skip = go(pricing, value, e + 1, used, taken);
-            let (m, w) = pricing.entries[e];
-            let sf = pricing.scale_factors[m as usize];
-            if taken[m as usize] || used[w as usize] + sf > pricing.capacity[w as usize] {
+            let w = pricing.entries[e].1 as usize;
+            let sf = pricing.gpus(e);
+            if pricing.jobs_of(e).iter().any(|&m| taken[m as usize]) || used[w] + sf > pricing.capacity[w] {
                 return skip;
             }
-            taken[m as usize] = true;
-            used[w as usize] += sf;
+            for &m in pricing.jobs_of(e) {
+                taken[m as usize] = true;
+            }
+            used[w] += sf;
             let with = value[e] + go(pricing, value, e + 1, used, taken);
-            taken[m as usize] = false;
-            used[w as usize] -= sf;
+            for &m in pricing.jobs_of(e) {
+                taken[m as usize] = false;
+            }
+            used[w] -= sf;
             skip.max(with)
         }
         let mut used = vec![0; pricing.capacity.len()];
-        let mut taken = vec![false; pricing.scale_factors.len()];
+        let mut taken = vec![false; pricing.jobs];
         go(pricing, value, 0, &mut used, &mut taken)
     }
 
     /// A configuration's value, checked to be one round.
     fn value_of(pricing: &Pricing, value: &[f64], chosen: &[usize]) -> f64 {
         let mut used = vec![0; pricing.capacity.len()];
-        let mut jobs: Vec<u32> = chosen.iter().map(|&e| pricing.entries[e].0).collect();
+        let mut jobs: Vec<u32> = chosen.iter().flat_map(|&e| pricing.jobs_of(e).to_vec()).collect();
         for &e in chosen {
-            let (m, w) = pricing.entries[e];
-            used[w as usize] += pricing.scale_factors[m as usize];
+            used[pricing.entries[e].1 as usize] += pricing.gpus(e);
         }
         jobs.sort_unstable();
         assert!(jobs.windows(2).all(|p| p[0] != p[1]), "a job twice: {chosen:?}");
         assert!(used.iter().zip(pricing.capacity).all(|(u, c)| u <= c), "over capacity: {chosen:?}");
+        assert!(pricing.is_configuration(chosen));
         chosen.iter().map(|&e| value[e]).sum()
     }
 
@@ -500,7 +541,8 @@ mod tests {
                     })
                     .collect();
             let requested = vec![0.5; entries.len()];
-            let pricing = Pricing::new(&entries, &scale_factors, &capacity, &requested);
+            let gangs = Gang::singles(&scale_factors);
+            let pricing = Pricing::new(&entries, &gangs, &capacity, &requested);
             let best = every_configuration(&pricing, &value);
             let table = pricing.table(&value).expect("a small table");
             assert!((value_of(&pricing, &value, &table) - best).abs() < 1e-9, "table, case {case}");
@@ -515,6 +557,50 @@ mod tests {
             let at = pricing.price(&value, best + 1e-9, 0);
             assert!(at.column.is_none() && at.bound <= best + 1e-9, "case {case}: {at:?} vs {best}");
         }
+    }
+
+    /// With colocated pairs (a job alone and in pairs, on one or several types), branch and
+    /// bound and `price` agree with every configuration; the table declines.
+    #[test]
+    fn pairs_are_priced_exactly() {
+        let mut next = stream(23);
+        let mut with_pairs = 0;
+        for case in 0..300 {
+            let types = 1 + next() as usize % 3;
+            let capacity: Vec<u32> = (0..types).map(|_| 1 + next() % 6).collect();
+            let jobs = 2 + next() as usize % 6;
+            let scale_factors: Vec<u32> = (0..jobs).map(|_| [1, 1, 2][next() as usize % 3]).collect();
+            let mut gangs = Gang::singles(&scale_factors);
+            for a in 0..jobs as u32 {
+                for b in a + 1..jobs as u32 {
+                    if scale_factors[a as usize] == scale_factors[b as usize] && next().is_multiple_of(3) {
+                        gangs.push(Gang::pair([a, b], scale_factors[a as usize]));
+                    }
+                }
+            }
+            with_pairs += usize::from(gangs.len() > jobs);
+            let entries: Vec<(u32, u32)> = (0..gangs.len() as u32)
+                .flat_map(|g| (0..types as u32).map(move |w| (g, w)))
+                .filter(|_| !next().is_multiple_of(3))
+                .collect();
+            let value: Vec<f64> = entries.iter().map(|_| [0.0, 0.5, 1.0, 1.5][next() as usize % 4]).collect();
+            let requested = vec![0.5; entries.len()];
+            let pricing = Pricing::new(&entries, &gangs, &capacity, &requested);
+            let best = every_configuration(&pricing, &value);
+            if gangs.len() > jobs {
+                assert!(pricing.table(&value).is_none());
+            }
+            let found = pricing.branch_and_bound(&value, best - 1e-6, f64::INFINITY, usize::MAX);
+            let column = found.column.expect("a configuration above the floor");
+            assert!(value_of(&pricing, &value, &column.entries) > best - 1e-6, "case {case}");
+            let proved = pricing.branch_and_bound(&value, best + 1e-9, f64::INFINITY, usize::MAX);
+            assert!(proved.column.is_none() && proved.bound <= best + 1e-9, "case {case}");
+            let below = pricing.price(&value, best - 1e-6, usize::MAX);
+            assert!(below.column.is_some_and(|c| value_of(&pricing, &value, &c.entries) > best - 1e-6), "case {case}");
+            let at = pricing.price(&value, best + 1e-9, usize::MAX);
+            assert!(at.column.is_none() && at.bound <= best + 1e-9, "case {case}: {at:?} vs {best}");
+        }
+        assert!(with_pairs > 200, "{with_pairs}");
     }
 
     #[test]
