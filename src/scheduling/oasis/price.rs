@@ -200,7 +200,37 @@ impl PriceParameters {
             upper: f.upper.map(|x| x * u),
             eta: f.eta,
         };
-        Ok(PriceParameters { workers: scale(self.workers), parameter_servers: scale(self.parameter_servers), ..*self })
+        let scaled =
+            PriceParameters { workers: scale(self.workers), parameter_servers: scale(self.parameter_servers), ..*self };
+        let (before, after) = ([self.workers, self.parameter_servers], [scaled.workers, scaled.parameter_servers]);
+        let pairs = |of: fn(&PriceFunction) -> [f64; RESOURCE_TYPES]| -> Vec<(f64, f64)> {
+            before.iter().zip(&after).flat_map(|(b, a)| of(b).into_iter().zip(of(a))).collect()
+        };
+        for (field, values) in [("u", pairs(|f| f.upper)), ("l", pairs(|f| f.lower))] {
+            // A positive estimate must stay finite and positive (0 stays 0).
+            if values.iter().any(|&(b, a)| b > 0.0 && !(a.is_finite() && a > 0.0)) {
+                return Err(ArbiterError::at(
+                    ErrorCode::InvalidNumber,
+                    field,
+                    format!(
+                        "{field} = {:e} takes an estimated {} out of the finite positive numbers",
+                        if field == "u" { u } else { l },
+                        if field == "u" { "U" } else { "L" }
+                    ),
+                ));
+            }
+        }
+        for f in &after {
+            let ratio = f.upper.iter().zip(&f.lower).filter(|&(_, &l)| l > 0.0).map(|(&u, &l)| 2.0 * u * f.eta / l);
+            if ratio.into_iter().any(|r| !r.is_finite()) {
+                return Err(ArbiterError::at(
+                    ErrorCode::InvalidNumber,
+                    "l",
+                    format!("u = {u:e} and l = {l:e} put 2Uη/L past the largest number: the price function overflows"),
+                ));
+            }
+        }
+        Ok(scaled)
     }
 
     /// The competitive ratio of OASiS with these prices (the paper's Theorem 4): `2α`,
@@ -213,6 +243,25 @@ impl PriceParameters {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn scaling_refuses_estimates_that_leave_the_finite_numbers() {
+        let f = PriceFunction { lower: [0.5; 4], upper: [8.0; 4], eta: 2.0 };
+        let p = PriceParameters {
+            workers: f,
+            parameter_servers: f,
+            demanded_by_workers: [true; RESOURCE_TYPES],
+            demanded_by_ps: [true; RESOURCE_TYPES],
+        };
+        assert!(p.scaled(0.5, 2.0).is_ok());
+        for (u, l, field) in [(1e308, 1.0, "u"), (1.0, 1e-320, "l"), (0.0, 1.0, "")] {
+            let e = p.scaled(u, l).unwrap_err();
+            assert_eq!(e.code, ErrorCode::InvalidNumber);
+            if !field.is_empty() {
+                assert_eq!(e.field.as_deref(), Some(field), "{u} {l}");
+            }
+        }
+    }
 
     #[test]
     fn price_is_l_over_2_eta_at_zero_and_u_at_full_use() {
