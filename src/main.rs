@@ -329,8 +329,47 @@ fn without_huge_pages() {
     }
 }
 
+/// A command line clap cannot parse, as the contract's error object (help and version print as
+/// usual): the message is clap's, the field the argument it names.
+fn refuse_arguments(error: clap::Error) -> ExitCode {
+    use clap::error::{ContextKind, ContextValue, ErrorKind};
+    match error.kind() {
+        ErrorKind::DisplayHelp | ErrorKind::DisplayVersion => {
+            let _ = error.print();
+            return ExitCode::SUCCESS;
+        }
+        // `arbiter` alone: the help, as a mistake.
+        ErrorKind::DisplayHelpOnMissingArgumentOrSubcommand => {
+            let _ = error.print();
+            return ExitCode::from(2);
+        }
+        _ => {}
+    }
+    let code = match error.kind() {
+        ErrorKind::MissingRequiredArgument | ErrorKind::MissingSubcommand => ErrorCode::MissingField,
+        _ => ErrorCode::MalformedRequest,
+    };
+    let message = error.render().to_string();
+    let message = message.trim().trim_start_matches("error: ").to_string();
+    // `--round-seconds <ROUND_SECONDS>` → `round_seconds`.
+    let field = match error.get(ContextKind::InvalidArg) {
+        Some(ContextValue::String(arg)) => Some(arg.clone()),
+        Some(ContextValue::Strings(args)) => args.first().cloned(),
+        _ => None,
+    }
+    .map(|arg| arg.trim_start_matches('-').split([' ', '=']).next().unwrap_or_default().replace('-', "_"));
+    let error = match field.filter(|f| !f.is_empty()) {
+        Some(field) => ArbiterError::at(code, field, message),
+        None => ArbiterError::new(code, message),
+    };
+    fail(&error)
+}
+
 fn main() -> ExitCode {
-    let command = Cli::parse().command;
+    let command = match Cli::try_parse() {
+        Ok(cli) => cli.command,
+        Err(error) => return refuse_arguments(error),
+    };
     if matches!(command, Command::Solve { .. } | Command::Demo { .. } | Command::Rounds(_) | Command::Estimate(_)) {
         without_huge_pages();
     }

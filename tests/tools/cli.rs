@@ -143,8 +143,29 @@ fn solve_takes_the_method_from_the_command_line() {
 #[test]
 fn solve_needs_an_input() {
     let out = arbiter(&["solve"]);
-    assert!(!out.status.success());
-    assert!(String::from_utf8_lossy(&out.stderr).contains("--input"));
+    assert_eq!(out.status.code(), Some(2));
+    let err: Value = serde_json::from_slice(&out.stderr).expect("the contract's error object");
+    assert_eq!((&err["error"]["code"], &err["error"]["field"]), (&Value::from("missing_field"), &Value::from("input")));
+    assert!(err["error"]["message"].as_str().unwrap().contains("--input"));
+}
+
+#[test]
+fn flags_clap_cannot_parse_get_the_contracts_error_object() {
+    for (args, code, field) in [
+        (&["simulate", "--round-seconds", "abc"][..], "malformed_request", Some("round_seconds")),
+        (&["solve", "--input", "x", "--no-such-flag"][..], "malformed_request", Some("no_such_flag")),
+        (&["no-such-command"][..], "malformed_request", None),
+    ] {
+        let out = arbiter(args);
+        assert_eq!(out.status.code(), Some(2), "{args:?}");
+        let err: Value = serde_json::from_slice(&out.stderr).expect("the contract's error object");
+        assert_eq!(err["error"]["code"], code, "{args:?}");
+        assert_eq!(err["error"]["field"].as_str(), field, "{args:?}");
+    }
+    // Without a command: the help, on standard error, and status 2.
+    let out = arbiter(&[]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("Usage"));
 }
 
 #[test]
