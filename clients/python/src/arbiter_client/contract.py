@@ -159,13 +159,15 @@ class MethodReport(WireModel):
 
 @dataclass
 class Shortfall(WireModel):
-    """A (job, worker type) entry that rounds on whole GPUs cannot deliver in full."""
+    """A (job, worker type) entry that rounds on whole GPUs cannot deliver in full; with
+    ``colocated_with``, a colocated pair's time together (the job sharing the GPUs with ``job``)."""
 
     SCHEMA = "Shortfall"
     job: str
     worker_type: str
     requested: float
     deliverable: float
+    colocated_with: Optional[str] = None
 
 
 @dataclass
