@@ -152,6 +152,21 @@ pub fn plain_water_filling(p: &Problem, weights_of: impl Fn(&[bool]) -> Vec<f64>
             out.level[m] = sf[m] / w[m] * floor[m] / eq[m];
             out.iteration[m] = iteration;
         }
+        // A job that froze at 0 had its turn and got nothing. The jobs still waiting theirs
+        // (weight 0) freeze at 0 in this level too when none can get anything with every job at
+        // its floor: floors only rise, so none ever would.
+        if (0..n).any(|m| out.iteration[m] == iteration && floor[m] <= NOISE * fastest(p, m)) {
+            let next = weights_of(&frozen);
+            let waiting: Vec<usize> =
+                (0..n).filter(|&m| !frozen[m] && next[m] == 0.0 && floor[m] <= NOISE * fastest(p, m)).collect();
+            if !waiting.is_empty() && waiting.iter().all(|&m| max_throughput(p, &floor, m) <= NOISE * fastest(p, m)) {
+                for m in waiting {
+                    frozen[m] = true;
+                    out.level[m] = 0.0;
+                    out.iteration[m] = iteration;
+                }
+            }
+        }
         iteration += 1;
     }
     out.nt = (0..n).map(|m| floor[m] / eq[m]).collect();

@@ -132,14 +132,16 @@ fn three_level_tree_freezes_by_hand() {
 /// - Iteration 2: e0 hands its 2 to j1. j1: 2c ≤ 1; j6: 3/8 + 5c/4 ≤ 1; GPUs 3.5 + 7c ≤ 7 — all
 ///   three give c = 1/2: j1 = 1 (level 1/2) and j6 = 1 (level (4/5)·1 = 4/5) both freeze, every GPU
 ///   busy.
-/// - Iterations 3, 4, 5: e0 hands its weight to j2, j3, j4 in turn; none can rise: each freezes
-///   at 0 in its own iteration. Six levels in all.
+/// - Iteration 3: e0 hands its weight to j2, which cannot rise: it freezes at 0. j3 is e0's next
+///   job; j4, still waiting behind it, cannot get any time with every job at its floor either,
+///   so it never will (floors only rise) and freezes at 0 here too.
+/// - Iteration 4: j3 cannot rise: it freezes at 0. Five levels in all.
 const THREE_LIMITS_AT_ONCE_BY_HAND: [ByHand; 7] = [
     ("j0", 1.0, 0.5, 1),
     ("j1", 1.0, 0.5, 2),
     ("j2", 0.0, 0.0, 3),
     ("j3", 0.0, 0.0, 4),
-    ("j4", 0.0, 0.0, 5),
+    ("j4", 0.0, 0.0, 3),
     ("j5", 1.0, 0.4, 0),
     ("j6", 1.0, 0.8, 2),
 ];

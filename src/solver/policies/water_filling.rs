@@ -74,6 +74,8 @@ const DRIFT_SLACK: f64 = 1e-6;
 /// when the engine takes over: the engine's LP may call floors an allocation meets infeasible by
 /// its round-off.
 const HANDOVER_SLACK: f64 = 1e-9;
+/// A waiting job that can get at most this share of its ceiling cannot start (round-off).
+const START_TOLERANCE: f64 = 1e-8;
 
 /// Solves the levels: by the price decomposition (`gallop`, when the reweighting gives a
 /// `Forest`) while it applies and certifies, then (for good, once it does not) on the engine's kept
@@ -220,6 +222,22 @@ impl Levels<'_, '_> {
             floor.iter_mut().zip(&given).for_each(|(f, &g)| *f = f.min(g));
         }
         floor.iter_mut().for_each(|f| *f *= 1.0 - HANDOVER_SLACK);
+    }
+
+    /// Whether none of the `waiting` jobs (at floor 0) can get more than `START_TOLERANCE` of its
+    /// `ceiling` while every job keeps its floor: one LP, `max Σ ε_m` with
+    /// `thr_m ≥ ε_m·ceiling_m`, `ε ∈ [0, 1]`. A job with no ceiling (it runs nowhere) cannot start.
+    fn none_can_start(&mut self, floor: &mut [f64], waiting: &[bool], ceiling: &[f64]) -> Result<(bool, usize)> {
+        self.hand_over(floor);
+        let mut needs: Vec<Need> = floor.iter().map(|&f| Need { base: f, terms: Terms::new() }).collect();
+        let mut program = Program::new(Sense::Maximize, Vec::new());
+        for m in (0..floor.len()).filter(|&m| waiting[m] && ceiling[m] > 0.0) {
+            let v = program.add_var(1.0, 0.0, 1.0);
+            needs[m].terms.push((v, ceiling[m]));
+        }
+        program.needs = needs;
+        let solved = self.engine.solve_program(&program)?;
+        Ok((solved.vars.iter().all(|&v| v <= START_TOLERANCE), solved.lp_solves))
     }
 
     /// The engine's exact group test of which `which` jobs cannot rise from `floor`.
@@ -442,6 +460,26 @@ fn fill(problem: &Problem, backend: Backend, reweighting: &dyn Reweighting, deco
         // A job taken to its ceiling on the way froze at the weight it rose at.
         for &(m, weight) in &capped {
             level[m] = sf[m] as f64 / weight * floor[m] / thr_equal[m];
+        }
+        let at_zero = |m: usize| floor[m] <= START_TOLERANCE * ceiling[m];
+        // Only once every job of this level still at 0 is frozen (the duals may prove some of
+        // them a level of height 0 later), so that the jobs frozen here are those waiting behind
+        // them.
+        let starved = (0..n).any(|m| stuck[m] && at_zero(m)) && !(0..n).any(|m| active[m] && !frozen[m] && at_zero(m));
+        if starved && !levels.decompose {
+            let next = reweighting.weights(problem, &frozen);
+            let waiting: Vec<bool> = (0..n).map(|m| !frozen[m] && next[m] == 0.0 && at_zero(m)).collect();
+            if waiting.iter().any(|&w| w) {
+                let (none, solves) = levels.none_can_start(&mut floor, &waiting, &ceiling)?;
+                lp_solves += solves;
+                if none {
+                    for m in (0..n).filter(|&m| waiting[m]) {
+                        frozen[m] = true;
+                        frozen_at[m] = *index;
+                        level[m] = 0.0;
+                    }
+                }
+            }
         }
     }
 
