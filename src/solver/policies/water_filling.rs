@@ -461,10 +461,13 @@ fn fill(problem: &Problem, backend: Backend, reweighting: &dyn Reweighting, deco
         for &(m, weight) in &capped {
             level[m] = sf[m] as f64 / weight * floor[m] / thr_equal[m];
         }
+        // A job that froze at 0 had its turn and got no time: the GPUs may be full for the jobs
+        // still waiting theirs at 0 (weight 0, behind a `fifo` entity's next job). Floors only
+        // rise, so if none of them can start now none ever will: each would take a level of
+        // height 0 at its turn, and they freeze at 0 here instead, in one LP. Only once every job
+        // of this level still at 0 is frozen (the duals may prove some of them a level of height
+        // 0 later), so that the jobs frozen here are those waiting behind them.
         let at_zero = |m: usize| floor[m] <= START_TOLERANCE * ceiling[m];
-        // Only once every job of this level still at 0 is frozen (the duals may prove some of
-        // them a level of height 0 later), so that the jobs frozen here are those waiting behind
-        // them.
         let starved = (0..n).any(|m| stuck[m] && at_zero(m)) && !(0..n).any(|m| active[m] && !frozen[m] && at_zero(m));
         if starved && !levels.decompose {
             let next = reweighting.weights(problem, &frozen);
