@@ -116,6 +116,11 @@ fn table() -> ThroughputTable {
     ThroughputTable::from_json_str(r#"{"v100": {"('ResNet-18 (batch size 64)', 1)": {"null": 12.5}}}"#).unwrap()
 }
 
+/// A simulation on one V100 (the policy field is unused by list compositions).
+fn one_v100() -> SimulationConfig {
+    SimulationConfig::new(arbiter::simulator::parse_cluster("v100=1", 1, None).unwrap(), arbiter::PolicyKind::Fifo)
+}
+
 fn job(kind: &str, steps: f64, scale_factor: u32, arrival: f64) -> TraceJob {
     TraceJob {
         job_type: kind.into(),
@@ -135,13 +140,7 @@ fn a_trace_under_fifo_and_srtf_by_hand() {
     let rate = table.row(&["v100".to_string()], kind, 1).unwrap()[0];
     // One V100, two jobs at t = 0: a long one (3 rounds) first in the trace, a short one (1 round).
     let trace = Trace::new(vec![job(kind, 3.0 * 300.0 * rate, 1, 0.0), job(kind, 300.0 * rate, 1, 0.0)]);
-    let config = SimulationConfig {
-        round_seconds: 300.0,
-        ..SimulationConfig::new(
-            arbiter::simulator::parse_cluster("v100=1", 1, None).unwrap(),
-            arbiter::PolicyKind::Fifo,
-        )
-    };
+    let config = SimulationConfig { round_seconds: 300.0, ..one_v100() };
     let run = |s: &str| {
         let c = compose("accept_all", s, "consolidated", "lease");
         arbiter::scheduling::simulation::run(&trace, &table, &config, &c, &mut |_| {}).unwrap()
@@ -174,13 +173,7 @@ fn restart_overhead_is_charged_on_resumption() {
     let rate = table.row(&["v100".to_string()], kind, 1).unwrap()[0];
     // LAS on one GPU: a (2 rounds of work) then b arrives; they alternate, each resumption losing 60 s.
     let trace = Trace::new(vec![job(kind, 600.0 * rate, 1, 0.0), job(kind, 300.0 * rate, 1, 1.0)]);
-    let config = SimulationConfig {
-        round_seconds: 300.0,
-        ..SimulationConfig::new(
-            arbiter::simulator::parse_cluster("v100=1", 1, None).unwrap(),
-            arbiter::PolicyKind::Fifo,
-        )
-    };
+    let config = SimulationConfig { round_seconds: 300.0, ..one_v100() };
     let c = compose("accept_all", "las", "consolidated", "lease=60");
     let r = arbiter::scheduling::simulation::run(&trace, &table, &config, &c, &mut |_| {}).unwrap();
     // Round 0: a runs 300 s. Round 1: b (less served) runs 300 s and finishes at 600. Round 2: a
@@ -200,14 +193,7 @@ fn a_restart_longer_than_a_round_runs_over_and_lease_terms_pay_it_too() {
     // One GPU, 10 s rounds, 20 s lease terms, 30 s restarts: a (40 s of work) at t = 0, b (10 s)
     // at t = 1.
     let trace = Trace::new(vec![job(kind, 40.0 * rate, 1, 0.0), job(kind, 10.0 * rate, 1, 1.0)]);
-    let config = SimulationConfig {
-        round_seconds: 10.0,
-        restart_seconds: 30.0,
-        ..SimulationConfig::new(
-            arbiter::simulator::parse_cluster("v100=1", 1, None).unwrap(),
-            arbiter::PolicyKind::Fifo,
-        )
-    };
+    let config = SimulationConfig { round_seconds: 10.0, restart_seconds: 30.0, ..one_v100() };
     let c = compose("accept_all", "las", "consolidated", "lease_term=20");
     let r = arbiter::scheduling::simulation::run(&trace, &table, &config, &c, &mut |_| {}).unwrap();
     // 0–20: a runs under its term (20 s done). 20: the term ends, b (less served) runs and
@@ -255,14 +241,7 @@ fn a_run_ends_with_its_measured_jobs_while_arrivals_continue() {
         job(kind, 300.0 * rate, 1, 400.0),
         job(kind, 300.0 * rate, 1, 10_000.0),
     ]);
-    let config = SimulationConfig {
-        round_seconds: 300.0,
-        window: Some((0, 1)),
-        ..SimulationConfig::new(
-            arbiter::simulator::parse_cluster("v100=1", 1, None).unwrap(),
-            arbiter::PolicyKind::Fifo,
-        )
-    };
+    let config = SimulationConfig { round_seconds: 300.0, window: Some((0, 1)), ..one_v100() };
     let r = arbiter::scheduling::simulation::run(
         &trace,
         &table,
