@@ -38,6 +38,11 @@ impl Gang {
     pub fn is_pair(&self) -> bool {
         self.paired
     }
+
+    /// How many jobs `gangs` span: one more than the largest job any of them runs.
+    pub fn jobs_spanned(gangs: &[Gang]) -> usize {
+        gangs.iter().flat_map(Gang::jobs).map(|&m| m as usize + 1).max().unwrap_or(0)
+    }
 }
 
 /// The jobs one round runs: `(job, worker type)` pairs, sorted by job, and the colocated pairs
@@ -87,28 +92,41 @@ impl Configuration {
         pairs: &[[u32; 2]],
         capacity: &[u32],
     ) -> Result<(), Infeasible> {
-        let mut used = vec![0u64; capacity.len()];
-        let mut running = vec![false; scale_factors.len()];
-        let gangs = self.runs.iter().map(|&(m, w)| (w, [m, m], false));
-        let paired =
-            self.pairs.iter().map(|&(k, w)| (w, pairs.get(k as usize).copied().unwrap_or([u32::MAX; 2]), true));
-        for (w, jobs, pair) in gangs.chain(paired) {
-            let jobs = if pair { &jobs[..] } else { &jobs[..1] };
-            for &m in jobs {
-                if m as usize >= scale_factors.len() || w as usize >= capacity.len() {
-                    return Err(Infeasible::Unknown { job: m, worker_type: w });
-                }
-                if std::mem::replace(&mut running[m as usize], true) {
-                    return Err(Infeasible::JobTwice { job: m });
-                }
-            }
-            used[w as usize] += scale_factors[jobs[0] as usize] as u64;
-        }
-        for (w, (&gpus, &cap)) in used.iter().zip(capacity).enumerate() {
-            if gpus > cap as u64 {
-                return Err(Infeasible::OverCapacity { worker_type: w as u32, gpus, capacity: cap });
-            }
-        }
-        Ok(())
+        // An unknown job takes no GPUs here; `one_round` names it.
+        let gpus = |m: u32| scale_factors.get(m as usize).copied().unwrap_or(0);
+        let singles = self.runs.iter().map(|&(m, w)| (Gang::single(m, gpus(m)), w));
+        let paired = self.pairs.iter().map(|&(k, w)| {
+            let jobs = pairs.get(k as usize).copied().unwrap_or([u32::MAX; 2]);
+            (Gang::pair(jobs, gpus(jobs[0])), w)
+        });
+        one_round(singles.chain(paired), scale_factors.len(), capacity)
     }
+}
+
+/// Whether gangs run as `(gang, worker type)` are one round for `jobs` jobs on `capacity[w]` GPUs
+/// of each type: every job in at most one gang, and each type's gangs within its GPUs.
+pub(super) fn one_round(
+    runs: impl IntoIterator<Item = (Gang, u32)>,
+    jobs: usize,
+    capacity: &[u32],
+) -> Result<(), Infeasible> {
+    let mut used = vec![0u64; capacity.len()];
+    let mut running = vec![false; jobs];
+    for (gang, w) in runs {
+        for &m in gang.jobs() {
+            if m as usize >= jobs || w as usize >= capacity.len() {
+                return Err(Infeasible::Unknown { job: m, worker_type: w });
+            }
+            if std::mem::replace(&mut running[m as usize], true) {
+                return Err(Infeasible::JobTwice { job: m });
+            }
+        }
+        used[w as usize] += gang.gpus as u64;
+    }
+    for (w, (&gpus, &cap)) in used.iter().zip(capacity).enumerate() {
+        if gpus > cap as u64 {
+            return Err(Infeasible::OverCapacity { worker_type: w as u32, gpus, capacity: cap });
+        }
+    }
+    Ok(())
 }

@@ -20,7 +20,7 @@ const DONE: f64 = 1e-12;
 /// At most `max_steps` configurations, over `entries` `(gang, type)` asking `requested[e]`.
 /// Entries whose gang does not fit their type are never run; a job runs in one gang at a time.
 pub fn greedy(entries: &[(u32, u32)], requested: &[f64], gangs: &[Gang], capacity: &[u32], max_steps: usize) -> Greedy {
-    let jobs = gangs.iter().flat_map(|g| g.jobs()).map(|&m| m as usize + 1).max().unwrap_or(0);
+    let jobs = Gang::jobs_spanned(gangs);
     let mut left: Vec<f64> = requested.to_vec();
     for (e, &(g, w)) in entries.iter().enumerate() {
         if gangs[g as usize].gpus > capacity[w as usize] {

@@ -6,7 +6,7 @@
 //! that table is small and there are no pairs, else by branch and bound over the entries it may
 //! keep, the per-type knapsacks being the bound.
 
-use super::configuration::Gang;
+use super::configuration::{one_round, Gang};
 
 /// Values below this are taken as 0: a job with no value is never worth a GPU in pricing.
 const VALUE_TOL: f64 = 1e-12;
@@ -65,7 +65,7 @@ impl<'a> Pricing<'a> {
                 by_type[w as usize].push(e);
             }
         }
-        let jobs = gangs.iter().flat_map(|g| g.jobs()).map(|&m| m as usize + 1).max().unwrap_or(0);
+        let jobs = Gang::jobs_spanned(gangs);
         let paired = gangs.iter().any(Gang::is_pair);
         Pricing { entries, gangs, jobs, paired, capacity, by_type, requested, milp: None }
     }
@@ -182,17 +182,8 @@ impl<'a> Pricing<'a> {
 
     /// Whether `chosen` entries are one round: each job at most once, each type within its GPUs.
     pub fn is_configuration(&self, chosen: &[usize]) -> bool {
-        let mut running = vec![false; self.jobs];
-        let mut used = vec![0u64; self.capacity.len()];
-        for &e in chosen {
-            for &m in self.jobs_of(e) {
-                if std::mem::replace(&mut running[m as usize], true) {
-                    return false;
-                }
-            }
-            used[self.entries[e].1 as usize] += self.gpus(e) as u64;
-        }
-        used.iter().zip(self.capacity).all(|(&u, &c)| u <= c as u64)
+        let runs = chosen.iter().map(|&e| (self.gangs[self.entries[e].0 as usize], self.entries[e].1));
+        one_round(runs, self.jobs, self.capacity).is_ok()
     }
 
     /// The best configuration by a dynamic program over jobs whose state is the GPUs used on
