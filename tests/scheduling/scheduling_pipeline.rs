@@ -121,11 +121,16 @@ fn one_v100() -> SimulationConfig {
     SimulationConfig::new(arbiter::simulator::parse_cluster("v100=1", 1, None).unwrap(), arbiter::PolicyKind::Fifo)
 }
 
-fn job(kind: &str, steps: f64, scale_factor: u32, arrival: f64) -> TraceJob {
+/// The one job type of `table()`.
+const KIND: &str = "ResNet-18 (batch size 64)";
+
+/// A one-GPU job of `KIND` with `seconds` of work on a V100, arriving at `arrival`.
+fn job(seconds: f64, arrival: f64) -> TraceJob {
+    let rate = table().row(&["v100".to_string()], KIND, 1).unwrap()[0];
     TraceJob {
-        job_type: kind.into(),
-        total_steps: steps,
-        scale_factor,
+        job_type: KIND.into(),
+        total_steps: seconds * rate,
+        scale_factor: 1,
         weight: 1.0,
         slo_seconds: None,
         arrival_seconds: arrival,
@@ -136,10 +141,8 @@ fn job(kind: &str, steps: f64, scale_factor: u32, arrival: f64) -> TraceJob {
 #[test]
 fn a_trace_under_fifo_and_srtf_by_hand() {
     let table = table();
-    let kind = "ResNet-18 (batch size 64)";
-    let rate = table.row(&["v100".to_string()], kind, 1).unwrap()[0];
     // One V100, two jobs at t = 0: a long one (3 rounds) first in the trace, a short one (1 round).
-    let trace = Trace::new(vec![job(kind, 3.0 * 300.0 * rate, 1, 0.0), job(kind, 300.0 * rate, 1, 0.0)]);
+    let trace = Trace::new(vec![job(3.0 * 300.0, 0.0), job(300.0, 0.0)]);
     let config = SimulationConfig { round_seconds: 300.0, ..one_v100() };
     let run = |s: &str| {
         let c = compose("accept_all", s, "consolidated", "lease");
@@ -169,10 +172,8 @@ fn a_trace_under_fifo_and_srtf_by_hand() {
 #[test]
 fn restart_overhead_is_charged_on_resumption() {
     let table = table();
-    let kind = "ResNet-18 (batch size 64)";
-    let rate = table.row(&["v100".to_string()], kind, 1).unwrap()[0];
     // LAS on one GPU: a (2 rounds of work) then b arrives; they alternate, each resumption losing 60 s.
-    let trace = Trace::new(vec![job(kind, 600.0 * rate, 1, 0.0), job(kind, 300.0 * rate, 1, 1.0)]);
+    let trace = Trace::new(vec![job(600.0, 0.0), job(300.0, 1.0)]);
     let config = SimulationConfig { round_seconds: 300.0, ..one_v100() };
     let c = compose("accept_all", "las", "consolidated", "lease=60");
     let r = arbiter::scheduling::simulation::run(&trace, &table, &config, &c, &mut |_| {}).unwrap();
@@ -188,11 +189,9 @@ fn restart_overhead_is_charged_on_resumption() {
 #[test]
 fn a_restart_longer_than_a_round_runs_over_and_lease_terms_pay_it_too() {
     let table = table();
-    let kind = "ResNet-18 (batch size 64)";
-    let rate = table.row(&["v100".to_string()], kind, 1).unwrap()[0];
     // One GPU, 10 s rounds, 20 s lease terms, 30 s restarts: a (40 s of work) at t = 0, b (10 s)
     // at t = 1.
-    let trace = Trace::new(vec![job(kind, 40.0 * rate, 1, 0.0), job(kind, 10.0 * rate, 1, 1.0)]);
+    let trace = Trace::new(vec![job(40.0, 0.0), job(10.0, 1.0)]);
     let config = SimulationConfig { round_seconds: 10.0, restart_seconds: 30.0, ..one_v100() };
     let c = compose("accept_all", "las", "consolidated", "lease_term=20");
     let r = arbiter::scheduling::simulation::run(&trace, &table, &config, &c, &mut |_| {}).unwrap();
@@ -230,17 +229,10 @@ fn a_restart_longer_than_a_round_runs_over_and_lease_terms_pay_it_too() {
 #[test]
 fn a_run_ends_with_its_measured_jobs_while_arrivals_continue() {
     let table = table();
-    let kind = "ResNet-18 (batch size 64)";
-    let rate = table.row(&["v100".to_string()], kind, 1).unwrap()[0];
     // LAS on one GPU; job 0 (measured) needs 2 rounds; jobs 1, 2 arrive at 100 s and 400 s with
     // 1 round each, job 3 at 10,000 s. Round 0: 0 runs. Round 1 (300 s): 1 (less served) runs and
     // suspends 0. Round 2 (600 s): 2 runs. Round 3 (900 s): 0 finishes at 1200 s; job 3 never arrives.
-    let trace = Trace::new(vec![
-        job(kind, 600.0 * rate, 1, 0.0),
-        job(kind, 300.0 * rate, 1, 100.0),
-        job(kind, 300.0 * rate, 1, 400.0),
-        job(kind, 300.0 * rate, 1, 10_000.0),
-    ]);
+    let trace = Trace::new(vec![job(600.0, 0.0), job(300.0, 100.0), job(300.0, 400.0), job(300.0, 10_000.0)]);
     let config = SimulationConfig { round_seconds: 300.0, window: Some((0, 1)), ..one_v100() };
     let r = arbiter::scheduling::simulation::run(
         &trace,

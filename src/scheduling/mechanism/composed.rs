@@ -221,8 +221,6 @@ impl Session {
         let launched: HashSet<JobIndex> = decision.launched.iter().copied().collect();
         let ran: Vec<(JobIndex, f64)> = decision
             .running()
-            .collect::<Vec<_>>()
-            .into_iter()
             .map(|j| (j, seconds - pipeline.restart_overhead(j, launched.contains(&j), seconds)))
             .collect();
         pipeline.account(&decision, &ran, seconds);

@@ -206,17 +206,14 @@ impl PriceParameters {
         let pairs = |of: fn(&PriceFunction) -> [f64; RESOURCE_TYPES]| -> Vec<(f64, f64)> {
             before.iter().zip(&after).flat_map(|(b, a)| of(b).into_iter().zip(of(a))).collect()
         };
-        for (field, values) in [("u", pairs(|f| f.upper)), ("l", pairs(|f| f.lower))] {
+        for (field, factor, estimate, values) in [("u", u, "U", pairs(|f| f.upper)), ("l", l, "L", pairs(|f| f.lower))]
+        {
             // A positive estimate must stay finite and positive (0 stays 0).
             if values.iter().any(|&(b, a)| b > 0.0 && !(a.is_finite() && a > 0.0)) {
                 return Err(ArbiterError::at(
                     ErrorCode::InvalidNumber,
                     field,
-                    format!(
-                        "{field} = {:e} takes an estimated {} out of the finite positive numbers",
-                        if field == "u" { u } else { l },
-                        if field == "u" { "U" } else { "L" }
-                    ),
+                    format!("{field} = {factor:e} takes an estimated {estimate} out of the finite positive numbers"),
                 ));
             }
         }
