@@ -11,7 +11,7 @@
 use arbiter::lp::Backend;
 use arbiter::scheduling::oasis::LowestUtility;
 use arbiter::simulator::oasis::ratio::ratio;
-use arbiter::simulator::oasis::run::{oasis, validate};
+use arbiter::simulator::oasis::run::{oasis, validate, UtilityClass};
 use arbiter::simulator::oasis::study::{lateness_of, run_all, SCHEMES};
 use arbiter::simulator::oasis::workload::{generate, Settings};
 use std::process::ExitCode;
@@ -122,8 +122,8 @@ fn run_lateness(args: &[String]) -> Result<(), String> {
         let study = run_all(&Settings::paper(n), seed, lowest(args)?, Backend::default().within(600.0))
             .map_err(|e| e.to_string())?;
         for (k, run) in study.runs.iter().enumerate() {
-            by[k][0].extend(lateness_of(run, &study.jobs, 1));
-            by[k][1].extend(lateness_of(run, &study.jobs, 2));
+            by[k][0].extend(lateness_of(run, &study.jobs, UtilityClass::TimeSensitive));
+            by[k][1].extend(lateness_of(run, &study.jobs, UtilityClass::TimeCritical));
         }
     }
     println!("| scheme | sensitive: mean | sd | finished | critical: mean | sd | finished |");

@@ -14,15 +14,18 @@ use std::path::{Path, PathBuf};
 /// Flags of `arbiter simulate`.
 #[derive(Debug, Clone, clap::Args)]
 pub struct SimulateArgs {
-    /// The trace: Gavel's tab-separated format, or our JSON (`{"jobs": [...]}`).
+    /// The trace: Gavel's tab-separated format, or our JSON (`{"jobs": [...]}`); or an OASiS
+    /// workload (`{"cluster": ..., "jobs": [...]}`, docs/oasis.md), run in slots under
+    /// `--admission oasis` or `--scheduling fifo|drf|rrh|dorm`.
     #[arg(long, value_name = "FILE")]
     pub trace: PathBuf,
-    /// Gavel's throughput file (`simulation_throughputs.json` or `physical_cluster_throughputs.json`).
+    /// Gavel's throughput file (`simulation_throughputs.json` or `physical_cluster_throughputs.json`);
+    /// required for a round-based trace.
     #[arg(long, value_name = "FILE")]
-    pub throughputs: PathBuf,
-    /// GPUs per worker type, e.g. `v100=8,p100=16,k80=24`.
+    pub throughputs: Option<PathBuf>,
+    /// GPUs per worker type, e.g. `v100=8,p100=16,k80=24`; required for a round-based trace.
     #[arg(long)]
-    pub cluster: String,
+    pub cluster: Option<String>,
     /// GPUs per server, for every worker type.
     #[arg(long, default_value_t = 4)]
     pub gpus_per_server: u32,
@@ -32,11 +35,13 @@ pub struct SimulateArgs {
     /// Policy, any of the contract's names: the scheduling stage of Gavel's composition.
     #[arg(long)]
     pub policy: Option<String>,
-    /// Admission stage: `accept_all` (default) or `accept_x=X` (FIFO within X × the GPUs).
+    /// Admission stage: `accept_all` (default) or `accept_x=X` (FIFO within X × the GPUs); on an
+    /// OASiS workload, `oasis[:lowest=shortest|horizon][:u=F][:l=F]` (priced online admission).
     #[arg(long)]
     pub admission: Option<String>,
     /// Scheduling stage: a list policy (`fifo`, `fifo_priority`, `las`, `tiresias[=GPU_SECONDS]`,
-    /// `srtf`, `optimus`, `themis`, `ltgf`, `ltgf_quota`) or an LP policy (as `--policy`).
+    /// `srtf`, `optimus`, `themis`, `ltgf`, `ltgf_quota`) or an LP policy (as `--policy`); on an
+    /// OASiS workload, a baseline of OASiS's study: `fifo`, `drf`, `rrh` or `dorm`.
     #[arg(long)]
     pub scheduling: Option<String>,
     /// Placement stage: `consolidated` (default), `first_free`, `random[=SEED]`, `profile_guided`,
@@ -96,7 +101,8 @@ pub struct SimulateArgs {
     /// Where to write the JSON report (`-`: standard output).
     #[arg(long, value_name = "FILE|-")]
     pub output: String,
-    /// Also write the JCT CDF as an SVG.
+    /// Also write the JCT CDF as an SVG (on an OASiS workload: the CDFs of completion minus
+    /// target).
     #[arg(long, value_name = "FILE")]
     pub plot: Option<PathBuf>,
     /// Indent the JSON for people.
@@ -145,8 +151,26 @@ pub fn write_file(path: &Path, text: &str) -> Result<()> {
         .map_err(|e| ArbiterError::new(ErrorCode::MalformedRequest, format!("cannot write {}: {e}", path.display())))
 }
 
-/// Runs `arbiter simulate`.
+/// A flag a round-based run cannot do without.
+fn required<'a, T: ?Sized>(value: Option<&'a T>, flag: &str) -> Result<&'a T> {
+    value.ok_or_else(|| {
+        ArbiterError::at(ErrorCode::MissingField, flag, format!("--{flag} is required for a round-based trace"))
+    })
+}
+
+/// Runs `arbiter simulate`: OASiS's slots when the trace is an OASiS workload, else rounds.
 pub fn run_simulate(args: &SimulateArgs) -> Result<()> {
+    let text = std::fs::read_to_string(&args.trace).map_err(|e| {
+        ArbiterError::at(
+            ErrorCode::MalformedRequest,
+            "trace",
+            format!("cannot read trace file {}: {e}", args.trace.display()),
+        )
+    })?;
+    if super::oasis::commands::is_workload(&text) {
+        return super::oasis::commands::simulate(args, &text);
+    }
+    super::oasis::commands::refuse_for_rounds(args.admission.as_deref(), args.scheduling.as_deref())?;
     if let Some(p) = &args.policy {
         PolicyKind::named(p)?;
     }
@@ -177,9 +201,10 @@ pub fn run_simulate(args: &SimulateArgs) -> Result<()> {
         crate::scheduling::SchedulingSpec::List { .. } => PolicyKind::MaxMinFairness,
     };
     let backend = backend_named(&args.backend)?;
-    let cluster = parse_cluster(&args.cluster, args.gpus_per_server, args.prices.as_deref())?;
-    let table = ThroughputTable::from_path(&args.throughputs)?;
-    let trace = trace::read_path(&args.trace, &table)?;
+    let cluster =
+        parse_cluster(required(args.cluster.as_deref(), "cluster")?, args.gpus_per_server, args.prices.as_deref())?;
+    let table = ThroughputTable::from_path(required(args.throughputs.as_deref(), "throughputs")?)?;
+    let trace = trace::parse(&text, &table)?;
     let config = SimulationConfig {
         heterogeneity_aware: args.heterogeneity_aware,
         space_sharing: args.space_sharing,
@@ -220,29 +245,33 @@ pub fn run_simulate(args: &SimulateArgs) -> Result<()> {
 /// Flags of `arbiter sweep`.
 #[derive(Debug, Clone, clap::Args)]
 pub struct SweepArgs {
-    /// Gavel's throughput file; generated jobs draw their types from it.
+    /// Gavel's throughput file; generated jobs draw their types from it (required unless the
+    /// sweep is OASiS's).
     #[arg(long, value_name = "FILE")]
-    pub throughputs: PathBuf,
-    /// GPUs per worker type, e.g. `v100=36,p100=36,k80=36`.
+    pub throughputs: Option<PathBuf>,
+    /// GPUs per worker type, e.g. `v100=36,p100=36,k80=36` (required unless the sweep is OASiS's).
     #[arg(long)]
-    pub cluster: String,
+    pub cluster: Option<String>,
     /// GPUs per server, for every worker type.
     #[arg(long, default_value_t = 4)]
     pub gpus_per_server: u32,
     /// Comma-separated `POLICY[:agnostic][:space_sharing]`, e.g.
     /// `max_min_fairness:agnostic,max_min_fairness,max_min_fairness:space_sharing`; or a list
     /// policy with stages, `las:admission=accept_x=1.2:placement=consolidated:preemption=lease`.
+    /// Naming `oasis[:lowest=L][:u=F][:l=F]`, `drf`, `rrh` or `dorm` makes it OASiS's study:
+    /// those and `fifo` on workloads of `--jobs` jobs over 50 one-hour slots (docs/oasis.md).
     #[arg(long)]
     pub policies: String,
-    /// Comma-separated input loads in jobs per hour (Poisson arrivals).
-    #[arg(long, default_value = "1")]
-    pub loads: String,
+    /// Comma-separated input loads in jobs per hour (Poisson arrivals; default 1).
+    #[arg(long)]
+    pub loads: Option<String>,
     /// Comma-separated seeds: one generated trace per (load, seed).
     #[arg(long, default_value = "0")]
     pub seeds: String,
-    /// Jobs per generated trace.
-    #[arg(long, default_value_t = 1000)]
-    pub jobs: usize,
+    /// Jobs per generated trace (default 1,000); for OASiS's study, a comma-separated list of
+    /// workload sizes (default `25,50,100,200`).
+    #[arg(long)]
+    pub jobs: Option<String>,
     /// Adds this many jobs in the first hour of every day of each trace (a burst of arrivals).
     #[arg(long, default_value_t = 0)]
     pub burst_jobs: usize,
@@ -283,7 +312,7 @@ pub struct SweepArgs {
     /// The CSV, one row per simulation (`-`: standard output).
     #[arg(long, value_name = "FILE|-")]
     pub output: String,
-    /// Average JCT against input load, as SVG.
+    /// Average JCT against input load, as SVG (OASiS's study: total utility against jobs).
     #[arg(long, value_name = "FILE")]
     pub plot: Option<PathBuf>,
     /// JCT CDF per policy at `--cdf-load`, as SVG.
@@ -301,7 +330,7 @@ pub struct SweepArgs {
     pub backend: String,
 }
 
-fn number_list<T: std::str::FromStr>(text: &str, field: &str) -> Result<Vec<T>> {
+pub fn number_list<T: std::str::FromStr>(text: &str, field: &str) -> Result<Vec<T>> {
     text.split(',')
         .map(|s| {
             s.trim().parse().map_err(|_| {
@@ -318,8 +347,23 @@ fn number_list<T: std::str::FromStr>(text: &str, field: &str) -> Result<Vec<T>> 
 /// Runs `arbiter sweep`.
 pub fn run_sweep(args: &SweepArgs) -> Result<()> {
     use super::sweep::{self, SweepConfig, Variant};
+    if super::oasis::commands::is_oasis_sweep(&args.policies) {
+        return super::oasis::commands::sweep(args);
+    }
     let variants = args.policies.split(',').map(Variant::parse).collect::<Result<Vec<_>>>()?;
-    let loads: Vec<f64> = if args.static_trace { vec![0.0] } else { number_list(&args.loads, "loads")? };
+    let loads: Vec<f64> =
+        if args.static_trace { vec![0.0] } else { number_list(args.loads.as_deref().unwrap_or("1"), "loads")? };
+    let num_jobs: usize = match args.jobs.as_deref() {
+        None => 1000,
+        Some(text) => text.trim().parse().map_err(|_| {
+            ArbiterError::at(
+                ErrorCode::MalformedRequest,
+                "jobs",
+                format!("--jobs is one number of jobs per generated trace, got {text:?}"),
+            )
+        })?,
+    };
+    let cluster_text = required(args.cluster.as_deref(), "cluster")?;
     let positive = |l: &&f64| l.is_finite() && **l > 0.0;
     if let Some(bad) = loads.iter().find(|l| !args.static_trace && !positive(l)) {
         return Err(ArbiterError::at(
@@ -329,11 +373,11 @@ pub fn run_sweep(args: &SweepArgs) -> Result<()> {
         ));
     }
     let config = SweepConfig {
-        cluster: parse_cluster(&args.cluster, args.gpus_per_server, None)?,
+        cluster: parse_cluster(cluster_text, args.gpus_per_server, None)?,
         variants,
         loads: loads.clone(),
         seeds: number_list(&args.seeds, "seeds")?,
-        num_jobs: args.jobs,
+        num_jobs,
         burst_jobs: args.burst_jobs,
         short_bursts: args.short_bursts,
         window: args.window.as_deref().map(parse_window).transpose()?,
@@ -346,7 +390,7 @@ pub fn run_sweep(args: &SweepArgs) -> Result<()> {
         restart_seconds: args.restart_seconds,
         backend: backend_named(&args.backend)?,
     };
-    let table = ThroughputTable::from_path(&args.throughputs)?;
+    let table = ThroughputTable::from_path(required(args.throughputs.as_deref(), "throughputs")?)?;
     let pool = rayon::ThreadPoolBuilder::new().num_threads(args.threads.unwrap_or(0)).build().map_err(|e| {
         ArbiterError::new(ErrorCode::Unsupported, format!("cannot start {:?} threads: {e}", args.threads))
     })?;
@@ -361,7 +405,7 @@ pub fn run_sweep(args: &SweepArgs) -> Result<()> {
         eprintln!();
     }
     write_output(&args.output, sweep::csv(&points).trim_end())?;
-    let title = format!("{} jobs per trace on {}", args.jobs, args.cluster);
+    let title = format!("{num_jobs} jobs per trace on {cluster_text}");
     if let Some(path) = &args.plot {
         write_file(path, &sweep::jct_vs_load(&points, &title).to_svg())?;
     }

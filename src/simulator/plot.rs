@@ -156,6 +156,22 @@ pub fn jct_cdf(label: impl Into<String>, report: &SimulationReport) -> Series {
     Series { label: label.into(), points }
 }
 
+/// Points sorted by `x`, those of equal `x` (one per seed) replaced by their mean.
+pub fn mean_by_x(mut points: Vec<(f64, f64)>) -> Vec<(f64, f64)> {
+    points.sort_by(|a, b| a.0.total_cmp(&b.0));
+    let mut merged: Vec<(f64, f64, f64)> = Vec::new();
+    for (x, y) in points {
+        match merged.last_mut() {
+            Some(last) if last.0 == x => {
+                last.1 += y;
+                last.2 += 1.0;
+            }
+            _ => merged.push((x, y, 1.0)),
+        }
+    }
+    merged.into_iter().map(|(x, y, n)| (x, y / n)).collect()
+}
+
 /// A chart of JCT CDFs, one per policy.
 pub fn cdf_chart(title: impl Into<String>, series: Vec<Series>) -> Chart {
     Chart { title: title.into(), x_label: "JCT (hours)".into(), y_label: "fraction of jobs".into(), series }

@@ -341,19 +341,7 @@ pub fn jct_vs_load(points: &[SweepPoint], title: &str) -> Chart {
         series[index].points.push((p.jobs_per_hour, report.average_jct_seconds / 3600.0));
     }
     for s in &mut series {
-        s.points.sort_by(|a, b| a.0.total_cmp(&b.0));
-        // Mean over the seeds of each load.
-        let mut merged: Vec<(f64, f64, f64)> = Vec::new();
-        for &(x, y) in &s.points {
-            match merged.last_mut() {
-                Some(last) if last.0 == x => {
-                    last.1 += y;
-                    last.2 += 1.0;
-                }
-                _ => merged.push((x, y, 1.0)),
-            }
-        }
-        s.points = merged.into_iter().map(|(x, y, n)| (x, y / n)).collect();
+        s.points = plot::mean_by_x(std::mem::take(&mut s.points));
     }
     Chart {
         title: title.into(),

@@ -3,7 +3,30 @@
 
 use crate::error::Result;
 use crate::scheduling::oasis::{ClusterSpec, Job, JobSpec, LowestUtility, Oasis, PriceParameters, Utility};
+use crate::simulator::Progress;
 use serde::Serialize;
+
+/// The paper's three kinds of job, by how their utility falls with completion time.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum UtilityClass {
+    /// A constant utility, or a sigmoid that does not decay.
+    TimeInsensitive,
+    /// A sigmoid of decay `γ2 < 4` (the study draws 0.01–1).
+    TimeSensitive,
+    /// A sigmoid of decay `γ2 ≥ 4` (the study draws 4–6).
+    TimeCritical,
+}
+
+impl UtilityClass {
+    pub fn of(utility: &Utility) -> UtilityClass {
+        match *utility {
+            Utility::Sigmoid { decay, .. } if decay >= 4.0 => UtilityClass::TimeCritical,
+            Utility::Sigmoid { decay, .. } if decay > 0.0 => UtilityClass::TimeSensitive,
+            _ => UtilityClass::TimeInsensitive,
+        }
+    }
+}
 
 /// One job's fate under one scheme.
 #[derive(Debug, Clone, PartialEq, Serialize)]
@@ -68,9 +91,22 @@ pub fn oasis(
     u: f64,
     l: f64,
 ) -> Result<(RunOutcome, PriceParameters)> {
+    oasis_reporting(cluster, jobs, lowest, u, l, &mut |_| {})
+}
+
+/// The same; `progress` hears after every decision (`measured_finished`: the jobs decided,
+/// `active_jobs`: those admitted).
+pub fn oasis_reporting(
+    cluster: &ClusterSpec,
+    jobs: &[Job],
+    lowest: LowestUtility,
+    u: f64,
+    l: f64,
+    progress: &mut dyn FnMut(Progress),
+) -> Result<(RunOutcome, PriceParameters)> {
     let prices = PriceParameters::estimate_with(jobs, cluster, lowest)?.scaled(u, l)?;
     let mut scheduler = Oasis::new(cluster.clone(), prices)?;
-    let mut outcomes = Vec::with_capacity(jobs.len());
+    let mut outcomes: Vec<JobOutcome> = Vec::with_capacity(jobs.len());
     for job in jobs {
         let d = scheduler.decide(job)?;
         let completion_slot = d.schedule.as_ref().filter(|_| d.admitted).map(|s| s.completion_slot);
@@ -79,6 +115,13 @@ pub fn oasis(
             admitted: d.admitted,
             completion_slot,
             utility: if d.admitted { d.utility } else { 0.0 },
+        });
+        progress(Progress {
+            now_seconds: job.spec.arrival_slot as f64 * cluster.slot_seconds,
+            rounds: job.spec.arrival_slot as u64,
+            measured_finished: outcomes.len(),
+            measured_total: jobs.len(),
+            active_jobs: outcomes.iter().filter(|o| o.admitted).count(),
         });
     }
     Ok((RunOutcome::new("oasis", outcomes), prices))

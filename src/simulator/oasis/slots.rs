@@ -8,9 +8,21 @@ use super::run::{JobOutcome, RunOutcome};
 use crate::error::Result;
 use crate::scheduling::oasis::baselines::{Placer, Progress, SlotScheme};
 use crate::scheduling::oasis::{ClusterSpec, Job};
+use crate::simulator::Progress as Report;
 
 /// Runs `scheme` over the horizon.
 pub fn simulate(cluster: &ClusterSpec, jobs: &[Job], scheme: &mut dyn SlotScheme) -> Result<RunOutcome> {
+    simulate_reporting(cluster, jobs, scheme, &mut |_| {})
+}
+
+/// The same; `report` hears after every slot (`measured_finished`: the jobs finished,
+/// `active_jobs`: those that ran in the slot).
+pub fn simulate_reporting(
+    cluster: &ClusterSpec,
+    jobs: &[Job],
+    scheme: &mut dyn SlotScheme,
+    report: &mut dyn FnMut(Report),
+) -> Result<RunOutcome> {
     cluster.validate()?;
     let mut order: Vec<usize> = (0..jobs.len()).collect();
     order.sort_by_key(|&i| (jobs[i].spec.arrival_slot, i));
@@ -36,6 +48,13 @@ pub fn simulate(cluster: &ClusterSpec, jobs: &[Job], scheme: &mut dyn SlotScheme
                 p.completion_slot = Some(slot);
             }
         }
+        report(Report {
+            now_seconds: (slot + 1) as f64 * cluster.slot_seconds,
+            rounds: slot as u64 + 1,
+            measured_finished: progress.iter().filter(|p| p.completion_slot.is_some()).count(),
+            measured_total: jobs.len(),
+            active_jobs: placer.given.iter().filter(|&&w| w > 0).count(),
+        });
     }
     let outcomes = jobs
         .iter()

@@ -2,13 +2,13 @@
 //! jobs and cluster, their total utility, and how late the time-sensitive and time-critical
 //! jobs finish against their targets.
 
-use super::run::{lateness, oasis, validate, RunOutcome};
+use super::run::{lateness, oasis, validate, RunOutcome, UtilityClass};
 use super::slots::simulate;
 use super::workload::{generate, Settings};
 use crate::error::Result;
 use crate::lp::Backend;
 use crate::scheduling::oasis::baselines::{Dorm, Drf, Fifo, Rrh, SlotScheme};
-use crate::scheduling::oasis::{ClusterSpec, Job, LowestUtility, Utility};
+use crate::scheduling::oasis::{ClusterSpec, Job, LowestUtility};
 use serde::Serialize;
 
 /// The schemes, in the order the tables list them.
@@ -52,15 +52,11 @@ pub fn run_all(settings: &Settings, seed: u64, lowest: LowestUtility, backend: B
     Ok(StudyRun { seed, runs, jobs })
 }
 
-/// `(completion − arrival + 1) − γ3` of every finished job of a class (1: time-sensitive,
-/// `γ2 < 4`; 2: time-critical) under one run.
-pub fn lateness_of(run: &RunOutcome, jobs: &[Job], class: usize) -> Vec<f64> {
+/// `(completion − arrival + 1) − γ3` of every finished job of `class` under one run.
+pub fn lateness_of(run: &RunOutcome, jobs: &[Job], class: UtilityClass) -> Vec<f64> {
     jobs.iter()
         .zip(&run.jobs)
-        .filter(|(job, _)| match job.spec.utility {
-            Utility::Sigmoid { decay, .. } if decay > 0.0 => (decay >= 4.0) == (class == 2),
-            _ => false,
-        })
+        .filter(|(job, _)| UtilityClass::of(&job.spec.utility) == class)
         .filter_map(|(job, outcome)| lateness(job, outcome))
         .collect()
 }

@@ -23,10 +23,15 @@ pub fn read_path(path: &Path, throughputs: &ThroughputTable) -> Result<Trace> {
     let text = std::fs::read_to_string(path).map_err(|e| {
         at(ErrorCode::MalformedRequest, "trace", format!("cannot read trace file {}: {e}", path.display()))
     })?;
+    parse(&text, throughputs)
+}
+
+/// A trace's text: JSON when its first character is `{`, else Gavel's format.
+pub fn parse(text: &str, throughputs: &ThroughputTable) -> Result<Trace> {
     if text.trim_start().starts_with('{') {
-        from_json_str(&text)
+        from_json_str(text)
     } else {
-        parse_gavel(&text, throughputs)
+        parse_gavel(text, throughputs)
     }
 }
 

@@ -1,0 +1,231 @@
+//! `arbiter simulate` and `arbiter sweep` on OASiS's workloads: which runs are OASiS's (the
+//! trace is a workload of `{"cluster", "jobs"}`, or the sweep names one of its schemes), the
+//! scheme the stage flags name, and refusing the flags that only mean something in rounds.
+//! `simulator::cli` dispatches here; the runs are `scheme`'s, the output `report`'s and `sweep`'s.
+
+use super::cli::OasisInput;
+use super::report::OasisReport;
+use super::run::validate;
+use super::scheme::{Scheme, BASELINES, OWN_NAMES};
+use super::sweep::{self, OasisSweep};
+use crate::error::{ArbiterError, ErrorCode, Result};
+use crate::simulator::cli::{backend_named, number_list, write_file, write_output, SimulateArgs, SweepArgs};
+use crate::simulator::progress::ProgressBar;
+use std::time::Instant;
+
+/// Whether a trace's text is an OASiS workload: a JSON object with a `cluster`.
+pub fn is_workload(text: &str) -> bool {
+    #[derive(serde::Deserialize)]
+    struct Probe {
+        cluster: Option<serde::de::IgnoredAny>,
+    }
+    text.trim_start().starts_with('{') && serde_json::from_str::<Probe>(text).is_ok_and(|p| p.cluster.is_some())
+}
+
+/// Whether a stage flag's value names something only OASiS's workloads have (`oasis`, `drf`,
+/// `rrh`, `dorm`).
+pub fn names_own_scheme(value: Option<&str>) -> bool {
+    value.is_some_and(|v| OWN_NAMES.contains(&v.split(':').next().unwrap_or_default().trim()))
+}
+
+/// A round-based trace given with a stage only OASiS's workloads have.
+pub fn refuse_for_rounds(admission: Option<&str>, scheduling: Option<&str>) -> Result<()> {
+    for (field, value) in [("admission", admission), ("scheduling", scheduling)] {
+        if names_own_scheme(value) {
+            return Err(ArbiterError::at(
+                ErrorCode::Unsupported,
+                field,
+                format!(
+                    "--{field} {} runs on an OASiS workload (a JSON {{\"cluster\", \"jobs\"}} of worker and \
+                     parameter-server servers over slots, docs/oasis.md); this trace's jobs have no epochs, \
+                     chunks or utilities",
+                    value.unwrap_or_default()
+                ),
+            ));
+        }
+    }
+    Ok(())
+}
+
+/// Refuses the first flag of `used` that was given: it only means something in rounds.
+fn refuse_round_flags(used: &[(&str, bool)]) -> Result<()> {
+    match used.iter().find(|(_, given)| *given) {
+        Some((flag, _)) => Err(ArbiterError::at(
+            ErrorCode::MalformedRequest,
+            *flag,
+            format!(
+                "--{flag} is for round-based traces on GPU types; an OASiS workload runs in slots on its own \
+                 cluster of worker and parameter-server servers"
+            ),
+        )),
+        None => Ok(()),
+    }
+}
+
+/// The scheme `--admission` and `--scheduling` name: `--admission oasis[:OPTIONS]` alone, or a
+/// baseline as `--scheduling` (admission `accept_all` or none).
+fn scheme_of(admission: Option<&str>, scheduling: Option<&str>) -> Result<Scheme> {
+    let admission = admission.map(str::trim).filter(|a| *a != "accept_all");
+    match (admission, scheduling) {
+        (Some(a), None) if a.split(':').next() == Some("oasis") => Scheme::parse(a, "admission"),
+        (Some(a), Some(_)) if a.split(':').next() == Some("oasis") => Err(ArbiterError::at(
+            ErrorCode::MalformedRequest,
+            "scheduling",
+            format!(
+                "OASiS runs each job it admits on the schedule it admitted it with; --scheduling picks a \
+                 baseline ({}) under --admission accept_all",
+                BASELINES.join(", ")
+            ),
+        )),
+        (Some(a), _) => Err(ArbiterError::at(
+            ErrorCode::Unsupported,
+            "admission",
+            format!("an OASiS workload is admitted by oasis, or by accept_all under a baseline; got {a:?}"),
+        )),
+        (None, Some(s)) => match Scheme::parse(s, "scheduling")? {
+            Scheme::Oasis { .. } => Err(ArbiterError::at(
+                ErrorCode::MalformedRequest,
+                "scheduling",
+                "oasis is an admission stage: --admission oasis",
+            )),
+            baseline => Ok(baseline),
+        },
+        (None, None) => Err(ArbiterError::at(
+            ErrorCode::MissingField,
+            "admission",
+            format!("an OASiS workload runs under --admission oasis or --scheduling {}", BASELINES.join("|")),
+        )),
+    }
+}
+
+/// `arbiter simulate` on an OASiS workload (`text`, the trace file's).
+pub fn simulate(args: &SimulateArgs, text: &str) -> Result<()> {
+    refuse_round_flags(&[
+        ("throughputs", args.throughputs.is_some()),
+        ("cluster", args.cluster.is_some()),
+        ("gpus-per-server", args.gpus_per_server != 4),
+        ("prices", args.prices.is_some()),
+        ("policy", args.policy.is_some()),
+        ("placement", args.placement.is_some()),
+        ("preemption", args.preemption.is_some()),
+        ("restart-seconds", args.restart_seconds != 0.0),
+        ("synthesizer", args.synthesizer.is_some()),
+        ("heterogeneity-aware", !args.heterogeneity_aware),
+        ("space-sharing", args.space_sharing),
+        ("round-seconds", args.round_seconds != 360.0),
+        ("window", args.window.is_some()),
+        ("ideal", args.ideal),
+        ("realizable", args.realizable),
+        ("configurations", args.configurations),
+        ("min-solve-seconds", args.min_solve_seconds != 0.0),
+        ("work-conserving", !args.work_conserving),
+        ("profiled-types", args.profiled_types.is_some()),
+    ])?;
+    let scheme = scheme_of(args.admission.as_deref(), args.scheduling.as_deref())?;
+    let backend = backend_named(&args.backend)?;
+    let input: OasisInput = crate::contract::json::read(text).map_err(|e| {
+        let field = e.path.map_or_else(|| "trace".to_string(), |path| format!("trace.{path}"));
+        ArbiterError::at(ErrorCode::MalformedRequest, field, format!("the OASiS workload is not valid: {}", e.message))
+    })?;
+    let jobs = validate(&input.cluster, &input.jobs)?;
+    let started = Instant::now();
+    let mut bar = ProgressBar::new(format!("simulate {}", scheme.label()));
+    let result = scheme.run(&input.cluster, &jobs, backend, &mut |p| bar.update(p));
+    bar.finish();
+    let (run, prices) = result?;
+    let report = OasisReport::new(run, &jobs, prices, started.elapsed().as_secs_f64());
+    let json = if args.pretty { serde_json::to_string_pretty(&report) } else { serde_json::to_string(&report) };
+    write_output(&args.output, &json.expect("a report always serializes"))?;
+    if let Some(path) = &args.plot {
+        write_file(path, &report.lateness_chart().to_svg())?;
+    }
+    Ok(())
+}
+
+/// Whether a sweep's policies name one of OASiS's schemes (then every one must be).
+pub fn is_oasis_sweep(policies: &str) -> bool {
+    policies.split(',').any(|p| names_own_scheme(Some(p)))
+}
+
+/// `arbiter sweep` over OASiS's study: `--policies` are schemes, `--jobs` a list of workload
+/// sizes.
+pub fn sweep(args: &SweepArgs) -> Result<()> {
+    refuse_round_flags(&[
+        ("throughputs", args.throughputs.is_some()),
+        ("cluster", args.cluster.is_some()),
+        ("gpus-per-server", args.gpus_per_server != 4),
+        ("loads", args.loads.is_some()),
+        ("burst-jobs", args.burst_jobs != 0),
+        ("short-bursts", args.short_bursts),
+        ("window", args.window.is_some()),
+        ("tenants", args.tenants.is_some()),
+        ("static", args.static_trace),
+        ("multi-gpu", args.multi_gpu),
+        ("multi-priority", args.multi_priority),
+        ("round-seconds", args.round_seconds != 360.0),
+        ("ideal", args.ideal),
+        ("restart-seconds", args.restart_seconds != 0.0),
+        ("cdf-plot", args.cdf_plot.is_some()),
+        ("cdf-load", args.cdf_load.is_some()),
+        ("fairness-plots", args.fairness_plots.is_some()),
+    ])?;
+    let config = OasisSweep {
+        schemes: args.policies.split(',').map(|p| Scheme::parse(p, "policies")).collect::<Result<_>>()?,
+        jobs: number_list(args.jobs.as_deref().unwrap_or("25,50,100,200"), "jobs")?,
+        seeds: number_list(&args.seeds, "seeds")?,
+        backend: backend_named(&args.backend)?,
+    };
+    let pool = rayon::ThreadPoolBuilder::new().num_threads(args.threads.unwrap_or(0)).build().map_err(|e| {
+        ArbiterError::new(ErrorCode::Unsupported, format!("cannot start {:?} threads: {e}", args.threads))
+    })?;
+    let terminal = std::io::IsTerminal::is_terminal(&std::io::stderr());
+    let report = |done: usize, total: usize| {
+        if terminal {
+            eprint!("\rsweep: {done}/{total} simulations ");
+        }
+    };
+    let points = pool.install(|| sweep::run(&config, &report))?;
+    if terminal {
+        eprintln!();
+    }
+    write_output(&args.output, sweep::csv(&points).trim_end())?;
+    if let Some(path) = &args.plot {
+        write_file(path, &sweep::utility_vs_jobs(&points).to_svg())?;
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::scheduling::oasis::LowestUtility;
+
+    #[test]
+    fn recognizes_workloads_and_schemes() {
+        assert!(is_workload(r#" {"cluster": {"slots": 1}, "jobs": []}"#));
+        assert!(!is_workload(r#"{"jobs": []}"#));
+        assert!(!is_workload("resnet50\tcmd\t...\n"));
+        assert!(is_oasis_sweep("las,drf") && is_oasis_sweep("oasis:u=2") && !is_oasis_sweep("fifo,las"));
+    }
+
+    #[test]
+    fn the_stage_flags_name_one_scheme() {
+        let oasis = Scheme::Oasis { lowest: LowestUtility::AtShortest, u: 1.0, l: 1.0 };
+        assert_eq!(scheme_of(Some("oasis"), None).unwrap(), oasis);
+        assert_eq!(scheme_of(Some("accept_all"), Some("rrh")).unwrap(), Scheme::Baseline("rrh"));
+        assert_eq!(scheme_of(None, Some("fifo")).unwrap(), Scheme::Baseline("fifo"));
+        for (admission, scheduling, field) in [
+            (Some("oasis"), Some("drf"), "scheduling"),
+            (Some("accept_x=1.2"), Some("drf"), "admission"),
+            (None, Some("oasis"), "scheduling"),
+            (None, Some("las"), "scheduling"),
+            (None, None, "admission"),
+        ] {
+            let e = scheme_of(admission, scheduling).unwrap_err();
+            assert_eq!(e.field.as_deref(), Some(field), "{admission:?} {scheduling:?}");
+        }
+        assert!(refuse_for_rounds(Some("oasis"), None).is_err());
+        assert!(refuse_for_rounds(None, Some("dorm")).is_err());
+        assert!(refuse_for_rounds(Some("accept_x=1.2"), Some("fifo")).is_ok());
+    }
+}
