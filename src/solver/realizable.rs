@@ -4,14 +4,16 @@
 //! from the fractional one. The fractional optimum is solved first: when the check proves it
 //! realizable it is the answer (nothing realizable does better); otherwise its decomposition
 //! seeds the column generation. Covers `max_min_fairness`, `min_makespan` and
-//! `max_sum_throughput` without space sharing or placement sensitivity; the others keep their
-//! fractional allocation and say why. See `formulations/realizability.md`.
+//! `max_sum_throughput`, with or without space sharing (a colocated pair is one more gang a round
+//! may run), without placement sensitivity; the others keep their fractional allocation and say
+//! why. See `formulations/realizability.md`.
 
 use crate::lp::Backend;
-use crate::policies::{max_min_fairness, min_makespan, throughputs, Outcome, PolicyKind};
+use crate::policies::{colocated, max_min_fairness, min_makespan, throughputs, Outcome, PolicyKind};
 use crate::problem::Problem;
-use crate::solver::realizability::{self, hull, Budget, Realizability};
+use crate::solver::realizability::{self, hull, Budget, Configuration, Realizability};
 use crate::solver::tie_break::{self, TieBreak};
+use crate::space_sharing::{kept_pairs, Pair};
 use serde::{Deserialize, Serialize};
 use std::time::Instant;
 
@@ -117,9 +119,6 @@ fn uncovered(problem: &Problem, outcome: &Outcome) -> Option<String> {
             problem.policy.name()
         ));
     }
-    if outcome.colocates() {
-        return Some("colocated pairs (space sharing) are not formulated over round configurations".into());
-    }
     if outcome.unconsolidated.rows() > 0 {
         return Some("placement sensitivity is not formulated over round configurations".into());
     }
@@ -176,7 +175,26 @@ pub fn apply(problem: &Problem, outcome: Outcome, tie_broken: bool, backend: Bac
     let all_placeable = (0..problem.num_jobs()).all(|m| {
         (0..problem.num_types()).any(|w| runnable.get(m, w) > 0.0 && instance.scale_factors[m] <= instance.capacity[w])
     });
-    let thr = throughputs(problem, &outcome.allocation);
+    // Space sharing's kept pairs (the fractional LP's), each one more gang a round may run.
+    let pairs = kept_pairs(problem);
+    let fractional_pair_time: Vec<Vec<f64>> = pairs
+        .iter()
+        .map(|p| match p.colocation < outcome.colocated.rows() {
+            true => outcome.colocated.row(p.colocation).to_vec(),
+            false => vec![0.0; problem.num_types()],
+        })
+        .collect();
+    // The check's pairs (those with time, in colocation order) as indices into `pairs`.
+    let checked_pairs: Vec<Option<u32>> = (0..outcome.colocated.rows())
+        .filter(|&k| outcome.colocated.row(k).iter().any(|&y| y > 0.0))
+        .map(|k| pairs.iter().position(|p| p.colocation == k).map(|j| j as u32))
+        .collect();
+    let in_hull_terms = |c: Configuration| -> Configuration {
+        let paired =
+            c.pairs.iter().filter_map(|&(i, w)| checked_pairs.get(i as usize).copied().flatten().map(|j| (j, w)));
+        Configuration::with_pairs(c.runs, paired.collect())
+    };
+    let thr = with_pair_throughput(throughputs(problem, &outcome.allocation), &pairs, &fractional_pair_time);
     let secondary = tie_break::throughput_value(problem);
     let with_tie_break = problem.tie_break != TieBreak::None;
     let demand: Vec<f64> = match problem.policy {
@@ -185,8 +203,8 @@ pub fn apply(problem: &Problem, outcome: Outcome, tie_broken: bool, backend: Bac
         _ => Vec::new(),
     };
     let ones = vec![1.0; problem.num_jobs()];
-    let mut seed: Vec<realizability::Configuration> =
-        check.map(|c| c.configurations.into_iter().map(|(_, c)| c).collect()).unwrap_or_default();
+    let mut seed: Vec<Configuration> =
+        check.map(|c| c.configurations.into_iter().map(|(_, c)| in_hull_terms(c)).collect()).unwrap_or_default();
     let (goal, start_from) = if problem.policy == PolicyKind::MaxSumThroughput {
         let bound = all_placeable.then(|| thr.iter().sum());
         (hull::Goal::Throughput { value: &ones }, hull::Start { bound, ..hull::Start::default() })
@@ -198,16 +216,26 @@ pub fn apply(problem: &Problem, outcome: Outcome, tie_broken: bool, backend: Bac
         let mut reaching = None;
         if z.is_finite() && z > 0.0 {
             let mut floors = instance.clone();
-            for m in 0..problem.num_jobs() {
-                let keep = if thr[m] > 0.0 { (z * demand[m] / thr[m]).min(1.0) } else { 0.0 };
+            let keep: Vec<f64> = (0..problem.num_jobs())
+                .map(|m| if thr[m] > 0.0 { (z * demand[m] / thr[m]).min(1.0) } else { 0.0 })
+                .collect();
+            for (m, &keep) in keep.iter().enumerate() {
                 floors.requested.row_mut(m).iter_mut().for_each(|x| *x *= keep);
+            }
+            // A pair's time serves both of its jobs: cut to what the one that needs more keeps.
+            for pair in &mut floors.pairs {
+                let keep = pair.jobs.iter().map(|&m| keep[m as usize]).fold(0.0, f64::max);
+                pair.requested.iter_mut().for_each(|y| *y *= keep);
             }
             if let Ok(c) = realizability::check(&floors, &check_budget(), backend) {
                 lp_solves += c.lp_solves;
-                if c.delivers_all() {
-                    reaching = Some(c.configurations.clone());
+                let delivers_all = c.delivers_all();
+                let configurations: Vec<(f64, Configuration)> =
+                    c.configurations.into_iter().map(|(w, c)| (w, in_hull_terms(c))).collect();
+                if delivers_all {
+                    reaching = Some(configurations.clone());
                 }
-                seed.extend(c.configurations.into_iter().map(|(_, c)| c));
+                seed.extend(configurations.into_iter().map(|(_, c)| c));
             }
         }
         let secondary_bound =
@@ -223,8 +251,13 @@ pub fn apply(problem: &Problem, outcome: Outcome, tie_broken: bool, backend: Bac
         (hull::Goal::Ratio { demand: &demand, secondary: with_tie_break.then_some(secondary.as_slice()) }, start)
     };
     let start_from = hull::Start { seed, ..start_from };
-    let solved =
-        hull::solve(&runnable, &instance.scale_factors, &instance.capacity, goal, &start_from, &budget(), backend);
+    let runs = hull::Runnable {
+        throughput: &runnable,
+        scale_factors: &instance.scale_factors,
+        capacity: &instance.capacity,
+        pairs: &pairs,
+    };
+    let solved = hull::solve(runs, goal, &start_from, &budget(), backend);
     let hull = match solved {
         Ok(hull) => hull,
         Err(skipped) => {
@@ -236,7 +269,7 @@ pub fn apply(problem: &Problem, outcome: Outcome, tie_broken: bool, backend: Bac
         }
     };
     lp_solves += hull.lp_solves;
-    let thr = throughputs(problem, &hull.allocation);
+    let thr = with_pair_throughput(throughputs(problem, &hull.allocation), &pairs, &hull.pair_time);
     let mut counted = vec![true; problem.num_jobs()];
     for &m in &hull.unplaceable {
         counted[m] = false;
@@ -251,7 +284,14 @@ pub fn apply(problem: &Problem, outcome: Outcome, tie_broken: bool, backend: Bac
         _ => thr.iter().sum(),
     };
     let relative_gap = fractional.map(|f| if f != 0.0 { ((objective - f) / f).abs() } else { objective.abs() });
-    let decomposition = Realizability::of_configurations(&hull.allocation, hull.configurations.clone(), lp_solves);
+    let pair_jobs: Vec<[usize; 2]> = pairs.iter().map(|p| p.jobs).collect();
+    let decomposition = Realizability::of_configurations(
+        &hull.allocation,
+        &pair_jobs,
+        &hull.pair_time,
+        hull.configurations.clone(),
+        lp_solves,
+    );
     let report = RealizableReport {
         applied: true,
         reason: match (&hull.stopped, &hull.tie_break_stopped) {
@@ -276,10 +316,25 @@ pub fn apply(problem: &Problem, outcome: Outcome, tie_broken: bool, backend: Bac
         seconds: start.elapsed().as_secs_f64(),
     };
     let outcome = Outcome {
+        colocated: colocated(problem, &pairs, &hull.pair_time),
         allocation: hull.allocation,
         objective: Some(objective),
         lp_solves: outcome.lp_solves + lp_solves,
         ..outcome
     };
     Realized { outcome, report, decomposition: Some(decomposition) }
+}
+
+/// Each job's throughput `thr` from running alone, plus what its colocated pairs' time gives it.
+fn with_pair_throughput(mut thr: Vec<f64>, pairs: &[Pair], pair_time: &[Vec<f64>]) -> Vec<f64> {
+    for (pair, time) in pairs.iter().zip(pair_time) {
+        for (w, &y) in time.iter().enumerate() {
+            for (i, &m) in pair.jobs.iter().enumerate() {
+                if m < thr.len() {
+                    thr[m] += pair.throughput[w][i] * y;
+                }
+            }
+        }
+    }
+    thr
 }

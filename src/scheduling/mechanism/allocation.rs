@@ -219,7 +219,11 @@ impl Session {
             let applied = crate::solver::tie_break::apply(&problem, outcome, backend)?;
             let tie_broken = applied.tie_break != crate::solver::tie_break::TieBreak::None;
             let r = crate::solver::realizable::apply(&problem, applied.outcome, tie_broken, backend);
-            let configurations = r.decomposition.map(|d| {
+            // Rounds follow a decomposition of jobs alone (`Mode::Configurations` runs no pairs).
+            let alone = |d: &crate::solver::realizability::Realizability| {
+                d.configurations.iter().all(|(_, c)| c.pairs.is_empty())
+            };
+            let configurations = r.decomposition.filter(alone).map(|d| {
                 d.configurations
                     .iter()
                     .map(|(weight, c)| {

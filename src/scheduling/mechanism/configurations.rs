@@ -90,7 +90,7 @@ impl Schedule {
                 (*weight, Configuration::new(runs.iter().map(|&(m, w)| (m as u32, w as u32)).collect()))
             })
             .collect();
-        let result = Realizability::of_configurations(&instance.requested, runs, 0);
+        let result = Realizability::of_configurations(&instance.requested, &[], &[], runs, 0);
         let (ids, types) = super::realizable::names(session, &ids);
         let report = crate::solver::realizability::report_of(&result, &ids, &types, 0.0);
         let plan = Plan::of(&result, jobs.len(), capacity.len());

@@ -11,16 +11,31 @@
 //! ```
 //!
 //! A job no round can run (its gang fits no type it runs on) has no row: it gets no time, and the
-//! hull names it rather than hold `z` at 0. With `g_mc = T[m][w]/demand_m` when `c` runs job m on type w (0 when it does not run it) and
-//! `v_c = Σ value_m·T[m][w]` over the jobs `c` runs. A configuration improves iff
-//! `Σ_{(m,w)∈c} (π_m·T[m][w]/demand_m + cost_mw) > μ`: the check's pricing with these values.
+//! hull names it rather than hold `z` at 0. With `g_mc = T[m][w]/demand_m` when `c` runs job m on
+//! type w alone, `T_k[m][w]/demand_m` when it runs m in colocated pair k on w (space sharing: both
+//! jobs of the pair on the same GPUs), 0 when it does not run it; and `v_c = Σ value_m·thr_m` over
+//! the jobs `c` runs. A configuration improves iff `Σ_{gang entries e∈c} (Σ_{m∈e} π_m·g_me + cost_e)
+//! > μ`: the check's pricing, over gangs, with these values.
 
 use super::master::{Limits, Master, Supply};
 use super::pricing::Pricing;
 use super::{Budget, Configuration, Gang, Skipped};
 use crate::lp::{Backend, LinearProgram, Row, Sense};
 use crate::problem::Matrix;
+use crate::space_sharing::Pair;
 use std::time::Instant;
+
+/// What rounds can run: each job alone at `throughput[m][w]` as a gang of `scale_factors[m]`
+/// GPUs, and each colocated pair of `pairs` at its throughputs, on `capacity[w]` whole GPUs of
+/// each type.
+#[derive(Debug, Clone, Copy)]
+pub struct Runnable<'a> {
+    pub throughput: &'a Matrix,
+    pub scale_factors: &'a [u32],
+    pub capacity: &'a [u32],
+    /// Space sharing's kept pairs (none without it).
+    pub pairs: &'a [Pair],
+}
 
 /// What the hull solve maximizes.
 #[derive(Debug, Clone, Copy)]
@@ -40,9 +55,12 @@ pub struct Hull {
     pub value: f64,
     /// An upper bound on the hull's optimum (`value` when certified).
     pub upper_bound: f64,
-    /// `X[m][w] = Σ_c λ_c·[c runs m on w]`.
+    /// `X[m][w] = Σ_c λ_c·[c runs m on w alone]`.
     pub allocation: Matrix,
-    /// The configurations with positive weight and their weights: the allocation's decomposition.
+    /// `Y[k][w] = Σ_c λ_c·[c runs pair k on w]`, one row per pair of `Runnable::pairs`.
+    pub pair_time: Vec<Vec<f64>>,
+    /// The configurations with positive weight and their weights: the allocation's decomposition
+    /// (a configuration's pairs index `Runnable::pairs`).
     pub configurations: Vec<(f64, Configuration)>,
     /// Jobs the goal counts that no round can run (no type where their gang fits and they run):
     /// they get no time and are left out of the goal.
@@ -65,7 +83,8 @@ const TIE_BREAK_ENTRIES: usize = 1024;
 /// Where the column generation starts, and what it knows of the optimum.
 #[derive(Debug, Clone, Default)]
 pub struct Start {
-    /// Configurations to start from (decompositions of the fractional optimum).
+    /// Configurations to start from (decompositions of the fractional optimum; pairs index
+    /// `Runnable::pairs`).
     pub seed: Vec<Configuration>,
     /// The size of the expected `z` (the fractional optimum), so the master's numbers stay near 1.
     pub scale: Option<f64>,
@@ -80,17 +99,15 @@ pub struct Start {
     pub reaching: Option<Vec<(f64, Configuration)>>,
 }
 
-/// Solves `goal` over the configurations of `capacity[w]` whole GPUs per type for jobs of
-/// `scale_factors` running at `throughput[m][w]`, from `start`.
+/// Solves `goal` over the round configurations of `runnable`, from `start`.
 pub fn solve(
-    throughput: &Matrix,
-    scale_factors: &[u32],
-    capacity: &[u32],
+    runnable: Runnable,
     goal: Goal,
     start: &Start,
     budget: &Budget,
     backend: Backend,
 ) -> Result<Hull, Skipped> {
+    let Runnable { throughput, scale_factors, capacity, pairs } = runnable;
     let (seed, scale) = (&start.seed, start.scale.unwrap_or(1.0));
     let (jobs, types) = (throughput.rows(), throughput.cols());
     let weight = |m: usize| match goal {
@@ -99,9 +116,14 @@ pub fn solve(
     };
     // Jobs the goal counts.
     let counts = |m: usize| weight(m).is_finite() && weight(m) > 0.0;
-    // The entries a configuration may run: a positive throughput, a gang that fits, a job that
-    // counts for the goal.
+    // The entries a configuration may run, `(gang, type)`: a job alone (gang m) or colocated pair
+    // k (gang jobs + k) with a positive throughput, in a gang that fits, of jobs that count for
+    // the goal. `rates[e]`: each of the entry's jobs and its throughput there.
+    let mut gangs = Gang::singles(&scale_factors[..jobs.min(scale_factors.len())]);
+    gangs.extend(pairs.iter().map(|p| Gang::pair(p.jobs.map(|m| m as u32), p.scale_factor)));
     let mut entries: Vec<(u32, u32)> = Vec::new();
+    let mut rates: Vec<Vec<(usize, f64)>> = Vec::new();
+    let too_many = || Skipped::TooLarge(format!("more than {} (job, worker type) entries", budget.max_entries));
     for (m, &sf) in scale_factors.iter().enumerate().take(jobs) {
         if !counts(m) {
             continue;
@@ -110,18 +132,38 @@ pub fn solve(
             let t = throughput.get(m, w);
             if t.is_finite() && t > 0.0 && sf <= gpus {
                 entries.push((m as u32, w as u32));
+                rates.push(vec![(m, t)]);
             }
         }
         if entries.len() > budget.max_entries {
-            return Err(Skipped::TooLarge(format!("more than {} (job, worker type) entries", budget.max_entries)));
+            return Err(too_many());
+        }
+    }
+    for (k, pair) in pairs.iter().enumerate() {
+        let [a, b] = pair.jobs;
+        if a >= jobs || b >= jobs || !counts(a) || !counts(b) {
+            continue;
+        }
+        for w in pair.types().filter(|&w| w < types && pair.scale_factor <= capacity[w]) {
+            let [ta, tb] = pair.throughput[w];
+            if ta.is_finite() && tb.is_finite() && ta >= 0.0 && tb >= 0.0 {
+                entries.push(((jobs + k) as u32, w as u32));
+                rates.push(vec![(a, ta), (b, tb)]);
+            }
+        }
+        if entries.len() > budget.max_entries {
+            return Err(too_many());
         }
     }
     let scale = if scale.is_finite() && scale > 0.0 { scale } else { 1.0 };
     // Jobs some round can run: those with an entry.
     let mut placeable = vec![false; jobs];
-    for &(m, _) in &entries {
-        placeable[m as usize] = true;
+    for &(m, _) in rates.iter().flatten() {
+        placeable[m] = true;
     }
+    // Per entry: `Σ_{m∈e} per_job[m]·thr_me`, its jobs' throughputs there valued per job.
+    let valued =
+        |per_job: &[f64]| -> Vec<f64> { rates.iter().map(|r| r.iter().map(|&(m, t)| per_job[m] * t).sum()).collect() };
     let mut lp = LinearProgram::new(Sense::Maximize);
     let mut norm = 1.0;
     let (supply, z) = match goal {
@@ -138,27 +180,21 @@ pub fn solve(
                 lp.col_upper[z] = 0.0;
             }
             let supply = Supply {
-                row: entries.iter().map(|&(m, _)| row_of[m as usize]).collect(),
-                coef: entries
+                terms: rates
                     .iter()
-                    .map(|&(m, w)| throughput.get(m as usize, w as usize) / (demand[m as usize] * scale))
+                    .map(|r| r.iter().map(|&(m, t)| (row_of[m], t / (demand[m] * scale))).collect())
                     .collect(),
                 cost: vec![0.0; entries.len()],
             };
             (supply, Some(z))
         }
         Goal::Throughput { value } => {
-            let cost: Vec<f64> =
-                entries.iter().map(|&(m, w)| value[m as usize] * throughput.get(m as usize, w as usize)).collect();
+            let cost = valued(value);
             let largest = cost.iter().copied().fold(0.0, f64::max);
             norm = if largest > 0.0 { largest } else { 1.0 };
-            // No rows: an entry supplies nothing, its value is its cost (the convexity row, with
-            // coefficient 0, stands in for its row).
-            let supply = Supply {
-                row: vec![0; entries.len()],
-                coef: vec![0.0; entries.len()],
-                cost: cost.iter().map(|c| c / norm).collect(),
-            };
+            // No rows: an entry supplies nothing, its value is its cost.
+            let supply =
+                Supply { terms: vec![Vec::new(); entries.len()], cost: cost.iter().map(|c| c / norm).collect() };
             (supply, None)
         }
     };
@@ -170,28 +206,30 @@ pub fn solve(
             budget.max_pricing_work
         )));
     }
-    let requested: Vec<f64> =
-        entries.iter().map(|&(m, w)| throughput.get(m as usize, w as usize) * weight(m as usize).recip()).collect();
+    let requested: Vec<f64> = rates.iter().map(|r| r.iter().map(|&(m, t)| t / weight(m)).sum()).collect();
     let deadline = Instant::now() + std::time::Duration::from_secs_f64(budget.seconds.clamp(0.0, 1e6));
     let deadline = backend.deadline.map_or(deadline, |d| d.min(deadline));
-    let gangs = Gang::singles(scale_factors);
     let pricing = Pricing::new(&entries, &gangs, capacity, &requested).with_milp(backend.until(deadline));
     let limits =
         Limits { iterations: budget.iterations.max(1), pricing_nodes: budget.pricing_nodes, deadline: Some(deadline) };
     let mut master = Master::new(backend.until(deadline).open(lp), supply, convexity);
     // The idle round: the master is never empty, and its first basis is feasible.
     master.add(Vec::new());
-    // `(job, type)` → its entry, if it has one.
-    let mut entry_of = vec![usize::MAX; jobs * types];
-    for (e, &(m, w)) in entries.iter().enumerate() {
-        entry_of[m as usize * types + w as usize] = e;
+    // `(gang, type)` → its entry, if it has one.
+    let mut entry_of = vec![usize::MAX; gangs.len() * types];
+    for (e, &(g, w)) in entries.iter().enumerate() {
+        entry_of[g as usize * types + w as usize] = e;
     }
-    let entry = |&(m, w): &(u32, u32)| -> Option<usize> {
-        let (m, w) = (m as usize, w as usize);
-        (m < jobs && w < types).then(|| entry_of[m * types + w]).filter(|&e| e != usize::MAX)
+    let entry = |g: usize, w: usize| -> Option<usize> {
+        (g < gangs.len() && w < types).then(|| entry_of[g * types + w]).filter(|&e| e != usize::MAX)
+    };
+    // A configuration's entries: its jobs alone, then its pairs (gang jobs + k).
+    let column_of = |c: &Configuration| -> Vec<usize> {
+        let alone = c.runs.iter().filter_map(|&(m, w)| entry(m as usize, w as usize));
+        alone.chain(c.pairs.iter().filter_map(|&(k, w)| entry(jobs + k as usize, w as usize))).collect()
     };
     for configuration in seed {
-        let column: Vec<usize> = configuration.runs.iter().filter_map(entry).collect();
+        let column = column_of(configuration);
         if !column.is_empty() {
             master.add(column);
         }
@@ -204,7 +242,7 @@ pub fn solve(
     let mut lp_solves = 0;
     let known = start.bound.map(|b| b / unit);
     let as_columns = |configurations: &[(f64, Configuration)]| -> Vec<(Vec<usize>, f64)> {
-        configurations.iter().map(|(w, c)| (c.runs.iter().filter_map(entry).collect(), *w)).collect()
+        configurations.iter().map(|(w, c)| (column_of(c), *w)).collect()
     };
     // The master's optimum (in its units), its bound, why it stopped short, its decomposition.
     let (objective, bound, stopped, mut decomposition) = match (&start.reaching, known) {
@@ -222,13 +260,12 @@ pub fn solve(
     if let (Goal::Ratio { secondary: Some(secondary), .. }, Some(z), None) = (goal, z, &stopped) {
         // Phase two: z held at its optimum, the most secondary throughput (pricing unchanged: the
         // new objective is on the configurations' columns).
-        let cost: Vec<f64> =
-            entries.iter().map(|&(m, w)| secondary[m as usize] * throughput.get(m as usize, w as usize)).collect();
+        let cost = valued(secondary);
         let norm = cost.iter().copied().fold(0.0, f64::max);
         // The configurations z chose, with their idle GPUs given to the jobs they leave out (most
         // secondary value per GPU first): each still a round, none costing z anything.
         let per_gpu: Vec<f64> =
-            entries.iter().zip(&cost).map(|(&(m, _), c)| c / scale_factors[m as usize] as f64).collect();
+            entries.iter().zip(&cost).map(|(&(g, _), c)| c / gangs[g as usize].gpus.max(1) as f64).collect();
         let sorted = pricing.by_order(&per_gpu);
         let filled: Vec<(Vec<usize>, f64)> =
             decomposition.iter().map(|(column, w)| (pricing.fill_in(column.clone(), &sorted), *w)).collect();
@@ -268,23 +305,32 @@ pub fn solve(
     let total: f64 = weights.iter().sum();
     let shrink = if total > 1.0 { 1.0 / total } else { 1.0 };
     let mut allocation = Matrix::zeros(jobs, types);
+    let mut pair_time = vec![vec![0.0; types]; pairs.len()];
     let mut configurations = Vec::new();
     for ((column, _), &weight) in decomposition.iter().zip(&weights) {
         if weight <= 0.0 || column.is_empty() {
             continue;
         }
         let weight = weight * shrink;
+        let (mut runs, mut paired) = (Vec::new(), Vec::new());
         for &e in column {
-            let (m, w) = (entries[e].0 as usize, entries[e].1 as usize);
-            allocation.set(m, w, (allocation.get(m, w) + weight).min(1.0));
+            let (g, w) = (entries[e].0 as usize, entries[e].1 as usize);
+            if g < jobs {
+                allocation.set(g, w, (allocation.get(g, w) + weight).min(1.0));
+                runs.push(entries[e]);
+            } else {
+                pair_time[g - jobs][w] = (pair_time[g - jobs][w] + weight).min(1.0);
+                paired.push(((g - jobs) as u32, w as u32));
+            }
         }
-        configurations.push((weight, Configuration::new(column.iter().map(|&e| entries[e]).collect())));
+        configurations.push((weight, Configuration::with_pairs(runs, paired)));
     }
     let unplaceable = (0..jobs).filter(|&m| !placeable[m] && counts(m)).collect();
     Ok(Hull {
         value,
         upper_bound: upper_bound.max(value),
         allocation,
+        pair_time,
         configurations,
         unplaceable,
         stopped,

@@ -80,7 +80,7 @@ pub fn decompose(
         lp.add_row(Row::at_most(0.0, vec![(e, 1.0)]));
     }
     let convexity = lp.add_row(Row::at_most(1.0, Vec::new()));
-    let supply = Supply { row: (0..entries).collect(), coef: vec![1.0; entries], cost: vec![0.0; entries] };
+    let supply = Supply::one_row_each((0..entries).collect(), vec![1.0; entries], vec![0.0; entries]);
     let mut master = Master::new(backend.open(lp), supply, convexity);
     for column in seed.0 {
         master.add(column);
@@ -133,20 +133,30 @@ pub fn decompose(
     })
 }
 
-/// How a configuration enters a master LP: each entry it runs supplies `coef` to its row (the
-/// column's coefficient there is `−coef`, in a `≤` row whose dual is `≥ 0`) and adds `cost` to the
-/// column's objective. Entries of one job share a row or not, as the master states.
+/// How a configuration enters a master LP: each entry it runs supplies `coef` to each of its rows
+/// (the column's coefficient there is `−coef`, in a `≤` row whose dual is `≥ 0`) and adds `cost`
+/// to the column's objective. Entries of one job share a row or not, as the master states; a
+/// colocated pair's entry supplies both of its jobs' rows.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Supply {
-    pub row: Vec<usize>,
-    pub coef: Vec<f64>,
+    /// Per entry, `(row, coef)` for each row it supplies (none, one, or a pair's two).
+    pub terms: Vec<Vec<(usize, f64)>>,
     pub cost: Vec<f64>,
 }
 
 impl Supply {
-    /// Each entry's value to pricing under the duals `y`: `max(y_row, 0)·coef + cost`.
+    /// Entry `e` supplies `coef[e]` to `row[e]` alone.
+    pub fn one_row_each(row: Vec<usize>, coef: Vec<f64>, cost: Vec<f64>) -> Supply {
+        Supply { terms: row.into_iter().zip(coef).map(|term| vec![term]).collect(), cost }
+    }
+
+    /// Each entry's value to pricing under the duals `y`: `Σ max(y_row, 0)·coef + cost`.
     fn value(&self, y: &[f64]) -> Vec<f64> {
-        self.row.iter().zip(&self.coef).zip(&self.cost).map(|((&r, &a), &c)| y[r].max(0.0) * a + c).collect()
+        self.terms
+            .iter()
+            .zip(&self.cost)
+            .map(|(terms, &c)| terms.iter().map(|&(r, a)| y[r].max(0.0) * a).sum::<f64>() + c)
+            .collect()
     }
 }
 
@@ -169,8 +179,9 @@ impl Master {
     pub fn add(&mut self, column: Vec<usize>) {
         let mut coefs: Vec<(usize, f64)> = column
             .iter()
-            .filter(|&&e| self.supply.coef[e] != 0.0)
-            .map(|&e| (self.supply.row[e], -self.supply.coef[e]))
+            .flat_map(|&e| &self.supply.terms[e])
+            .filter(|&&(_, a)| a != 0.0)
+            .map(|&(r, a)| (r, -a))
             .collect();
         coefs.push((self.convexity, 1.0));
         let cost = self.cost_of(&column);

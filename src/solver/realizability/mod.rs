@@ -138,6 +138,8 @@ impl Realizability {
     /// reproduce it, as the hull solve returns them): everything asked is delivered.
     pub fn of_configurations(
         allocation: &Matrix,
+        pair_jobs: &[[usize; 2]],
+        pair_time: &[Vec<f64>],
         configurations: Vec<(f64, Configuration)>,
         lp_solves: usize,
     ) -> Realizability {
@@ -149,13 +151,21 @@ impl Realizability {
                 }
             }
         }
-        let requested = entries.iter().map(|e| e.2).sum();
+        let mut pair_entries = Vec::new();
+        for (&jobs, time) in pair_jobs.iter().zip(pair_time) {
+            for (w, &y) in time.iter().enumerate() {
+                if y > MIN_TIME {
+                    pair_entries.push((jobs, w, y, y));
+                }
+            }
+        }
+        let requested = entries.iter().map(|e| e.2).chain(pair_entries.iter().map(|e| e.2)).sum();
         Realizability {
             requested,
             deliverable: requested,
             upper_bound: requested,
             entries,
-            pair_entries: Vec::new(),
+            pair_entries,
             configurations,
             stopped: None,
             lp_solves,
