@@ -9,11 +9,12 @@
 //! `cargo bench --bench realizable` prints the table (`ARBITER_BENCH_SIZES=512,2048` for other
 //! sizes, `ARBITER_BENCH_TIE_BREAK=none` for the bare optimum, `ARBITER_BENCH_POLICIES=min_makespan,...`
 //! and `ARBITER_BENCH_ROWS=distinct|repeated` to narrow the table); under `cargo test` it runs the
-//! smallest size once.
+//! smallest size once. `ARBITER_BENCH_PAIRS=K` turns space sharing on: each job is offered about
+//! K colocations with jobs of its scale factor, each keeping 30–90% of its throughput (seeded).
 
 use arbiter::lp::Backend;
 use arbiter::policies::PolicyKind;
-use arbiter::request::Request;
+use arbiter::request::{ColocationSpec, JobSpec, Request};
 use arbiter::solver::realizable::RealizableReport;
 use arbiter::Problem;
 use std::time::{Duration, Instant};
@@ -27,15 +28,48 @@ use workload::{cluster, gavel_jobs};
 const POLICIES: [PolicyKind; 3] = [PolicyKind::MaxMinFairness, PolicyKind::MinMakespan, PolicyKind::MaxSumThroughput];
 
 fn problem(policy: PolicyKind, n: usize, distinct: bool, realizable: bool) -> Problem {
+    let jobs = gavel_jobs(n, distinct);
+    let pairs: usize = std::env::var("ARBITER_BENCH_PAIRS").ok().and_then(|k| k.parse().ok()).unwrap_or(0);
+    let colocations = (pairs > 0).then(|| colocations(&jobs, pairs));
     let request = Request {
         policy: policy.name().to_string(),
         cluster: cluster(n),
-        jobs: gavel_jobs(n, distinct),
+        jobs,
         realizable: Some(realizable),
         tie_break: std::env::var("ARBITER_BENCH_TIE_BREAK").ok(),
+        space_sharing: colocations.is_some().then_some(true),
+        colocations,
         ..Request::default()
     };
     Problem::from_request(&request).expect("the generated request is valid")
+}
+
+/// About `per_job` colocations for each job, with jobs of its scale factor, each keeping 30–90%
+/// of its throughput on every type both run on.
+fn colocations(jobs: &[JobSpec], per_job: usize) -> Vec<ColocationSpec> {
+    let mut rng = workload::Rng(7);
+    let mut seen = std::collections::HashSet::new();
+    let mut offered = Vec::new();
+    for a in 0..jobs.len() {
+        for _ in 0..per_job.div_ceil(2) {
+            let b = rng.below(jobs.len());
+            let key = (a.min(b), a.max(b));
+            if a == b || jobs[a].scale_factor != jobs[b].scale_factor || !seen.insert(key) {
+                continue;
+            }
+            let (ja, jb) = (&jobs[key.0], &jobs[key.1]);
+            let throughput = ja
+                .throughput
+                .iter()
+                .map(|(t, x)| {
+                    let (x, y) = (x.unwrap_or(0.0), jb.throughput.get(t).copied().flatten().unwrap_or(0.0));
+                    (t.clone(), [x * rng.uniform(0.3, 0.9), y * rng.uniform(0.3, 0.9)])
+                })
+                .collect();
+            offered.push(ColocationSpec { jobs: [ja.id.clone(), jb.id.clone()], throughput });
+        }
+    }
+    offered
 }
 
 fn median(times: &mut [f64]) -> f64 {

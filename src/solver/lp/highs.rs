@@ -263,6 +263,10 @@ impl Session for HighsSession {
         Ok(())
     }
 
+    fn skip_feasibility_search(&mut self) {
+        self.set_bool("mip_heuristic_run_feasibility_jump", false);
+    }
+
     fn solve(&mut self) -> Result<Solution, SolveError> {
         // SAFETY: ptr is live for the whole call.
         let run = unsafe { Highs_run(self.ptr) };

@@ -176,6 +176,9 @@ pub trait Session {
     fn set_integer(&mut self, _cols: &[usize], _relative_gap: f64) -> Result<(), SolveError> {
         Err(SolveError::Failed("this LP backend solves no integer programs".into()))
     }
+    /// A MILP whose feasible points are trivial (all zero is one): no search for a first one
+    /// (HiGHS's feasibility jump, a third of a pricing MILP's time).
+    fn skip_feasibility_search(&mut self) {}
 }
 
 /// Which LP solver runs the models.
@@ -312,6 +315,9 @@ impl Session for Bounded {
     }
     fn set_integer(&mut self, cols: &[usize], relative_gap: f64) -> Result<(), SolveError> {
         self.inner.set_integer(cols, relative_gap)
+    }
+    fn skip_feasibility_search(&mut self) {
+        self.inner.skip_feasibility_search()
     }
     fn solve(&mut self) -> Result<Solution, SolveError> {
         let left = self.deadline.saturating_duration_since(Instant::now()).as_secs_f64();

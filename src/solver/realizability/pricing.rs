@@ -173,6 +173,8 @@ impl<'a> Pricing<'a> {
         }
         let mut session = backend.open(lp);
         session.set_integer(&cols, MILP_GAP).ok()?;
+        // The idle round (all zero) is a configuration: there is no first one to search for.
+        session.skip_feasibility_search();
         let solution = session.solve().ok()?;
         // Rounded, and kept only if it is a configuration.
         let chosen: Vec<usize> =
