@@ -15,6 +15,9 @@ const VALUE_TOL: f64 = 1e-12;
 const TABLE_WORK: usize = 1 << 22;
 /// The relative gap the pricing MILP is solved to.
 const MILP_GAP: f64 = 1e-9;
+/// The pricing MILP's cores: entries that may be in a configuration within these shares of the
+/// gap between the GPU prices' bound and the best configuration known, tried in turn.
+const CORE_SHARES: [f64; 3] = [0.002, 0.02, 0.2];
 /// Knapsack steps branch and bound may take at most (its node budget times a node's steps)
 /// before a MILP solves the pricing instead, when one is at hand.
 const MILP_FIRST_WORK: u64 = 50_000_000;
@@ -34,6 +37,19 @@ pub struct Pricing<'a> {
     requested: &'a [f64],
     /// A MILP solver for what branch and bound leaves open (`with_milp`).
     milp: Option<crate::lp::Backend>,
+    /// The last values the MILP's relaxation was solved for, its GPU prices and its rounding:
+    /// a master whose entry values do not change between pricings (a sum of throughputs) solves
+    /// it once.
+    relaxed: std::cell::RefCell<Option<Relaxed>>,
+}
+
+/// The configuration MILP's relaxation for some values: the values, the GPU prices, and the
+/// entries it sets to 1.
+#[derive(Debug, Clone)]
+struct Relaxed {
+    value: Vec<f64>,
+    prices: Vec<f64>,
+    rounded: Vec<usize>,
 }
 
 /// The best configuration found, as entry indices, and its value.
@@ -49,6 +65,14 @@ pub struct Column {
 pub struct Priced {
     pub column: Option<Column>,
     pub bound: f64,
+}
+
+/// What Lagrangian fixing leaves of the pricing MILP.
+enum Fixing {
+    /// No configuration is worth more than the threshold; the bound proves it.
+    NoneBetter(f64),
+    /// The entries a configuration above the threshold may use, and which of them it must.
+    Reduced { kept: Vec<usize>, forced: Vec<bool> },
 }
 
 /// One type's best set: its value and entries.
@@ -67,7 +91,7 @@ impl<'a> Pricing<'a> {
         }
         let jobs = Gang::jobs_spanned(gangs);
         let paired = gangs.iter().any(Gang::is_pair);
-        Pricing { entries, gangs, jobs, paired, capacity, by_type, requested, milp: None }
+        Pricing { entries, gangs, jobs, paired, capacity, by_type, requested, milp: None, relaxed: Default::default() }
     }
 
     /// GPUs entry `e` takes on its type.
@@ -144,21 +168,157 @@ impl<'a> Pricing<'a> {
     /// Pricing by the MILP (`best_by_milp`), when one is at hand and solves: optimal within the
     /// MILP's gap, which is taken as exact (as an LP's optimum is within its tolerances).
     fn by_milp(&self, value: &[f64], threshold: f64) -> Option<Priced> {
-        let best = self.complete(value, self.best_by_milp(value, self.milp?)?);
-        let bound = best.value;
-        Some(Priced { column: (best.value > threshold).then_some(best), bound })
+        let (chosen, bound) = self.best_by_milp(value, threshold, self.milp?)?;
+        let Some(chosen) = chosen else {
+            // Nothing improves: the best configuration is worth at most `bound` (≤ threshold).
+            return Some(Priced { column: None, bound });
+        };
+        let best = self.complete(value, chosen);
+        Some(Priced { bound: best.value, column: (best.value > threshold).then_some(best) })
     }
 
     /// The best configuration by a MILP: a binary `y_e` per valued entry that fits, each job at
-    /// most once (alone or in a pair), each type's gangs within its GPUs. `None` when the backend solves no MILP or
-    /// fails (or runs out of time).
-    fn best_by_milp(&self, value: &[f64], backend: crate::lp::Backend) -> Option<Vec<usize>> {
-        use crate::lp::{LinearProgram, Row, Sense};
+    /// most once (alone or in a pair), each type's gangs within its GPUs. Without pairs, the
+    /// MILP first shrinks (`fixing`): from the relaxation's GPU prices and a configuration known
+    /// (the relaxation's whole entries, then a small MILP over the entries nearest its optimum),
+    /// it keeps only the entries a better configuration may use. `(Some(best), its value)`, or
+    /// `(None, bound)` when no configuration is worth more than `threshold` (`bound` at most
+    /// it); `None` when the backend solves no MILP or fails (or runs out of time).
+    fn best_by_milp(
+        &self,
+        value: &[f64],
+        threshold: f64,
+        backend: crate::lp::Backend,
+    ) -> Option<(Option<Vec<usize>>, f64)> {
         let valued: Vec<usize> = self.by_type.iter().flatten().copied().filter(|&e| value[e] > VALUE_TOL).collect();
+        let answer = |best: Option<Column>| match best {
+            Some(c) if c.value > threshold => Some((Some(c.entries), c.value)),
+            _ => Some((None, threshold)),
+        };
+        if valued.is_empty() {
+            // Nothing is worth anything: the idle round is the best.
+            return answer(Some(Column { value: 0.0, entries: Vec::new() }));
+        }
+        if valued.iter().any(|&e| self.gangs[self.entries[e].0 as usize].is_pair()) {
+            let chosen = self.milp_over(value, &valued, &vec![false; valued.len()], backend)?;
+            return answer(
+                chosen.map(|chosen| Column { value: chosen.iter().map(|&e| value[e]).sum(), entries: chosen }),
+            );
+        }
+        let (prices, rounded) = self.relaxed_prices(value, &valued, backend)?;
+        let bound = self.lagrangian(value, &valued, &prices).0;
+        // The relaxation's whole entries, the GPUs its split jobs leave filled by value per GPU.
+        let per_gpu: Vec<f64> = (0..value.len()).map(|e| value[e] / self.gpus(e).max(1) as f64).collect();
+        let mut known = self
+            .is_configuration(&rounded)
+            .then(|| self.complete(value, self.fill_in(rounded, &self.by_order(&per_gpu))));
+        let better = |known: &mut Option<Column>, chosen: Option<Vec<usize>>| {
+            let Some(chosen) = chosen.filter(|c| self.is_configuration(c)) else { return };
+            let found = self.complete(value, chosen);
+            if known.as_ref().is_none_or(|k| found.value > k.value) {
+                *known = Some(found);
+            }
+        };
+        // Small MILPs over the entries nearest the prices' bound (within a share of the gap to
+        // the best configuration known), growing until one finds a better configuration: often
+        // the best, and a floor that leaves the exact MILP below small.
+        let mut last_core: Option<Vec<usize>> = None;
+        for share in CORE_SHARES {
+            let floor = known.as_ref().map_or(threshold, |c| c.value.max(threshold));
+            if bound - floor <= 1e-9 * bound.abs().max(1.0) {
+                break;
+            }
+            let Fixing::Reduced { kept, forced } =
+                self.fixing(value, &valued, &prices, bound - share * (bound - floor))
+            else {
+                break;
+            };
+            if last_core.as_ref() == Some(&kept) {
+                continue;
+            }
+            let before = known.as_ref().map(|c| c.value);
+            if !kept.is_empty() {
+                better(&mut known, self.milp_over(value, &kept, &forced, backend).flatten());
+            }
+            if known.as_ref().map(|c| c.value) != before {
+                break;
+            }
+            last_core = Some(kept);
+        }
+        let floor = known.as_ref().map_or(threshold, |c| c.value.max(threshold));
+        let (kept, forced) = match self.fixing(value, &valued, &prices, floor) {
+            Fixing::NoneBetter(bound) if known.as_ref().is_none_or(|c| c.value <= threshold) => {
+                return Some((None, bound.min(threshold)));
+            }
+            Fixing::NoneBetter(_) => return answer(known),
+            Fixing::Reduced { kept, forced } => (kept, forced),
+        };
+        if !kept.is_empty() {
+            // Infeasible: the entries every better configuration needs do not fit together.
+            better(&mut known, self.milp_over(value, &kept, &forced, backend)?);
+        }
+        answer(known)
+    }
+
+    /// The configuration MILP over `valued` entries (`forced` ones fixed in, outside the MILP:
+    /// their GPUs taken, their jobs' other entries left out): `Some(None)` when it is
+    /// infeasible, `None` when it fails.
+    fn milp_over(
+        &self,
+        value: &[f64],
+        valued: &[usize],
+        forced: &[bool],
+        backend: crate::lp::Backend,
+    ) -> Option<Option<Vec<usize>>> {
+        let fixed: Vec<usize> = valued.iter().zip(forced).filter(|&(_, &f)| f).map(|(&e, _)| e).collect();
+        let mut capacity: Vec<f64> = self.capacity.iter().map(|&c| c as f64).collect();
+        let mut taken = std::collections::HashSet::new();
+        for &e in &fixed {
+            capacity[self.entries[e].1 as usize] -= self.gpus(e) as f64;
+            for &m in self.jobs_of(e) {
+                if !taken.insert(m) {
+                    return Some(None);
+                }
+            }
+        }
+        if capacity.iter().any(|&c| c < 0.0) {
+            return Some(None);
+        }
+        let free: Vec<usize> = valued
+            .iter()
+            .zip(forced)
+            .filter(|&(&e, &f)| !f && self.jobs_of(e).iter().all(|m| !taken.contains(m)))
+            .map(|(&e, _)| e)
+            .collect();
+        let mut chosen = fixed;
+        if !free.is_empty() {
+            let (lp, cols, _) = self.milp_model(value, &free, &capacity);
+            let mut session = backend.open(lp);
+            session.set_integer(&cols, MILP_GAP).ok()?;
+            // The idle round (all zero) is a configuration: there is no first one to search for.
+            session.skip_feasibility_search();
+            let solution = session.solve().ok()?;
+            chosen.extend(free.iter().zip(&cols).filter(|&(_, &c)| solution.values[c] > 0.5).map(|(&e, _)| e));
+        }
+        // Rounded, and kept only if it is a configuration.
+        chosen.sort_unstable();
+        self.is_configuration(&chosen).then_some(Some(chosen))
+    }
+
+    /// The configuration problem over `valued` entries on `capacity` GPUs per type, as an LP
+    /// (integrality is the caller's): the model, each entry's column, and the first of the
+    /// types' capacity rows.
+    fn milp_model(
+        &self,
+        value: &[f64],
+        valued: &[usize],
+        capacity: &[f64],
+    ) -> (crate::lp::LinearProgram, Vec<usize>, usize) {
+        use crate::lp::{LinearProgram, Row, Sense};
         let mut lp = LinearProgram::new(Sense::Maximize);
         let cols: Vec<usize> = valued.iter().map(|&e| lp.add_col(value[e], 0.0, 1.0)).collect();
         let mut of_job: std::collections::BTreeMap<u32, Vec<(usize, f64)>> = Default::default();
-        let mut of_type: Vec<Vec<(usize, f64)>> = vec![Vec::new(); self.capacity.len()];
+        let mut of_type: Vec<Vec<(usize, f64)>> = vec![Vec::new(); capacity.len()];
         for (&e, &c) in valued.iter().zip(&cols) {
             for &m in self.jobs_of(e) {
                 of_job.entry(m).or_default().push((c, 1.0));
@@ -168,18 +328,90 @@ impl<'a> Pricing<'a> {
         for coefs in of_job.into_values().filter(|c| c.len() > 1) {
             lp.add_row(Row::at_most(1.0, coefs));
         }
-        for (w, coefs) in of_type.into_iter().enumerate() {
-            lp.add_row(Row::at_most(self.capacity[w] as f64, coefs));
+        let first_type_row = lp.rows.len();
+        for (coefs, &c) in of_type.into_iter().zip(capacity) {
+            lp.add_row(Row::at_most(c, coefs));
         }
-        let mut session = backend.open(lp);
-        session.set_integer(&cols, MILP_GAP).ok()?;
-        // The idle round (all zero) is a configuration: there is no first one to search for.
-        session.skip_feasibility_search();
-        let solution = session.solve().ok()?;
-        // Rounded, and kept only if it is a configuration.
-        let chosen: Vec<usize> =
-            valued.iter().zip(&cols).filter(|&(_, &c)| solution.values[c] > 0.5).map(|(&e, _)| e).collect();
-        self.is_configuration(&chosen).then_some(chosen)
+        (lp, cols, first_type_row)
+    }
+
+    /// GPU prices from the LP relaxation of the configuration MILP over `valued` (the absolute
+    /// values of its capacity rows' duals) and the entries it sets to 1; reused while the values
+    /// are the last ones solved for (a sum of throughputs keeps them from pricing to pricing).
+    fn relaxed_prices(
+        &self,
+        value: &[f64],
+        valued: &[usize],
+        backend: crate::lp::Backend,
+    ) -> Option<(Vec<f64>, Vec<usize>)> {
+        if let Some(last) = self.relaxed.borrow().as_ref().filter(|r| r.value == value) {
+            return Some((last.prices.clone(), last.rounded.clone()));
+        }
+        let capacity: Vec<f64> = self.capacity.iter().map(|&c| c as f64).collect();
+        let (lp, cols, first_type_row) = self.milp_model(value, valued, &capacity);
+        let relaxed = backend.solve(lp).ok()?;
+        let prices: Vec<f64> = (0..self.capacity.len())
+            .map(|w| relaxed.row_duals.get(first_type_row + w).map_or(0.0, |y| y.abs()))
+            .collect();
+        let rounded: Vec<usize> =
+            valued.iter().zip(&cols).filter(|&(_, &c)| relaxed.values[c] > 1.0 - 1e-9).map(|(&e, _)| e).collect();
+        *self.relaxed.borrow_mut() =
+            Some(Relaxed { value: value.to_vec(), prices: prices.clone(), rounded: rounded.clone() });
+        Some((prices, rounded))
+    }
+
+    /// The Lagrangian bound `L` of jobs alone at GPU prices `prices`, and per job its best and
+    /// second best reduced value (0: idle) and its best entry (`usize::MAX`: idle).
+    fn lagrangian(
+        &self,
+        value: &[f64],
+        valued: &[usize],
+        prices: &[f64],
+    ) -> (f64, std::collections::HashMap<u32, (f64, f64, usize)>) {
+        let mut best: std::collections::HashMap<u32, (f64, f64, usize)> = Default::default();
+        for &e in valued {
+            let r = self.reduced(value, prices, e);
+            let slot = best.entry(self.jobs_of(e)[0]).or_insert((0.0, 0.0, usize::MAX));
+            if r > slot.0 {
+                *slot = (r, slot.0, e);
+            } else if r > slot.1 {
+                slot.1 = r;
+            }
+        }
+        let bound = prices.iter().zip(self.capacity).map(|(p, &c)| p * c as f64).sum::<f64>()
+            + best.values().map(|b| b.0).sum::<f64>();
+        (bound, best)
+    }
+
+    /// `value_e − λ_w·gpus_e`: entry e's value less its GPUs at the prices.
+    fn reduced(&self, value: &[f64], prices: &[f64], e: usize) -> f64 {
+        value[e] - prices[self.entries[e].1 as usize] * self.gpus(e) as f64
+    }
+
+    /// Lagrangian fixing for the MILP of jobs alone (no pairs): with GPU prices `λ_w ≥ 0` on the
+    /// types' capacities, `L = Σ_w λ_w·C_w + Σ_m max(0, max_e r_e)`, `r_e = value_e − λ_w·gpus_e`
+    /// over job m's entries, bounds every configuration (each job picks its best entry alone).
+    /// Choosing entry e of job m costs at least `μ_m − r_e` of it, so e is left out when
+    /// `L − (μ_m − r_e)` cannot exceed `threshold`; a job's best entry is fixed in when going
+    /// without it (down to its second best, or idle) leaves no configuration above `threshold`.
+    /// Valid for any prices; the LP relaxation's make it tight.
+    fn fixing(&self, value: &[f64], valued: &[usize], prices: &[f64], threshold: f64) -> Fixing {
+        let (bound, best) = self.lagrangian(value, valued, prices);
+        // Below what the tolerances can tell apart, nothing is fixed.
+        let slack = 1e-9 * bound.abs().max(threshold.abs()).max(1.0);
+        if bound < threshold - slack {
+            return Fixing::NoneBetter(bound);
+        }
+        let (mut kept, mut forced) = (Vec::new(), Vec::new());
+        for &e in valued {
+            let (top, second, at) = best[&self.jobs_of(e)[0]];
+            if bound - (top - self.reduced(value, prices, e)) < threshold - slack {
+                continue;
+            }
+            kept.push(e);
+            forced.push(at == e && bound - (top - second) < threshold - slack);
+        }
+        Fixing::Reduced { kept, forced }
     }
 
     /// Whether `chosen` entries are one round: each job at most once, each type within its GPUs.
@@ -594,6 +826,62 @@ mod tests {
             assert!(at.column.is_none() && at.bound <= best + 1e-9, "case {case}: {at:?} vs {best}");
         }
         assert!(with_pairs > 200, "{with_pairs}");
+    }
+
+    /// The MILP with Lagrangian fixing and its cores (jobs alone) finds the best configuration
+    /// above a threshold, or proves there is none with a bound at most the threshold, on every
+    /// random instance: thresholds below the best, at it, and far below (where fixing keeps
+    /// almost everything). Values from a few levels, so ties are common.
+    #[test]
+    fn the_milp_with_fixing_matches_every_configuration() {
+        if !cfg!(feature = "highs") {
+            return;
+        }
+        let backend = crate::lp::Backend::default();
+        let mut next = stream(31);
+        for case in 0..300 {
+            let types = 1 + next() as usize % 3;
+            let capacity: Vec<u32> = (0..types).map(|_| 1 + next() % 8).collect();
+            let jobs = 1 + next() as usize % 9;
+            let scale_factors: Vec<u32> = (0..jobs).map(|_| [1, 1, 2, 4][next() as usize % 4]).collect();
+            let entries: Vec<(u32, u32)> = (0..jobs as u32)
+                .flat_map(|m| (0..types as u32).map(move |w| (m, w)))
+                .filter(|_| !next().is_multiple_of(4))
+                .collect();
+            let value: Vec<f64> =
+                entries
+                    .iter()
+                    .map(|_| {
+                        if case % 2 == 0 {
+                            [0.0, 0.5, 1.0][next() as usize % 3]
+                        } else {
+                            (next() % 1000) as f64 / 997.0
+                        }
+                    })
+                    .collect();
+            let requested = vec![0.5; entries.len()];
+            let gangs = Gang::singles(&scale_factors);
+            let pricing = Pricing::new(&entries, &gangs, &capacity, &requested);
+            let best = every_configuration(&pricing, &value);
+            for threshold in [best - 1e-6, best * 0.5 - 1e-6, best + 1e-9] {
+                let Some((chosen, bound)) = pricing.best_by_milp(&value, threshold, backend) else {
+                    panic!("case {case}: {entries:?} {value:?} {capacity:?} {scale_factors:?} {threshold}")
+                };
+                match chosen {
+                    Some(chosen) => {
+                        let got = value_of(&pricing, &value, &chosen);
+                        assert!(
+                            (got - best).abs() < 1e-7 && (bound - got).abs() < 1e-9,
+                            "case {case}: {got} vs {best}"
+                        );
+                    }
+                    None => assert!(
+                        best <= threshold + 1e-9 && bound <= threshold + 1e-9,
+                        "case {case}: {best} > {threshold}"
+                    ),
+                }
+            }
+        }
     }
 
     #[test]
