@@ -344,6 +344,29 @@ pub fn number_list<T: std::str::FromStr>(text: &str, field: &str) -> Result<Vec<
         .collect()
 }
 
+/// Runs a sweep's simulations on `threads` threads (default: one per core), with a count of
+/// those done on standard error when it is a terminal.
+pub fn in_parallel<T: Send>(
+    threads: Option<usize>,
+    run: impl FnOnce(&(dyn Fn(usize, usize) + Sync)) -> Result<T> + Send,
+) -> Result<T> {
+    let pool = rayon::ThreadPoolBuilder::new()
+        .num_threads(threads.unwrap_or(0))
+        .build()
+        .map_err(|e| ArbiterError::new(ErrorCode::Unsupported, format!("cannot start {threads:?} threads: {e}")))?;
+    let terminal = std::io::IsTerminal::is_terminal(&std::io::stderr());
+    let report = |done: usize, total: usize| {
+        if terminal {
+            eprint!("\rsweep: {done}/{total} simulations ");
+        }
+    };
+    let result = pool.install(|| run(&report));
+    if terminal {
+        eprintln!();
+    }
+    result
+}
+
 /// Runs `arbiter sweep`.
 pub fn run_sweep(args: &SweepArgs) -> Result<()> {
     use super::sweep::{self, SweepConfig, Variant};
@@ -391,19 +414,7 @@ pub fn run_sweep(args: &SweepArgs) -> Result<()> {
         backend: backend_named(&args.backend)?,
     };
     let table = ThroughputTable::from_path(required(args.throughputs.as_deref(), "throughputs")?)?;
-    let pool = rayon::ThreadPoolBuilder::new().num_threads(args.threads.unwrap_or(0)).build().map_err(|e| {
-        ArbiterError::new(ErrorCode::Unsupported, format!("cannot start {:?} threads: {e}", args.threads))
-    })?;
-    let terminal = std::io::IsTerminal::is_terminal(&std::io::stderr());
-    let report = |done: usize, total: usize| {
-        if terminal {
-            eprint!("\rsweep: {done}/{total} simulations ");
-        }
-    };
-    let points = pool.install(|| sweep::run(&config, &table, &report))?;
-    if terminal {
-        eprintln!();
-    }
+    let points = in_parallel(args.threads, |report| sweep::run(&config, &table, report))?;
     write_output(&args.output, sweep::csv(&points).trim_end())?;
     let title = format!("{num_jobs} jobs per trace on {cluster_text}");
     if let Some(path) = &args.plot {

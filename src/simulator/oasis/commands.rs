@@ -9,7 +9,9 @@ use super::run::validate;
 use super::scheme::{Scheme, BASELINES, OWN_NAMES};
 use super::sweep::{self, OasisSweep};
 use crate::error::{ArbiterError, ErrorCode, Result};
-use crate::simulator::cli::{backend_named, number_list, write_file, write_output, SimulateArgs, SweepArgs};
+use crate::simulator::cli::{
+    backend_named, in_parallel, number_list, write_file, write_output, SimulateArgs, SweepArgs,
+};
 use crate::simulator::progress::ProgressBar;
 use std::time::Instant;
 
@@ -175,19 +177,7 @@ pub fn sweep(args: &SweepArgs) -> Result<()> {
         seeds: number_list(&args.seeds, "seeds")?,
         backend: backend_named(&args.backend)?,
     };
-    let pool = rayon::ThreadPoolBuilder::new().num_threads(args.threads.unwrap_or(0)).build().map_err(|e| {
-        ArbiterError::new(ErrorCode::Unsupported, format!("cannot start {:?} threads: {e}", args.threads))
-    })?;
-    let terminal = std::io::IsTerminal::is_terminal(&std::io::stderr());
-    let report = |done: usize, total: usize| {
-        if terminal {
-            eprint!("\rsweep: {done}/{total} simulations ");
-        }
-    };
-    let points = pool.install(|| sweep::run(&config, &report))?;
-    if terminal {
-        eprintln!();
-    }
+    let points = in_parallel(args.threads, |report| sweep::run(&config, report))?;
     write_output(&args.output, sweep::csv(&points).trim_end())?;
     if let Some(path) = &args.plot {
         write_file(path, &sweep::utility_vs_jobs(&points).to_svg())?;

@@ -726,6 +726,34 @@ mod tests {
         go(pricing, value, 0, &mut used, &mut taken)
     }
 
+    /// A random instance of jobs alone: 1–3 types of 1–8 GPUs, 1 to `most_jobs` jobs of scale
+    /// factor 1, 2 or 4, three quarters of the (job, type) entries, values from a few levels on
+    /// even cases (ties common) and spread on odd ones.
+    fn jobs_alone(next: &mut impl FnMut() -> u32, case: usize, most_jobs: usize) -> JobsAlone {
+        let types = 1 + next() as usize % 3;
+        let capacity: Vec<u32> = (0..types).map(|_| 1 + next() % 8).collect();
+        let jobs = 1 + next() as usize % most_jobs;
+        let scale_factors: Vec<u32> = (0..jobs).map(|_| [1, 1, 2, 4][next() as usize % 4]).collect();
+        let entries: Vec<(u32, u32)> = (0..jobs as u32)
+            .flat_map(|m| (0..types as u32).map(move |w| (m, w)))
+            .filter(|_| !next().is_multiple_of(4))
+            .collect();
+        let value: Vec<f64> = entries
+            .iter()
+            .map(|_| {
+                if case.is_multiple_of(2) {
+                    [0.0, 0.5, 1.0][next() as usize % 3]
+                } else {
+                    (next() % 1000) as f64 / 997.0
+                }
+            })
+            .collect();
+        (capacity, scale_factors, entries, value)
+    }
+
+    /// `(capacity, scale factors, entries, values)` of a random instance.
+    type JobsAlone = (Vec<u32>, Vec<u32>, Vec<(u32, u32)>, Vec<f64>);
+
     /// A configuration's value, checked to be one round.
     fn value_of(pricing: &Pricing, value: &[f64], chosen: &[usize]) -> f64 {
         let mut used = vec![0; pricing.capacity.len()];
@@ -746,25 +774,7 @@ mod tests {
     fn table_and_branch_and_bound_match_every_configuration() {
         let mut next = stream(11);
         for case in 0..300 {
-            let types = 1 + next() as usize % 3;
-            let capacity: Vec<u32> = (0..types).map(|_| 1 + next() % 8).collect();
-            let jobs = 1 + next() as usize % 8;
-            let scale_factors: Vec<u32> = (0..jobs).map(|_| [1, 1, 2, 4][next() as usize % 4]).collect();
-            let entries: Vec<(u32, u32)> = (0..jobs as u32)
-                .flat_map(|m| (0..types as u32).map(move |w| (m, w)))
-                .filter(|_| !next().is_multiple_of(4))
-                .collect();
-            let value: Vec<f64> =
-                entries
-                    .iter()
-                    .map(|_| {
-                        if case % 2 == 0 {
-                            [0.0, 0.5, 1.0][next() as usize % 3]
-                        } else {
-                            (next() % 1000) as f64 / 997.0
-                        }
-                    })
-                    .collect();
+            let (capacity, scale_factors, entries, value) = jobs_alone(&mut next, case, 8);
             let requested = vec![0.5; entries.len()];
             let gangs = Gang::singles(&scale_factors);
             let pricing = Pricing::new(&entries, &gangs, &capacity, &requested);
@@ -840,25 +850,7 @@ mod tests {
         let backend = crate::lp::Backend::default();
         let mut next = stream(31);
         for case in 0..300 {
-            let types = 1 + next() as usize % 3;
-            let capacity: Vec<u32> = (0..types).map(|_| 1 + next() % 8).collect();
-            let jobs = 1 + next() as usize % 9;
-            let scale_factors: Vec<u32> = (0..jobs).map(|_| [1, 1, 2, 4][next() as usize % 4]).collect();
-            let entries: Vec<(u32, u32)> = (0..jobs as u32)
-                .flat_map(|m| (0..types as u32).map(move |w| (m, w)))
-                .filter(|_| !next().is_multiple_of(4))
-                .collect();
-            let value: Vec<f64> =
-                entries
-                    .iter()
-                    .map(|_| {
-                        if case % 2 == 0 {
-                            [0.0, 0.5, 1.0][next() as usize % 3]
-                        } else {
-                            (next() % 1000) as f64 / 997.0
-                        }
-                    })
-                    .collect();
+            let (capacity, scale_factors, entries, value) = jobs_alone(&mut next, case, 9);
             let requested = vec![0.5; entries.len()];
             let gangs = Gang::singles(&scale_factors);
             let pricing = Pricing::new(&entries, &gangs, &capacity, &requested);
