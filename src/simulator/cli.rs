@@ -160,13 +160,7 @@ fn required<'a, T: ?Sized>(value: Option<&'a T>, flag: &str) -> Result<&'a T> {
 
 /// Runs `arbiter simulate`: OASiS's slots when the trace is an OASiS workload, else rounds.
 pub fn run_simulate(args: &SimulateArgs) -> Result<()> {
-    let text = std::fs::read_to_string(&args.trace).map_err(|e| {
-        ArbiterError::at(
-            ErrorCode::MalformedRequest,
-            "trace",
-            format!("cannot read trace file {}: {e}", args.trace.display()),
-        )
-    })?;
+    let text = trace::read_text(&args.trace)?;
     if super::oasis::commands::is_workload(&text) {
         return super::oasis::commands::simulate(args, &text);
     }

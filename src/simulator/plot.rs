@@ -156,20 +156,31 @@ pub fn jct_cdf(label: impl Into<String>, report: &SimulationReport) -> Series {
     Series { label: label.into(), points }
 }
 
-/// Points sorted by `x`, those of equal `x` (one per seed) replaced by their mean.
-pub fn mean_by_x(mut points: Vec<(f64, f64)>) -> Vec<(f64, f64)> {
-    points.sort_by(|a, b| a.0.total_cmp(&b.0));
-    let mut merged: Vec<(f64, f64, f64)> = Vec::new();
-    for (x, y) in points {
-        match merged.last_mut() {
-            Some(last) if last.0 == x => {
-                last.1 += y;
-                last.2 += 1.0;
-            }
-            _ => merged.push((x, y, 1.0)),
+/// One curve per label, in the order labels first appear, through the mean `y` of each `x`
+/// (the points of one label and `x` are one per seed).
+pub fn mean_curves<'a>(points: impl IntoIterator<Item = (&'a str, f64, f64)>) -> Vec<Series> {
+    let mut series: Vec<Series> = Vec::new();
+    for (label, x, y) in points {
+        match series.iter_mut().find(|s| s.label == label) {
+            Some(s) => s.points.push((x, y)),
+            None => series.push(Series { label: label.to_string(), points: vec![(x, y)] }),
         }
     }
-    merged.into_iter().map(|(x, y, n)| (x, y / n)).collect()
+    for s in &mut series {
+        s.points.sort_by(|a, b| a.0.total_cmp(&b.0));
+        let mut merged: Vec<(f64, f64, f64)> = Vec::new();
+        for &(x, y) in &s.points {
+            match merged.last_mut() {
+                Some(last) if last.0 == x => {
+                    last.1 += y;
+                    last.2 += 1.0;
+                }
+                _ => merged.push((x, y, 1.0)),
+            }
+        }
+        s.points = merged.into_iter().map(|(x, y, n)| (x, y / n)).collect();
+    }
+    series
 }
 
 /// A chart of JCT CDFs, one per policy.

@@ -327,22 +327,10 @@ pub fn csv(points: &[SweepPoint]) -> String {
 
 /// Average JCT (mean over seeds) against input load, one curve per variant.
 pub fn jct_vs_load(points: &[SweepPoint], title: &str) -> Chart {
-    let mut series: Vec<Series> = Vec::new();
-    for p in points {
-        let Ok(report) = &p.outcome else { continue };
-        let label = &p.variant.label;
-        let index = match series.iter().position(|s| &s.label == label) {
-            Some(i) => i,
-            None => {
-                series.push(Series { label: label.clone(), points: Vec::new() });
-                series.len() - 1
-            }
-        };
-        series[index].points.push((p.jobs_per_hour, report.average_jct_seconds / 3600.0));
-    }
-    for s in &mut series {
-        s.points = plot::mean_by_x(std::mem::take(&mut s.points));
-    }
+    let series = plot::mean_curves(points.iter().filter_map(|p| {
+        let report = p.outcome.as_ref().ok()?;
+        Some((p.variant.label.as_str(), p.jobs_per_hour, report.average_jct_seconds / 3600.0))
+    }));
     Chart {
         title: title.into(),
         x_label: "input load (jobs/hour)".into(),

@@ -13,7 +13,7 @@ use crate::policies::{colocated, max_min_fairness, min_makespan, throughputs, Ou
 use crate::problem::Problem;
 use crate::solver::realizability::{self, hull, Budget, Configuration, Realizability};
 use crate::solver::tie_break::{self, TieBreak};
-use crate::space_sharing::{kept_pairs, Pair};
+use crate::space_sharing::{add_pair_throughput, kept_pairs, Pair};
 use serde::{Deserialize, Serialize};
 use std::time::Instant;
 
@@ -327,14 +327,6 @@ pub fn apply(problem: &Problem, outcome: Outcome, tie_broken: bool, backend: Bac
 
 /// Each job's throughput `thr` from running alone, plus what its colocated pairs' time gives it.
 fn with_pair_throughput(mut thr: Vec<f64>, pairs: &[Pair], pair_time: &[Vec<f64>]) -> Vec<f64> {
-    for (pair, time) in pairs.iter().zip(pair_time) {
-        for (w, &y) in time.iter().enumerate() {
-            for (i, &m) in pair.jobs.iter().enumerate() {
-                if m < thr.len() {
-                    thr[m] += pair.throughput[w][i] * y;
-                }
-            }
-        }
-    }
+    add_pair_throughput(&mut thr, pairs, pair_time);
     thr
 }

@@ -44,6 +44,17 @@ impl Pair {
     }
 }
 
+/// Adds to each job's throughput `thr` what its pairs' time gives it:
+/// `Σ_{k∋m} Σ_w T_k[m][w]·Y[k][w]`, `pair_time[k]` aligned with `pairs`.
+pub fn add_pair_throughput(thr: &mut [f64], pairs: &[Pair], pair_time: &[Vec<f64>]) {
+    for (pair, time) in pairs.iter().zip(pair_time) {
+        for (w, &y) in time.iter().enumerate() {
+            thr[pair.jobs[0]] += pair.throughput[w][0] * y;
+            thr[pair.jobs[1]] += pair.throughput[w][1] * y;
+        }
+    }
+}
+
 /// Job `a`'s and job `b`'s throughput in colocation `k` on type `w`, in the policy's units, when
 /// that (pair, type) is kept: both jobs can run on `w` alone, the type has GPUs, and
 /// `p_a + p_b > threshold`. `None` where it is pruned.

@@ -107,8 +107,10 @@ pub fn oasis_reporting(
     let prices = PriceParameters::estimate_with(jobs, cluster, lowest)?.scaled(u, l)?;
     let mut scheduler = Oasis::new(cluster.clone(), prices)?;
     let mut outcomes: Vec<JobOutcome> = Vec::with_capacity(jobs.len());
+    let mut admitted = 0;
     for job in jobs {
         let d = scheduler.decide(job)?;
+        admitted += usize::from(d.admitted);
         let completion_slot = d.schedule.as_ref().filter(|_| d.admitted).map(|s| s.completion_slot);
         outcomes.push(JobOutcome {
             id: job.spec.id.clone(),
@@ -121,7 +123,7 @@ pub fn oasis_reporting(
             rounds: job.spec.arrival_slot as u64,
             measured_finished: outcomes.len(),
             measured_total: jobs.len(),
-            active_jobs: outcomes.iter().filter(|o| o.admitted).count(),
+            active_jobs: admitted,
         });
     }
     Ok((RunOutcome::new("oasis", outcomes), prices))

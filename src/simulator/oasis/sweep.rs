@@ -9,7 +9,7 @@ use super::scheme::Scheme;
 use super::workload::{generate, Settings};
 use crate::error::{ArbiterError, ErrorCode, Result};
 use crate::lp::Backend;
-use crate::simulator::plot::{self, Chart, Series};
+use crate::simulator::plot::{self, Chart};
 use rayon::prelude::*;
 use std::fmt::Write;
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -115,21 +115,10 @@ pub fn csv(points: &[OasisPoint]) -> String {
 
 /// Total utility (mean over seeds) against the number of jobs, one curve per scheme.
 pub fn utility_vs_jobs(points: &[OasisPoint]) -> Chart {
-    let mut series: Vec<Series> = Vec::new();
-    for p in points {
-        let Ok(report) = &p.outcome else { continue };
-        let index = match series.iter().position(|s| s.label == p.scheme) {
-            Some(i) => i,
-            None => {
-                series.push(Series { label: p.scheme.clone(), points: Vec::new() });
-                series.len() - 1
-            }
-        };
-        series[index].points.push((p.jobs as f64, report.total_utility));
-    }
-    for s in &mut series {
-        s.points = plot::mean_by_x(std::mem::take(&mut s.points));
-    }
+    let series = plot::mean_curves(points.iter().filter_map(|p| {
+        let report = p.outcome.as_ref().ok()?;
+        Some((p.scheme.as_str(), p.jobs as f64, report.total_utility))
+    }));
     Chart {
         title: "OASiS's study: total utility over 50 slots".into(),
         x_label: "jobs in the horizon".into(),

@@ -20,10 +20,14 @@ fn at(code: ErrorCode, field: impl Into<String>, message: impl Into<String>) -> 
 /// Reads a trace file: JSON when its first character is `{`, else Gavel's format. `throughputs`
 /// turns Gavel's SLO multiples into seconds.
 pub fn read_path(path: &Path, throughputs: &ThroughputTable) -> Result<Trace> {
-    let text = std::fs::read_to_string(path).map_err(|e| {
+    parse(&read_text(path)?, throughputs)
+}
+
+/// A trace file's text (`trace` names a file that cannot be read).
+pub fn read_text(path: &Path) -> Result<String> {
+    std::fs::read_to_string(path).map_err(|e| {
         at(ErrorCode::MalformedRequest, "trace", format!("cannot read trace file {}: {e}", path.display()))
-    })?;
-    parse(&text, throughputs)
+    })
 }
 
 /// A trace's text: JSON when its first character is `{`, else Gavel's format.

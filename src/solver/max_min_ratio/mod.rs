@@ -214,12 +214,7 @@ impl<'a> Engine<'a> {
                 *thr_m += crate::problem::dot(tu.row(m), unconsolidated.row(m));
             }
         }
-        for (pair, time) in self.instance.pairs.iter().zip(pair_time) {
-            for (w, &y) in time.iter().enumerate() {
-                thr[pair.jobs[0]] += pair.throughput[w][0] * y;
-                thr[pair.jobs[1]] += pair.throughput[w][1] * y;
-            }
-        }
+        crate::space_sharing::add_pair_throughput(&mut thr, &self.instance.pairs, pair_time);
         thr
     }
 

@@ -67,6 +67,14 @@ pub struct Priced {
     pub bound: f64,
 }
 
+/// The Lagrangian bound `L` of the configuration problem of jobs alone at some GPU prices, and
+/// per job its best and second best reduced value (0: idle) and its best entry (`usize::MAX`:
+/// idle).
+struct Lagrangian {
+    bound: f64,
+    best: Vec<(f64, f64, usize)>,
+}
+
 /// What Lagrangian fixing leaves of the pricing MILP.
 enum Fixing {
     /// No configuration is worth more than the threshold; the bound proves it.
@@ -168,45 +176,37 @@ impl<'a> Pricing<'a> {
     /// Pricing by the MILP (`best_by_milp`), when one is at hand and solves: optimal within the
     /// MILP's gap, which is taken as exact (as an LP's optimum is within its tolerances).
     fn by_milp(&self, value: &[f64], threshold: f64) -> Option<Priced> {
-        let (chosen, bound) = self.best_by_milp(value, threshold, self.milp?)?;
-        let Some(chosen) = chosen else {
-            // Nothing improves: the best configuration is worth at most `bound` (≤ threshold).
-            return Some(Priced { column: None, bound });
-        };
-        let best = self.complete(value, chosen);
-        Some(Priced { bound: best.value, column: (best.value > threshold).then_some(best) })
+        self.best_by_milp(value, threshold, self.milp?)
     }
 
     /// The best configuration by a MILP: a binary `y_e` per valued entry that fits, each job at
     /// most once (alone or in a pair), each type's gangs within its GPUs. Without pairs, the
     /// MILP first shrinks (`fixing`): from the relaxation's GPU prices and a configuration known
     /// (the relaxation's whole entries, then a small MILP over the entries nearest its optimum),
-    /// it keeps only the entries a better configuration may use. `(Some(best), its value)`, or
-    /// `(None, bound)` when no configuration is worth more than `threshold` (`bound` at most
-    /// it); `None` when the backend solves no MILP or fails (or runs out of time).
-    fn best_by_milp(
-        &self,
-        value: &[f64],
-        threshold: f64,
-        backend: crate::lp::Backend,
-    ) -> Option<(Option<Vec<usize>>, f64)> {
+    /// it keeps only the entries a better configuration may use. The best configuration when
+    /// it is worth more than `threshold` (its value the bound), else none with a bound at most
+    /// `threshold` (the best's value when the MILP ran over every entry); `None` when the backend
+    /// solves no MILP or fails (or runs out of time).
+    fn best_by_milp(&self, value: &[f64], threshold: f64, backend: crate::lp::Backend) -> Option<Priced> {
         let valued: Vec<usize> = self.by_type.iter().flatten().copied().filter(|&e| value[e] > VALUE_TOL).collect();
-        let answer = |best: Option<Column>| match best {
-            Some(c) if c.value > threshold => Some((Some(c.entries), c.value)),
-            _ => Some((None, threshold)),
-        };
+        // The best configuration, proved best: its value bounds every other.
+        let best = |c: Column| Some(Priced { bound: c.value, column: (c.value > threshold).then_some(c) });
         if valued.is_empty() {
             // Nothing is worth anything: the idle round is the best.
-            return answer(Some(Column { value: 0.0, entries: Vec::new() }));
+            return best(Column { value: 0.0, entries: Vec::new() });
         }
         if valued.iter().any(|&e| self.gangs[self.entries[e].0 as usize].is_pair()) {
             let chosen = self.milp_over(value, &valued, &vec![false; valued.len()], backend)?;
-            return answer(
-                chosen.map(|chosen| Column { value: chosen.iter().map(|&e| value[e]).sum(), entries: chosen }),
-            );
+            return best(self.complete(value, chosen?));
         }
+        // The best known above `threshold` is the best; none above it is proved by the fixing.
+        let answer = |known: Option<Column>| match known {
+            Some(c) if c.value > threshold => best(c),
+            _ => Some(Priced { column: None, bound: threshold }),
+        };
         let (prices, rounded) = self.relaxed_prices(value, &valued, backend)?;
-        let bound = self.lagrangian(value, &valued, &prices).0;
+        let lagrangian = self.lagrangian(value, &valued, &prices);
+        let bound = lagrangian.bound;
         // The relaxation's whole entries, the GPUs its split jobs leave filled by value per GPU.
         let per_gpu: Vec<f64> = (0..value.len()).map(|e| value[e] / self.gpus(e).max(1) as f64).collect();
         let mut known = self
@@ -229,7 +229,7 @@ impl<'a> Pricing<'a> {
                 break;
             }
             let Fixing::Reduced { kept, forced } =
-                self.fixing(value, &valued, &prices, bound - share * (bound - floor))
+                self.fixing(value, &valued, &prices, &lagrangian, bound - share * (bound - floor))
             else {
                 break;
             };
@@ -246,9 +246,9 @@ impl<'a> Pricing<'a> {
             last_core = Some(kept);
         }
         let floor = known.as_ref().map_or(threshold, |c| c.value.max(threshold));
-        let (kept, forced) = match self.fixing(value, &valued, &prices, floor) {
+        let (kept, forced) = match self.fixing(value, &valued, &prices, &lagrangian, floor) {
             Fixing::NoneBetter(bound) if known.as_ref().is_none_or(|c| c.value <= threshold) => {
-                return Some((None, bound.min(threshold)));
+                return Some(Priced { column: None, bound: bound.min(threshold) });
             }
             Fixing::NoneBetter(_) => return answer(known),
             Fixing::Reduced { kept, forced } => (kept, forced),
@@ -360,18 +360,13 @@ impl<'a> Pricing<'a> {
         Some((prices, rounded))
     }
 
-    /// The Lagrangian bound `L` of jobs alone at GPU prices `prices`, and per job its best and
-    /// second best reduced value (0: idle) and its best entry (`usize::MAX`: idle).
-    fn lagrangian(
-        &self,
-        value: &[f64],
-        valued: &[usize],
-        prices: &[f64],
-    ) -> (f64, std::collections::HashMap<u32, (f64, f64, usize)>) {
-        let mut best: std::collections::HashMap<u32, (f64, f64, usize)> = Default::default();
+    /// The Lagrangian bound of jobs alone at GPU prices `prices`, with each job's best and
+    /// second best reduced values.
+    fn lagrangian(&self, value: &[f64], valued: &[usize], prices: &[f64]) -> Lagrangian {
+        let mut best = vec![(0.0, 0.0, usize::MAX); self.jobs];
         for &e in valued {
             let r = self.reduced(value, prices, e);
-            let slot = best.entry(self.jobs_of(e)[0]).or_insert((0.0, 0.0, usize::MAX));
+            let slot = &mut best[self.jobs_of(e)[0] as usize];
             if r > slot.0 {
                 *slot = (r, slot.0, e);
             } else if r > slot.1 {
@@ -379,8 +374,8 @@ impl<'a> Pricing<'a> {
             }
         }
         let bound = prices.iter().zip(self.capacity).map(|(p, &c)| p * c as f64).sum::<f64>()
-            + best.values().map(|b| b.0).sum::<f64>();
-        (bound, best)
+            + best.iter().map(|b| b.0).sum::<f64>();
+        Lagrangian { bound, best }
     }
 
     /// `value_e − λ_w·gpus_e`: entry e's value less its GPUs at the prices.
@@ -395,8 +390,15 @@ impl<'a> Pricing<'a> {
     /// `L − (μ_m − r_e)` cannot exceed `threshold`; a job's best entry is fixed in when going
     /// without it (down to its second best, or idle) leaves no configuration above `threshold`.
     /// Valid for any prices; the LP relaxation's make it tight.
-    fn fixing(&self, value: &[f64], valued: &[usize], prices: &[f64], threshold: f64) -> Fixing {
-        let (bound, best) = self.lagrangian(value, valued, prices);
+    fn fixing(
+        &self,
+        value: &[f64],
+        valued: &[usize],
+        prices: &[f64],
+        lagrangian: &Lagrangian,
+        threshold: f64,
+    ) -> Fixing {
+        let Lagrangian { bound, ref best } = *lagrangian;
         // Below what the tolerances can tell apart, nothing is fixed.
         let slack = 1e-9 * bound.abs().max(threshold.abs()).max(1.0);
         if bound < threshold - slack {
@@ -404,7 +406,7 @@ impl<'a> Pricing<'a> {
         }
         let (mut kept, mut forced) = (Vec::new(), Vec::new());
         for &e in valued {
-            let (top, second, at) = best[&self.jobs_of(e)[0]];
+            let (top, second, at) = best[self.jobs_of(e)[0] as usize];
             if bound - (top - self.reduced(value, prices, e)) < threshold - slack {
                 continue;
             }
@@ -856,12 +858,12 @@ mod tests {
             let pricing = Pricing::new(&entries, &gangs, &capacity, &requested);
             let best = every_configuration(&pricing, &value);
             for threshold in [best - 1e-6, best * 0.5 - 1e-6, best + 1e-9] {
-                let Some((chosen, bound)) = pricing.best_by_milp(&value, threshold, backend) else {
+                let Some(Priced { column, bound }) = pricing.best_by_milp(&value, threshold, backend) else {
                     panic!("case {case}: {entries:?} {value:?} {capacity:?} {scale_factors:?} {threshold}")
                 };
-                match chosen {
+                match column {
                     Some(chosen) => {
-                        let got = value_of(&pricing, &value, &chosen);
+                        let got = value_of(&pricing, &value, &chosen.entries);
                         assert!(
                             (got - best).abs() < 1e-7 && (bound - got).abs() < 1e-9,
                             "case {case}: {got} vs {best}"
