@@ -340,8 +340,9 @@ impl Composition {
                 "preemption",
                 format!(
                     "{} preempts on nodes of cores, memory and GPUs with grace periods, not in these rounds: \
-                     `arbiter fitgpp --preemption {}` (docs/fitgpp.md); this pipeline's are lease, lease_term, none",
-                    p.name, p.name
+                     FitGpp sessions (`/v1/fitgpp/sessions`), or `arbiter simulate` on a FitGpp workload \
+                     (docs/fitgpp.md); this pipeline's are lease, lease_term, none",
+                    p.name
                 ),
             )),
             (other, _) => Err(unknown("preemption", other, &PREEMPTIONS)),

@@ -11,8 +11,8 @@ use super::error::{ApiResult, ErrorResponse};
 use super::extract::{Body, Params, QueryParams};
 use super::replayed::{parse, Replayed, ReplayedSessions, SessionEntries};
 use super::state::SharedState;
-use crate::error::{ArbiterError, ErrorCode};
-use crate::scheduling::fitgpp::{preemption, Cluster, JobKind, JobSpec, Pass, Phase, Resources};
+pub use crate::scheduling::fitgpp::input::{FitGppJob, FitGppNodeGroup};
+use crate::scheduling::fitgpp::{input, preemption, Cluster, Pass, Phase, Resources};
 use axum::extract::State;
 use axum::http::{header, StatusCode};
 use axum::response::{IntoResponse, Response};
@@ -51,38 +51,6 @@ fn one() -> f64 {
 }
 fn one_u32() -> u32 {
     1
-}
-
-/// `count` nodes of the same capacity.
-#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize, ToSchema)]
-#[serde(deny_unknown_fields)]
-pub struct FitGppNodeGroup {
-    #[serde(default = "one_u32")]
-    pub count: u32,
-    pub cpus: u32,
-    pub memory_gb: u32,
-    pub gpus: u32,
-}
-
-/// `POST /v1/fitgpp/sessions/{id}/jobs`: a job arriving at `at` (default: the session's time).
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, ToSchema)]
-#[serde(deny_unknown_fields)]
-pub struct FitGppJob {
-    pub id: String,
-    /// `te` (trial-and-error) or `be` (best-effort).
-    #[schema(value_type = String)]
-    pub kind: JobKind,
-    pub cpus: u32,
-    pub memory_gb: u32,
-    pub gpus: u32,
-    /// Seconds it runs alone.
-    pub duration_seconds: f64,
-    /// Seconds it needs to save its state once told to stop (default 0).
-    #[serde(default)]
-    pub grace_period_seconds: f64,
-    /// Session seconds; not before the session's time.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub at: Option<f64>,
 }
 
 /// `POST /v1/fitgpp/sessions/{id}/advance`.
@@ -228,26 +196,7 @@ impl Replayed for Cluster {
 
 /// The empty cluster a creation body describes.
 pub(crate) fn build(spec: &CreateFitGppSession) -> ApiResult<Cluster> {
-    let mut capacities = Vec::new();
-    for (k, g) in spec.nodes.iter().enumerate() {
-        if g.cpus == 0 && g.memory_gb == 0 && g.gpus == 0 {
-            return Err(ArbiterError::at(
-                ErrorCode::InvalidNumber,
-                format!("nodes[{k}]"),
-                "a node needs some resource",
-            )
-            .into());
-        }
-        if capacities.len() + g.count as usize > 100_000 {
-            return Err(ArbiterError::at(
-                ErrorCode::InvalidNumber,
-                format!("nodes[{k}].count"),
-                "at most 100,000 nodes",
-            )
-            .into());
-        }
-        capacities.extend(std::iter::repeat_n(Resources::new(g.cpus, g.memory_gb, g.gpus), g.count as usize));
-    }
+    let capacities = input::capacities(&spec.nodes, "nodes")?;
     let policy =
         preemption::named(&spec.preemption, spec.lambda, spec.max_preemptions, spec.random_fallback, spec.seed)?;
     Ok(Cluster::new(&capacities, policy)?)
@@ -259,13 +208,7 @@ pub(crate) fn apply(cluster: &mut Cluster, event: &Event) -> ApiResult<Pass> {
         Event::Advance(a) => Ok(cluster.advance_to(a.to)?),
         Event::Submit(job) => {
             let mut pass = cluster.advance_to(job.at.unwrap_or(cluster.now()))?;
-            cluster.submit(JobSpec {
-                id: job.id.clone(),
-                kind: job.kind,
-                demand: Resources::new(job.cpus, job.memory_gb, job.gpus),
-                duration_seconds: job.duration_seconds,
-                grace_period_seconds: job.grace_period_seconds,
-            })?;
+            cluster.submit(job.spec())?;
             let now = cluster.schedule();
             pass.started.extend(now.started);
             pass.preemptions.extend(now.preemptions);

@@ -16,7 +16,8 @@ use std::path::{Path, PathBuf};
 pub struct SimulateArgs {
     /// The trace: Gavel's tab-separated format, or our JSON (`{"jobs": [...]}`); or an OASiS
     /// workload (`{"cluster": ..., "jobs": [...]}`, docs/oasis.md), run in slots under
-    /// `--admission oasis` or `--scheduling fifo|drf|rrh|dorm`.
+    /// `--admission oasis` or `--scheduling fifo|drf|rrh|dorm`; or a FitGpp workload (`{"nodes":
+    /// ..., "jobs": [...]}`, docs/fitgpp.md), run on its nodes under `--preemption`.
     #[arg(long, value_name = "FILE")]
     pub trace: PathBuf,
     /// Gavel's throughput file (`simulation_throughputs.json` or `physical_cluster_throughputs.json`);
@@ -49,7 +50,9 @@ pub struct SimulateArgs {
     #[arg(long)]
     pub placement: Option<String>,
     /// Preemption stage: `lease[=RESTART_SECONDS]` (default), `lease_term[=SECONDS]` (leases of a
-    /// fixed term, 900 s by default) or `none` (run to completion).
+    /// fixed term, 900 s by default) or `none` (run to completion); on a FitGpp workload,
+    /// `fitgpp[:lambda=F][:p=N|inf][:fallback]` (default), `lrtp[:p=N|inf]`, `rand[:p=N|inf]` or
+    /// `none` (FIFO).
     #[arg(long)]
     pub preemption: Option<String>,
     /// Seconds a suspended job loses when it resumes (a cold start), charged under any preemption
@@ -102,7 +105,7 @@ pub struct SimulateArgs {
     #[arg(long, value_name = "FILE|-")]
     pub output: String,
     /// Also write the JCT CDF as an SVG (on an OASiS workload: the CDFs of completion minus
-    /// target).
+    /// target; on a FitGpp workload: the TE and BE slowdown CDFs).
     #[arg(long, value_name = "FILE")]
     pub plot: Option<PathBuf>,
     /// Indent the JSON for people.
@@ -158,13 +161,74 @@ fn required<'a, T: ?Sized>(value: Option<&'a T>, flag: &str) -> Result<&'a T> {
     })
 }
 
+/// The first of `flags` that was given, refused as `malformed_request`: `why` says what kind of
+/// run ignores it.
+pub fn refuse_given(flags: &[(&str, bool)], why: &str) -> Result<()> {
+    match flags.iter().find(|(_, given)| *given) {
+        Some((flag, _)) => Err(ArbiterError::at(
+            ErrorCode::MalformedRequest,
+            *flag,
+            format!("--{flag} is for round-based traces; {why}"),
+        )),
+        None => Ok(()),
+    }
+}
+
+/// `simulate`'s flags that only rounds on GPU types use, and whether each was given.
+pub fn round_only_flags(args: &SimulateArgs) -> Vec<(&'static str, bool)> {
+    vec![
+        ("throughputs", args.throughputs.is_some()),
+        ("cluster", args.cluster.is_some()),
+        ("gpus-per-server", args.gpus_per_server != 4),
+        ("prices", args.prices.is_some()),
+        ("policy", args.policy.is_some()),
+        ("placement", args.placement.is_some()),
+        ("restart-seconds", args.restart_seconds != 0.0),
+        ("synthesizer", args.synthesizer.is_some()),
+        ("heterogeneity-aware", !args.heterogeneity_aware),
+        ("space-sharing", args.space_sharing),
+        ("round-seconds", args.round_seconds != 360.0),
+        ("ideal", args.ideal),
+        ("realizable", args.realizable),
+        ("configurations", args.configurations),
+        ("min-solve-seconds", args.min_solve_seconds != 0.0),
+        ("work-conserving", !args.work_conserving),
+        ("profiled-types", args.profiled_types.is_some()),
+    ]
+}
+
+/// `sweep`'s flags that only generated round-based traces use, and whether each was given.
+pub fn round_only_sweep_flags(args: &SweepArgs) -> Vec<(&'static str, bool)> {
+    vec![
+        ("throughputs", args.throughputs.is_some()),
+        ("gpus-per-server", args.gpus_per_server != 4),
+        ("burst-jobs", args.burst_jobs != 0),
+        ("short-bursts", args.short_bursts),
+        ("window", args.window.is_some()),
+        ("tenants", args.tenants.is_some()),
+        ("static", args.static_trace),
+        ("multi-gpu", args.multi_gpu),
+        ("multi-priority", args.multi_priority),
+        ("round-seconds", args.round_seconds != 360.0),
+        ("ideal", args.ideal),
+        ("restart-seconds", args.restart_seconds != 0.0),
+        ("cdf-plot", args.cdf_plot.is_some()),
+        ("cdf-load", args.cdf_load.is_some()),
+        ("fairness-plots", args.fairness_plots.is_some()),
+    ]
+}
+
 /// Runs `arbiter simulate`: OASiS's slots when the trace is an OASiS workload, else rounds.
 pub fn run_simulate(args: &SimulateArgs) -> Result<()> {
     let text = trace::read_text(&args.trace)?;
     if super::oasis::commands::is_workload(&text) {
         return super::oasis::commands::simulate(args, &text);
     }
+    if super::fitgpp::trace::is_workload(&text) {
+        return super::fitgpp::commands::simulate(args, &text);
+    }
     super::oasis::commands::refuse_for_rounds(args.admission.as_deref(), args.scheduling.as_deref())?;
+    super::fitgpp::commands::refuse_for_rounds(args.preemption.as_deref())?;
     if let Some(p) = &args.policy {
         PolicyKind::named(p)?;
     }
@@ -243,7 +307,8 @@ pub struct SweepArgs {
     /// sweep is OASiS's).
     #[arg(long, value_name = "FILE")]
     pub throughputs: Option<PathBuf>,
-    /// GPUs per worker type, e.g. `v100=36,p100=36,k80=36` (required unless the sweep is OASiS's).
+    /// GPUs per worker type, e.g. `v100=36,p100=36,k80=36` (required unless the sweep is OASiS's);
+    /// for FitGpp's, nodes as `NODESxCORES,MEMORY_GB,GPUS` (default `84x32,256,8`).
     #[arg(long)]
     pub cluster: Option<String>,
     /// GPUs per server, for every worker type.
@@ -254,16 +319,21 @@ pub struct SweepArgs {
     /// policy with stages, `las:admission=accept_x=1.2:placement=consolidated:preemption=lease`.
     /// Naming `oasis[:lowest=L][:u=F][:l=F]`, `drf`, `rrh` or `dorm` makes it OASiS's study:
     /// those and `fifo` on workloads of `--jobs` jobs over 50 one-hour slots (docs/oasis.md).
+    /// Naming `fitgpp[:lambda=F][:p=N|inf]`, `lrtp` or `rand` makes it FitGpp's experiment: those
+    /// and `none` (FIFO) at the `--loads` FIFO holds (default 2) on `--cluster` nodes
+    /// (docs/fitgpp.md).
     #[arg(long)]
     pub policies: String,
-    /// Comma-separated input loads in jobs per hour (Poisson arrivals; default 1).
+    /// Comma-separated input loads in jobs per hour (Poisson arrivals; default 1); for FitGpp's
+    /// experiment, the cluster loads FIFO holds (default 2).
     #[arg(long)]
     pub loads: Option<String>,
     /// Comma-separated seeds: one generated trace per (load, seed).
     #[arg(long, default_value = "0")]
     pub seeds: String,
     /// Jobs per generated trace (default 1,000); for OASiS's study, a comma-separated list of
-    /// workload sizes (default `25,50,100,200`).
+    /// workload sizes (default `25,50,100,200`); for FitGpp's experiment, jobs per workload
+    /// (default 5,000).
     #[arg(long)]
     pub jobs: Option<String>,
     /// Adds this many jobs in the first hour of every day of each trace (a burst of arrivals).
@@ -306,7 +376,8 @@ pub struct SweepArgs {
     /// The CSV, one row per simulation (`-`: standard output).
     #[arg(long, value_name = "FILE|-")]
     pub output: String,
-    /// Average JCT against input load, as SVG (OASiS's study: total utility against jobs).
+    /// Average JCT against input load, as SVG (OASiS's study: total utility against jobs;
+    /// FitGpp's: p95 slowdowns against load).
     #[arg(long, value_name = "FILE")]
     pub plot: Option<PathBuf>,
     /// JCT CDF per policy at `--cdf-load`, as SVG.
@@ -366,6 +437,9 @@ pub fn run_sweep(args: &SweepArgs) -> Result<()> {
     use super::sweep::{self, SweepConfig, Variant};
     if super::oasis::commands::is_oasis_sweep(&args.policies) {
         return super::oasis::commands::sweep(args);
+    }
+    if super::fitgpp::commands::is_fitgpp_sweep(&args.policies) {
+        return super::fitgpp::commands::sweep(args);
     }
     let variants = args.policies.split(',').map(Variant::parse).collect::<Result<Vec<_>>>()?;
     let loads: Vec<f64> =

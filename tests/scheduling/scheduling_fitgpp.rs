@@ -341,11 +341,11 @@ proptest! {
 }
 
 #[test]
-fn the_pipeline_points_fitgpp_to_its_own_command() {
+fn the_pipeline_points_fitgpp_to_its_own_model() {
     use arbiter::scheduling::Composition;
     for name in ["fitgpp", "lrtp", "rand"] {
         let e = Composition::from_flags(None, None, Some("fifo"), None, Some(name)).unwrap_err();
         assert_eq!((e.code, e.field.as_deref()), (ErrorCode::Unsupported, Some("preemption")));
-        assert!(e.message.contains("arbiter fitgpp"), "{}", e.message);
+        assert!(e.message.contains("FitGpp workload") && e.message.contains("/v1/fitgpp/sessions"), "{}", e.message);
     }
 }

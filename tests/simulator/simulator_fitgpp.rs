@@ -95,8 +95,28 @@ fn the_papers_directions_hold_on_a_small_cluster() {
     assert_eq!(mean("none", &|r| r.summary.te_made_room_share), 0.0);
 }
 
+/// The paper's setting (84 nodes, eight workloads of 5,000 jobs, the middle 4,000 measured):
+/// FitGpp preempts a small fraction of the jobs LRTP and RAND preempt (the paper: 0.63% against
+/// 9.6% and 9.7%, 1/15), keeps TE p95 near 1 and BE slowdowns within 25% of FIFO's.
+#[test]
+fn at_the_papers_scale_fitgpp_preempts_a_small_fraction_of_lrtps_jobs() {
+    let rows = experiment::run(&ExperimentConfig::paper(5000)).unwrap();
+    let mean = |policy: &str, f: &dyn Fn(&experiment::Row) -> f64| {
+        let g: Vec<f64> = rows.iter().filter(|r| r.variant.policy == policy).map(f).collect();
+        g.iter().sum::<f64>() / g.len() as f64
+    };
+    let preempted = |p: &str| mean(p, &|r| r.summary.preempted_share);
+    assert!(8.0 * preempted("fitgpp") < preempted("lrtp"), "{} against {}", preempted("fitgpp"), preempted("lrtp"));
+    assert!(8.0 * preempted("fitgpp") < preempted("rand"), "{} against {}", preempted("fitgpp"), preempted("rand"));
+    assert!(mean("fitgpp", &|r| r.summary.te.p95) <= 1.2);
+    assert!(mean("none", &|r| r.summary.te.p95) >= 20.0);
+    let be50 = |p: &str| mean(p, &|r| r.summary.be.p50);
+    let be95 = |p: &str| mean(p, &|r| r.summary.be.p95);
+    assert!(be50("fitgpp") <= 1.25 * be50("none") && be95("fitgpp") <= 1.25 * be95("none"));
+}
+
 fn arbiter(args: &[&str]) -> std::process::Output {
-    Command::new(env!("CARGO_BIN_EXE_arbiter")).args(args).output().unwrap()
+    Command::new(env!("CARGO_BIN_EXE_arbiter")).args(args).current_dir(env!("CARGO_MANIFEST_DIR")).output().unwrap()
 }
 
 #[test]
@@ -114,8 +134,8 @@ fn the_command_writes_a_csv_a_table_and_plots() {
     let lines: Vec<&str> = csv.lines().collect();
     // fitgpp at two λ, lrtp, rand, none.
     assert_eq!(lines.len(), 6, "{csv}");
-    assert!(lines[0].starts_with("variant,policy,lambda,max_preemptions,te_share,seed,run"));
-    assert!(lines[1].starts_with("\"fitgpp(λ=0,P=1)\",fitgpp,0,1,0.3,0,0,"), "{}", lines[1]);
+    assert!(lines[0].starts_with("variant,policy,lambda,max_preemptions,load,te_share,seed,run"));
+    assert!(lines[1].starts_with("\"fitgpp(λ=0,P=1)\",fitgpp,0,1,2,0.3,0,0,"), "{}", lines[1]);
     assert!(std::fs::read_to_string(&table).unwrap().contains("| lrtp(P=1) | 0.3 | 1 |"));
     for kind in ["te", "be"] {
         let svg = std::fs::read_to_string(format!("{prefix}-{kind}.svg")).unwrap();
@@ -151,4 +171,186 @@ fn the_command_refuses_bad_flags_with_exit_2() {
         let e: serde_json::Value = serde_json::from_slice(&out.stderr).unwrap();
         assert_eq!((e["error"]["code"].as_str(), e["error"]["field"].as_str()), (Some(code), Some(field)), "{extra:?}");
     }
+}
+
+fn simulate(preemption: &str) -> serde_json::Value {
+    let out = arbiter(&["simulate", "--trace", "fixtures/fitgpp.json", "--preemption", preemption, "--output", "-"]);
+    assert!(out.status.success(), "{preemption}: {}", String::from_utf8_lossy(&out.stderr));
+    serde_json::from_slice(&out.stdout).unwrap()
+}
+
+/// `fixtures/fitgpp.json`: one node of 8 GPUs; BE jobs `long` (4 GPUs, 7,200 s, grace 300 s) and
+/// `short` (4 GPUs, 1,800 s, grace 60 s) at 0; TE job `trial` (4 GPUs, 600 s) at 600, when the
+/// node is full.
+/// - FitGpp (λ = 1): both BE jobs free enough and are the same size, so the shorter grace period
+///   decides (scores 1 + 60/300 against 2): `short` is told to stop at 600, `trial` starts at 660
+///   and ends at 1,260 (slowdown 1.1); `short` (600 s done) restarts then and ends at 2,460
+///   (slowdown 2,460/1,800); `long` is untouched.
+/// - LRTP: `long` has the longest remaining time; its grace period ends at 900, `trial` ends at
+///   1,500 (1.5), `long` restarts then with 6,600 s left and ends at 8,100 (1.125).
+/// - FIFO (`none`): `trial` waits for `short` to finish at 1,800 and ends at 2,400 (3.0).
+#[test]
+fn simulate_runs_a_workload_under_each_policy() {
+    let fates = |r: &serde_json::Value| -> Vec<(String, f64, f64)> {
+        r["jobs"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|j| {
+                (
+                    j["id"].as_str().unwrap().to_string(),
+                    j["first_start"].as_f64().unwrap(),
+                    j["finish"].as_f64().unwrap(),
+                )
+            })
+            .collect()
+    };
+    let own = |v: &[(&str, f64, f64)]| v.iter().map(|&(id, s, f)| (id.to_string(), s, f)).collect::<Vec<_>>();
+
+    let fitgpp = simulate("fitgpp");
+    assert_eq!((fitgpp["workload"].as_str(), fitgpp["preemption"].as_str()), (Some("fitgpp"), Some("fitgpp(λ=1,P=1)")));
+    assert_eq!(fates(&fitgpp), own(&[("long", 0.0, 7200.0), ("short", 0.0, 2460.0), ("trial", 660.0, 1260.0)]));
+    assert_eq!(fitgpp["jobs"][1]["interruptions"][0]["preempted_at"], 600.0);
+    assert_eq!(fitgpp["jobs"][1]["interruptions"][0]["restarted_at"], 1260.0);
+    assert!((fitgpp["te"]["p95"].as_f64().unwrap() - 1.1).abs() < 1e-12);
+    assert!((fitgpp["preempted_share"].as_f64().unwrap() - 1.0 / 3.0).abs() < 1e-12);
+    assert_eq!(fitgpp["restart_interval_seconds"]["p50"], 660.0);
+    assert_eq!((fitgpp["nodes"].as_u64(), fitgpp["window"][1].as_u64()), (Some(1), Some(3)));
+    assert_eq!(fitgpp["makespan_seconds"], 7200.0);
+
+    let lrtp = simulate("lrtp");
+    assert_eq!(fates(&lrtp), own(&[("long", 0.0, 8100.0), ("short", 0.0, 1800.0), ("trial", 900.0, 1500.0)]));
+    assert!((lrtp["jobs"][0]["slowdown"].as_f64().unwrap() - 1.125).abs() < 1e-12);
+
+    let fifo = simulate("none");
+    assert_eq!(fates(&fifo), own(&[("long", 0.0, 7200.0), ("short", 0.0, 1800.0), ("trial", 1800.0, 2400.0)]));
+    assert_eq!((fifo["te"]["p50"].as_f64(), fifo["preempted_share"].as_f64()), (Some(3.0), Some(0.0)));
+
+    // λ = 0: the sizes tie, so the first candidate (`long`, in node order) goes, as under LRTP.
+    assert_eq!(fates(&simulate("fitgpp:lambda=0")), fates(&lrtp));
+    // The window measures `trial` alone.
+    let out = arbiter(&[
+        "simulate",
+        "--trace",
+        "fixtures/fitgpp.json",
+        "--window",
+        "2:3",
+        "--output",
+        "-",
+        "--plot",
+        &std::env::temp_dir().join(format!("arbiter-fitgpp-{}.svg", std::process::id())).to_string_lossy(),
+    ]);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let r: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!((r["jobs_measured"].as_u64(), r["preempted_share"].as_f64()), (Some(1), Some(0.0)));
+    assert_eq!(r["jobs"].as_array().unwrap().iter().filter(|j| j["measured"] == true).count(), 1);
+    let svg = std::env::temp_dir().join(format!("arbiter-fitgpp-{}.svg", std::process::id()));
+    assert!(std::fs::read_to_string(&svg).unwrap().contains("TE (1 jobs)"));
+    std::fs::remove_file(svg).ok();
+}
+
+/// A workload `arbiter fitgpp --write-workloads` writes, run by `arbiter simulate` over the same
+/// window, gives the experiment's own row; and `arbiter sweep` over FitGpp's policies is the
+/// experiment.
+#[test]
+fn written_workloads_and_the_sweep_reproduce_the_experiment() {
+    let dir = std::env::temp_dir().join(format!("arbiter-fitgpp-workloads-{}", std::process::id()));
+    let small = ["--jobs", "300", "--seeds", "0,1"];
+    let mut args = vec!["fitgpp", "--nodes", "4", "--preemption", "fitgpp,lrtp,none", "--output", "-"];
+    args.extend(small);
+    let out = arbiter(&args);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let rows = String::from_utf8(out.stdout).unwrap();
+    // The fields after the quoted label: policy, λ, P, load, TE share, seed, …
+    let row = |policy: &str, seed: &str| -> Vec<String> {
+        let fields = |l: &str| -> Vec<String> {
+            l.split_once("\",").map_or(vec![], |(_, rest)| rest.split(',').map(String::from).collect())
+        };
+        rows.lines().map(fields).find(|f| f.len() > 5 && f[0] == policy && f[5] == seed).unwrap()
+    };
+
+    let write = arbiter(&[
+        "fitgpp",
+        "--nodes",
+        "4",
+        "--jobs",
+        "300",
+        "--seeds",
+        "1",
+        "--write-workloads",
+        &dir.to_string_lossy(),
+    ]);
+    assert!(write.status.success(), "{}", String::from_utf8_lossy(&write.stderr));
+    let file = dir.join("fitgpp-load2-te0.3-seed1.json");
+    for policy in ["fitgpp", "lrtp", "none"] {
+        let out = arbiter(&[
+            "simulate",
+            "--trace",
+            &file.to_string_lossy(),
+            "--preemption",
+            policy,
+            "--window",
+            "30:270",
+            "--output",
+            "-",
+        ]);
+        assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+        let r: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+        let expected = row(policy, "1");
+        // te_p95, be_p95 and the preempted share, at the CSV's precision.
+        assert_eq!(format!("{:.4}", r["te"]["p95"].as_f64().unwrap()), expected[11], "{policy}");
+        assert_eq!(format!("{:.4}", r["be"]["p95"].as_f64().unwrap()), expected[14], "{policy}");
+        assert_eq!(format!("{:.6}", r["preempted_share"].as_f64().unwrap()), expected[16], "{policy}");
+    }
+
+    let mut args = vec!["sweep", "--policies", "fitgpp,lrtp,none", "--cluster", "4x32,256,8", "--output", "-"];
+    args.extend(small);
+    let out = arbiter(&args);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert_eq!(String::from_utf8(out.stdout).unwrap(), rows);
+    std::fs::remove_dir_all(&dir).ok();
+}
+
+#[test]
+fn simulate_and_sweep_refuse_what_belongs_to_rounds() {
+    let refusal = |args: &[&str]| -> (String, String) {
+        let out = arbiter(args);
+        assert_eq!(out.status.code(), Some(2), "{args:?}: {}", String::from_utf8_lossy(&out.stdout));
+        let e: serde_json::Value = serde_json::from_slice(&out.stderr).unwrap();
+        (e["error"]["code"].as_str().unwrap().into(), e["error"]["field"].as_str().unwrap_or("").into())
+    };
+    let fixture = "fixtures/fitgpp.json";
+    let gavel = std::env::temp_dir().join(format!("arbiter-fitgpp-gavel-{}.trace", std::process::id()));
+    std::fs::write(&gavel, "a\tpython3 a.py\tdir\t--steps\t1\t7200\t1\t1\t-1.000000\t0\n").unwrap();
+    let gavel = gavel.to_string_lossy().into_owned();
+    for (args, code, field) in [
+        (vec!["--trace", fixture, "--policy", "max_min_fairness"], "malformed_request", "policy"),
+        (vec!["--trace", fixture, "--cluster", "v100=1"], "malformed_request", "cluster"),
+        (vec!["--trace", fixture, "--scheduling", "fifo"], "malformed_request", "scheduling"),
+        (vec!["--trace", fixture, "--admission", "accept_all"], "malformed_request", "admission"),
+        (vec!["--trace", fixture, "--round-seconds", "60"], "malformed_request", "round-seconds"),
+        (vec!["--trace", fixture, "--preemption", "lease"], "unknown_policy", "preemption"),
+        (vec!["--trace", fixture, "--preemption", "fitgpp:lambda=-1"], "malformed_request", "preemption"),
+        (vec!["--trace", fixture, "--preemption", "none:p=2"], "malformed_request", "preemption"),
+        (vec!["--trace", fixture, "--window", "2:9"], "invalid_number", "window"),
+        (vec!["--trace", &gavel, "--preemption", "fitgpp"], "unsupported", "preemption"),
+        (vec!["--trace", &gavel, "--preemption", "lrtp:p=2", "--policy", "fifo"], "unsupported", "preemption"),
+    ] {
+        let mut full = vec!["simulate", "--output", "-"];
+        full.extend(&args);
+        assert_eq!(refusal(&full), (code.to_string(), field.to_string()), "{args:?}");
+    }
+    for (args, code, field) in [
+        (vec!["--policies", "fitgpp,las"], "unknown_policy", "policies"),
+        (vec!["--policies", "lrtp", "--cluster", "v100=4"], "malformed_request", "cluster"),
+        (vec!["--policies", "rand", "--tenants", "3"], "malformed_request", "tenants"),
+        (vec!["--policies", "fitgpp", "--loads", "0"], "invalid_number", "loads"),
+        (vec!["--policies", "fitgpp", "--jobs", "10,20"], "malformed_request", "jobs"),
+        (vec!["--policies", "fitgpp", "--jobs", "10"], "invalid_number", "jobs"),
+    ] {
+        let mut full = vec!["sweep", "--output", "-"];
+        full.extend(&args);
+        assert_eq!(refusal(&full), (code.to_string(), field.to_string()), "{args:?}");
+    }
+    std::fs::remove_file(gavel).ok();
 }

@@ -10,6 +10,7 @@
 //! - [`score`]: FitGpp's size, score and candidate filter (Eqs. 1–4).
 //! - [`preemption`]: the policies `fitgpp`, `lrtp`, `rand`, `none`.
 //! - [`cluster`]: the queue, the nodes and the events that apply the decisions.
+//! - [`input`]: the JSON shapes of nodes and jobs that sessions and workload files share.
 //!
 //! ```
 //! use arbiter::scheduling::fitgpp::{preemption, Cluster, JobKind, JobSpec, Resources};
@@ -33,6 +34,7 @@
 //! ```
 
 pub mod cluster;
+pub mod input;
 pub mod job;
 pub mod preemption;
 pub mod resources;

@@ -2,6 +2,7 @@
 //! a sensitivity chart. `src/main.rs` only dispatches here.
 
 use super::experiment::{self, Axis, ExperimentConfig, Variant};
+use super::trace;
 use super::workload::{Distributions, DEFAULT_DISTRIBUTIONS};
 use crate::error::{ArbiterError, ErrorCode, Result};
 use crate::scheduling::fitgpp::{JobKind, Resources};
@@ -49,14 +50,19 @@ pub struct FitGppArgs {
     /// Print the distributions in use as JSON and exit.
     #[arg(long)]
     pub print_distributions: bool,
-    /// The cluster load FIFO holds (arrival rates are set to reach it).
-    #[arg(long, default_value_t = 2.0)]
-    pub load: f64,
+    /// Write each (load, TE share, seed) workload, at the rate at which FIFO holds its load, as a
+    /// FitGpp workload file `DIR/fitgpp-load{L}-te{S}-seed{N}.json` (for `arbiter simulate
+    /// --trace`), and exit.
+    #[arg(long, value_name = "DIR")]
+    pub write_workloads: Option<PathBuf>,
+    /// Comma-separated cluster loads FIFO holds (arrival rates are set to reach each).
+    #[arg(long, default_value = "2")]
+    pub load: String,
     /// Simulations run at once (default: one per core).
     #[arg(long)]
     pub threads: Option<usize>,
     /// The CSV, one row per simulation (`-`: standard output).
-    #[arg(long, value_name = "FILE|-", required_unless_present = "print_distributions")]
+    #[arg(long, value_name = "FILE|-", required_unless_present_any = ["print_distributions", "write_workloads"])]
     pub output: Option<String>,
     /// Also write the table of means over seeds (markdown) here (`-`: standard output).
     #[arg(long, value_name = "FILE|-")]
@@ -64,7 +70,7 @@ pub struct FitGppArgs {
     /// Slowdown percentiles against `--plot-x`, as SVG: PREFIX-te.svg and PREFIX-be.svg.
     #[arg(long, value_name = "PREFIX")]
     pub plot: Option<String>,
-    /// The plot's x axis: `lambda`, `max_preemptions` or `te_share`.
+    /// The plot's x axis: `lambda`, `max_preemptions`, `te_share` or `load`.
     #[arg(long, default_value = "lambda")]
     pub plot_x: String,
 }
@@ -128,12 +134,9 @@ pub fn config(args: &FitGppArgs) -> Result<ExperimentConfig> {
             }
         }
     }
-    if !(args.load.is_finite() && args.load > 0.0) {
-        return Err(ArbiterError::at(
-            ErrorCode::InvalidNumber,
-            "load",
-            format!("--load must be > 0, got {}", args.load),
-        ));
+    let loads = list(&args.load, "load", |s| s.parse::<f64>().ok())?;
+    if let Some(bad) = loads.iter().find(|l| !(l.is_finite() && **l > 0.0)) {
+        return Err(ArbiterError::at(ErrorCode::InvalidNumber, "load", format!("--load must be > 0, got {bad}")));
     }
     let distributions = match &args.distributions {
         Some(path) => Distributions::from_json(&std::fs::read_to_string(path).map_err(|e| {
@@ -150,12 +153,36 @@ pub fn config(args: &FitGppArgs) -> Result<ExperimentConfig> {
         distributions,
         node: parse_node(&args.node)?,
         jobs: args.jobs,
-        load: args.load,
+        loads,
         te_shares,
         seeds,
         variants,
         random_runs: args.random_runs,
     })
+}
+
+/// Writes the grid's calibrated workloads under `dir` (created if missing), one file each.
+fn write_workloads(config: &ExperimentConfig, dir: &std::path::Path) -> Result<()> {
+    std::fs::create_dir_all(dir).map_err(|e| {
+        ArbiterError::at(
+            ErrorCode::MalformedRequest,
+            "write_workloads",
+            format!("cannot create {}: {e}", dir.display()),
+        )
+    })?;
+    let capacities = vec![config.node; config.nodes];
+    for w in experiment::workloads(config)? {
+        let path = dir.join(format!("fitgpp-load{}-te{}-seed{}.json", w.load, w.te_share, w.seed));
+        write_file(&path, &trace::write(&capacities, &w.arrivals))?;
+        eprintln!(
+            "{}: {} jobs, {:.2} per hour, FIFO load {:.3}",
+            path.display(),
+            w.arrivals.len(),
+            w.rate * 3600.0,
+            w.fifo_load
+        );
+    }
+    Ok(())
 }
 
 /// Runs `arbiter fitgpp`.
@@ -164,6 +191,9 @@ pub fn run(args: &FitGppArgs) -> Result<()> {
     if args.print_distributions {
         let text = serde_json::to_string_pretty(&config.distributions).expect("distributions always serialize");
         return write_output("-", &text);
+    }
+    if let Some(dir) = &args.write_workloads {
+        return write_workloads(&config, dir);
     }
     let axis = Axis::named(&args.plot_x)?;
     let pool = rayon::ThreadPoolBuilder::new().num_threads(args.threads.unwrap_or(0)).build().map_err(|e| {
@@ -181,7 +211,7 @@ pub fn run(args: &FitGppArgs) -> Result<()> {
                 kind.name().to_uppercase(),
                 config.nodes,
                 config.node,
-                config.load,
+                args.load,
                 config.seeds.len()
             );
             let path = PathBuf::from(format!("{prefix}-{}.svg", kind.name()));

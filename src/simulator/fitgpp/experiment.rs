@@ -1,12 +1,13 @@
-//! The paper's synthetic experiment as a grid: policies (with λ and P) × TE shares × seeds on one
-//! cluster of identical nodes. Each (TE share, seed) is one workload, its arrival rate set so
-//! FIFO holds the load; every variant runs on it, in parallel. Rows for a CSV, and charts of the
-//! slowdown percentiles against λ, P or the TE share (the paper's Figs. 4–6).
+//! The paper's synthetic experiment as a grid: policies (with λ and P) × FIFO loads × TE shares ×
+//! seeds on one cluster of identical nodes. Each (load, TE share, seed) is one workload, its
+//! arrival rate set so FIFO holds the load; every variant runs on it, in parallel. Rows for a CSV,
+//! and charts of the slowdown percentiles against λ, P, the TE share (the paper's Figs. 4–6) or
+//! the load.
 
 use super::calibrate::rate_for_fifo_load;
 use super::metrics::{summarize, Summary};
 use super::run;
-use super::workload::{at_rate, generate, Distributions};
+use super::workload::{at_rate, generate, Arrival, Distributions};
 use crate::error::{ArbiterError, ErrorCode, Result};
 use crate::scheduling::fitgpp::{preemption, JobKind, Resources, DEFAULT_MAX_PREEMPTIONS};
 use crate::simulator::plot::{Chart, Series};
@@ -39,6 +40,59 @@ impl Variant {
             other => format!("{other}(P={})", p(self.max_preemptions)),
         }
     }
+
+    /// `fitgpp[:lambda=F][:p=N|inf][:fallback]`, `lrtp[:p=N|inf]`, `rand[:p=N|inf]` or `none`
+    /// (defaults λ = 1, P = 1); errors name `field`.
+    pub fn parse(text: &str, field: &str) -> Result<Variant> {
+        let mut parts = text.trim().split(':').map(str::trim);
+        let policy = parts.next().unwrap_or_default().to_string();
+        let mut v = Variant { policy, lambda: 1.0, max_preemptions: DEFAULT_MAX_PREEMPTIONS, random_fallback: false };
+        let bad = |what: String| ArbiterError::at(ErrorCode::MalformedRequest, field, what);
+        for option in parts {
+            match (v.policy.as_str(), option.split_once('=')) {
+                ("fitgpp", Some(("lambda", x))) => {
+                    v.lambda = x
+                        .parse()
+                        .ok()
+                        .filter(|l: &f64| l.is_finite() && *l >= 0.0)
+                        .ok_or_else(|| bad(format!("{text:?}: lambda must be a finite number ≥ 0, got {x:?}")))?
+                }
+                ("fitgpp" | "lrtp" | "rand", Some(("p", x))) => {
+                    v.max_preemptions = if x == "inf" {
+                        u32::MAX
+                    } else {
+                        x.parse().map_err(|_| bad(format!("{text:?}: p must be a whole number or inf, got {x:?}")))?
+                    }
+                }
+                ("fitgpp", None) if option == "fallback" => v.random_fallback = true,
+                _ => {
+                    return Err(bad(format!(
+                        "{text:?}: unknown option {option:?}; fitgpp takes lambda=F, p=N|inf and fallback, \
+                         lrtp and rand take p=N|inf, none takes none"
+                    )))
+                }
+            }
+        }
+        if v.policy != "fitgpp" {
+            v.lambda = 0.0;
+        }
+        if v.policy == "none" {
+            v.max_preemptions = 0;
+        }
+        preemption::named(&v.policy, v.lambda, v.max_preemptions, v.random_fallback, 0)
+            .map_err(|e| ArbiterError { field: Some(field.into()), ..e })?;
+        Ok(v)
+    }
+
+    /// The policy itself, its random choices seeded by `seed`.
+    pub fn preemptor(&self, seed: u64) -> Result<Box<dyn preemption::Preemptor>> {
+        preemption::named(&self.policy, self.lambda, self.max_preemptions, self.random_fallback, seed)
+    }
+
+    /// Whether its runs depend on the seed of its random choices.
+    pub fn is_random(&self) -> bool {
+        self.policy == "rand" || self.random_fallback
+    }
 }
 
 /// What the grid runs.
@@ -47,8 +101,8 @@ pub struct ExperimentConfig {
     pub nodes: usize,
     pub node: Resources,
     pub jobs: usize,
-    /// The cluster load FIFO should hold.
-    pub load: f64,
+    /// The cluster loads FIFO should hold, one set of workloads each.
+    pub loads: Vec<f64>,
     pub distributions: Distributions,
     pub te_shares: Vec<f64>,
     pub seeds: Vec<u64>,
@@ -72,7 +126,7 @@ impl ExperimentConfig {
             nodes: 84,
             node: Resources::new(32, 256, 8),
             jobs,
-            load: 2.0,
+            loads: vec![2.0],
             distributions: super::workload::DEFAULT_DISTRIBUTIONS,
             te_shares: vec![0.3],
             seeds: (0..8).collect(),
@@ -92,6 +146,8 @@ impl ExperimentConfig {
 #[derive(Debug, Clone, PartialEq)]
 pub struct Row {
     pub variant: Variant,
+    /// The load FIFO was to hold.
+    pub load: f64,
     pub te_share: f64,
     pub seed: u64,
     /// Which run of a randomized policy (0 for the others).
@@ -102,8 +158,23 @@ pub struct Row {
     pub summary: Summary,
 }
 
-/// Runs the grid; rows in (TE share, seed, variant) order.
-pub fn run(config: &ExperimentConfig) -> Result<Vec<Row>> {
+/// One calibrated workload of the grid.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Calibrated {
+    pub load: f64,
+    pub te_share: f64,
+    pub seed: u64,
+    /// Arrivals at the rate found.
+    pub arrivals: Vec<Arrival>,
+    /// Arrivals per second.
+    pub rate: f64,
+    /// FIFO's load over the measured arrivals at that rate.
+    pub fifo_load: f64,
+}
+
+/// The grid's workloads, in (load, TE share, seed) order, each at the rate at which FIFO holds its
+/// load.
+pub fn workloads(config: &ExperimentConfig) -> Result<Vec<Calibrated>> {
     if config.nodes == 0 || config.jobs < 20 {
         return Err(ArbiterError::at(
             ErrorCode::InvalidNumber,
@@ -111,44 +182,59 @@ pub fn run(config: &ExperimentConfig) -> Result<Vec<Row>> {
             format!("the experiment needs at least one node and 20 jobs, got {} and {}", config.nodes, config.jobs),
         ));
     }
-    for v in &config.variants {
-        preemption::named(&v.policy, v.lambda, v.max_preemptions, v.random_fallback, 0)?;
-    }
     let capacities = vec![config.node; config.nodes];
     let window = config.window();
-    let workloads: Vec<(f64, u64)> =
-        config.te_shares.iter().flat_map(|&s| config.seeds.iter().map(move |&seed| (s, seed))).collect();
-    let calibrated = workloads
-        .par_iter()
-        .map(|&(share, seed)| {
-            let unit = generate(&config.distributions, config.jobs, share, seed)?;
-            let (rate, fifo_load) = rate_for_fifo_load(&unit, &capacities, config.load, window)?;
-            Ok((share, seed, at_rate(&unit, rate), rate, fifo_load))
+    let grid: Vec<(f64, f64, u64)> = config
+        .loads
+        .iter()
+        .flat_map(|&l| config.te_shares.iter().flat_map(move |&s| config.seeds.iter().map(move |&seed| (l, s, seed))))
+        .collect();
+    grid.par_iter()
+        .map(|&(load, te_share, seed)| {
+            let unit = generate(&config.distributions, config.jobs, te_share, seed)?;
+            let (rate, fifo_load) = rate_for_fifo_load(&unit, &capacities, load, window)?;
+            Ok(Calibrated { load, te_share, seed, arrivals: at_rate(&unit, rate), rate, fifo_load })
         })
-        .collect::<Result<Vec<_>>>()?;
-    let random = |v: &Variant| v.policy == "rand" || v.random_fallback;
+        .collect()
+}
+
+/// Runs the grid; rows in (load, TE share, seed, variant) order.
+pub fn run(config: &ExperimentConfig) -> Result<Vec<Row>> {
+    run_reporting(config, &|_, _| {})
+}
+
+/// `run`, telling `report` (simulations done, total) as each simulation ends.
+pub fn run_reporting(config: &ExperimentConfig, report: &(dyn Fn(usize, usize) + Sync)) -> Result<Vec<Row>> {
+    for v in &config.variants {
+        v.preemptor(0)?;
+    }
+    let calibrated = workloads(config)?;
+    let capacities = vec![config.node; config.nodes];
+    let window = config.window();
     let cases: Vec<(usize, &Variant, u32)> = (0..calibrated.len())
         .flat_map(|w| {
             config.variants.iter().flat_map(move |v| {
-                (0..if random(v) { config.random_runs.max(1) } else { 1 }).map(move |run| (w, v, run))
+                (0..if v.is_random() { config.random_runs.max(1) } else { 1 }).map(move |run| (w, v, run))
             })
         })
         .collect();
+    let done = std::sync::atomic::AtomicUsize::new(0);
     cases
         .par_iter()
         .map(|&(w, v, run)| {
-            let (share, seed, arrivals, rate, fifo_load) = &calibrated[w];
-            let rng_seed = seed.wrapping_add(u64::from(run).wrapping_mul(0x9e37_79b9_7f4a_7c15));
-            let policy = preemption::named(&v.policy, v.lambda, v.max_preemptions, v.random_fallback, rng_seed)?;
-            let jobs = run::run(arrivals, &capacities, policy)?;
+            let c = &calibrated[w];
+            let rng_seed = c.seed.wrapping_add(u64::from(run).wrapping_mul(0x9e37_79b9_7f4a_7c15));
+            let jobs = run::run(&c.arrivals, &capacities, v.preemptor(rng_seed)?)?;
             let measured: Vec<_> = jobs[window.0..window.1].iter().collect();
+            report(done.fetch_add(1, std::sync::atomic::Ordering::Relaxed) + 1, cases.len());
             Ok(Row {
                 variant: v.clone(),
-                te_share: *share,
-                seed: *seed,
+                load: c.load,
+                te_share: c.te_share,
+                seed: c.seed,
                 run,
-                arrivals_per_hour: rate * 3600.0,
-                fifo_load: *fifo_load,
+                arrivals_per_hour: c.rate * 3600.0,
+                fifo_load: c.fifo_load,
                 summary: summarize(&measured),
             })
         })
@@ -158,7 +244,7 @@ pub fn run(config: &ExperimentConfig) -> Result<Vec<Row>> {
 /// One CSV row per simulation.
 pub fn csv(rows: &[Row]) -> String {
     let mut o = String::from(
-        "variant,policy,lambda,max_preemptions,te_share,seed,run,arrivals_per_hour,fifo_load,jobs_measured,\
+        "variant,policy,lambda,max_preemptions,load,te_share,seed,run,arrivals_per_hour,fifo_load,jobs_measured,\
          te_p50,te_p95,te_p99,be_p50,be_p95,be_p99,preempted_share,preempted_once,preempted_twice,\
          preempted_3plus,preemptions,te_made_room,te_declined,interval_p50_s,interval_p75_s,interval_p95_s,interval_p99_s\n",
     );
@@ -169,11 +255,12 @@ pub fn csv(rows: &[Row]) -> String {
             if r.variant.max_preemptions == u32::MAX { "inf".into() } else { r.variant.max_preemptions.to_string() };
         let _ = writeln!(
             o,
-            "\"{}\",{},{},{},{},{},{},{:.4},{:.4},{},{:.4},{:.4},{:.4},{:.4},{:.4},{:.4},{:.6},{:.6},{:.6},{:.6},{},{:.6},{:.6},{:.1},{:.1},{:.1},{:.1}",
+            "\"{}\",{},{},{},{},{},{},{},{:.4},{:.4},{},{:.4},{:.4},{:.4},{:.4},{:.4},{:.4},{:.6},{:.6},{:.6},{:.6},{},{:.6},{:.6},{:.1},{:.1},{:.1},{:.1}",
             r.variant.label(),
             r.variant.policy,
             r.variant.lambda,
             p,
+            r.load,
             r.te_share,
             r.seed,
             r.run,
@@ -208,6 +295,7 @@ pub enum Axis {
     Lambda,
     MaxPreemptions,
     TeShare,
+    Load,
 }
 
 impl Axis {
@@ -216,10 +304,11 @@ impl Axis {
             "lambda" => Ok(Axis::Lambda),
             "max_preemptions" => Ok(Axis::MaxPreemptions),
             "te_share" => Ok(Axis::TeShare),
+            "load" => Ok(Axis::Load),
             other => Err(ArbiterError::at(
                 ErrorCode::Unsupported,
                 "plot_x",
-                format!("unknown axis {other:?}; expected lambda, max_preemptions or te_share"),
+                format!("unknown axis {other:?}; expected lambda, max_preemptions, te_share or load"),
             )),
         }
     }
@@ -229,6 +318,7 @@ impl Axis {
             Axis::Lambda => r.variant.lambda,
             Axis::MaxPreemptions => r.variant.max_preemptions as f64,
             Axis::TeShare => r.te_share,
+            Axis::Load => r.load,
         }
     }
 
@@ -247,7 +337,8 @@ impl Axis {
 /// Slowdown percentiles of `kind`'s jobs (means over seeds) against `axis`: p50/p95/p99 per
 /// setting, or only p95 against the TE share (the paper's Fig. 6). P = ∞ is left out.
 pub fn chart(rows: &[Row], axis: Axis, kind: JobKind, title: &str) -> Chart {
-    let percentiles: &[&str] = if axis == Axis::TeShare { &["p95"] } else { &["p50", "p95", "p99"] };
+    let percentiles: &[&str] =
+        if matches!(axis, Axis::TeShare | Axis::Load) { &["p95"] } else { &["p50", "p95", "p99"] };
     let mut labels: Vec<String> = Vec::new();
     for r in rows {
         let l = axis.series(r);
@@ -290,17 +381,18 @@ pub fn chart(rows: &[Row], axis: Axis, kind: JobKind, title: &str) -> Chart {
         Axis::Lambda => "λ (weight of the grace period)",
         Axis::MaxPreemptions => "P (preemptions per BE job at most)",
         Axis::TeShare => "share of TE jobs",
+        Axis::Load => "cluster load under FIFO",
     };
     let y_label = format!("{} slowdown (mean over workloads)", kind.name().to_uppercase());
     Chart { title: title.into(), x_label: x_label.into(), y_label, series }
 }
 
-/// Means over seeds (and runs) per (variant, TE share), as a markdown table; `workloads` counts
+/// Means over seeds (and runs) per (variant, load, TE share), as a markdown table; `workloads` counts
 /// the seeds.
 pub fn table(rows: &[Row]) -> String {
-    let mut keys: Vec<(String, f64)> = Vec::new();
+    let mut keys: Vec<(String, f64, f64)> = Vec::new();
     for r in rows {
-        let k = (r.variant.label(), r.te_share);
+        let k = (r.variant.label(), r.load, r.te_share);
         if !keys.contains(&k) {
             keys.push(k);
         }
@@ -309,8 +401,9 @@ pub fn table(rows: &[Row]) -> String {
         "| policy | TE share | workloads | FIFO load | TE p50 | TE p95 | TE p99 | BE p50 | BE p95 | BE p99 | preempted jobs | TE jobs made room for / declined | restart interval p50 / p95 (min) |\n\
          |---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n",
     );
-    for (label, share) in keys {
-        let g: Vec<&Row> = rows.iter().filter(|r| r.variant.label() == label && r.te_share == share).collect();
+    for (label, load, share) in keys {
+        let g: Vec<&Row> =
+            rows.iter().filter(|r| r.variant.label() == label && r.load == load && r.te_share == share).collect();
         let mean = |f: &dyn Fn(&Row) -> f64| {
             let v: Vec<f64> = g.iter().map(|r| f(r)).filter(|x| x.is_finite()).collect();
             if v.is_empty() {

@@ -6,12 +6,18 @@
 //! - [`calibrate`]: the arrival rate at which FIFO holds a given cluster load.
 //! - [`run`]: one workload through one policy, in event order; the cluster load.
 //! - [`metrics`]: slowdown percentiles per kind, preempted-job share, restart intervals.
-//! - [`experiment`]: policies × λ × P × TE shares × seeds, CSV, table, charts.
+//! - [`experiment`]: policies × λ × P × loads × TE shares × seeds, CSV, table, charts.
+//! - [`trace`]: workload files (`{"nodes", "jobs"}`), read and written.
+//! - [`report`]: one run's report for `arbiter simulate`.
 //! - [`cli`]: `arbiter fitgpp`.
+//! - [`commands`]: `arbiter simulate` on a workload file and `arbiter sweep` over the experiment.
 
 pub mod calibrate;
 pub mod cli;
+pub mod commands;
 pub mod experiment;
 pub mod metrics;
+pub mod report;
 pub mod run;
+pub mod trace;
 pub mod workload;

@@ -10,7 +10,8 @@ use super::scheme::{Scheme, BASELINES, OWN_NAMES};
 use super::sweep::{self, OasisSweep};
 use crate::error::{ArbiterError, ErrorCode, Result};
 use crate::simulator::cli::{
-    backend_named, in_parallel, number_list, write_file, write_output, SimulateArgs, SweepArgs,
+    backend_named, in_parallel, number_list, refuse_given, round_only_flags, round_only_sweep_flags, write_file,
+    write_output, SimulateArgs, SweepArgs,
 };
 use crate::simulator::progress::ProgressBar;
 use std::time::Instant;
@@ -49,20 +50,8 @@ pub fn refuse_for_rounds(admission: Option<&str>, scheduling: Option<&str>) -> R
     Ok(())
 }
 
-/// Refuses the first flag of `used` that was given: it only means something in rounds.
-fn refuse_round_flags(used: &[(&str, bool)]) -> Result<()> {
-    match used.iter().find(|(_, given)| *given) {
-        Some((flag, _)) => Err(ArbiterError::at(
-            ErrorCode::MalformedRequest,
-            *flag,
-            format!(
-                "--{flag} is for round-based traces on GPU types; an OASiS workload runs in slots on its own \
-                 cluster of worker and parameter-server servers"
-            ),
-        )),
-        None => Ok(()),
-    }
-}
+/// What an OASiS run is instead of rounds, for refusing round-only flags.
+const NOT_ROUNDS: &str = "an OASiS workload runs in slots on its own cluster of worker and parameter-server servers";
 
 /// The scheme `--admission` and `--scheduling` name: `--admission oasis[:OPTIONS]` alone, or a
 /// baseline as `--scheduling` (admission `accept_all` or none).
@@ -102,27 +91,9 @@ fn scheme_of(admission: Option<&str>, scheduling: Option<&str>) -> Result<Scheme
 
 /// `arbiter simulate` on an OASiS workload (`text`, the trace file's).
 pub fn simulate(args: &SimulateArgs, text: &str) -> Result<()> {
-    refuse_round_flags(&[
-        ("throughputs", args.throughputs.is_some()),
-        ("cluster", args.cluster.is_some()),
-        ("gpus-per-server", args.gpus_per_server != 4),
-        ("prices", args.prices.is_some()),
-        ("policy", args.policy.is_some()),
-        ("placement", args.placement.is_some()),
-        ("preemption", args.preemption.is_some()),
-        ("restart-seconds", args.restart_seconds != 0.0),
-        ("synthesizer", args.synthesizer.is_some()),
-        ("heterogeneity-aware", !args.heterogeneity_aware),
-        ("space-sharing", args.space_sharing),
-        ("round-seconds", args.round_seconds != 360.0),
-        ("window", args.window.is_some()),
-        ("ideal", args.ideal),
-        ("realizable", args.realizable),
-        ("configurations", args.configurations),
-        ("min-solve-seconds", args.min_solve_seconds != 0.0),
-        ("work-conserving", !args.work_conserving),
-        ("profiled-types", args.profiled_types.is_some()),
-    ])?;
+    let mut flags = round_only_flags(args);
+    flags.extend([("preemption", args.preemption.is_some()), ("window", args.window.is_some())]);
+    refuse_given(&flags, NOT_ROUNDS)?;
     let scheme = scheme_of(args.admission.as_deref(), args.scheduling.as_deref())?;
     let backend = backend_named(&args.backend)?;
     let input: OasisInput = crate::contract::json::read(text).map_err(|e| {
@@ -152,25 +123,9 @@ pub fn is_oasis_sweep(policies: &str) -> bool {
 /// `arbiter sweep` over OASiS's study: `--policies` are schemes, `--jobs` a list of workload
 /// sizes.
 pub fn sweep(args: &SweepArgs) -> Result<()> {
-    refuse_round_flags(&[
-        ("throughputs", args.throughputs.is_some()),
-        ("cluster", args.cluster.is_some()),
-        ("gpus-per-server", args.gpus_per_server != 4),
-        ("loads", args.loads.is_some()),
-        ("burst-jobs", args.burst_jobs != 0),
-        ("short-bursts", args.short_bursts),
-        ("window", args.window.is_some()),
-        ("tenants", args.tenants.is_some()),
-        ("static", args.static_trace),
-        ("multi-gpu", args.multi_gpu),
-        ("multi-priority", args.multi_priority),
-        ("round-seconds", args.round_seconds != 360.0),
-        ("ideal", args.ideal),
-        ("restart-seconds", args.restart_seconds != 0.0),
-        ("cdf-plot", args.cdf_plot.is_some()),
-        ("cdf-load", args.cdf_load.is_some()),
-        ("fairness-plots", args.fairness_plots.is_some()),
-    ])?;
+    let mut flags = round_only_sweep_flags(args);
+    flags.extend([("cluster", args.cluster.is_some()), ("loads", args.loads.is_some())]);
+    refuse_given(&flags, NOT_ROUNDS)?;
     let config = OasisSweep {
         schemes: args.policies.split(',').map(|p| Scheme::parse(p, "policies")).collect::<Result<_>>()?,
         jobs: number_list(args.jobs.as_deref().unwrap_or("25,50,100,200"), "jobs")?,
