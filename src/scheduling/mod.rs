@@ -180,6 +180,7 @@ impl Pipeline {
     /// Charges every resumption after a suspension `seconds` of cold start, under any preemption
     /// stage (a checkpoint restore is the cluster's cost, not the rule's). Refuses a number out of
     /// range, and a stage that names its own overhead (`lease=SECONDS`): one overhead, given once.
+    /// 0 gives none, so a stage's own overhead stays.
     pub fn set_restart_seconds(&mut self, seconds: f64) -> Result<()> {
         if !(seconds.is_finite() && seconds >= 0.0) {
             return Err(ArbiterError::at(
@@ -198,7 +199,7 @@ impl Pipeline {
                 ),
             ));
         }
-        self.restart_seconds = Some(seconds);
+        self.restart_seconds = (seconds > 0.0).then_some(seconds);
         Ok(())
     }
 

@@ -218,14 +218,43 @@ pub fn round_only_sweep_flags(args: &SweepArgs) -> Vec<(&'static str, bool)> {
     ]
 }
 
+/// Which model a trace is for.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum TraceKind {
+    /// Jobs on GPU types in rounds: Gavel's tab-separated format or `{"jobs": [...]}`.
+    Rounds,
+    /// An OASiS workload: a JSON object with a `cluster` of worker and parameter-server servers.
+    Oasis,
+    /// A FitGpp workload: a JSON object with `nodes` of cores, memory and GPUs.
+    FitGpp,
+}
+
+impl TraceKind {
+    /// From the trace's top-level keys (one parse; Gavel's text format is not JSON).
+    pub fn of(text: &str) -> TraceKind {
+        #[derive(serde::Deserialize)]
+        struct Probe {
+            cluster: Option<serde::de::IgnoredAny>,
+            nodes: Option<serde::de::IgnoredAny>,
+        }
+        if !text.trim_start().starts_with('{') {
+            return TraceKind::Rounds;
+        }
+        match serde_json::from_str::<Probe>(text) {
+            Ok(Probe { cluster: Some(_), .. }) => TraceKind::Oasis,
+            Ok(Probe { nodes: Some(_), .. }) => TraceKind::FitGpp,
+            _ => TraceKind::Rounds,
+        }
+    }
+}
+
 /// Runs `arbiter simulate`: OASiS's slots when the trace is an OASiS workload, else rounds.
 pub fn run_simulate(args: &SimulateArgs) -> Result<()> {
     let text = trace::read_text(&args.trace)?;
-    if super::oasis::commands::is_workload(&text) {
-        return super::oasis::commands::simulate(args, &text);
-    }
-    if super::fitgpp::trace::is_workload(&text) {
-        return super::fitgpp::commands::simulate(args, &text);
+    match TraceKind::of(&text) {
+        TraceKind::Oasis => return super::oasis::commands::simulate(args, &text),
+        TraceKind::FitGpp => return super::fitgpp::commands::simulate(args, &text),
+        TraceKind::Rounds => {}
     }
     super::oasis::commands::refuse_for_rounds(args.admission.as_deref(), args.scheduling.as_deref())?;
     super::fitgpp::commands::refuse_for_rounds(args.preemption.as_deref())?;

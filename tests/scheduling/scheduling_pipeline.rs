@@ -219,6 +219,12 @@ fn a_restart_longer_than_a_round_runs_over_and_lease_terms_pay_it_too() {
     assert_eq!((e.code, e.field.as_deref()), (arbiter::ErrorCode::MalformedRequest, Some("restart_seconds")));
     let e = arbiter::simulator::simulate(&trace, &table, &config, &mut |_| {}).unwrap_err();
     assert_eq!((e.code, e.field.as_deref()), (arbiter::ErrorCode::Unsupported, Some("restart_seconds")));
+    // Giving the cluster no overhead keeps the stage's own.
+    let mut p =
+        arbiter::scheduling::Pipeline::new(&lease, arbiter::scheduling::ClusterState::new(&config.cluster), 0).unwrap();
+    p.set_restart_seconds(0.0).unwrap();
+    assert_eq!(p.restart_seconds(), 60.0);
+    p.set_restart_seconds(30.0).unwrap_err();
     for bad in [-1.0, f64::NAN, f64::INFINITY] {
         let wrong = SimulationConfig { restart_seconds: bad, ..config.clone() };
         let e = arbiter::scheduling::simulation::run(&trace, &table, &wrong, &c, &mut |_| {}).unwrap_err();

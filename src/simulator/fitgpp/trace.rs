@@ -20,15 +20,6 @@ pub struct Workload {
     pub jobs: Vec<FitGppJob>,
 }
 
-/// Whether a trace's text is a FitGpp workload: a JSON object with `nodes`.
-pub fn is_workload(text: &str) -> bool {
-    #[derive(Deserialize)]
-    struct Probe {
-        nodes: Option<serde::de::IgnoredAny>,
-    }
-    text.trim_start().starts_with('{') && serde_json::from_str::<Probe>(text).is_ok_and(|p| p.nodes.is_some())
-}
-
 /// The nodes and the arrivals in time order (equal times keep the file's order), or the first
 /// problem with its field (`trace.jobs[3].at`).
 pub fn read(text: &str) -> Result<(Vec<Resources>, Vec<Arrival>)> {
@@ -100,7 +91,7 @@ mod tests {
         let arrivals = generate(&DEFAULT_DISTRIBUTIONS, 50, 0.3, 1).unwrap();
         let caps = vec![Resources::new(32, 256, 8); 3];
         let text = write(&caps, &arrivals);
-        assert!(is_workload(&text));
+        assert_eq!(crate::simulator::cli::TraceKind::of(&text), crate::simulator::cli::TraceKind::FitGpp);
         let (c, a) = read(&text).unwrap();
         assert_eq!(c, caps);
         assert_eq!(a, arrivals);
@@ -127,7 +118,6 @@ mod tests {
             "trace.jobs[1].color"
         );
         assert_eq!(read(r#"{"nodes": [], "jobs": []}"#).unwrap_err().field.unwrap(), "trace.nodes");
-        assert!(!is_workload(r#"{"cluster": {}, "jobs": []}"#));
         // Arrivals come out in time order.
         let (_, a) = read(
             &workload(r#""id": "b", "gpus": 1, "duration_seconds": 60, "at": 0"#)

@@ -1,5 +1,5 @@
-//! `arbiter simulate` and `arbiter sweep` on OASiS's workloads: which runs are OASiS's (the
-//! trace is a workload of `{"cluster", "jobs"}`, or the sweep names one of its schemes), the
+//! `arbiter simulate` and `arbiter sweep` on OASiS's workloads: which sweeps are OASiS's (the
+//! sweep names one of its schemes; `cli::TraceKind` tells its workloads), the
 //! scheme the stage flags name, and refusing the flags that only mean something in rounds.
 //! `simulator::cli` dispatches here; the runs are `scheme`'s, the output `report`'s and `sweep`'s.
 
@@ -15,15 +15,6 @@ use crate::simulator::cli::{
 };
 use crate::simulator::progress::ProgressBar;
 use std::time::Instant;
-
-/// Whether a trace's text is an OASiS workload: a JSON object with a `cluster`.
-pub fn is_workload(text: &str) -> bool {
-    #[derive(serde::Deserialize)]
-    struct Probe {
-        cluster: Option<serde::de::IgnoredAny>,
-    }
-    text.trim_start().starts_with('{') && serde_json::from_str::<Probe>(text).is_ok_and(|p| p.cluster.is_some())
-}
 
 /// Whether a stage flag's value names something only OASiS's workloads have (`oasis`, `drf`,
 /// `rrh`, `dorm`).
@@ -147,9 +138,11 @@ mod tests {
 
     #[test]
     fn recognizes_workloads_and_schemes() {
-        assert!(is_workload(r#" {"cluster": {"slots": 1}, "jobs": []}"#));
-        assert!(!is_workload(r#"{"jobs": []}"#));
-        assert!(!is_workload("resnet50\tcmd\t...\n"));
+        use crate::simulator::cli::TraceKind;
+        assert_eq!(TraceKind::of(r#" {"cluster": {"slots": 1}, "jobs": []}"#), TraceKind::Oasis);
+        assert_eq!(TraceKind::of(r#"{"jobs": []}"#), TraceKind::Rounds);
+        assert_eq!(TraceKind::of("resnet50\tcmd\t...\n"), TraceKind::Rounds);
+        assert_eq!(TraceKind::of(r#"{"nodes": [], "jobs": []}"#), TraceKind::FitGpp);
         assert!(is_oasis_sweep("las,drf") && is_oasis_sweep("oasis:u=2") && !is_oasis_sweep("fifo,las"));
     }
 
