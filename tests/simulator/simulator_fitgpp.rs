@@ -115,6 +115,44 @@ fn at_the_papers_scale_fitgpp_preempts_a_small_fraction_of_lrtps_jobs() {
     assert!(be50("fitgpp") <= 1.25 * be50("none") && be95("fitgpp") <= 1.25 * be95("none"));
 }
 
+/// The paper's Fig. 7: grace periods scaled 1× and 8× (the same jobs, every grace period times 8).
+/// Longer grace periods lengthen the TE tail, less so at a larger λ, and lengthen LRTP's BE tail
+/// while FitGpp's stays.
+#[test]
+fn longer_grace_periods_lengthen_te_tails_and_lrtps_be_tail() {
+    let variant = |policy: &str, lambda: f64| experiment::Variant {
+        policy: policy.into(),
+        lambda,
+        max_preemptions: 1,
+        random_fallback: false,
+    };
+    let config = ExperimentConfig {
+        grace_scales: vec![1.0, 8.0],
+        variants: vec![variant("fitgpp", 1.0), variant("fitgpp", 4.0), variant("lrtp", 0.0)],
+        ..ExperimentConfig::paper(5000)
+    };
+    let workloads = experiment::workloads(&ExperimentConfig { seeds: vec![0], ..config.clone() }).unwrap();
+    assert_eq!(workloads.len(), 2);
+    for (a, b) in workloads[0].arrivals.iter().zip(&workloads[1].arrivals) {
+        assert_eq!((a.time, &a.spec.id, a.spec.demand), (b.time, &b.spec.id, b.spec.demand));
+        assert!((b.spec.grace_period_seconds - 8.0 * a.spec.grace_period_seconds).abs() < 1e-9);
+    }
+    let rows = experiment::run(&config).unwrap();
+    let mean = |label: &str, scale: f64, f: &dyn Fn(&experiment::Row) -> f64| {
+        let g: Vec<f64> = rows.iter().filter(|r| r.variant.label() == label && r.grace_scale == scale).map(f).collect();
+        g.iter().sum::<f64>() / g.len() as f64
+    };
+    let te99 = |label: &str, scale: f64| mean(label, scale, &|r| r.summary.te.p99);
+    let be95 = |label: &str, scale: f64| mean(label, scale, &|r| r.summary.be.p95);
+    for label in ["fitgpp(λ=1,P=1)", "fitgpp(λ=4,P=1)", "lrtp(P=1)"] {
+        assert!(te99(label, 8.0) > te99(label, 1.0), "{label}");
+    }
+    assert!(te99("fitgpp(λ=4,P=1)", 8.0) < te99("fitgpp(λ=1,P=1)", 8.0));
+    assert!(te99("fitgpp(λ=1,P=1)", 8.0) < te99("lrtp(P=1)", 8.0));
+    assert!(be95("lrtp(P=1)", 8.0) > 1.05 * be95("lrtp(P=1)", 1.0));
+    assert!(be95("fitgpp(λ=1,P=1)", 8.0) < 1.03 * be95("fitgpp(λ=1,P=1)", 1.0));
+}
+
 fn arbiter(args: &[&str]) -> std::process::Output {
     Command::new(env!("CARGO_BIN_EXE_arbiter")).args(args).current_dir(env!("CARGO_MANIFEST_DIR")).output().unwrap()
 }
@@ -134,8 +172,8 @@ fn the_command_writes_a_csv_a_table_and_plots() {
     let lines: Vec<&str> = csv.lines().collect();
     // fitgpp at two λ, lrtp, rand, none.
     assert_eq!(lines.len(), 6, "{csv}");
-    assert!(lines[0].starts_with("variant,policy,lambda,max_preemptions,load,te_share,seed,run"));
-    assert!(lines[1].starts_with("\"fitgpp(λ=0,P=1)\",fitgpp,0,1,2,0.3,0,0,"), "{}", lines[1]);
+    assert!(lines[0].starts_with("variant,policy,lambda,max_preemptions,load,te_share,grace_scale,seed,run"));
+    assert!(lines[1].starts_with("\"fitgpp(λ=0,P=1)\",fitgpp,0,1,2,0.3,1,0,0,"), "{}", lines[1]);
     assert!(std::fs::read_to_string(&table).unwrap().contains("| lrtp(P=1) | 0.3 | 1 |"));
     for kind in ["te", "be"] {
         let svg = std::fs::read_to_string(format!("{prefix}-{kind}.svg")).unwrap();
@@ -158,6 +196,7 @@ fn the_command_refuses_bad_flags_with_exit_2() {
         (&["--te-share", "1.5"][..], "malformed_request", "te-share"),
         (&["--load", "0"][..], "invalid_number", "load"),
         (&["--plot-x", "seed"][..], "unsupported", "plot_x"),
+        (&["--grace-scale", "1,-2"][..], "malformed_request", "grace-scale"),
         (&["--jobs", "5"][..], "invalid_number", "jobs"),
         (&["--distributions", "/nonexistent/d.json"][..], "malformed_request", "distributions"),
     ] {
@@ -261,12 +300,12 @@ fn written_workloads_and_the_sweep_reproduce_the_experiment() {
     let out = arbiter(&args);
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
     let rows = String::from_utf8(out.stdout).unwrap();
-    // The fields after the quoted label: policy, λ, P, load, TE share, seed, …
+    // The fields after the quoted label: policy, λ, P, load, TE share, grace scale, seed, …
     let row = |policy: &str, seed: &str| -> Vec<String> {
         let fields = |l: &str| -> Vec<String> {
             l.split_once("\",").map_or(vec![], |(_, rest)| rest.split(',').map(String::from).collect())
         };
-        rows.lines().map(fields).find(|f| f.len() > 5 && f[0] == policy && f[5] == seed).unwrap()
+        rows.lines().map(fields).find(|f| f.len() > 6 && f[0] == policy && f[6] == seed).unwrap()
     };
 
     let write = arbiter(&[
@@ -298,9 +337,9 @@ fn written_workloads_and_the_sweep_reproduce_the_experiment() {
         let r: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
         let expected = row(policy, "1");
         // te_p95, be_p95 and the preempted share, at the CSV's precision.
-        assert_eq!(format!("{:.4}", r["te"]["p95"].as_f64().unwrap()), expected[11], "{policy}");
-        assert_eq!(format!("{:.4}", r["be"]["p95"].as_f64().unwrap()), expected[14], "{policy}");
-        assert_eq!(format!("{:.6}", r["preempted_share"].as_f64().unwrap()), expected[16], "{policy}");
+        assert_eq!(format!("{:.4}", r["te"]["p95"].as_f64().unwrap()), expected[12], "{policy}");
+        assert_eq!(format!("{:.4}", r["be"]["p95"].as_f64().unwrap()), expected[15], "{policy}");
+        assert_eq!(format!("{:.6}", r["preempted_share"].as_f64().unwrap()), expected[17], "{policy}");
     }
 
     let mut args = vec!["sweep", "--policies", "fitgpp,lrtp,none", "--cluster", "4x32,256,8", "--output", "-"];

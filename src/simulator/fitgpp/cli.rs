@@ -31,6 +31,10 @@ pub struct FitGppArgs {
     /// Comma-separated shares of TE jobs.
     #[arg(long, default_value = "0.3")]
     pub te_share: String,
+    /// Comma-separated factors on every job's grace period (the distribution's mean, sd and bounds
+    /// scaled alike; the paper's Fig. 7 uses 1, 2, 4, 8).
+    #[arg(long, default_value = "1")]
+    pub grace_scale: String,
     /// Comma-separated seeds: one workload per (TE share, seed).
     #[arg(long, default_value = "0,1,2,3,4,5,6,7")]
     pub seeds: String,
@@ -50,9 +54,9 @@ pub struct FitGppArgs {
     /// Print the distributions in use as JSON and exit.
     #[arg(long)]
     pub print_distributions: bool,
-    /// Write each (load, TE share, seed) workload, at the rate at which FIFO holds its load, as a
-    /// FitGpp workload file `DIR/fitgpp-load{L}-te{S}-seed{N}.json` (for `arbiter simulate
-    /// --trace`), and exit.
+    /// Write each (load, TE share, grace scale, seed) workload, at the rate at which FIFO holds its
+    /// load, as a FitGpp workload file `DIR/fitgpp-load{L}-te{S}[-grace{G}]-seed{N}.json` (for
+    /// `arbiter simulate --trace`), and exit.
     #[arg(long, value_name = "DIR")]
     pub write_workloads: Option<PathBuf>,
     /// Comma-separated cluster loads FIFO holds (arrival rates are set to reach each).
@@ -70,7 +74,7 @@ pub struct FitGppArgs {
     /// Slowdown percentiles against `--plot-x`, as SVG: PREFIX-te.svg and PREFIX-be.svg.
     #[arg(long, value_name = "PREFIX")]
     pub plot: Option<String>,
-    /// The plot's x axis: `lambda`, `max_preemptions`, `te_share` or `load`.
+    /// The plot's x axis: `lambda`, `max_preemptions`, `te_share`, `load` or `grace_scale`.
     #[arg(long, default_value = "lambda")]
     pub plot_x: String,
 }
@@ -111,6 +115,8 @@ pub fn config(args: &FitGppArgs) -> Result<ExperimentConfig> {
     })?;
     let te_shares = list(&args.te_share, "te-share", |s| s.parse::<f64>().ok().filter(|x| (0.0..=1.0).contains(x)))?;
     let seeds = list(&args.seeds, "seeds", |s| s.parse::<u64>().ok())?;
+    let grace_scales =
+        list(&args.grace_scale, "grace-scale", |s| s.parse::<f64>().ok().filter(|g| g.is_finite() && *g >= 0.0))?;
     let mut variants = Vec::new();
     for p in &policies {
         let at = |lambda: f64, max_preemptions: u32| Variant {
@@ -155,6 +161,7 @@ pub fn config(args: &FitGppArgs) -> Result<ExperimentConfig> {
         jobs: args.jobs,
         loads,
         te_shares,
+        grace_scales,
         seeds,
         variants,
         random_runs: args.random_runs,
@@ -172,7 +179,8 @@ fn write_workloads(config: &ExperimentConfig, dir: &std::path::Path) -> Result<(
     })?;
     let capacities = vec![config.node; config.nodes];
     for w in experiment::workloads(config)? {
-        let path = dir.join(format!("fitgpp-load{}-te{}-seed{}.json", w.load, w.te_share, w.seed));
+        let grace = if w.grace_scale == 1.0 { String::new() } else { format!("-grace{}", w.grace_scale) };
+        let path = dir.join(format!("fitgpp-load{}-te{}{grace}-seed{}.json", w.load, w.te_share, w.seed));
         write_file(&path, &trace::write(&capacities, &w.arrivals))?;
         eprintln!(
             "{}: {} jobs, {:.2} per hour, FIFO load {:.3}",

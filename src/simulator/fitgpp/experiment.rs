@@ -1,8 +1,9 @@
 //! The paper's synthetic experiment as a grid: policies (with λ and P) × FIFO loads × TE shares ×
-//! seeds on one cluster of identical nodes. Each (load, TE share, seed) is one workload, its
-//! arrival rate set so FIFO holds the load; every variant runs on it, in parallel. Rows for a CSV,
-//! and charts of the slowdown percentiles against λ, P, the TE share (the paper's Figs. 4–6) or
-//! the load.
+//! grace-period scales × seeds on one cluster of identical nodes. Each (load, TE share, seed) is
+//! one workload, its arrival rate set so FIFO holds the load, its grace periods scaled by each
+//! factor; every variant runs on each, in parallel. Rows for a CSV, and charts of the slowdown
+//! percentiles against λ, P, the TE share, the grace-period scale (the paper's Figs. 4–7) or the
+//! load.
 
 use super::calibrate::rate_for_fifo_load;
 use super::metrics::{summarize, Summary};
@@ -105,6 +106,9 @@ pub struct ExperimentConfig {
     pub loads: Vec<f64>,
     pub distributions: Distributions,
     pub te_shares: Vec<f64>,
+    /// Factors on every job's grace period: the distribution's mean, sd and bounds scaled alike
+    /// (the paper's Fig. 7: 1, 2, 4, 8).
+    pub grace_scales: Vec<f64>,
     pub seeds: Vec<u64>,
     pub variants: Vec<Variant>,
     /// Runs of `rand` (and of FitGpp's random fallback) per workload, each with its own random
@@ -129,6 +133,7 @@ impl ExperimentConfig {
             loads: vec![2.0],
             distributions: super::workload::DEFAULT_DISTRIBUTIONS,
             te_shares: vec![0.3],
+            grace_scales: vec![1.0],
             seeds: (0..8).collect(),
             variants: vec![v("fitgpp"), v("lrtp"), v("rand"), v("none")],
             random_runs: 1,
@@ -149,6 +154,8 @@ pub struct Row {
     /// The load FIFO was to hold.
     pub load: f64,
     pub te_share: f64,
+    /// The factor on the workload's grace periods.
+    pub grace_scale: f64,
     pub seed: u64,
     /// Which run of a randomized policy (0 for the others).
     pub run: u32,
@@ -163,6 +170,7 @@ pub struct Row {
 pub struct Calibrated {
     pub load: f64,
     pub te_share: f64,
+    pub grace_scale: f64,
     pub seed: u64,
     /// Arrivals at the rate found.
     pub arrivals: Vec<Arrival>,
@@ -172,8 +180,8 @@ pub struct Calibrated {
     pub fifo_load: f64,
 }
 
-/// The grid's workloads, in (load, TE share, seed) order, each at the rate at which FIFO holds its
-/// load.
+/// The grid's workloads, in (load, TE share, seed, grace scale) order, each at the rate at which
+/// FIFO holds its load (FIFO preempts nothing, so the grace periods do not change it).
 pub fn workloads(config: &ExperimentConfig) -> Result<Vec<Calibrated>> {
     if config.nodes == 0 || config.jobs < 20 {
         return Err(ArbiterError::at(
@@ -189,11 +197,46 @@ pub fn workloads(config: &ExperimentConfig) -> Result<Vec<Calibrated>> {
         .iter()
         .flat_map(|&l| config.te_shares.iter().flat_map(move |&s| config.seeds.iter().map(move |&seed| (l, s, seed))))
         .collect();
-    grid.par_iter()
+    if let Some(bad) = config.grace_scales.iter().find(|g| !(g.is_finite() && **g >= 0.0)) {
+        return Err(ArbiterError::at(
+            ErrorCode::InvalidNumber,
+            "grace_scale",
+            format!("a grace-period scale must be a finite number ≥ 0, got {bad}"),
+        ));
+    }
+    let calibrated = grid
+        .par_iter()
         .map(|&(load, te_share, seed)| {
             let unit = generate(&config.distributions, config.jobs, te_share, seed)?;
             let (rate, fifo_load) = rate_for_fifo_load(&unit, &capacities, load, window)?;
-            Ok(Calibrated { load, te_share, seed, arrivals: at_rate(&unit, rate), rate, fifo_load })
+            Ok((load, te_share, seed, at_rate(&unit, rate), rate, fifo_load))
+        })
+        .collect::<Result<Vec<_>>>()?;
+    Ok(calibrated
+        .into_iter()
+        .flat_map(|(load, te_share, seed, arrivals, rate, fifo_load)| {
+            config.grace_scales.iter().map(move |&grace_scale| Calibrated {
+                load,
+                te_share,
+                grace_scale,
+                seed,
+                arrivals: with_grace_scaled(&arrivals, grace_scale),
+                rate,
+                fifo_load,
+            })
+        })
+        .collect())
+}
+
+/// The same jobs with every grace period times `scale` (a truncated normal scaled in mean, sd and
+/// bounds is the scaled draw).
+fn with_grace_scaled(arrivals: &[Arrival], scale: f64) -> Vec<Arrival> {
+    arrivals
+        .iter()
+        .map(|a| {
+            let mut a = a.clone();
+            a.spec.grace_period_seconds *= scale;
+            a
         })
         .collect()
 }
@@ -231,6 +274,7 @@ pub fn run_reporting(config: &ExperimentConfig, report: &(dyn Fn(usize, usize) +
                 variant: v.clone(),
                 load: c.load,
                 te_share: c.te_share,
+                grace_scale: c.grace_scale,
                 seed: c.seed,
                 run,
                 arrivals_per_hour: c.rate * 3600.0,
@@ -244,7 +288,7 @@ pub fn run_reporting(config: &ExperimentConfig, report: &(dyn Fn(usize, usize) +
 /// One CSV row per simulation.
 pub fn csv(rows: &[Row]) -> String {
     let mut o = String::from(
-        "variant,policy,lambda,max_preemptions,load,te_share,seed,run,arrivals_per_hour,fifo_load,jobs_measured,\
+        "variant,policy,lambda,max_preemptions,load,te_share,grace_scale,seed,run,arrivals_per_hour,fifo_load,jobs_measured,\
          te_p50,te_p95,te_p99,be_p50,be_p95,be_p99,preempted_share,preempted_once,preempted_twice,\
          preempted_3plus,preemptions,te_made_room,te_declined,interval_p50_s,interval_p75_s,interval_p95_s,interval_p99_s\n",
     );
@@ -255,13 +299,14 @@ pub fn csv(rows: &[Row]) -> String {
             if r.variant.max_preemptions == u32::MAX { "inf".into() } else { r.variant.max_preemptions.to_string() };
         let _ = writeln!(
             o,
-            "\"{}\",{},{},{},{},{},{},{},{:.4},{:.4},{},{:.4},{:.4},{:.4},{:.4},{:.4},{:.4},{:.6},{:.6},{:.6},{:.6},{},{:.6},{:.6},{:.1},{:.1},{:.1},{:.1}",
+            "\"{}\",{},{},{},{},{},{},{},{},{:.4},{:.4},{},{:.4},{:.4},{:.4},{:.4},{:.4},{:.4},{:.6},{:.6},{:.6},{:.6},{},{:.6},{:.6},{:.1},{:.1},{:.1},{:.1}",
             r.variant.label(),
             r.variant.policy,
             r.variant.lambda,
             p,
             r.load,
             r.te_share,
+            r.grace_scale,
             r.seed,
             r.run,
             r.arrivals_per_hour,
@@ -296,6 +341,7 @@ pub enum Axis {
     MaxPreemptions,
     TeShare,
     Load,
+    GraceScale,
 }
 
 impl Axis {
@@ -305,10 +351,11 @@ impl Axis {
             "max_preemptions" => Ok(Axis::MaxPreemptions),
             "te_share" => Ok(Axis::TeShare),
             "load" => Ok(Axis::Load),
+            "grace_scale" => Ok(Axis::GraceScale),
             other => Err(ArbiterError::at(
                 ErrorCode::Unsupported,
                 "plot_x",
-                format!("unknown axis {other:?}; expected lambda, max_preemptions, te_share or load"),
+                format!("unknown axis {other:?}; expected lambda, max_preemptions, te_share, load or grace_scale"),
             )),
         }
     }
@@ -319,6 +366,7 @@ impl Axis {
             Axis::MaxPreemptions => r.variant.max_preemptions as f64,
             Axis::TeShare => r.te_share,
             Axis::Load => r.load,
+            Axis::GraceScale => r.grace_scale,
         }
     }
 
@@ -335,10 +383,14 @@ impl Axis {
 }
 
 /// Slowdown percentiles of `kind`'s jobs (means over seeds) against `axis`: p50/p95/p99 per
-/// setting, or only p95 against the TE share (the paper's Fig. 6). P = ∞ is left out.
+/// setting, only p95 against the TE share (the paper's Fig. 6) or the load, p95 and p99 against
+/// the grace-period scale (Fig. 7). P = ∞ is left out.
 pub fn chart(rows: &[Row], axis: Axis, kind: JobKind, title: &str) -> Chart {
-    let percentiles: &[&str] =
-        if matches!(axis, Axis::TeShare | Axis::Load) { &["p95"] } else { &["p50", "p95", "p99"] };
+    let percentiles: &[&str] = match axis {
+        Axis::TeShare | Axis::Load => &["p95"],
+        Axis::GraceScale => &["p95", "p99"],
+        _ => &["p50", "p95", "p99"],
+    };
     let mut labels: Vec<String> = Vec::new();
     for r in rows {
         let l = axis.series(r);
@@ -382,6 +434,7 @@ pub fn chart(rows: &[Row], axis: Axis, kind: JobKind, title: &str) -> Chart {
         Axis::MaxPreemptions => "P (preemptions per BE job at most)",
         Axis::TeShare => "share of TE jobs",
         Axis::Load => "cluster load under FIFO",
+        Axis::GraceScale => "grace periods, × the default distribution",
     };
     let y_label = format!("{} slowdown (mean over workloads)", kind.name().to_uppercase());
     Chart { title: title.into(), x_label: x_label.into(), y_label, series }
@@ -390,20 +443,22 @@ pub fn chart(rows: &[Row], axis: Axis, kind: JobKind, title: &str) -> Chart {
 /// Means over seeds (and runs) per (variant, load, TE share), as a markdown table; `workloads` counts
 /// the seeds.
 pub fn table(rows: &[Row]) -> String {
-    let mut keys: Vec<(String, f64, f64)> = Vec::new();
+    let mut keys: Vec<(String, f64, f64, f64)> = Vec::new();
     for r in rows {
-        let k = (r.variant.label(), r.load, r.te_share);
+        let k = (r.variant.label(), r.load, r.te_share, r.grace_scale);
         if !keys.contains(&k) {
             keys.push(k);
         }
     }
     let mut o = String::from(
-        "| policy | TE share | workloads | FIFO load | TE p50 | TE p95 | TE p99 | BE p50 | BE p95 | BE p99 | preempted jobs | TE jobs made room for / declined | restart interval p50 / p95 (min) |\n\
-         |---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n",
+        "| policy | TE share | GP scale | workloads | FIFO load | TE p50 | TE p95 | TE p99 | BE p50 | BE p95 | BE p99 | preempted jobs | TE jobs made room for / declined | restart interval p50 / p95 (min) |\n\
+         |---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n",
     );
-    for (label, load, share) in keys {
-        let g: Vec<&Row> =
-            rows.iter().filter(|r| r.variant.label() == label && r.load == load && r.te_share == share).collect();
+    for (label, load, share, grace) in keys {
+        let g: Vec<&Row> = rows
+            .iter()
+            .filter(|r| r.variant.label() == label && r.load == load && r.te_share == share && r.grace_scale == grace)
+            .collect();
         let mean = |f: &dyn Fn(&Row) -> f64| {
             let v: Vec<f64> = g.iter().map(|r| f(r)).filter(|x| x.is_finite()).collect();
             if v.is_empty() {
@@ -414,7 +469,7 @@ pub fn table(rows: &[Row]) -> String {
         };
         let _ = writeln!(
             o,
-            "| {label} | {share} | {} | {:.2} | {:.2} | {:.2} | {:.2} | {:.2} | {:.2} | {:.2} | {:.2}% | {:.1}% / {:.1}% | {:.1} / {:.1} |",
+            "| {label} | {share} | {grace} | {} | {:.2} | {:.2} | {:.2} | {:.2} | {:.2} | {:.2} | {:.2} | {:.2}% | {:.1}% / {:.1}% | {:.1} / {:.1} |",
             g.iter().map(|r| r.seed).collect::<std::collections::BTreeSet<_>>().len(),
             mean(&|r| r.fifo_load),
             mean(&|r| r.summary.te.p50),
