@@ -318,15 +318,25 @@ pub fn run_simulate(args: &SimulateArgs) -> Result<()> {
     };
     bar.finish();
     let report = result?;
-    let json = if args.pretty { serde_json::to_string_pretty(&report) } else { serde_json::to_string(&report) };
-    write_output(&args.output, &json.expect("a report always serializes"))?;
-    if let Some(path) = &args.plot {
+    write_report(args, &report, || {
         let label = format!("{}{}", report.policy, if args.heterogeneity_aware { "" } else { " (agnostic)" });
-        let chart =
-            plot::cdf_chart(format!("JCT CDF, {} jobs", report.jobs_measured), vec![plot::jct_cdf(label, &report)]);
-        write_file(path, &chart.to_svg())?;
+        plot::cdf_chart(format!("JCT CDF, {} jobs", report.jobs_measured), vec![plot::jct_cdf(label, &report)])
+    })
+}
+
+/// Writes a run's report as JSON to `--output` (indented with `--pretty`) and, with `--plot`,
+/// the chart `chart` draws.
+pub fn write_report<T: serde::Serialize>(
+    args: &SimulateArgs,
+    report: &T,
+    chart: impl FnOnce() -> plot::Chart,
+) -> Result<()> {
+    let json = if args.pretty { serde_json::to_string_pretty(report) } else { serde_json::to_string(report) };
+    write_output(&args.output, &json.expect("a report always serializes"))?;
+    match &args.plot {
+        Some(path) => write_file(path, &chart().to_svg()),
+        None => Ok(()),
     }
-    Ok(())
 }
 
 /// Flags of `arbiter sweep`.

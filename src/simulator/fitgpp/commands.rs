@@ -12,7 +12,7 @@ use crate::error::{ArbiterError, ErrorCode, Result};
 use crate::scheduling::fitgpp::{JobKind, Resources};
 use crate::simulator::cli::{
     in_parallel, number_list, parse_window, refuse_given, round_only_flags, round_only_sweep_flags, write_file,
-    write_output, SimulateArgs, SweepArgs,
+    write_output, write_report, SimulateArgs, SweepArgs,
 };
 use crate::simulator::plot::Chart;
 use std::time::Instant;
@@ -66,12 +66,7 @@ pub fn simulate(args: &SimulateArgs, text: &str) -> Result<()> {
     let started = Instant::now();
     let jobs = run::run(&arrivals, &capacities, variant.preemptor(args.seed)?)?;
     let report = FitGppReport::new(variant.label(), &jobs, &capacities, window, started.elapsed().as_secs_f64());
-    let json = if args.pretty { serde_json::to_string_pretty(&report) } else { serde_json::to_string(&report) };
-    write_output(&args.output, &json.expect("a report always serializes"))?;
-    if let Some(path) = &args.plot {
-        write_file(path, &report.slowdown_chart().to_svg())?;
-    }
-    Ok(())
+    write_report(args, &report, || report.slowdown_chart())
 }
 
 /// Whether a sweep's policies name one of FitGpp's preemption policies (then every one must be

@@ -11,7 +11,7 @@ use super::sweep::{self, OasisSweep};
 use crate::error::{ArbiterError, ErrorCode, Result};
 use crate::simulator::cli::{
     backend_named, in_parallel, number_list, refuse_given, round_only_flags, round_only_sweep_flags, write_file,
-    write_output, SimulateArgs, SweepArgs,
+    write_output, write_report, SimulateArgs, SweepArgs,
 };
 use crate::simulator::progress::ProgressBar;
 use std::time::Instant;
@@ -98,12 +98,7 @@ pub fn simulate(args: &SimulateArgs, text: &str) -> Result<()> {
     bar.finish();
     let (run, prices) = result?;
     let report = OasisReport::new(run, &jobs, prices, started.elapsed().as_secs_f64());
-    let json = if args.pretty { serde_json::to_string_pretty(&report) } else { serde_json::to_string(&report) };
-    write_output(&args.output, &json.expect("a report always serializes"))?;
-    if let Some(path) = &args.plot {
-        write_file(path, &report.lateness_chart().to_svg())?;
-    }
-    Ok(())
+    write_report(args, &report, || report.lateness_chart())
 }
 
 /// Whether a sweep's policies name one of OASiS's schemes (then every one must be).
