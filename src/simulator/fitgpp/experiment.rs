@@ -241,7 +241,7 @@ fn with_grace_scaled(arrivals: &[Arrival], scale: f64) -> Vec<Arrival> {
         .collect()
 }
 
-/// Runs the grid; rows in (load, TE share, seed, variant) order.
+/// Runs the grid; rows in (load, TE share, seed, grace scale, variant) order.
 pub fn run(config: &ExperimentConfig) -> Result<Vec<Row>> {
     run_reporting(config, &|_, _| {})
 }
