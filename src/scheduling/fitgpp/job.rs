@@ -28,6 +28,11 @@ impl JobKind {
     }
 }
 
+/// The longest duration or grace period a job may give, in seconds (about 31 years): far past
+/// any training job, and small enough that sums of such times stay far below 2⁵³ s, where a
+/// double stops counting whole seconds.
+pub const MAX_SECONDS: f64 = 1e9;
+
 /// What a user submits.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct JobSpec {
@@ -50,11 +55,11 @@ impl JobSpec {
                 format!("job {:?}: {field} must be {what}, got {v}", self.id),
             ))
         };
-        if !(self.duration_seconds.is_finite() && self.duration_seconds > 0.0) {
-            return bad("duration_seconds", "a finite number > 0", self.duration_seconds);
+        if !(self.duration_seconds > 0.0 && self.duration_seconds <= MAX_SECONDS) {
+            return bad("duration_seconds", "> 0 and at most 10⁹ (about 31 years)", self.duration_seconds);
         }
-        if !(self.grace_period_seconds.is_finite() && self.grace_period_seconds >= 0.0) {
-            return bad("grace_period_seconds", "a finite number ≥ 0", self.grace_period_seconds);
+        if !(0.0..=MAX_SECONDS).contains(&self.grace_period_seconds) {
+            return bad("grace_period_seconds", "≥ 0 and at most 10⁹ (about 31 years)", self.grace_period_seconds);
         }
         if !capacities.iter().any(|c| self.demand.fits_in(c)) {
             return Err(ArbiterError::at(

@@ -8,6 +8,7 @@
 use super::workload::Arrival;
 use crate::error::{ArbiterError, ErrorCode, Result};
 use crate::scheduling::fitgpp::input::{self, FitGppJob, FitGppNodeGroup};
+use crate::scheduling::fitgpp::job::MAX_SECONDS;
 use crate::scheduling::fitgpp::Resources;
 use serde::{Deserialize, Serialize};
 use std::collections::HashSet;
@@ -44,11 +45,11 @@ pub fn read(text: &str) -> Result<(Vec<Resources>, Vec<Arrival>)> {
                 format!("job {:?}: a workload's job needs its arrival `at` (seconds)", job.id),
             )
         })?;
-        if !(at.is_finite() && at >= 0.0) {
+        if !(0.0..=MAX_SECONDS).contains(&at) {
             return Err(ArbiterError::at(
                 ErrorCode::InvalidNumber,
                 format!("trace.jobs[{i}].at"),
-                format!("job {:?}: an arrival must be a finite number ≥ 0, got {at}", job.id),
+                format!("job {:?}: an arrival must be ≥ 0 and at most 10⁹ seconds, got {at}", job.id),
             ));
         }
         let spec = job.spec();
@@ -112,6 +113,15 @@ mod tests {
         assert_eq!(field(r#""id": "b", "gpus": 1, "duration_seconds": 60, "at": -1"#), "trace.jobs[1].at");
         assert_eq!(field(r#""id": "b", "gpus": 9, "duration_seconds": 60, "at": 5"#), "trace.jobs[1].demand");
         assert_eq!(field(r#""id": "b", "gpus": 1, "duration_seconds": 0, "at": 5"#), "trace.jobs[1].duration_seconds");
+        assert_eq!(
+            field(r#""id": "b", "gpus": 1, "duration_seconds": 1e308, "at": 5"#),
+            "trace.jobs[1].duration_seconds"
+        );
+        assert_eq!(
+            field(r#""id": "b", "gpus": 1, "duration_seconds": 9, "grace_period_seconds": 2e9, "at": 5"#),
+            "trace.jobs[1].grace_period_seconds"
+        );
+        assert_eq!(field(r#""id": "b", "gpus": 1, "duration_seconds": 9, "at": 1e300"#), "trace.jobs[1].at");
         assert_eq!(field(r#""id": "a", "gpus": 1, "duration_seconds": 60, "at": 5"#), "trace.jobs[1].id");
         assert_eq!(
             field(r#""id": "b", "gpus": 1, "duration_seconds": 60, "at": 5, "color": 1"#),
