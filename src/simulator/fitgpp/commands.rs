@@ -6,7 +6,6 @@
 
 use super::experiment::{self, Axis, ExperimentConfig, Variant};
 use super::report::FitGppReport;
-use super::workload::DEFAULT_DISTRIBUTIONS;
 use super::{run, trace};
 use crate::error::{ArbiterError, ErrorCode, Result};
 use crate::scheduling::fitgpp::{JobKind, Resources};
@@ -119,7 +118,6 @@ pub fn sweep(args: &SweepArgs) -> Result<()> {
     if let Some(cluster) = &args.cluster {
         (config.nodes, config.node) = parse_nodes(cluster)?;
     }
-    config.distributions = DEFAULT_DISTRIBUTIONS;
     let rows = in_parallel(args.threads, |report| experiment::run_reporting(&config, report))?;
     write_output(&args.output, experiment::csv(&rows).trim_end())?;
     if let Some(path) = &args.plot {
