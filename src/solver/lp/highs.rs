@@ -228,6 +228,11 @@ impl Session for HighsSession {
         unsafe { Highs_clearSolver(self.ptr) };
     }
 
+    fn prefer_primal(&mut self, primal: bool) {
+        // HiGHS's simplex strategies: 1 the dual (its default), 4 the primal.
+        self.set_int("simplex_strategy", if primal { 4 } else { 1 });
+    }
+
     fn start_from(&mut self, cols: &[BasisStatus], rows: &[BasisStatus]) {
         if cols.len() != self.num_cols || rows.len() != self.num_rows {
             return;

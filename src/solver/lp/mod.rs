@@ -171,6 +171,10 @@ pub trait Session {
     /// The next solve starts from the slack basis, as a new model's would, instead of the last
     /// optimum's (a hint, like `start_from`).
     fn forget_basis(&mut self) {}
+    /// The next solves use the primal simplex (`true`) or the backend's default (`false`): from a
+    /// basis that stays primal feasible when only the objective changed, the primal simplex goes
+    /// on where the last optimum stopped. A hint, like `start_from`.
+    fn prefer_primal(&mut self, _primal: bool) {}
     /// Makes columns `cols` integer (the model becomes a MILP, solved to `relative_gap`);
     /// backends without a MILP solver refuse.
     fn set_integer(&mut self, _cols: &[usize], _relative_gap: f64) -> Result<(), SolveError> {
@@ -309,6 +313,9 @@ impl Session for Bounded {
     }
     fn forget_basis(&mut self) {
         self.inner.forget_basis()
+    }
+    fn prefer_primal(&mut self, primal: bool) {
+        self.inner.prefer_primal(primal)
     }
     fn set_time_limit(&mut self, seconds: f64) {
         self.inner.set_time_limit(seconds)

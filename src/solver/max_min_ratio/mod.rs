@@ -53,6 +53,15 @@ use class::{split_class, ClassShape, ClassTotal, PoolCut};
 use model::Kept;
 use std::collections::{HashMap, HashSet};
 
+/// How far apart (relative) the floors' levels may be for `best_value_at_floors` to take them
+/// as one level of the kept ratio's needs.
+const FLOOR_AGREEMENT: f64 = 1e-11;
+
+/// `need_m = z·demand_m`, z being the program's first variable.
+fn ratio_needs(demand: &[f64]) -> Vec<Need> {
+    demand.iter().map(|&d| Need { base: 0.0, terms: smallvec::smallvec![(0, d)] }).collect()
+}
+
 /// Relative tolerance under which a top-k condition counts as met.
 const CUT_TOLERANCE: f64 = 1e-9;
 /// A dual above this marks a binding row (duals here are O(1/jobs); round-off stays far below).
@@ -91,6 +100,8 @@ pub struct Engine<'a> {
     warm_prices: Option<Vec<f64>>,
     /// Whether `max_ratio` keeps its model for the program that follows (`keeping_models`).
     keep_models: bool,
+    /// The last `max_ratio` whose model is kept: its demands and its `z`, in the LP's unit.
+    kept_ratio: Option<(Vec<f64>, f64)>,
 }
 
 impl<'a> Engine<'a> {
@@ -112,6 +123,7 @@ impl<'a> Engine<'a> {
             report: None,
             warm_prices: None,
             keep_models: false,
+            kept_ratio: None,
         }
     }
 
@@ -275,6 +287,7 @@ impl<'a> Engine<'a> {
             // Some job with a demand can run nowhere: no z > 0 is feasible.
             return Ok(self.nothing_allocated(Some(0.0)));
         }
+        self.kept_ratio = None;
         // z measured in its natural unit, so the LP is well scaled whatever the demands' units.
         let fallback = match self.decomposition_applies(demand) {
             Ok(()) => {
@@ -296,11 +309,14 @@ impl<'a> Engine<'a> {
             Err(why) => why,
         };
         self.report = Some(MethodReport::lp(fallback));
-        let needs = demand.iter().map(|d| Need { base: 0.0, terms: smallvec::smallvec![(0, d * unit)] }).collect();
-        let mut program = Program::new(Sense::Maximize, needs);
+        let scaled: Vec<f64> = demand.iter().map(|d| d * unit).collect();
+        let mut program = Program::new(Sense::Maximize, ratio_needs(&scaled));
         program.add_var(1.0, 0.0, f64::INFINITY);
         program.keep_model = self.keep_models && self.repeats_rows();
         let solved = self.solve_program(&program)?;
+        if program.keep_model {
+            self.kept_ratio = Some((scaled, solved.vars[0]));
+        }
         Ok(RatioSolution {
             z: Some(solved.vars[0] * unit),
             allocation: solved.allocation,
@@ -309,6 +325,40 @@ impl<'a> Engine<'a> {
             lp_solves: solved.lp_solves,
             classes: solved.classes,
         })
+    }
+
+    /// After a `max_ratio` that kept its model, the best allocation for `value` (a unit of job m's
+    /// throughput is worth `value[m]`) among those that give every job at least `floor[m]`, when
+    /// those floors are that optimum's needs at one level of z within `FLOOR_AGREEMENT` (the
+    /// tie-break's: the optimum's, lowered by a relative slack). The model keeps its rows and
+    /// cuts, `z` gets the level as its lower bound and no value, and the primal simplex goes on
+    /// from the optimum's basis, which stays feasible. `None` when there is no such model or the
+    /// floors are not its needs; the caller then solves its own program.
+    pub fn best_value_at_floors(&mut self, floor: &[f64], value: &[f64]) -> Option<Result<Solved>> {
+        let (demand, _) = self.kept_ratio.as_ref()?;
+        self.kept.as_ref()?;
+        // The level that keeps every need at most its floor, and whether it is the floors' level.
+        let mut level = f64::INFINITY;
+        let mut highest: f64 = 0.0;
+        for (&f, &d) in floor.iter().zip(demand) {
+            if d > 0.0 {
+                level = level.min(f / d);
+                highest = highest.max(f / d);
+            } else if f > 0.0 {
+                return None;
+            }
+        }
+        if !level.is_finite() || highest > level * (1.0 + FLOOR_AGREEMENT) {
+            return None;
+        }
+        let mut program = Program::new(Sense::Maximize, ratio_needs(demand));
+        program.add_var(0.0, level, f64::INFINITY);
+        program.keep_model = true;
+        program.precise = true;
+        program.throughput_value = Some(value.to_vec());
+        program.from_last_optimum = true;
+        self.kept_ratio = None;
+        Some(self.solve_program(&program))
     }
 
     /// `max z s.t. thr_m ≥ base_m + z·demand_m` by the decomposition, from the last solve's
@@ -553,6 +603,41 @@ mod tests {
             let thr = 2.0 * sol.allocation.get(m, 0) + sol.allocation.get(m, 1);
             assert!(thr >= 1.5 - 1e-7, "job {m}: {thr}");
         }
+    }
+
+    #[test]
+    fn the_best_value_at_the_optimums_floors_goes_on_from_its_model() {
+        // Four jobs of one class that run twice as fast on 4 GPUs of type 0 as on type 1, and one
+        // that runs only on the single GPU of type 1: it is the bottleneck (z = 1), and the
+        // others can all have a whole GPU of type 0, whatever the optimum's vertex gave them.
+        let t = two_types(&[[2.0, 1.0], [2.0, 1.0], [2.0, 1.0], [2.0, 1.0], [0.0, 1.0]]);
+        let instance = Instance {
+            throughput: &t,
+            scale_factor: vec![1; 5],
+            capacity: vec![4.0, 1.0],
+            pairs: Vec::new(),
+            unconsolidated: None,
+            consolidated_slots: Vec::new(),
+        };
+        let demand = [1.0; 5];
+        let mut engine = Engine::new(instance.clone(), Backend::default()).keeping_models();
+        let z = engine.max_ratio(&demand).unwrap().z.unwrap();
+        assert!((z - 1.0).abs() < 1e-9, "{z}");
+        // Floors that are not one level of the needs: the caller solves its own program.
+        let uneven = [1.0, 1.0, 1.0, 1.0, 0.5];
+        assert!(engine.best_value_at_floors(&uneven, &[1.0; 5]).is_none());
+        let floor: Vec<f64> = demand.iter().map(|d| d * z * (1.0 - 1e-9)).collect();
+        let solved = engine.best_value_at_floors(&floor, &[1.0; 5]).expect("the optimum's model").unwrap();
+        for m in 0..4 {
+            assert!((solved.allocation.get(m, 0) - 1.0).abs() < 1e-9, "job {m}: {:?}", solved.allocation.row(m));
+        }
+        assert!((solved.allocation.get(4, 1) - 1.0).abs() < 1e-9);
+        // The model was used once: a second call has nothing to go on from.
+        assert!(engine.best_value_at_floors(&floor, &[1.0; 5]).is_none());
+        // Without a kept model there is nothing to go on from either.
+        let mut fresh = Engine::new(instance, Backend::default());
+        fresh.max_ratio(&demand).unwrap();
+        assert!(fresh.best_value_at_floors(&floor, &[1.0; 5]).is_none());
     }
 
     #[test]

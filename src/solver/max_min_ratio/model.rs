@@ -182,9 +182,11 @@ impl Engine<'_> {
                         kept.col_cost[col] = cost;
                     }
                 }
-                if !costs.is_empty() {
-                    // A new objective: the old optimum's basis is neither primal nor dual
-                    // feasible for it, and the simplex goes faster from the slack basis.
+                if program.from_last_optimum {
+                    session.prefer_primal(true);
+                } else if !costs.is_empty() {
+                    // A new objective on new needs: the old optimum's basis is neither primal
+                    // nor dual feasible for it, and the simplex goes faster from the slack basis.
                     session.forget_basis();
                 }
                 session.set_costs(&costs);
@@ -278,6 +280,9 @@ impl Engine<'_> {
                 break solution;
             }
         };
+        if program.from_last_optimum {
+            session.prefer_primal(false);
+        }
         if !self.instance.pairs.is_empty() {
             self.pair_pool = pair_cols
                 .iter()

@@ -69,6 +69,10 @@ pub struct Program {
     /// from the class's first job). `None`: 0. With it, the class time the split leaves over is
     /// handed out too (`fill_class`).
     pub throughput_value: Option<Vec<f64>>,
+    /// The kept model's last optimum stays feasible for this program (only the objective and
+    /// bounds that hold that optimum changed): re-solve from its basis by the primal simplex
+    /// instead of from the slack basis.
+    pub from_last_optimum: bool,
 }
 
 impl Program {
@@ -83,6 +87,7 @@ impl Program {
             precise: false,
             allocate: true,
             throughput_value: None,
+            from_last_optimum: false,
         }
     }
 

@@ -173,11 +173,20 @@ fn throughput_on<'p>(
 /// kept one), otherwise a new one.
 fn on_engine<'p>(
     problem: &'p Problem,
-    engine: Option<&mut Engine<'p>>,
+    mut engine: Option<&mut Engine<'p>>,
     floor: &[f64],
     value: &[f64],
     backend: Backend,
 ) -> Result<(Matrix, usize)> {
+    let failed = |e: ArbiterError| ArbiterError {
+        message: format!("the tie-break solve after the optimum failed: {}", e.message),
+        ..e
+    };
+    // The optimum's own model when the floors are its needs: it goes on from its basis.
+    if let Some(solved) = engine.as_deref_mut().and_then(|engine| engine.best_value_at_floors(floor, value)) {
+        let solved = solved.map_err(failed)?;
+        return Ok((solved.allocation, solved.lp_solves));
+    }
     let needs = floor.iter().map(|&base| Need { base, terms: Terms::new() }).collect();
     let mut program = Program::new(Sense::Maximize, needs);
     // Every job takes part, a job with no floor too: the objective gives it the time left.
@@ -195,10 +204,7 @@ fn on_engine<'p>(
             &mut own
         }
     };
-    let solved = engine.solve_program(&program).map_err(|e| ArbiterError {
-        message: format!("the tie-break solve after the optimum failed: {}", e.message),
-        ..e
-    })?;
+    let solved = engine.solve_program(&program).map_err(failed)?;
     Ok((solved.allocation, solved.lp_solves))
 }
 
