@@ -59,6 +59,8 @@ pub(crate) struct Decomposed {
     pub(crate) rounds: usize,
     /// Jobs with full columns in the last recovery LP.
     pub(crate) ambiguous: usize,
+    /// The GPU prices that certify the optimum (0 on types without GPUs).
+    pub(crate) prices: Vec<f64>,
 }
 
 /// One level's result: its prices, the fixed jobs' vertices and the ambiguous jobs' time. A top
@@ -158,6 +160,7 @@ pub(crate) fn solve(
         lp_solves: level.lp_solves,
         rounds: level.rounds,
         ambiguous: level.ambiguous.len(),
+        prices: level.prices,
     }))
 }
 

@@ -209,7 +209,10 @@ pub fn solve(
     let requested: Vec<f64> = rates.iter().map(|r| r.iter().map(|&(m, t)| t / weight(m)).sum()).collect();
     let deadline = Instant::now() + std::time::Duration::from_secs_f64(budget.seconds.clamp(0.0, 1e6));
     let deadline = backend.deadline.map_or(deadline, |d| d.min(deadline));
-    let pricing = Pricing::new(&entries, &gangs, capacity, &requested).with_milp(backend.until(deadline));
+    let mut pricing = Pricing::new(&entries, &gangs, capacity, &requested).with_milp(backend.until(deadline));
+    if matches!(goal, Goal::Throughput { .. }) {
+        pricing = pricing.seeking_the_best();
+    }
     let limits =
         Limits { iterations: budget.iterations.max(1), pricing_nodes: budget.pricing_nodes, deadline: Some(deadline) };
     let mut master = Master::new(backend.until(deadline).open(lp), supply, convexity);

@@ -41,6 +41,11 @@ pub struct Pricing<'a> {
     /// a master whose entry values do not change between pricings (a sum of throughputs) solves
     /// it once.
     relaxed: std::cell::RefCell<Option<Relaxed>>,
+    /// The last values the MILP proved a best configuration for, and that configuration: the
+    /// pricing that follows a sum of throughputs' first (to prove no column improves) reads it.
+    proved: std::cell::RefCell<Option<(Vec<f64>, Column)>>,
+    /// Only the best configuration is worth finding (`seeking_the_best`).
+    best_only: bool,
 }
 
 /// The configuration MILP's relaxation for some values: the values, the GPU prices, and the
@@ -83,6 +88,10 @@ enum Fixing {
     Reduced { kept: Vec<usize>, forced: Vec<bool> },
 }
 
+/// What makes jobs alike in the pricing MILP: their GPUs, and the (type, value bits) of their
+/// entries.
+type JobShape = (u32, Vec<(u32, u64)>);
+
 /// One type's best set: its value and entries.
 struct Knapsack {
     value: f64,
@@ -99,7 +108,19 @@ impl<'a> Pricing<'a> {
         }
         let jobs = Gang::jobs_spanned(gangs);
         let paired = gangs.iter().any(Gang::is_pair);
-        Pricing { entries, gangs, jobs, paired, capacity, by_type, requested, milp: None, relaxed: Default::default() }
+        Pricing {
+            entries,
+            gangs,
+            jobs,
+            paired,
+            capacity,
+            by_type,
+            requested,
+            milp: None,
+            relaxed: Default::default(),
+            proved: Default::default(),
+            best_only: false,
+        }
     }
 
     /// GPUs entry `e` takes on its type.
@@ -120,10 +141,21 @@ impl<'a> Pricing<'a> {
         self
     }
 
+    /// Pricing for values that do not change from pricing to pricing (a sum of throughputs): a
+    /// column that merely improves only adds a master round, so where a MILP can find the best
+    /// configuration, the heuristic column of the knapsacks' fix-and-resolve is not looked for.
+    pub fn seeking_the_best(mut self) -> Pricing<'a> {
+        self.best_only = true;
+        self
+    }
+
     /// The configuration of greatest `Σ value[e]` if it is worth more than `threshold`, else
     /// `None` once no configuration is (exact), or once `node_budget` branch-and-bound nodes are
     /// spent (then `bound` is the largest bound of a subtree left open, above the threshold).
     pub fn price(&self, value: &[f64], threshold: f64, node_budget: usize) -> Priced {
+        if let Some((_, best)) = self.proved.borrow().as_ref().filter(|(v, _)| v == value) {
+            return Priced { bound: best.value, column: (best.value > threshold).then(|| best.clone()) };
+        }
         let mut forbidden = vec![false; self.entries.len()];
         let root = self.relaxation(value, &forbidden);
         let bound = root.iter().map(|k| k.value).sum::<f64>();
@@ -136,28 +168,32 @@ impl<'a> Pricing<'a> {
             return Priced { column: Some(column), bound };
         }
         // Fix and re-solve: a shared job keeps the type where it is worth most, the knapsacks run
-        // again without its other entries, until no job is shared.
-        let mut sets = root;
-        while !conflicts.is_empty() {
-            for (_, shared) in &conflicts {
-                let keep = shared.iter().copied().max_by(|&a, &b| value[a].total_cmp(&value[b]).then(b.cmp(&a)));
-                for &e in shared {
-                    forbidden[e] |= Some(e) != keep;
+        // again without its other entries, until no job is shared. Skipped when only the best
+        // will do and a MILP can find it.
+        let mut floor = threshold;
+        if !(self.best_only && self.milp.is_some()) {
+            let mut sets = root;
+            while !conflicts.is_empty() {
+                for (_, shared) in &conflicts {
+                    let keep = shared.iter().copied().max_by(|&a, &b| value[a].total_cmp(&value[b]).then(b.cmp(&a)));
+                    for &e in shared {
+                        forbidden[e] |= Some(e) != keep;
+                    }
                 }
+                sets = self.relaxation(value, &forbidden);
+                conflicts = self.conflicts(value, &sets);
             }
-            sets = self.relaxation(value, &forbidden);
-            conflicts = self.conflicts(value, &sets);
-        }
-        let fixed = self.complete(value, sets.into_iter().flat_map(|k| k.entries).collect());
-        if fixed.value > threshold {
-            return Priced { column: Some(fixed), bound };
+            let fixed = self.complete(value, sets.into_iter().flat_map(|k| k.entries).collect());
+            if fixed.value > threshold {
+                return Priced { column: Some(fixed), bound };
+            }
+            floor = floor.max(fixed.value);
         }
         if let Some(best) = self.table(value) {
             let best = self.complete(value, best);
             let bound = best.value;
             return Priced { column: (bound > threshold).then_some(best), bound };
         }
-        let floor = threshold.max(fixed.value);
         // Where branch and bound's nodes would cost more than a MILP, the MILP first.
         let node_work: u64 =
             self.by_type.iter().zip(self.capacity).map(|(es, &c)| es.len() as u64 * (c as u64 + 1)).sum();
@@ -190,7 +226,10 @@ impl<'a> Pricing<'a> {
     fn best_by_milp(&self, value: &[f64], threshold: f64, backend: crate::lp::Backend) -> Option<Priced> {
         let valued: Vec<usize> = self.by_type.iter().flatten().copied().filter(|&e| value[e] > VALUE_TOL).collect();
         // The best configuration, proved best: its value bounds every other.
-        let best = |c: Column| Some(Priced { bound: c.value, column: (c.value > threshold).then_some(c) });
+        let best = |c: Column| {
+            *self.proved.borrow_mut() = Some((value.to_vec(), c.clone()));
+            Some(Priced { bound: c.value, column: (c.value > threshold).then_some(c) })
+        };
         if valued.is_empty() {
             // Nothing is worth anything: the idle round is the best.
             return best(Column { value: 0.0, entries: Vec::new() });
@@ -291,7 +330,13 @@ impl<'a> Pricing<'a> {
             .map(|(&e, _)| e)
             .collect();
         let mut chosen = fixed;
-        if !free.is_empty() {
+        // Few GPUs left around the fixed entries: the dynamic program is exact, and faster.
+        let left: Vec<u32> = capacity.iter().map(|&c| c.round() as u32).collect();
+        if let Some(best) = self.table_over(value, free.clone(), &left) {
+            chosen.extend(best);
+        } else if !self.paired && !free.is_empty() {
+            chosen.extend(self.milp_of_alike_jobs(value, &free, &capacity, backend)?);
+        } else if !free.is_empty() {
             let (lp, cols, _) = self.milp_model(value, &free, &capacity);
             let mut session = backend.open(lp);
             session.set_integer(&cols, MILP_GAP).ok()?;
@@ -303,6 +348,74 @@ impl<'a> Pricing<'a> {
         // Rounded, and kept only if it is a configuration.
         chosen.sort_unstable();
         self.is_configuration(&chosen).then_some(Some(chosen))
+    }
+
+    /// The configuration MILP of jobs alone over `free` entries on `capacity` GPUs per type, with
+    /// alike jobs (the same GPUs, and the same value on the same types) as one integer column per
+    /// type counting how many of them run there: the same optimum as a binary per entry, without
+    /// the binaries' symmetry (on repeated rows, hundreds of interchangeable jobs). The chosen
+    /// entries, alike jobs taking the counts in turn; `None` when the MILP fails.
+    fn milp_of_alike_jobs(
+        &self,
+        value: &[f64],
+        free: &[usize],
+        capacity: &[f64],
+        backend: crate::lp::Backend,
+    ) -> Option<Vec<usize>> {
+        use crate::lp::{LinearProgram, Row, Sense};
+        use std::collections::BTreeMap;
+        if free.is_empty() {
+            return Some(Vec::new());
+        }
+        // Each job's free entries, by type.
+        let mut of_job: BTreeMap<u32, Vec<usize>> = BTreeMap::new();
+        for &e in free {
+            of_job.entry(self.entries[e].0).or_default().push(e);
+        }
+        // Alike jobs: by GPUs and (type, value) of their entries, in job order.
+        let mut alike: BTreeMap<JobShape, Vec<Vec<usize>>> = BTreeMap::new();
+        for mut entries in of_job.into_values() {
+            entries.sort_unstable_by_key(|&e| self.entries[e].1);
+            let shape = entries.iter().map(|&e| (self.entries[e].1, value[e].to_bits())).collect();
+            alike.entry((self.gpus(entries[0]), shape)).or_default().push(entries);
+        }
+        let mut lp = LinearProgram::new(Sense::Maximize);
+        let mut of_type: Vec<Vec<(usize, f64)>> = vec![Vec::new(); capacity.len()];
+        let mut counts: Vec<Vec<usize>> = Vec::with_capacity(alike.len());
+        for ((gpus, shape), jobs) in &alike {
+            let cols: Vec<usize> = shape
+                .iter()
+                .map(|&(w, bits)| {
+                    let col = lp.add_col(f64::from_bits(bits), 0.0, jobs.len() as f64);
+                    of_type[w as usize].push((col, *gpus as f64));
+                    col
+                })
+                .collect();
+            if cols.len() > 1 {
+                lp.add_row(Row::at_most(jobs.len() as f64, cols.iter().map(|&c| (c, 1.0)).collect()));
+            }
+            counts.push(cols);
+        }
+        for (coefs, &c) in of_type.into_iter().zip(capacity) {
+            if !coefs.is_empty() {
+                lp.add_row(Row::at_most(c, coefs));
+            }
+        }
+        let integer: Vec<usize> = counts.iter().flatten().copied().collect();
+        let mut session = backend.open(lp);
+        session.set_integer(&integer, MILP_GAP).ok()?;
+        // The idle round (all zero) is a configuration: there is no first one to search for.
+        session.skip_feasibility_search();
+        let solution = session.solve().ok()?;
+        let mut chosen = Vec::new();
+        for (jobs, cols) in alike.values().zip(&counts) {
+            let mut next = jobs.iter();
+            for (k, &col) in cols.iter().enumerate() {
+                let running = solution.values[col].round().max(0.0) as usize;
+                chosen.extend(next.by_ref().take(running).map(|entries| entries[k]));
+            }
+        }
+        Some(chosen)
     }
 
     /// The configuration problem over `valued` entries on `capacity` GPUs per type, as an LP
@@ -348,16 +461,63 @@ impl<'a> Pricing<'a> {
             return Some((last.prices.clone(), last.rounded.clone()));
         }
         let capacity: Vec<f64> = self.capacity.iter().map(|&c| c as f64).collect();
-        let (lp, cols, first_type_row) = self.milp_model(value, valued, &capacity);
-        let relaxed = backend.solve(lp).ok()?;
-        let prices: Vec<f64> = (0..self.capacity.len())
-            .map(|w| relaxed.row_duals.get(first_type_row + w).map_or(0.0, |y| y.abs()))
-            .collect();
-        let rounded: Vec<usize> =
-            valued.iter().zip(&cols).filter(|&(_, &c)| relaxed.values[c] > 1.0 - 1e-9).map(|(&e, _)| e).collect();
+        let (prices, rounded) = match self.decomposed_relaxation(value, valued, &capacity, backend) {
+            Some(found) => found,
+            None => {
+                let (lp, cols, first_type_row) = self.milp_model(value, valued, &capacity);
+                let relaxed = backend.solve(lp).ok()?;
+                let prices: Vec<f64> = (0..self.capacity.len())
+                    .map(|w| relaxed.row_duals.get(first_type_row + w).map_or(0.0, |y| y.abs()))
+                    .collect();
+                let rounded = valued
+                    .iter()
+                    .zip(&cols)
+                    .filter(|&(_, &c)| relaxed.values[c] > 1.0 - 1e-9)
+                    .map(|(&e, _)| e)
+                    .collect();
+                (prices, rounded)
+            }
+        };
         *self.relaxed.borrow_mut() =
             Some(Relaxed { value: value.to_vec(), prices: prices.clone(), rounded: rounded.clone() });
         Some((prices, rounded))
+    }
+
+    /// The relaxation of jobs alone by price decomposition (`max_weighted_throughput`: a job's
+    /// "throughput" on a type is its entry's value, each worth 1, no floors), in time linear in
+    /// the entries: its certified GPU prices and the entries it sets to 1. `None` when it does
+    /// not certify an optimum (the caller solves the LP).
+    fn decomposed_relaxation(
+        &self,
+        value: &[f64],
+        valued: &[usize],
+        capacity: &[f64],
+        backend: crate::lp::Backend,
+    ) -> Option<(Vec<f64>, Vec<usize>)> {
+        use crate::solver::max_weighted_throughput as decomposition;
+        let mut worth = crate::problem::Matrix::zeros(self.gangs.len(), capacity.len());
+        let mut of_cell = std::collections::HashMap::with_capacity(valued.len());
+        for &e in valued {
+            let (g, w) = self.entries[e];
+            worth.set(g as usize, w as usize, value[e]);
+            of_cell.insert((g, w), e);
+        }
+        let scale_factor: Vec<u32> = self.gangs.iter().map(|g| g.gpus).collect();
+        let instance = decomposition::Instance {
+            throughput: &worth,
+            scale_factor: &scale_factor,
+            value: &vec![1.0; self.gangs.len()],
+            floor: &vec![0.0; self.gangs.len()],
+            usable: capacity.iter().map(|&c| c > 0.0).collect(),
+        };
+        let options = crate::max_min_ratio::DecompositionOptions::default();
+        let found = decomposition::solve(&instance, capacity, backend, &options).ok()?.ok()?;
+        let rounded = (0..worth.rows())
+            .flat_map(|g| (0..worth.cols()).map(move |w| (g, w)))
+            .filter(|&(g, w)| found.allocation.get(g, w) > 1.0 - 1e-9)
+            .filter_map(|(g, w)| of_cell.get(&(g as u32, w as u32)).copied())
+            .collect();
+        Some((found.prices, rounded))
     }
 
     /// The Lagrangian bound of jobs alone at GPU prices `prices`, with each job's best and
@@ -426,24 +586,31 @@ impl<'a> Pricing<'a> {
     /// every type, exact; `None` when its table is past `TABLE_WORK`, or with pairs (a job's
     /// entries are then not one gang's).
     fn table(&self, value: &[f64]) -> Option<Vec<usize>> {
+        let valued: Vec<usize> = self.by_type.iter().flatten().copied().filter(|&e| value[e] > VALUE_TOL).collect();
+        self.table_over(value, valued, self.capacity)
+    }
+
+    /// The best set of `valued` entries (jobs alone) within `capacity` GPUs per type, each job at
+    /// most once, by the dynamic program over the GPUs used on every type; `None` with pairs or
+    /// when the table's work would pass `TABLE_WORK`.
+    fn table_over(&self, value: &[f64], mut valued: Vec<usize>, capacity: &[u32]) -> Option<Vec<usize>> {
         if self.paired {
             return None;
         }
         let mut states = 1usize;
-        let mut stride = Vec::with_capacity(self.capacity.len());
-        for &c in self.capacity {
+        let mut stride = Vec::with_capacity(capacity.len());
+        for &c in capacity {
             stride.push(states);
             states = states.checked_mul(c as usize + 1)?;
         }
         // Per job (entries come job by job), its valued entries that fit.
-        let mut valued: Vec<usize> = self.by_type.iter().flatten().copied().filter(|&e| value[e] > VALUE_TOL).collect();
         valued.sort_unstable();
         let jobs: Vec<&[usize]> = valued.chunk_by(|&a, &b| self.entries[a].0 == self.entries[b].0).collect();
         if states.checked_mul(valued.len().max(1))? > TABLE_WORK {
             return None;
         }
         // GPUs used on each type, per state.
-        let used = |state: usize, w: usize| state / stride[w] % (self.capacity[w] as usize + 1);
+        let used = |state: usize, w: usize| state / stride[w] % (capacity[w] as usize + 1);
         let mut best = vec![f64::NEG_INFINITY; states];
         best[0] = 0.0;
         // Per job and state: which of its entries (1-based) reached the state, 0 for none.
@@ -456,7 +623,7 @@ impl<'a> Pricing<'a> {
                 }
                 for (k, &e) in job.iter().enumerate() {
                     let (w, sf) = (self.entries[e].1 as usize, self.gpus(e) as usize);
-                    if used(state, w) + sf > self.capacity[w] as usize {
+                    if used(state, w) + sf > capacity[w] as usize {
                         continue;
                     }
                     let to = state + sf * stride[w];
@@ -876,6 +1043,47 @@ mod tests {
                 }
             }
         }
+    }
+
+    /// Alike jobs (copies of one job's entries and values) as integer counts: the MILP's best
+    /// is every configuration's best, and what it chooses is one round.
+    #[test]
+    fn the_milp_of_alike_jobs_matches_every_configuration() {
+        if !cfg!(feature = "highs") {
+            return;
+        }
+        let backend = crate::lp::Backend::default();
+        let mut next = stream(43);
+        let mut aggregated = 0;
+        for case in 0..300 {
+            let (capacity, base_factors, base_entries, base_value) = jobs_alone(&mut next, case, 4);
+            // Each job repeated 1 to 3 times, entries and values alike.
+            let (mut scale_factors, mut entries, mut value) = (Vec::new(), Vec::new(), Vec::new());
+            for (m, &sf) in base_factors.iter().enumerate() {
+                for _ in 0..1 + next() % 3 {
+                    let job = scale_factors.len() as u32;
+                    scale_factors.push(sf);
+                    for (e, &(g, w)) in base_entries.iter().enumerate().filter(|(_, &(g, _))| g == m as u32) {
+                        entries.push((job, w));
+                        value.push(base_value[e]);
+                        debug_assert_eq!(g, m as u32);
+                    }
+                }
+            }
+            aggregated += usize::from(scale_factors.len() > base_factors.len());
+            let requested = vec![0.5; entries.len()];
+            let gangs = Gang::singles(&scale_factors);
+            let pricing = Pricing::new(&entries, &gangs, &capacity, &requested);
+            let best = every_configuration(&pricing, &value);
+            let valued: Vec<usize> =
+                pricing.by_type.iter().flatten().copied().filter(|&e| value[e] > VALUE_TOL).collect();
+            let gpus: Vec<f64> = capacity.iter().map(|&c| c as f64).collect();
+            let mut chosen = pricing.milp_of_alike_jobs(&value, &valued, &gpus, backend).expect("solves");
+            chosen.sort_unstable();
+            let got = value_of(&pricing, &value, &chosen);
+            assert!((got - best).abs() < 1e-7, "case {case}: {got} vs {best}");
+        }
+        assert!(aggregated > 200, "{aggregated}");
     }
 
     #[test]
