@@ -231,12 +231,16 @@ pub fn solve(
         let alone = c.runs.iter().filter_map(|&(m, w)| entry(m as usize, w as usize));
         alone.chain(c.pairs.iter().filter_map(|&(k, w)| entry(jobs + k as usize, w as usize))).collect()
     };
-    for configuration in seed {
-        let column = column_of(configuration);
-        if !column.is_empty() {
-            master.add(column);
+    // The seed's columns, added to the master before its first solve (a known decomposition that
+    // reaches the bound may need none: past `TIE_BREAK_ENTRIES` no master is solved).
+    let seed_master = |master: &mut Master| {
+        for configuration in seed {
+            let column = column_of(configuration);
+            if !column.is_empty() {
+                master.add(column);
+            }
         }
-    }
+    };
     // The master's objective in the goal's units.
     let unit = match goal {
         Goal::Ratio { .. } => scale,
@@ -252,6 +256,7 @@ pub fn solve(
         // A decomposition known to reach the bound: the optimum, with no LP.
         (Some(reaching), Some(known)) => (known, known, None, as_columns(reaching)),
         _ => {
+            seed_master(&mut master);
             let (solution, bound, stopped) =
                 master.generate(&pricing, &limits, known, &mut lp_solves).map_err(Skipped::Solver)?;
             (solution.objective, bound, stopped, master.decomposition(&solution))
@@ -269,9 +274,9 @@ pub fn solve(
         // secondary value per GPU first): each still a round, none costing z anything.
         let per_gpu: Vec<f64> =
             entries.iter().zip(&cost).map(|(&(g, _), c)| c / gangs[g as usize].gpus.max(1) as f64).collect();
-        let sorted = pricing.by_order(&per_gpu);
+        let filling = pricing.filling(pricing.by_order(&per_gpu));
         let filled: Vec<(Vec<usize>, f64)> =
-            decomposition.iter().map(|(column, w)| (pricing.fill_in(column.clone(), &sorted), *w)).collect();
+            decomposition.iter().map(|(column, w)| (filling.fill(column.clone()), *w)).collect();
         if entries.len() > TIE_BREAK_ENTRIES {
             // Past this size a master solve costs seconds: the filled configurations, as weighted.
             decomposition = filled;
@@ -282,6 +287,9 @@ pub fn solve(
         } else {
             // The optimum's configurations (they need not be columns yet: a known decomposition
             // reached it) and their filled forms.
+            if start.reaching.is_some() && known.is_some() {
+                seed_master(&mut master);
+            }
             for column in decomposition.iter().chain(&filled).map(|(column, _)| column) {
                 if !master.columns.contains(column) {
                     master.add(column.clone());

@@ -736,6 +736,32 @@ impl<'a> Pricing<'a> {
         sorted
     }
 
+    /// [`fill_in`](Pricing::fill_in) for many configurations down one order (`sorted`).
+    pub fn filling(&self, sorted: Vec<usize>) -> Filling<'a> {
+        let types = self.capacity.len();
+        // Per position, the fewest GPUs an entry from there on takes on each type.
+        let mut fewest = vec![u32::MAX; (sorted.len() + 1) * types];
+        for (i, &e) in sorted.iter().enumerate().rev() {
+            let (here, next) = fewest.split_at_mut((i + 1) * types);
+            here[i * types..].copy_from_slice(&next[..types]);
+            let w = self.entries[e].1 as usize;
+            here[i * types + w] = here[i * types + w].min(self.gpus(e));
+        }
+        let walk = sorted
+            .iter()
+            .map(|&e| {
+                let jobs = self.jobs_of(e);
+                Step {
+                    entry: e,
+                    worker_type: self.entries[e].1,
+                    gpus: self.gpus(e),
+                    jobs: [jobs[0], jobs.get(1).copied().unwrap_or(NO_JOB)],
+                }
+            })
+            .collect();
+        Filling { entries: self.entries, gangs: self.gangs, capacity: self.capacity, jobs: self.jobs, walk, fewest }
+    }
+
     /// `chosen` with the GPUs it leaves free given to jobs it does not run, down `sorted` (every
     /// entry, in the order to try them); sorted.
     pub fn fill_in(&self, mut chosen: Vec<usize>, sorted: &[usize]) -> Vec<usize> {
@@ -764,6 +790,73 @@ impl<'a> Pricing<'a> {
             }
         }
         chosen.sort_unstable();
+        chosen
+    }
+}
+
+/// Configurations filled down one order of the entries (`Pricing::filling`): the walk down the
+/// order stops where no entry left fits the GPUs still free.
+pub struct Filling<'a> {
+    entries: &'a [(u32, u32)],
+    gangs: &'a [Gang],
+    capacity: &'a [u32],
+    jobs: usize,
+    /// The entries in the order, with what the walk reads of each.
+    walk: Vec<Step>,
+    /// `fewest[i·types + w]`: the fewest GPUs an entry at position i or later takes on type w.
+    fewest: Vec<u32>,
+}
+
+/// One entry of a `Filling`'s walk: its type, GPUs and jobs (`NO_JOB` second for a job alone).
+struct Step {
+    entry: usize,
+    worker_type: u32,
+    gpus: u32,
+    jobs: [u32; 2],
+}
+
+/// The second job of a `Step` that runs one.
+const NO_JOB: u32 = u32::MAX;
+
+impl Filling<'_> {
+    /// `chosen` with the GPUs it leaves free given to jobs it does not run, down the order, as
+    /// `Pricing::fill_in`; sorted.
+    pub fn fill(&self, mut chosen: Vec<usize>) -> Vec<usize> {
+        let types = self.capacity.len();
+        let given = chosen.len();
+        let mut running = vec![false; self.jobs];
+        let mut free: Vec<u32> = self.capacity.to_vec();
+        for &e in &chosen {
+            let gang = &self.gangs[self.entries[e].0 as usize];
+            for &m in gang.jobs() {
+                running[m as usize] = true;
+            }
+            let w = self.entries[e].1 as usize;
+            free[w] = free[w].saturating_sub(gang.gpus);
+        }
+        let idle = |running: &[bool], m: u32| m == NO_JOB || !running[m as usize];
+        for (i, step) in self.walk.iter().enumerate() {
+            let w = step.worker_type as usize;
+            if step.gpus <= free[w] && idle(&running, step.jobs[0]) && idle(&running, step.jobs[1]) {
+                for m in step.jobs.into_iter().filter(|&m| m != NO_JOB) {
+                    running[m as usize] = true;
+                }
+                free[w] -= step.gpus;
+                chosen.push(step.entry);
+            } else if step.gpus > free[w] {
+                // Nothing from here on fits any type's free GPUs: the walk is over.
+                let fewest = &self.fewest[i * types..(i + 1) * types];
+                if free.iter().zip(fewest).all(|(&f, &least)| f < least) {
+                    break;
+                }
+            }
+        }
+        if chosen.len() > given {
+            // The given entries are in order when they come from a configuration: the new ones
+            // sorted, then the two runs merged.
+            chosen[given..].sort_unstable();
+            chosen.sort();
+        }
         chosen
     }
 }
@@ -1084,6 +1177,31 @@ mod tests {
             assert!((got - best).abs() < 1e-7, "case {case}: {got} vs {best}");
         }
         assert!(aggregated > 200, "{aggregated}");
+    }
+
+    /// Filling many configurations down one order gives what `fill_in` gives each.
+    #[test]
+    fn filling_matches_fill_in() {
+        let mut next = stream(47);
+        for case in 0..300 {
+            let (capacity, scale_factors, entries, _) = jobs_alone(&mut next, case, 9);
+            let requested = vec![0.5; entries.len()];
+            let gangs = Gang::singles(&scale_factors);
+            let pricing = Pricing::new(&entries, &gangs, &capacity, &requested);
+            let random_order = |next: &mut dyn FnMut() -> u32| {
+                let keys: Vec<f64> = entries.iter().map(|_| next() as f64).collect();
+                pricing.by_order(&keys)
+            };
+            let filling = pricing.filling(random_order(&mut next));
+            let sorted = filling.walk.iter().map(|s| s.entry).collect::<Vec<_>>();
+            for _ in 0..4 {
+                // A configuration: part of a full one.
+                let full = pricing.fill_in(Vec::new(), &random_order(&mut next));
+                let part: Vec<usize> = full.into_iter().filter(|_| next().is_multiple_of(2)).collect();
+                assert!(pricing.is_configuration(&part));
+                assert_eq!(filling.fill(part.clone()), pricing.fill_in(part, &sorted), "case {case}");
+            }
+        }
     }
 
     #[test]
