@@ -100,8 +100,8 @@ pub struct Engine<'a> {
     warm_prices: Option<Vec<f64>>,
     /// Whether `max_ratio` keeps its model for the program that follows (`keeping_models`).
     keep_models: bool,
-    /// The last `max_ratio` whose model is kept: its demands and its `z`, in the LP's unit.
-    kept_ratio: Option<(Vec<f64>, f64)>,
+    /// The demands of the last `max_ratio` whose model is kept, in the LP's unit of `z`.
+    kept_ratio: Option<Vec<f64>>,
 }
 
 impl<'a> Engine<'a> {
@@ -315,7 +315,7 @@ impl<'a> Engine<'a> {
         program.keep_model = self.keep_models && self.repeats_rows();
         let solved = self.solve_program(&program)?;
         if program.keep_model {
-            self.kept_ratio = Some((scaled, solved.vars[0]));
+            self.kept_ratio = Some(scaled);
         }
         Ok(RatioSolution {
             z: Some(solved.vars[0] * unit),
@@ -335,7 +335,7 @@ impl<'a> Engine<'a> {
     /// from the optimum's basis, which stays feasible. `None` when there is no such model or the
     /// floors are not its needs; the caller then solves its own program.
     pub fn best_value_at_floors(&mut self, floor: &[f64], value: &[f64]) -> Option<Result<Solved>> {
-        let (demand, _) = self.kept_ratio.as_ref()?;
+        let demand = self.kept_ratio.as_ref()?;
         self.kept.as_ref()?;
         // The level that keeps every need at most its floor, and whether it is the floors' level.
         let mut level = f64::INFINITY;
