@@ -231,9 +231,13 @@ pub fn solve(
         let alone = c.runs.iter().filter_map(|&(m, w)| entry(m as usize, w as usize));
         alone.chain(c.pairs.iter().filter_map(|&(k, w)| entry(jobs + k as usize, w as usize))).collect()
     };
-    // The seed's columns, added to the master before its first solve (a known decomposition that
-    // reaches the bound may need none: past `TIE_BREAK_ENTRIES` no master is solved).
-    let seed_master = |master: &mut Master| {
+    // The seed's columns, added to the master once, before its first solve (a known decomposition
+    // that reaches the bound may need none: past `TIE_BREAK_ENTRIES` no master is solved).
+    let mut unseeded = true;
+    let mut seed_master = |master: &mut Master| {
+        if !std::mem::take(&mut unseeded) {
+            return;
+        }
         for configuration in seed {
             let column = column_of(configuration);
             if !column.is_empty() {
@@ -274,7 +278,7 @@ pub fn solve(
         // secondary value per GPU first): each still a round, none costing z anything.
         let per_gpu: Vec<f64> =
             entries.iter().zip(&cost).map(|(&(g, _), c)| c / gangs[g as usize].gpus.max(1) as f64).collect();
-        let filling = pricing.filling(pricing.by_order(&per_gpu));
+        let filling = pricing.filling(&pricing.by_order(&per_gpu));
         let filled: Vec<(Vec<usize>, f64)> =
             decomposition.iter().map(|(column, w)| (filling.fill(column.clone()), *w)).collect();
         if entries.len() > TIE_BREAK_ENTRIES {
@@ -287,9 +291,7 @@ pub fn solve(
         } else {
             // The optimum's configurations (they need not be columns yet: a known decomposition
             // reached it) and their filled forms.
-            if start.reaching.is_some() && known.is_some() {
-                seed_master(&mut master);
-            }
+            seed_master(&mut master);
             for column in decomposition.iter().chain(&filled).map(|(column, _)| column) {
                 if !master.columns.contains(column) {
                     master.add(column.clone());

@@ -496,11 +496,9 @@ impl<'a> Pricing<'a> {
     ) -> Option<(Vec<f64>, Vec<usize>)> {
         use crate::solver::max_weighted_throughput as decomposition;
         let mut worth = crate::problem::Matrix::zeros(self.gangs.len(), capacity.len());
-        let mut of_cell = std::collections::HashMap::with_capacity(valued.len());
         for &e in valued {
             let (g, w) = self.entries[e];
             worth.set(g as usize, w as usize, value[e]);
-            of_cell.insert((g, w), e);
         }
         let scale_factor: Vec<u32> = self.gangs.iter().map(|g| g.gpus).collect();
         let instance = decomposition::Instance {
@@ -512,11 +510,11 @@ impl<'a> Pricing<'a> {
         };
         let options = crate::max_min_ratio::DecompositionOptions::default();
         let found = decomposition::solve(&instance, capacity, backend, &options).ok()?.ok()?;
-        let rounded = (0..worth.rows())
-            .flat_map(|g| (0..worth.cols()).map(move |w| (g, w)))
-            .filter(|&(g, w)| found.allocation.get(g, w) > 1.0 - 1e-9)
-            .filter_map(|(g, w)| of_cell.get(&(g as u32, w as u32)).copied())
-            .collect();
+        let whole = |e: usize| {
+            let (g, w) = self.entries[e];
+            found.allocation.get(g as usize, w as usize) > 1.0 - 1e-9
+        };
+        let rounded = valued.iter().copied().filter(|&e| whole(e)).collect();
         Some((found.prices, rounded))
     }
 
@@ -737,7 +735,7 @@ impl<'a> Pricing<'a> {
     }
 
     /// [`fill_in`](Pricing::fill_in) for many configurations down one order (`sorted`).
-    pub fn filling(&self, sorted: Vec<usize>) -> Filling<'a> {
+    pub fn filling(&self, sorted: &[usize]) -> Filling<'a> {
         let types = self.capacity.len();
         // Per position, the fewest GPUs an entry from there on takes on each type.
         let mut fewest = vec![u32::MAX; (sorted.len() + 1) * types];
@@ -765,7 +763,7 @@ impl<'a> Pricing<'a> {
     /// `chosen` with the GPUs it leaves free given to jobs it does not run, down `sorted` (every
     /// entry, in the order to try them); sorted.
     pub fn fill_in(&self, chosen: Vec<usize>, sorted: &[usize]) -> Vec<usize> {
-        self.filling(sorted.to_vec()).fill(chosen)
+        self.filling(sorted).fill(chosen)
     }
 }
 
@@ -1199,7 +1197,7 @@ mod tests {
                 let keys: Vec<f64> = entries.iter().map(|_| next() as f64).collect();
                 pricing.by_order(&keys)
             };
-            let filling = pricing.filling(random_order(&mut next));
+            let filling = pricing.filling(&random_order(&mut next));
             let sorted = filling.walk.iter().map(|s| s.entry).collect::<Vec<_>>();
             for _ in 0..4 {
                 // A configuration: part of a full one.
