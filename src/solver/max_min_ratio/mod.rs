@@ -100,7 +100,8 @@ pub struct Engine<'a> {
     warm_prices: Option<Vec<f64>>,
     /// Whether `max_ratio` keeps its model for the program that follows (`keeping_models`).
     keep_models: bool,
-    /// The demands of the last `max_ratio` whose model is kept, in the LP's unit of `z`.
+    /// The demands of the last `max_ratio` whose model is kept, in the LP's unit of `z`, while
+    /// its program is the last one solved.
     kept_ratio: Option<Vec<f64>>,
 }
 
@@ -242,6 +243,8 @@ impl<'a> Engine<'a> {
 
     /// Solves a `Program` exactly.
     pub fn solve_program(&mut self, program: &Program) -> Result<Solved> {
+        // Whatever this program keeps, it is no longer the last `max_ratio`'s model.
+        self.kept_ratio = None;
         self.shape();
         let shapes = std::mem::take(&mut self.shapes);
         let result = self.solve_with(&shapes, program);
@@ -357,7 +360,6 @@ impl<'a> Engine<'a> {
         program.precise = true;
         program.throughput_value = Some(value.to_vec());
         program.from_last_optimum = true;
-        self.kept_ratio = None;
         Some(self.solve_program(&program))
     }
 
