@@ -83,7 +83,7 @@ pub fn allocate(problem: &Problem, backend: lp::Backend) -> error::Result<(Respo
         }
     };
     let (outcome, tie_break) = (applied.outcome, applied.tie_break);
-    let (outcome, realized) = if problem.realizable {
+    let (outcome, realized) = if problem.realizable.runs_for(problem.policy) {
         let realized = if partitioning.is_some() {
             let why = "a partitioned solve is not formulated over round configurations".to_string();
             solver::realizable::Realized::not_applied(outcome, why)

@@ -250,7 +250,9 @@ fn run_rounds(args: RoundsArgs) -> ExitCode {
         };
         config.validate()?;
         let mut problem = Problem::from_json(&read_input(&args.input)?)?;
-        problem.realizable |= args.realizable;
+        if args.realizable {
+            problem.realizable = arbiter::solver::realizable::Realizable::On;
+        }
         mechanism::report::run(&problem, args.rounds, config)
     });
     let report = match report {

@@ -119,9 +119,9 @@ pub struct Problem {
     pub partitions: Option<usize>,
     /// What follows a bottleneck policy's optimum (`solver::tie_break`).
     pub tie_break: crate::solver::tie_break::TieBreak,
-    /// Solve the policy over round configurations, so whole-GPU rounds can deliver the
-    /// allocation (`solver::realizable`).
-    pub realizable: bool,
+    /// Whether the policy is solved over round configurations, so whole-GPU rounds can deliver
+    /// the allocation (`solver::realizable`).
+    pub realizable: crate::solver::realizable::Realizable,
     /// The entity tree (empty unless the request has `entities`).
     pub entities: Vec<Entity>,
     /// `job_entity[m]`: the entity job m belongs to.
@@ -355,7 +355,7 @@ impl Problem {
             colocation_threshold,
             partitions,
             tie_break,
-            realizable: req.realizable.unwrap_or(false),
+            realizable: crate::solver::realizable::Realizable::from_flag(req.realizable, Default::default()),
             method,
             warm_prices: None,
             decomposition: Default::default(),
@@ -458,7 +458,7 @@ impl Problem {
             colocation_threshold: crate::space_sharing::DEFAULT_THRESHOLD,
             partitions: None,
             tie_break: Default::default(),
-            realizable: false,
+            realizable: Default::default(),
             method: Default::default(),
             warm_prices: None,
             decomposition: Default::default(),

@@ -7,6 +7,7 @@ use super::progress::ProgressBar;
 use crate::error::{ArbiterError, ErrorCode, Result};
 use crate::lp::Backend;
 use crate::policies::PolicyKind;
+use crate::solver::realizable::Realizable;
 use crate::workload::throughputs::ThroughputTable;
 use crate::workload::trace;
 use std::path::{Path, PathBuf};
@@ -80,9 +81,12 @@ pub struct SimulateArgs {
     #[arg(long, conflicts_with = "configurations")]
     pub ideal: bool,
     /// Solve the policy over round configurations (`max_min_fairness`, `min_makespan`,
-    /// `max_sum_throughput`): allocations whole-GPU rounds can deliver.
-    #[arg(long)]
-    pub realizable: bool,
+    /// `max_sum_throughput`): allocations whole-GPU rounds can deliver. On by default, except
+    /// with `--space-sharing` (its pairs make each solve hundreds of times slower; `--realizable`
+    /// applies it there too); `--realizable false` keeps Gavel's fractional allocations, as its
+    /// paper's numbers need.
+    #[arg(long, value_name = "BOOL", num_args = 0..=1, default_missing_value = "true")]
+    pub realizable: Option<bool>,
     /// Rounds run the configurations of the allocation's decomposition instead of choosing jobs
     /// by priority.
     #[arg(long)]
@@ -189,7 +193,7 @@ pub fn round_only_flags(args: &SimulateArgs) -> Vec<(&'static str, bool)> {
         ("space-sharing", args.space_sharing),
         ("round-seconds", args.round_seconds != 360.0),
         ("ideal", args.ideal),
-        ("realizable", args.realizable),
+        ("realizable", args.realizable.is_some()),
         ("configurations", args.configurations),
         ("min-solve-seconds", args.min_solve_seconds != 0.0),
         ("work-conserving", !args.work_conserving),
@@ -211,6 +215,7 @@ pub fn round_only_sweep_flags(args: &SweepArgs) -> Vec<(&'static str, bool)> {
         ("multi-priority", args.multi_priority),
         ("round-seconds", args.round_seconds != 360.0),
         ("ideal", args.ideal),
+        ("realizable", args.realizable.is_some()),
         ("restart-seconds", args.restart_seconds != 0.0),
         ("cdf-plot", args.cdf_plot.is_some()),
         ("cdf-load", args.cdf_load.is_some()),
@@ -297,7 +302,7 @@ pub fn run_simulate(args: &SimulateArgs) -> Result<()> {
         space_sharing: args.space_sharing,
         round_seconds: args.round_seconds,
         ideal: args.ideal,
-        realizable: args.realizable,
+        realizable: Realizable::from_flag(args.realizable, Realizable::UnlessPaired),
         configurations: args.configurations,
         window: args.window.as_deref().map(parse_window).transpose()?,
         min_solve_interval: args.min_solve_seconds,
@@ -405,6 +410,11 @@ pub struct SweepArgs {
     /// Grant every job exactly its allocation each round (no placement).
     #[arg(long)]
     pub ideal: bool,
+    /// Solve the LP policies over round configurations, as `simulate --realizable`: on by
+    /// default except with space sharing; `--realizable false` keeps Gavel's fractional
+    /// allocations.
+    #[arg(long, value_name = "BOOL", num_args = 0..=1, default_missing_value = "true")]
+    pub realizable: Option<bool>,
     /// Seconds a suspended job loses when it resumes (a cold start), for the list-policy
     /// compositions (Astraea's lease overhead; `restart_overhead_share` in the CSV).
     #[arg(long, default_value_t = 0.0)]
@@ -517,6 +527,7 @@ pub fn run_sweep(args: &SweepArgs) -> Result<()> {
         multi_priority: args.multi_priority,
         round_seconds: args.round_seconds,
         ideal: args.ideal,
+        realizable: Realizable::from_flag(args.realizable, Realizable::UnlessPaired),
         restart_seconds: args.restart_seconds,
         backend: backend_named(&args.backend)?,
     };

@@ -5,6 +5,7 @@ use crate::error::{ArbiterError, ErrorCode, Result};
 use crate::lp::Backend;
 use crate::policies::PolicyKind;
 use crate::problem::WorkerType;
+use crate::solver::realizable::Realizable;
 
 /// One simulation's settings.
 #[derive(Debug, Clone)]
@@ -20,8 +21,10 @@ pub struct SimulationConfig {
     pub round_seconds: f64,
     /// Grant every job exactly its allocation each round (the mechanism's `Mode::Ideal`).
     pub ideal: bool,
-    /// Solve the policy over round configurations (`Problem::realizable`).
-    pub realizable: bool,
+    /// Whether the policy is solved over round configurations (`Problem::realizable`): by default
+    /// unless space sharing's pairs are in the solve; off for Gavel's fractional allocations
+    /// (`SimulationConfig::gavel`).
+    pub realizable: Realizable,
     /// Rounds follow the allocation's decomposition (the mechanism's `Mode::Configurations`).
     pub configurations: bool,
     /// Measured jobs: trace positions `first..last` (Gavel's `--window-start/--window-end`);
@@ -55,9 +58,16 @@ impl SimulationConfig {
         }
     }
 
-    /// Gavel's settings for a policy on a cluster: 6-minute rounds, recomputation on every
-    /// arrival and completion, work-conserving rounds, every job measured.
+    /// A policy on a cluster with Gavel's mechanism: 6-minute rounds, recomputation on every
+    /// arrival and completion, work-conserving rounds, every job measured; the LP policies solve
+    /// over round configurations (`realizable`), so rounds can deliver what they allocate.
     pub fn new(cluster: Vec<WorkerType>, policy: PolicyKind) -> SimulationConfig {
+        SimulationConfig { realizable: Realizable::UnlessPaired, ..SimulationConfig::gavel(cluster, policy) }
+    }
+
+    /// Gavel's settings exactly, as its paper's numbers need: `new` with the fractional
+    /// allocations of Gavel's LPs (`Realizable::Off`).
+    pub fn gavel(cluster: Vec<WorkerType>, policy: PolicyKind) -> SimulationConfig {
         SimulationConfig {
             cluster,
             policy,
@@ -65,7 +75,7 @@ impl SimulationConfig {
             space_sharing: false,
             round_seconds: 360.0,
             ideal: false,
-            realizable: false,
+            realizable: Realizable::Off,
             configurations: false,
             window: None,
             min_solve_interval: 0.0,

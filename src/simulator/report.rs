@@ -5,6 +5,7 @@
 
 use super::config::SimulationConfig;
 use super::fairness;
+use crate::solver::realizable::Realizable;
 use crate::workload::Trace;
 use serde::Serialize;
 
@@ -72,7 +73,8 @@ pub struct SimulationReport {
     /// The stages that ran: `admission+scheduling+placement+preemption`
     /// (`accept_all+max_min_fairness+consolidated+lease` is Gavel's mechanism).
     pub composition: String,
-    /// The policy solved over round configurations (`--realizable`).
+    /// The policy was solved over round configurations (`--realizable`; by default for the
+    /// policies the realizable solve covers, unless space sharing is on).
     #[serde(default)]
     pub realizable: bool,
     pub heterogeneity_aware: bool,
@@ -242,7 +244,12 @@ pub fn assemble(trace: &Trace, config: &SimulationConfig, outcomes: &[JobOutcome
         policy: config.policy.name().to_string(),
         composition: totals.composition,
         heterogeneity_aware: config.heterogeneity_aware,
-        realizable: config.realizable,
+        realizable: crate::solver::realizable::covers(config.policy)
+            && match config.realizable {
+                Realizable::Off => false,
+                Realizable::UnlessPaired => !config.space_sharing,
+                Realizable::On => true,
+            },
         space_sharing: config.space_sharing,
         mode: config.mode().name().to_string(),
         round_seconds: config.round_seconds,

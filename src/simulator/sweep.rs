@@ -155,6 +155,8 @@ pub struct SweepConfig {
     pub multi_priority: bool,
     pub round_seconds: f64,
     pub ideal: bool,
+    /// Whether the LP policies solve over round configurations (`SimulationConfig::realizable`).
+    pub realizable: crate::solver::realizable::Realizable,
     /// Seconds a suspended job loses when it resumes (list compositions only).
     pub restart_seconds: f64,
     pub backend: Backend,
@@ -241,6 +243,7 @@ pub fn run(
                 space_sharing: variant.space_sharing,
                 round_seconds: config.round_seconds,
                 ideal: config.ideal,
+                realizable: config.realizable,
                 restart_seconds: config.restart_seconds,
                 window: config.window,
                 seed,
@@ -272,7 +275,7 @@ pub fn csv(points: &[SweepPoint]) -> String {
         "variant,policy,heterogeneity_aware,space_sharing,jobs_per_hour,seed,jobs_total,jobs_arrived,jobs_measured,jobs_finished,\
          average_jct_hours,p50_jct_hours,p95_jct_hours,p99_jct_hours,makespan_hours,utilization,\
          preemptions,rounds,wall_seconds,average_responsiveness_hours,preemptions_per_job,\
-         sharing_loss_share,tenant_unfairness_ratio,restart_overhead_share,error\n",
+         sharing_loss_share,tenant_unfairness_ratio,restart_overhead_share,realizable,error\n",
     );
     for p in points {
         let v = &p.variant;
@@ -296,7 +299,7 @@ pub fn csv(points: &[SweepPoint]) -> String {
                 let q = r.jct_percentiles_seconds;
                 let _ = writeln!(
                     out,
-                    "{},{},{},{},{:.4},{:.4},{:.4},{:.4},{:.4},{:.4},{},{},{:.3},{:.4},{:.4},{},{},{},",
+                    "{},{},{},{},{:.4},{:.4},{:.4},{:.4},{:.4},{:.4},{},{},{:.3},{:.4},{:.4},{},{},{},{},",
                     r.jobs_total,
                     r.jobs_arrived,
                     r.jobs_measured,
@@ -315,10 +318,11 @@ pub fn csv(points: &[SweepPoint]) -> String {
                     r.ltgf.as_ref().map_or(String::new(), |f| format!("{:.4}", f.sharing_loss_share)),
                     r.ltgf.as_ref().map_or(String::new(), |f| format!("{:.4}", f.tenant_unfairness_ratio)),
                     r.restart_overhead_share.map_or(String::new(), |s| format!("{s:.5}")),
+                    r.realizable,
                 );
             }
             Err(e) => {
-                let _ = writeln!(out, ",,,,,,,,,,,,,,,,,,\"{}\"", e.replace('"', "'"));
+                let _ = writeln!(out, ",,,,,,,,,,,,,,,,,,,\"{}\"", e.replace('"', "'"));
             }
         }
     }

@@ -17,6 +17,66 @@ use crate::space_sharing::{add_pair_throughput, kept_pairs, Pair};
 use serde::{Deserialize, Serialize};
 use std::time::Instant;
 
+/// When a policy is solved over round configurations (`Problem::realizable`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Realizable {
+    /// The fractional allocation of the policy's LP (a request's default, and Gavel's).
+    #[default]
+    Off,
+    /// Over round configurations, except when space sharing's pairs are in the solve (their
+    /// columns make it hundreds of times the plain solve: `docs/simulator.md`) or the jobs are
+    /// more than its size budget takes (`declined`). The default of sessions and the simulator.
+    UnlessPaired,
+    /// Over round configurations, pairs included (`realizable: true`).
+    On,
+}
+
+impl Realizable {
+    /// `Some(true)`: `On`, `Some(false)`: `Off`, `None`: `default`.
+    pub fn from_flag(flag: Option<bool>, default: Realizable) -> Realizable {
+        match flag {
+            Some(true) => Realizable::On,
+            Some(false) => Realizable::Off,
+            None => default,
+        }
+    }
+
+    /// Whether a solve of `policy` runs the realizable solve: always when `On` (which then reports
+    /// why it does not cover a policy), by default only for the policies it covers.
+    pub fn runs_for(self, policy: PolicyKind) -> bool {
+        match self {
+            Realizable::Off => false,
+            Realizable::UnlessPaired => covers(policy),
+            Realizable::On => true,
+        }
+    }
+}
+
+/// Why the default (`Realizable::UnlessPaired`) leaves `problem` fractional before solving it:
+/// more jobs than the solve's size budget takes, or space sharing's pairs.
+pub fn declined(problem: &Problem) -> Option<String> {
+    if problem.realizable != Realizable::UnlessPaired {
+        return None;
+    }
+    let most = budget().max_entries;
+    if problem.num_jobs() > most {
+        return Some(format!(
+            "not applied by default past {most} jobs (the realizable solve's size budget, in (job, worker type) \
+             entries); realizable: true tries it"
+        ));
+    }
+    (!kept_pairs(problem).is_empty()).then(|| {
+        "not applied by default with space sharing's pairs, whose columns make the solve hundreds of times slower; \
+         realizable: true applies it"
+            .to_string()
+    })
+}
+
+/// The policies solved over round configurations.
+pub fn covers(policy: PolicyKind) -> bool {
+    matches!(policy, PolicyKind::MaxMinFairness | PolicyKind::MinMakespan | PolicyKind::MaxSumThroughput)
+}
+
 /// The hull solve's budget: it is the answer, not a report on one, so it may take longer than a
 /// response's check (and stops at the request's `max_solve_seconds`).
 pub fn budget() -> Budget {
@@ -112,7 +172,7 @@ impl Realized {
 
 /// Why the realizable solve does not cover `problem`, if it does not.
 fn uncovered(problem: &Problem, outcome: &Outcome) -> Option<String> {
-    if !matches!(problem.policy, PolicyKind::MaxMinFairness | PolicyKind::MinMakespan | PolicyKind::MaxSumThroughput) {
+    if !covers(problem.policy) {
         return Some(format!(
             "the realizable solve covers max_min_fairness, min_makespan and max_sum_throughput; {} keeps its \
              fractional allocation",
@@ -122,7 +182,7 @@ fn uncovered(problem: &Problem, outcome: &Outcome) -> Option<String> {
     if outcome.unconsolidated.rows() > 0 {
         return Some("placement sensitivity is not formulated over round configurations".into());
     }
-    None
+    declined(problem)
 }
 
 /// The policy over round configurations, from its fractional `outcome`; `tie_broken`: the

@@ -275,7 +275,7 @@ fn realizable_allocations_are_delivered_within_002() {
     let problems = fixtures_and_reference_cases();
     let mut checked = 0;
     for (name, mut problem) in problems.into_iter().filter(|(_, p)| covered.contains(&p.policy)) {
-        problem.realizable = true;
+        problem.realizable = arbiter::solver::realizable::Realizable::On;
         let session = run_problem(&problem, 200, config);
         let solve = session.realizable_solve().expect("a realizable solve ran").clone();
         assert!(solve.applied && solve.certified, "{name}: {solve:?}");
@@ -311,5 +311,45 @@ fn a_realizable_session_runs_the_four_gpu_example_as_solved() {
         assert!((session.allocation(id).unwrap()[0] - x).abs() < 1e-7, "{id}");
         let received = session.received_fraction(id).unwrap()[0];
         assert!((received - x).abs() <= 0.02, "{id}: {received} of {x}");
+    }
+}
+
+/// A session's default (`Realizable::UnlessPaired`) solves the same example realizably, and past
+/// the realizable solve's size budget (8,192 jobs) keeps the fractional allocation without the
+/// tie-break that would start it, naming the budget.
+#[test]
+fn a_sessions_default_is_realizable_within_its_size_budget() {
+    use arbiter::solver::realizable::Realizable;
+    let request = r#"{"policy": "max_min_fairness",
+        "cluster": {"worker_types": {"v100": {"count": 4, "gpus_per_server": 4}}},
+        "jobs": [{"id": "a", "throughput": {"v100": 1}}, {"id": "b", "throughput": {"v100": 1}},
+                 {"id": "big", "throughput": {"v100": 1}, "scale_factor": 4}]}"#;
+    let mut problem = Problem::from_json(request).unwrap();
+    problem.realizable = Realizable::UnlessPaired;
+    let session = run_problem(&problem, 1, Config::default());
+    let solve = session.realizable_solve().unwrap();
+    assert!(solve.applied && (solve.objective.unwrap() - 0.8).abs() < 1e-7, "{solve:?}");
+
+    let jobs: Vec<String> = (0..8_193)
+        .map(|m| format!(r#"{{"id": "j{m}", "throughput": {{"v100": {}}}}}"#, 1.0 + (m % 7) as f64))
+        .collect();
+    let request = format!(
+        r#"{{"policy": "max_min_fairness", "cluster": {{"worker_types": {{"v100": {{"count": 2048}}}}}},
+            "jobs": [{}]}}"#,
+        jobs.join(",")
+    );
+    let mut problem = Problem::from_json(&request).unwrap();
+    problem.realizable = Realizable::UnlessPaired;
+    let mut session = Session::from_problem(&problem, Config::default()).unwrap();
+    session.recompute_allocation().unwrap();
+    let solve = session.realizable_solve().unwrap();
+    assert!(!solve.applied && solve.reason.as_deref().unwrap().contains("8192 jobs"), "{solve:?}");
+    // The bare LP's allocation: every job at its share, as with `realizable: false`.
+    problem.realizable = Realizable::Off;
+    let mut off = Session::from_problem(&problem, Config::default()).unwrap();
+    off.recompute_allocation().unwrap();
+    for m in [0, 1, 4_096, 8_192] {
+        let id = format!("j{m}");
+        assert_eq!(session.allocation(&id).unwrap(), off.allocation(&id).unwrap(), "{id}");
     }
 }

@@ -129,7 +129,21 @@ fn a_session_in_configurations_mode_follows_the_decomposition() {
     let mut c = f.client();
     let mut create = demo_request();
     create["mode"] = json!("configurations");
+    // The realizable allocation (the default: no `realizable` given) and the fractional one,
+    // whose decomposition names a shortfall.
+    follows_the_decomposition(&mut c, &create, true);
+    create["realizable"] = json!(false);
+    follows_the_decomposition(&mut c, &create, false);
+    create["mode"] = json!("deficit");
     let reply = c.post("/v1/sessions", &bytes(&create)).unwrap();
+    assert_error(&reply, 400, "invalid_number", Some("mode"));
+    assert!(reply.text().contains("configurations"), "{}", reply.text());
+}
+
+/// A session of `create` in mode `configurations`: after 30 rounds every job has received what the
+/// allocation's decomposition delivers it, within a few rounds.
+fn follows_the_decomposition(c: &mut crate::service_support::http::Client, create: &Value, realizable: bool) {
+    let reply = c.post("/v1/sessions", &bytes(create)).unwrap();
     assert_eq!(reply.status, 201, "{}", reply.text());
     let session = reply.json();
     assert_eq!(session["mode"], "configurations");
@@ -142,8 +156,11 @@ fn a_session_in_configurations_mode_follows_the_decomposition() {
     assert_eq!(allocation["realizable"]["checked"], true, "{allocation}");
     assert_eq!(allocation["realizable"]["certified"], true, "{allocation}");
     assert!(allocation.get("decomposition_skipped").is_none(), "{allocation}");
+    assert_eq!(allocation["realizable_solve"]["applied"].as_bool(), realizable.then_some(true), "{allocation}");
     // Every job gets what the decomposition delivers it, within a few rounds of 30.
-    let shortfall = allocation["realizable"]["shortfall"].as_array().unwrap();
+    let none = Vec::new();
+    let shortfall = allocation["realizable"]["shortfall"].as_array().unwrap_or(&none);
+    assert_eq!(shortfall.is_empty(), realizable, "{allocation}");
     for (id, x) in allocation["allocation"].as_object().unwrap() {
         for (wt, x) in x.as_object().unwrap() {
             let deliverable = shortfall
@@ -154,10 +171,6 @@ fn a_session_in_configurations_mode_follows_the_decomposition() {
             assert!((deliverable - received).abs() <= 3.0 / 30.0 + 1e-9, "{id} on {wt}: {received} of {deliverable}");
         }
     }
-    create["mode"] = json!("deficit");
-    let reply = c.post("/v1/sessions", &bytes(&create)).unwrap();
-    assert_error(&reply, 400, "invalid_number", Some("mode"));
-    assert!(reply.text().contains("configurations"), "{}", reply.text());
 }
 
 #[test]

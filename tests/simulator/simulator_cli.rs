@@ -70,6 +70,30 @@ fn simulate_writes_the_report_and_plot() {
     assert!(out.stderr.is_empty());
 }
 
+/// The policy is solved over round configurations unless told otherwise (`--realizable false`),
+/// or unless space sharing is on, where `--realizable` alone turns it on.
+#[test]
+fn simulate_solves_over_round_configurations_by_default() {
+    let dir = scratch("realizable");
+    let (trace, table) = (write(&dir, "t.trace", TRACE), write(&dir, "t.json", TABLE));
+    let output = dir.join("out.json").to_string_lossy().into_owned();
+    for (extra, realizable) in [
+        (vec![], true),
+        (vec!["--realizable", "false"], false),
+        (vec!["--realizable"], true),
+        (vec!["--space-sharing"], false),
+        (vec!["--space-sharing", "--realizable"], true),
+    ] {
+        let mut args = simulate_args(&trace, &table, &output);
+        args.extend(&extra);
+        let out = arbiter(&args);
+        assert!(out.status.success(), "{extra:?}: {}", String::from_utf8_lossy(&out.stderr));
+        let report: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(&output).unwrap()).unwrap();
+        assert_eq!(report["realizable"], realizable, "{extra:?}");
+        assert_eq!(report["jobs_finished"], 3, "{extra:?}");
+    }
+}
+
 #[test]
 fn simulate_refuses_bad_input_with_the_error_object() {
     let dir = scratch("bad");
@@ -144,12 +168,31 @@ fn sweep_writes_one_row_per_simulation_and_plots() {
     let rows: Vec<&str> = text.lines().collect();
     assert_eq!(rows.len(), 1 + 2 * 2 * 2, "{text}");
     assert!(rows[0].starts_with("variant,policy,heterogeneity_aware"));
-    // Every simulation measured its 10 jobs and none failed.
-    assert!(rows[1..].iter().all(|r| r.contains(",10,") && r.ends_with(',')), "{text}");
+    // Every simulation measured its 10 jobs, solved realizably (the default) and none failed.
+    assert!(rows[1..].iter().all(|r| r.contains(",10,") && r.ends_with(",true,")), "{text}");
     for svg in [plot, cdf] {
         let svg = std::fs::read_to_string(svg).unwrap();
         assert_eq!(svg.matches("<polyline").count(), 2);
     }
+    // `--realizable false`: Gavel's fractional allocations.
+    let fractional = arbiter(&[
+        "sweep",
+        "--throughputs",
+        &table,
+        "--cluster",
+        "v100=2,k80=2",
+        "--policies",
+        "max_min_fairness",
+        "--jobs",
+        "10",
+        "--realizable",
+        "false",
+        "--output",
+        "-",
+    ]);
+    assert!(fractional.status.success(), "{}", String::from_utf8_lossy(&fractional.stderr));
+    let text = String::from_utf8(fractional.stdout).unwrap();
+    assert!(text.lines().nth(1).is_some_and(|r| r.ends_with(",false,")), "{text}");
     let bad =
         arbiter(&["sweep", "--throughputs", &table, "--cluster", "v100=2", "--policies", "lass", "--output", "-"]);
     assert_eq!(bad.status.code(), Some(2));
@@ -184,6 +227,9 @@ fn table3(data: &Path, trace: &str, policy: &str, extra: &[&str]) -> serde_json:
         "4",
         "--policy",
         policy,
+        // Gavel's fractional allocations, as the numbers compared with its simulator need.
+        "--realizable",
+        "false",
         "--output",
         out_path.to_str().unwrap(),
     ];

@@ -24,9 +24,11 @@ fn job(job_type: &str, steps: f64, arrival: f64) -> TraceJob {
     }
 }
 
+/// Gavel's fractional allocations: the halves below are exact (a realizable solve's tie-break may
+/// move a job by its 1e-9 slack, and a finish 1e-7 s into a round then waits for the round's end).
 fn config(ideal: bool) -> SimulationConfig {
     let cluster = vec![WorkerType { name: "v100".into(), count: 1.0, gpus_per_server: 1, cost_per_hour: Some(3.6) }];
-    SimulationConfig { round_seconds: 100.0, ideal, ..SimulationConfig::new(cluster, PolicyKind::MaxMinFairness) }
+    SimulationConfig { round_seconds: 100.0, ideal, ..SimulationConfig::gavel(cluster, PolicyKind::MaxMinFairness) }
 }
 
 fn run(trace: &Trace, ideal: bool) -> SimulationReport {

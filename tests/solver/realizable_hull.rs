@@ -547,3 +547,34 @@ fn a_realizable_request_with_space_sharing_gives_the_pair_its_rounds() {
     let check = &response["stats"]["realizable"];
     assert_eq!((check["checked"].as_bool(), check["fraction"].as_f64()), (Some(true), Some(1.0)), "{check}");
 }
+
+/// Sessions' and the simulator's default (`Realizable::UnlessPaired`) keeps the fractional
+/// allocation while space sharing's pairs are in the solve, and says why; without the pair it
+/// solves over round configurations as `realizable: true` does.
+#[test]
+fn the_default_of_sessions_leaves_paired_solves_fractional() {
+    use arbiter::solver::realizable::Realizable;
+    let job = |id: &str, sf: u32| serde_json::json!({"id": id, "throughput": {"v100": 1.0}, "steps_remaining": 100, "scale_factor": sf});
+    let mut request = serde_json::json!({
+        "policy": "max_min_fairness", "space_sharing": true,
+        "cluster": {"worker_types": {"v100": {"count": 2}}},
+        "jobs": [job("a", 1), job("b", 1), job("c", 2), job("d", 1)],
+        "colocations": [{"jobs": ["a", "b"], "throughput": {"v100": [0.9, 0.9]}}]
+    });
+    let solve = |request: &serde_json::Value| {
+        let mut problem = arbiter::Problem::from_json(&request.to_string()).expect("valid");
+        problem.realizable = Realizable::UnlessPaired;
+        serde_json::to_value(arbiter::solve(&problem, Backend::default()).expect("solves")).unwrap()
+    };
+    let paired = solve(&request);
+    let report = &paired["stats"]["realizable_solve"];
+    assert_eq!(report["applied"], false, "{paired}");
+    assert!(report["reason"].as_str().unwrap().contains("realizable: true"), "{report}");
+    assert!((paired["objective"].as_f64().unwrap() - 9.0 / 14.0).abs() < 1e-7, "{paired}");
+    request["colocations"] = serde_json::json!([]);
+    let alone = solve(&request);
+    assert_eq!(alone["stats"]["realizable_solve"]["applied"], true, "{alone}");
+    let mut asked = request.clone();
+    asked["realizable"] = serde_json::json!(true);
+    assert_eq!(alone["objective"], respond(asked)["objective"]);
+}

@@ -113,7 +113,7 @@ impl Session {
 
     /// Whether the policy is solved over round configurations (`Problem::realizable`) from the
     /// next solve on.
-    pub fn set_realizable(&mut self, realizable: bool) {
+    pub fn set_realizable(&mut self, realizable: crate::solver::realizable::Realizable) {
         if self.base.realizable != realizable {
             self.base.realizable = realizable;
             self.stale = true;
@@ -214,7 +214,13 @@ impl Session {
             ..self.base.clone()
         };
         let outcome = policies::solve(&problem, backend)?;
-        let (outcome, realized) = if problem.realizable {
+        let declined = crate::solver::realizable::declined(&problem);
+        let (outcome, realized) = if let Some(reason) = declined.filter(|_| problem.realizable.runs_for(problem.policy))
+        {
+            // Neither the tie-break nor the realizable solve, which it would start.
+            let report = crate::solver::realizable::Realized::not_applied(outcome, reason);
+            (report.outcome, Some(Realized { report: report.report, configurations: None }))
+        } else if problem.realizable.runs_for(problem.policy) {
             // As a request's: the tie-break, then the realizable solve from it.
             let applied = crate::solver::tie_break::apply(&problem, outcome, backend)?;
             let tie_broken = applied.tie_break != crate::solver::tie_break::TieBreak::None;

@@ -10,6 +10,7 @@ use crate::request::{ClusterSpec, EntitySpec, JobSpec, Request};
 use crate::scheduling::{Composition, CompositionRequest, SchedulingSpec};
 use crate::service::error::{ApiError, ApiResult};
 use crate::service::extract::parse_object;
+use crate::solver::realizable::Realizable;
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 use utoipa::ToSchema;
@@ -52,7 +53,11 @@ pub struct CreateSession {
     pub work_conserving: Option<bool>,
     /// Solve the policy over round configurations (`max_min_fairness`, `min_makespan`,
     /// `max_sum_throughput`): an allocation whole-GPU rounds can deliver, as the request's
-    /// `realizable` (default false). In mode `configurations` the rounds follow its decomposition.
+    /// `realizable`. Default: on, except while space sharing's pairs are in the solve (their
+    /// columns make it hundreds of times slower) or past 8,192 jobs (its size budget); true:
+    /// always (past the size budget the solve still keeps the fractional allocation); false: the
+    /// fractional allocation of Gavel's LP. The view's `realizable_solve` says when and why it was
+    /// not applied. In mode `configurations` the rounds follow its decomposition.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub realizable: Option<bool>,
     /// Weight of a new throughput measurement in the moving average, in (0, 1] (default 0.5).
@@ -161,6 +166,7 @@ impl Spec {
             ..Request::default()
         };
         let mut problem = Problem::from_request(&request)?;
+        problem.realizable = Realizable::from_flag(create.realizable, Realizable::UnlessPaired);
         if let Some(policy) = PolicyKind::from_name(&policy) {
             problem.policy = policy;
         }
