@@ -36,20 +36,36 @@ pub fn greedy(entries: &[(u32, u32)], requested: &[f64], gangs: &[Gang], capacit
     let mut columns = Vec::new();
     let mut weights = Vec::new();
     let mut time = 0.0;
-    let mut order: Vec<u32> = (0..gangs.len() as u32).filter(|&g| !of_gang[g as usize].is_empty()).collect();
+    let gang_left = |g: u32, left: &[f64]| of_gang[g as usize].iter().map(|&e| left[e]).sum::<f64>();
+    // Per gang: its time left; `order`: the gangs with time left, most first (then larger gangs,
+    // then by index: a total order, so keeping it sorted step by step gives the order a sort
+    // afresh would).
+    let mut remaining: Vec<f64> = (0..gangs.len() as u32).map(|g| gang_left(g, &left)).collect();
+    let mut order: Vec<u32> = (0..gangs.len() as u32).filter(|&g| remaining[g as usize] > DONE).collect();
+    order.sort_by(|&a, &b| most_left_first(&remaining, gangs, a, b));
+    // The gangs the last configuration ran: only their time left changed.
+    let mut ran: Vec<u32> = Vec::new();
+    let mut moved = vec![false; gangs.len()];
+    let mut merged: Vec<u32> = Vec::with_capacity(order.len());
     while columns.len() < max_steps && time < 1.0 - DONE {
-        let gang_left = |g: u32| of_gang[g as usize].iter().map(|&e| left[e]).sum::<f64>();
-        let mut remaining: Vec<f64> = vec![0.0; gangs.len()];
-        order.retain(|&g| {
-            remaining[g as usize] = gang_left(g);
-            remaining[g as usize] > DONE
-        });
+        if !ran.is_empty() {
+            for &g in &ran {
+                remaining[g as usize] = gang_left(g, &left);
+                moved[g as usize] = true;
+            }
+            order.retain(|&g| !moved[g as usize]);
+            for &g in &ran {
+                moved[g as usize] = false;
+            }
+            ran.retain(|&g| remaining[g as usize] > DONE);
+            ran.sort_by(|&a, &b| most_left_first(&remaining, gangs, a, b));
+            merge(&order, &ran, &mut merged, |a, b| most_left_first(&remaining, gangs, a, b));
+            std::mem::swap(&mut order, &mut merged);
+            ran.clear();
+        }
         if order.is_empty() {
             break;
         }
-        order.sort_by(|&a, &b| {
-            remaining[b as usize].total_cmp(&remaining[a as usize]).then(gpus(b).cmp(&gpus(a))).then(a.cmp(&b))
-        });
         // Per type: the GPU-time still asked of it, over the GPU-time left.
         let mut load = vec![0.0; capacity.len()];
         for &g in &order {
@@ -61,7 +77,7 @@ pub fn greedy(entries: &[(u32, u32)], requested: &[f64], gangs: &[Gang], capacit
             load.iter().zip(capacity).map(|(&l, &c)| if c > 0 { l / (c as f64 * (1.0 - time)) } else { 0.0 }).collect();
         let mut free: Vec<u32> = capacity.to_vec();
         let mut running = vec![false; jobs];
-        let mut column = Vec::new();
+        let mut column = Vec::with_capacity(columns.last().map_or(0, Vec::len));
         let mut step = 1.0 - time;
         let mut due_outside = f64::INFINITY;
         for &g in &order {
@@ -108,6 +124,7 @@ pub fn greedy(entries: &[(u32, u32)], requested: &[f64], gangs: &[Gang], capacit
         }
         for &e in &column {
             left[e] = (left[e] - step).max(0.0);
+            ran.push(entries[e].0);
         }
         time += step;
         column.sort_unstable();
@@ -121,4 +138,27 @@ pub fn greedy(entries: &[(u32, u32)], requested: &[f64], gangs: &[Gang], capacit
         }
     }
     Greedy { columns, weights, supplied }
+}
+
+/// Gang `a` before gang `b`: more time left, then more GPUs, then the lower index.
+fn most_left_first(remaining: &[f64], gangs: &[Gang], a: u32, b: u32) -> std::cmp::Ordering {
+    let gpus = |g: u32| gangs[g as usize].gpus;
+    remaining[b as usize].total_cmp(&remaining[a as usize]).then(gpus(b).cmp(&gpus(a))).then(a.cmp(&b))
+}
+
+/// `out`: the sorted union of two sorted lists.
+fn merge(a: &[u32], b: &[u32], out: &mut Vec<u32>, mut before: impl FnMut(u32, u32) -> std::cmp::Ordering) {
+    out.clear();
+    let (mut i, mut j) = (0, 0);
+    while i < a.len() && j < b.len() {
+        if before(b[j], a[i]).is_lt() {
+            out.push(b[j]);
+            j += 1;
+        } else {
+            out.push(a[i]);
+            i += 1;
+        }
+    }
+    out.extend_from_slice(&a[i..]);
+    out.extend_from_slice(&b[j..]);
 }
