@@ -214,13 +214,13 @@ impl Session {
             ..self.base.clone()
         };
         let outcome = policies::solve(&problem, backend)?;
-        let declined = crate::solver::realizable::declined(&problem);
-        let (outcome, realized) = if let Some(reason) = declined.filter(|_| problem.realizable.runs_for(problem.policy))
-        {
+        let (outcome, realized) = if !problem.realizable.runs_for(problem.policy) {
+            (outcome, None)
+        } else if let Some(reason) = crate::solver::realizable::declined(&problem) {
             // Neither the tie-break nor the realizable solve, which it would start.
             let report = crate::solver::realizable::Realized::not_applied(outcome, reason);
             (report.outcome, Some(Realized { report: report.report, configurations: None }))
-        } else if problem.realizable.runs_for(problem.policy) {
+        } else {
             // As a request's: the tie-break, then the realizable solve from it.
             let applied = crate::solver::tie_break::apply(&problem, outcome, backend)?;
             let tie_broken = applied.tie_break != crate::solver::tie_break::TieBreak::None;
@@ -238,8 +238,6 @@ impl Session {
                     .collect()
             });
             (r.outcome, Some(Realized { report: r.report, configurations }))
-        } else {
-            (outcome, None)
         };
         let failed = |what: String| Err(ArbiterError::new(ErrorCode::SolverFailed, what));
         let (ox, oy) = (&outcome.allocation, &outcome.colocated);
