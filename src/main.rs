@@ -211,8 +211,8 @@ fn emit(text: &str) -> ExitCode {
 }
 
 fn run_demo(policy: &str, json: bool) -> ExitCode {
-    if PolicyKind::from_name(policy).is_none() {
-        return fail(&ArbiterError::at(ErrorCode::UnknownPolicy, "policy", format!("unknown policy {policy:?}")));
+    if let Err(e) = PolicyKind::named(policy) {
+        return fail(&e);
     }
     let result = Problem::from_request(&arbiter::demo::request(policy))
         .and_then(|problem| arbiter::solve(&problem, Backend::default()).map(|r| (problem, r)));

@@ -221,4 +221,7 @@ fn demo_json_and_other_policies() {
 
     let err = error_json(&arbiter(&["demo", "--policy", "bogus"]));
     assert_eq!(err["error"]["code"], "unknown_policy");
+    // The refusal lists the names a user can pick from.
+    let message = err["error"]["message"].as_str().unwrap();
+    assert!(message.contains("expected one of:") && message.contains("min_cost_slo"), "{message}");
 }
