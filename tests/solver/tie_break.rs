@@ -98,14 +98,14 @@ fn objective(p: &Problem, x: &[Vec<f64>]) -> f64 {
     }
 }
 
-/// Solves the case's second LP both ways; checks the decomposition's answer; says whether it
-/// certified (`None`: the tie-break does not apply).
-fn check(case: &Case, options: DecompositionOptions) -> Result<Option<bool>, TestCaseError> {
+/// Solves the case's second LP both ways, after the optimum solved by `first`; checks the
+/// decomposition's answer; says whether it certified (`None`: the tie-break does not apply).
+fn check(case: &Case, options: DecompositionOptions, first: Method) -> Result<Option<bool>, TestCaseError> {
     let problem = Problem::from_request(&serde_json::from_value(request(case)).unwrap())
         .map_err(|e| TestCaseError::fail(e.to_json().to_string()))?;
     let backend = Backend::default();
-    let optimum =
-        arbiter::policies::solve(&problem, backend).map_err(|e| TestCaseError::fail(e.to_json().to_string()))?;
+    let optimum = arbiter::policies::solve(&Problem { method: first, ..problem.clone() }, backend)
+        .map_err(|e| TestCaseError::fail(e.to_json().to_string()))?;
     let Some(z) = optimum.objective else { return Ok(None) };
     let with = |method| Problem { method, ..problem.clone() };
     let solve = |p: &Problem| {
@@ -142,11 +142,22 @@ fn agrees(
 /// Runs `cases` random instances; of those the tie-break applies to, at least `min_certified`
 /// must certify.
 fn run(cases: u32, strategy: impl Strategy<Value = Case>, options: DecompositionOptions, min_certified: f64) {
+    run_after(cases, strategy, options, min_certified, Method::Auto)
+}
+
+/// [`run`], with the optimum solved by `first`.
+fn run_after(
+    cases: u32,
+    strategy: impl Strategy<Value = Case>,
+    options: DecompositionOptions,
+    min_certified: f64,
+    first: Method,
+) {
     let mut runner = TestRunner::new(Config { cases, failure_persistence: None, ..Config::default() });
     let (certified, eligible) = (std::cell::Cell::new(0u32), std::cell::Cell::new(0u32));
     runner
         .run(&strategy, |case| {
-            if let Some(ok) = check(&case, options)? {
+            if let Some(ok) = check(&case, options, first)? {
                 certified.set(certified.get() + u32::from(ok));
                 eligible.set(eligible.get() + 1);
             }
@@ -175,6 +186,16 @@ fn agrees_with_the_engine_with_far_more_jobs_than_gpus() {
 #[test]
 fn agrees_with_the_engine_with_default_options() {
     run(8, case(3, 600..=900, 40..=200), DecompositionOptions::default(), 0.75);
+}
+
+/// The optimum by decomposition carries its GPU prices, and the second solve starts from the foot
+/// of its Lagrangian bound on the ray through them (`prices_from_hint`) instead of a sample's
+/// estimate: the same answers, on instances small and large.
+#[test]
+fn agrees_with_the_engine_when_started_from_the_optimums_prices() {
+    run_after(200, case(3, 10..=60, 1..=12), small_options(4), 0.95, Method::Decomposition);
+    run_after(60, case(2, 100..=200, 1..=4), small_options(8), 0.95, Method::Decomposition);
+    run_after(8, case(3, 600..=900, 40..=200), DecompositionOptions::default(), 0.75, Method::Decomposition);
 }
 
 /// The default request on distinct rows: the tie-break's second LP is decomposed, the response

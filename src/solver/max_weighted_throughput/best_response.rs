@@ -92,6 +92,37 @@ impl JobView<'_> {
         best.map(|vertex| (vertex, first, first - second))
     }
 
+    /// Along the ray of prices `c·d`: the usage `B = sf·Σ_w d_w·x_w` of the vertex that is best
+    /// at every large enough c (the cheapest along `d`, the most valuable among those), and the
+    /// largest c below which another vertex beats it, with that vertex's extra usage (`None`:
+    /// none ever does). `None` when the floor is out of reach.
+    pub(super) fn first_breakpoint(&self, usable: &[bool], d: &[f64]) -> Option<(f64, Option<(f64, f64)>)> {
+        let line = |vertex: &Vertex| -> (f64, f64) {
+            let a = vertex.used().map(|(w, x)| self.value * self.row[w] * x).sum();
+            let b = vertex.used().map(|(w, x)| self.sf * d[w] * x).sum();
+            (a, b)
+        };
+        let mut cheapest: Option<(f64, f64)> = None;
+        self.vertices(usable, |vertex| {
+            let (a, b) = line(&vertex);
+            if cheapest.is_none_or(|(a0, b0)| b < b0 || (b == b0 && a > a0)) {
+                cheapest = Some((a, b));
+            }
+        });
+        let (a0, b0) = cheapest?;
+        let mut first: Option<(f64, f64)> = None;
+        self.vertices(usable, |vertex| {
+            let (a, b) = line(&vertex);
+            if b > b0 && a > a0 {
+                let c = (a - a0) / (b - b0);
+                if first.is_none_or(|(best, jump)| c > best || (c == best && b - b0 > jump)) {
+                    first = Some((c, b - b0));
+                }
+            }
+        });
+        Some((b0, first))
+    }
+
     /// The best net value at prices `p` (`h(p)`); `None` when the floor is out of reach.
     pub(super) fn best_worth(&self, usable: &[bool], p: &[f64]) -> Option<f64> {
         let mut first = None::<f64>;
@@ -145,6 +176,25 @@ mod tests {
         // A type with no GPUs does not count.
         let job = JobView { row: &[1.0, 5.0], sf: 1.0, value: 1.0, floor: 3.0 };
         assert!(job.best_response(&[true, false], &[0.0, 0.0]).is_none());
+    }
+
+    #[test]
+    fn the_first_breakpoint_along_a_ray_is_where_more_time_starts_to_pay() {
+        // Row (2, 4), floor 2, value 1, sf 1, prices c·(1, 1). Vertices: all on 0 (a 2, b 1),
+        // floor on 1 (half a unit: a 2, b 0.5), all on 1 (a 4, b 1). Cheapest: floor on 1. All on
+        // 1 gains 2 for 0.5 more: it pays below c = 4; all on 0 gains nothing.
+        let job = JobView { row: &[2.0, 4.0], sf: 1.0, value: 1.0, floor: 2.0 };
+        let (floor_usage, first) = job.first_breakpoint(&[true, true], &[1.0, 1.0]).unwrap();
+        assert_eq!(floor_usage, 0.5);
+        assert_eq!(first, Some((4.0, 0.5)));
+        // Just above c = 4 the floor vertex is the best response, just below all on 1.
+        assert_eq!(job.best_response(&[true, true], &[4.1, 4.1]).unwrap().0, Vertex::one(1, 0.5));
+        assert_eq!(job.best_response(&[true, true], &[3.9, 3.9]).unwrap().0, Vertex::one(1, 1.0));
+        // A job whose floor takes all of its time never takes more.
+        let full = JobView { row: &[2.0, 4.0], sf: 1.0, value: 1.0, floor: 4.0 };
+        assert_eq!(full.first_breakpoint(&[true, true], &[1.0, 1.0]), Some((1.0, None)));
+        let out = JobView { row: &[2.0, 4.0], sf: 1.0, value: 1.0, floor: 5.0 };
+        assert_eq!(out.first_breakpoint(&[true, true], &[1.0, 1.0]), None);
     }
 
     #[test]

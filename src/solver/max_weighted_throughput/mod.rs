@@ -102,6 +102,7 @@ pub(crate) fn solve_problem(
     floor: &[f64],
     backend: Backend,
     options: &DecompositionOptions,
+    hint: Option<&[f64]>,
 ) -> Result<std::result::Result<Decomposed, Option<String>>> {
     let scale_factor = crate::policies::scale_factors(problem);
     let wanted = problem.unconsolidated.is_none()
@@ -121,7 +122,7 @@ pub(crate) fn solve_problem(
         floor,
         usable: capacity.iter().map(|&g| g > 0.0).collect(),
     };
-    Ok(solve(&instance, &capacity, backend, options)?.map_err(Some))
+    Ok(solve(&instance, &capacity, backend, options, hint)?.map_err(Some))
 }
 
 /// Solves `max Σ_m a_m·thr_m` over the floors by decomposition. `Ok(Err(why))` when it cannot certify an
@@ -131,6 +132,7 @@ pub(crate) fn solve(
     capacity: &[f64],
     backend: Backend,
     options: &DecompositionOptions,
+    hint: Option<&[f64]>,
 ) -> Result<std::result::Result<Decomposed, String>> {
     let n = instance.throughput.rows();
     let runs = |m: usize| (0..capacity.len()).any(|w| instance.usable[w] && instance.throughput.get(m, w) > 0.0);
@@ -141,7 +143,7 @@ pub(crate) fn solve(
     if jobs.len() > u32::MAX as usize - 1 {
         return Ok(Err("too many jobs".into()));
     }
-    let level = match solve_level(instance, &jobs, capacity, backend, options, true)? {
+    let level = match solve_level(instance, &jobs, capacity, backend, options, true, hint)? {
         Ok(level) => level,
         Err(why) => return Ok(Err(why)),
     };
@@ -203,6 +205,92 @@ fn refine(
     Ok((found.point, found.lp_solves, lagrangian.classification().unwrap_or_default()))
 }
 
+/// First prices from a `hint` (the optimum's GPU prices, for the tie-break after it), or `None`
+/// where they give none. Where the floors are the optimum's needs, every job meets its floor the
+/// cheapest way at the optimum's prices, and the tie-break's prices keep those choices, so they
+/// lie on the ray through the hint (finish-time fairness on the `tie_break` bench: the same
+/// direction to 10⁻¹³). Their scale is the foot of L on that ray: going down from prices at which
+/// every job keeps to its floor, the scale at which the jobs that start to take more time (each at
+/// its first breakpoint) use up the GPUs' slack over the floors. `None` when the hint is all 0,
+/// the floors do not fit, or the first breakpoints do not use up the slack (the foot lies past
+/// them): the caller then estimates the prices from a sample.
+fn prices_from_hint(instance: &Instance, jobs: &[u32], capacity: &[f64], hint: &[f64], scale: f64) -> Option<Vec<f64>> {
+    let largest = hint.iter().zip(&instance.usable).filter(|&(_, &on)| on).map(|(&v, _)| v).fold(0.0, f64::max);
+    if largest <= 0.0 || !largest.is_finite() {
+        return None;
+    }
+    let direction: Vec<f64> = hint.iter().map(|v| v.max(0.0) / largest).collect();
+    let fits: f64 = capacity.iter().zip(&direction).map(|(g, d)| g * d).sum();
+    // At a high enough scale every job meets just its floor, the cheapest way along the ray; going
+    // down, each job takes more at its first breakpoint. The foot is where the extra usage first
+    // exceeds the GPUs' slack over the floors: one pass, and a walk down the breakpoints.
+    let mut slack = fits;
+    let mut breakpoints: Vec<(f64, f64)> = Vec::new();
+    for &m in jobs {
+        let (floor_usage, first) = instance.job(m as usize).first_breakpoint(&instance.usable, &direction)?;
+        slack -= floor_usage;
+        breakpoints.extend(first);
+    }
+    if slack < 0.0 {
+        return None;
+    }
+    breakpoints.sort_unstable_by(|a, b| b.0.total_cmp(&a.0));
+    let mut extra = 0.0;
+    let mut c = None;
+    for &(at, jump) in &breakpoints {
+        extra += jump;
+        if extra > slack {
+            c = Some(at);
+            break;
+        }
+    }
+    // The jobs' first breakpoints do not use up the slack: the foot lies past them.
+    let c = c.filter(|&c| c > 0.0 && c.is_finite() && c <= PRICE_CEILING * scale)?;
+    Some(direction.iter().map(|v| c * v).collect())
+}
+
+/// Prices for `jobs` from a sample's (solved as a level of its own, recursively), refined over
+/// every job by cutting planes; also the classification at the refinement's last anchor and how
+/// far the refinement moved the prices.
+fn estimate(
+    instance: &Instance,
+    jobs: &[u32],
+    capacity: &[f64],
+    scale: f64,
+    backend: Backend,
+    options: &DecompositionOptions,
+) -> Result<(Vec<f64>, usize, Classification, f64)> {
+    let num_types = capacity.len();
+    let step = options.sample_ratio.max(2);
+    let sample: Vec<u32> = jobs.iter().skip(step / 2).step_by(step).copied().collect();
+    let share = sample.len() as f64 / jobs.len() as f64;
+    let sample_capacity: Vec<f64> = capacity.iter().map(|g| g * share).collect();
+    let (mut prices, mut lp_solves, radius) =
+        match solve_level(instance, &sample, &sample_capacity, backend, options, false, None)? {
+            // A larger sample's prices are closer: the distance the sample's own refinement
+            // moved, scaled down by the square root of the ratio, bounds how far to look first.
+            Ok(level) => {
+                let radius = level.moved.map_or(TRUST * scale, |moved| 2.0 * moved / (step as f64).sqrt());
+                (level.prices, level.lp_solves, radius.clamp(GAP * scale, TRUST * scale))
+            }
+            Err(_) => (vec![0.0; num_types], 0, TRUST * scale),
+        };
+    let start = prices.clone();
+    let classes = match refine(instance, jobs, capacity, &prices, scale, radius, backend) {
+        Ok((refined, solves, classes)) => {
+            prices = refined;
+            lp_solves += solves;
+            classes
+        }
+        Err(e) => {
+            fatal(e)?;
+            Classification::default()
+        }
+    };
+    let moved = start.iter().zip(&prices).map(|(a, b)| (a - b).abs()).fold(0.0, f64::max);
+    Ok((prices, lp_solves, classes, moved))
+}
+
 /// Solves one level: `jobs` on `capacity`. At most `options.base` jobs: one LP over all of them.
 /// Otherwise prices from a sample level refined over every job, then (at the top level only)
 /// rounds of classify, recover, certify. A sample level (`top` false) gives only its refined
@@ -215,6 +303,7 @@ fn solve_level(
     backend: Backend,
     options: &DecompositionOptions,
     top: bool,
+    hint: Option<&[f64]>,
 ) -> Result<std::result::Result<Level, String>> {
     let num_types = capacity.len();
     let scale = price_scale(instance, jobs);
@@ -233,33 +322,17 @@ fn solve_level(
             Err(e) => Err(fatal(e)?),
         });
     }
-    let step = options.sample_ratio.max(2);
-    let sample: Vec<u32> = jobs.iter().skip(step / 2).step_by(step).copied().collect();
-    let share = sample.len() as f64 / jobs.len() as f64;
-    let sample_capacity: Vec<f64> = capacity.iter().map(|g| g * share).collect();
-    let (mut prices, mut lp_solves, radius) =
-        match solve_level(instance, &sample, &sample_capacity, backend, options, false)? {
-            // A larger sample's prices are closer: the distance the sample's own refinement
-            // moved, scaled down by the square root of the ratio, bounds how far to look first.
-            Ok(level) => {
-                let radius = level.moved.map_or(TRUST * scale, |moved| 2.0 * moved / (step as f64).sqrt());
-                (level.prices, level.lp_solves, radius.clamp(GAP * scale, TRUST * scale))
-            }
-            Err(_) => (vec![0.0; num_types], 0, TRUST * scale),
-        };
-    let start = prices.clone();
-    let mut classes = match refine(instance, jobs, capacity, &prices, scale, radius, backend) {
-        Ok((refined, solves, classes)) => {
-            prices = refined;
-            lp_solves += solves;
-            classes
-        }
-        Err(e) => {
-            fatal(e)?;
-            Classification::default()
+    let hinted = match (top, hint) {
+        (true, Some(hint)) => prices_from_hint(instance, jobs, capacity, hint, scale),
+        _ => None,
+    };
+    let (mut prices, mut lp_solves, mut classes, moved) = match hinted {
+        Some(prices) => (prices, 0, Classification::default(), None),
+        None => {
+            let (prices, lp_solves, classes, moved) = estimate(instance, jobs, capacity, scale, backend, options)?;
+            (prices, lp_solves, classes, Some(moved))
         }
     };
-    let moved = Some(start.iter().zip(&prices).map(|(a, b)| (a - b).abs()).fold(0.0, f64::max));
     if !top {
         // A sample level gives only its prices.
         return Ok(Ok(Level { prices, moved, fixed: Vec::new(), ambiguous: Vec::new(), rounds: 0, lp_solves }));

@@ -1,6 +1,7 @@
 //! Finish-time fairness (Themis): minimize `max_m ρ_m`,
 //! `ρ_m = (t_m + r_m/thr_m) / (t_iso_m + r_m/thr_iso_m)`. With every `t_m = 0` this is one LP in
-//! `z = 1/ρ`; otherwise a bisection on ρ to relative width 1e-9, each probe an exact LP
+//! `z = 1/ρ`; otherwise a search on ρ (bisection, then secant steps on z(ρ)) to relative width
+//! 1e-9, each probe an exact LP
 //! feasibility test whose allocation also tightens the upper bracket. See `formulations/finish_time_fairness.md`.
 
 use super::{colocated, engine, Outcome, Policy};
@@ -104,13 +105,40 @@ pub(crate) fn on_engine(problem: &Problem, engine: &mut Engine) -> Result<Outcom
     let no_pairs = vec![vec![0.0; problem.num_types()]; engine.pairs().len()];
     let mut hi = active_rho(&engine.throughputs(&isolated, &no_pairs, &engine.no_unconsolidated()));
     let mut best = (isolated, no_pairs, engine.no_unconsolidated());
-    let mut lo = active.iter().map(|&m| terms.elapsed[m] / terms.isolated_finish[m]).fold(0.0, f64::max);
+    // Nor can a job finish sooner than with all of its time on its fastest type with GPUs: ρ_m is
+    // at least (t_m + r_m/fastest_m)/D_m. (With pairs offered a pair's throughput could exceed
+    // a job's own on the type, so there only the elapsed time counts.)
+    let capacity = super::capacities(problem);
+    let fastest = |m: usize| {
+        (0..problem.num_types())
+            .filter(|&w| capacity[w] > 0.0)
+            .map(|w| problem.throughput.get(m, w))
+            .fold(0.0, f64::max)
+    };
+    let alone = |m: usize| match engine.pairs().is_empty() && fastest(m) > 0.0 {
+        true => (terms.elapsed[m] + terms.remaining[m] / fastest(m)) / terms.isolated_finish[m],
+        false => terms.elapsed[m] / terms.isolated_finish[m],
+    };
+    let mut lo = active.iter().map(|&m| alone(m)).fold(0.0, f64::max);
     let mut lp_solves = 0;
+    // The last probe below the optimum and the last at or above it, with their ratios z(ρ).
+    let mut below: Option<(f64, f64)> = None;
+    let mut above: Option<(f64, f64)> = None;
+    let mut halve = false;
     for _ in 0..MAX_PROBES {
         if hi - lo <= RHO_TOLERANCE * hi {
             break;
         }
-        let rho = 0.5 * (lo + hi);
+        let width = hi - lo;
+        let rho = match (below, above) {
+            // z(ρ) rises with ρ, in proportion to it when no job has elapsed time: the secant's
+            // root, kept inside the bracket.
+            (Some((r0, z0)), Some((r1, z1))) if !halve && z1 > z0 => {
+                let secant = r0 + (r1 - r0) * (1.0 - z0) / (z1 - z0);
+                secant.clamp(lo + 1e-3 * width, hi - 1e-3 * width)
+            }
+            _ => 0.5 * (lo + hi),
+        };
         let solution = engine.max_ratio(&terms.demand(rho))?;
         lp_solves += solution.lp_solves;
         // Every probe's allocation is feasible: its ρ tightens the upper bracket.
@@ -120,11 +148,18 @@ pub(crate) fn on_engine(problem: &Problem, engine: &mut Engine) -> Result<Outcom
             hi = achieved;
             best = (solution.allocation, solution.pair_time, solution.unconsolidated);
         }
-        if solution.z.is_some_and(|z| z < 1.0) {
-            lo = rho;
-        } else {
-            hi = hi.min(rho);
+        match solution.z {
+            Some(z) if z < 1.0 => {
+                lo = rho;
+                below = Some((rho, z));
+            }
+            z => {
+                hi = hi.min(rho);
+                above = z.map(|z| (rho, z));
+            }
         }
+        // A probe that did not halve the bracket is followed by a bisection.
+        halve = hi - lo > 0.5 * width;
     }
     let (allocation, pair_time, unconsolidated) = best;
     Ok(Outcome {

@@ -63,8 +63,14 @@ fn decomposed(
         return Ok(Err(None));
     }
     let n = problem.num_jobs();
-    let found = match decomposition::solve_problem(problem, &vec![1.0; n], &vec![0.0; n], backend, &Default::default())?
-    {
+    let found = match decomposition::solve_problem(
+        problem,
+        &vec![1.0; n],
+        &vec![0.0; n],
+        backend,
+        &Default::default(),
+        None,
+    )? {
         Ok(found) => found,
         Err(why) => return Ok(Err(why)),
     };

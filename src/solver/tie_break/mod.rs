@@ -143,17 +143,19 @@ fn throughput_on<'p>(
     let floor: Vec<f64> =
         floor.iter().zip(&thr).map(|(&f, &t)| if f.is_finite() { f.min(t) } else { t } * (1.0 - FLOOR_SLACK)).collect();
     let value = throughput_value(problem);
-    let (allocation, lp_solves, report) = match decomposition::solve_problem(problem, &value, &floor, backend, options)?
-    {
-        Ok(found) => {
-            let report = found.report();
-            (found.allocation, found.lp_solves, report)
-        }
-        Err(fallback) => {
-            let (allocation, lp_solves) = on_engine(problem, engine, &floor, &value, backend)?;
-            (allocation, lp_solves, MethodReport::lp(fallback))
-        }
-    };
+    // The optimum's GPU prices, when a decomposition found them: the second solve's start.
+    let hint = outcome.method.as_ref().and_then(|m| m.prices.clone());
+    let (allocation, lp_solves, report) =
+        match decomposition::solve_problem(problem, &value, &floor, backend, options, hint.as_deref())? {
+            Ok(found) => {
+                let report = found.report();
+                (found.allocation, found.lp_solves, report)
+            }
+            Err(fallback) => {
+                let (allocation, lp_solves) = on_engine(problem, engine, &floor, &value, backend)?;
+                (allocation, lp_solves, MethodReport::lp(fallback))
+            }
+        };
     let mut better = Outcome {
         allocation,
         lp_solves: outcome.lp_solves + lp_solves,
