@@ -115,9 +115,10 @@ pub(crate) fn on_engine(problem: &Problem, engine: &mut Engine) -> Result<Outcom
             .map(|w| problem.throughput.get(m, w))
             .fold(0.0, f64::max)
     };
-    let alone = |m: usize| match engine.pairs().is_empty() && fastest(m) > 0.0 {
-        true => (terms.elapsed[m] + terms.remaining[m] / fastest(m)) / terms.isolated_finish[m],
-        false => terms.elapsed[m] / terms.isolated_finish[m],
+    let alone = |m: usize| {
+        let fastest = if engine.pairs().is_empty() { fastest(m) } else { 0.0 };
+        let run = if fastest > 0.0 { terms.remaining[m] / fastest } else { 0.0 };
+        (terms.elapsed[m] + run) / terms.isolated_finish[m]
     };
     let mut lo = active.iter().map(|&m| alone(m)).fold(0.0, f64::max);
     let mut lp_solves = 0;

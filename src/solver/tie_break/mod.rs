@@ -144,9 +144,9 @@ fn throughput_on<'p>(
         floor.iter().zip(&thr).map(|(&f, &t)| if f.is_finite() { f.min(t) } else { t } * (1.0 - FLOOR_SLACK)).collect();
     let value = throughput_value(problem);
     // The optimum's GPU prices, when a decomposition found them: the second solve's start.
-    let hint = outcome.method.as_ref().and_then(|m| m.prices.clone());
+    let hint = outcome.method.as_ref().and_then(|m| m.prices.as_deref());
     let (allocation, lp_solves, report) =
-        match decomposition::solve_problem(problem, &value, &floor, backend, options, hint.as_deref())? {
+        match decomposition::solve_problem(problem, &value, &floor, backend, options, hint)? {
             Ok(found) => {
                 let report = found.report();
                 (found.allocation, found.lp_solves, report)
