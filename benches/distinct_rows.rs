@@ -3,6 +3,8 @@
 //! 1 and 2) when every job has its own throughput row (Gavel-like rows times a
 //! lognormal factor, σ = 0.1, per job and type; 3 types, scale factors 1/2/4/8, n/4 GPUs of each
 //! type): the price decomposition against the plain LP over classes (`method: lp`), same run.
+//! FTF runs twice: on jobs that just arrived (one max-min ratio), and on jobs under way (each has
+//! run up to 10 hours, 20–90% of that time in isolation), where it searches on ρ.
 //!
 //! With no environment this is a smoke test (`cargo test --benches`): one size, both methods, the
 //! objectives agree and the decomposition certified its optimum. `ARBITER_BENCH_TABLE=1` prints the
@@ -43,34 +45,51 @@ const ENTITY_WEIGHTS: [f64; 5] = [1.0, 2.0, 3.0, 4.0, 5.0];
 const ORGS: [(f64, &[usize]); 2] = [(1.0, &[0, 1]), (2.0, &[2, 3, 4])];
 /// The nested variant's name in the table and in `ARBITER_BENCH_CASE`.
 const NESTED: &str = "hierarchical_nested";
+/// FTF on jobs under way: its name in the table and in `ARBITER_BENCH_CASE`.
+const UNDER_WAY: &str = "finish_time_fairness_under_way";
+/// The jobs under way have run up to this long (seconds).
+const LONGEST_ELAPSED: f64 = 36_000.0;
 /// σ of the per-entry lognormal noise.
 const SIGMA: f64 = 0.1;
 /// Agreement required between the two methods' objectives.
 const OBJECTIVE_TOLERANCE: f64 = 1e-7;
 
-/// A case: a policy, and for `hierarchical` whether its entities nest.
+/// A case: a policy, and a variant of its workload.
 #[derive(Clone, Copy, PartialEq)]
 struct Case {
     policy: PolicyKind,
-    nested: bool,
+    variant: Variant,
+}
+
+#[derive(Clone, Copy, PartialEq)]
+enum Variant {
+    Plain,
+    /// `hierarchical`: the entities nest.
+    Nested,
+    /// The jobs are under way (time elapsed, some of it in isolation).
+    UnderWay,
 }
 
 impl Case {
     fn of(policy: PolicyKind) -> Case {
-        Case { policy, nested: false }
+        Case { policy, variant: Variant::Plain }
     }
 
+    const NESTED: Case = Case { policy: PolicyKind::Hierarchical, variant: Variant::Nested };
+    const UNDER_WAY: Case = Case { policy: PolicyKind::FinishTimeFairness, variant: Variant::UnderWay };
+
     fn name(self) -> &'static str {
-        if self.nested {
-            NESTED
-        } else {
-            self.policy.name()
+        match self.variant {
+            Variant::Plain => self.policy.name(),
+            Variant::Nested => NESTED,
+            Variant::UnderWay => UNDER_WAY,
         }
     }
 
     fn from_name(name: &str) -> Option<Case> {
         match name {
-            NESTED => Some(Case { policy: PolicyKind::Hierarchical, nested: true }),
+            NESTED => Some(Case::NESTED),
+            UNDER_WAY => Some(Case::UNDER_WAY),
             _ => PolicyKind::from_name(name).map(Case::of),
         }
     }
@@ -91,7 +110,7 @@ fn problem(case: Case, n: usize, method: Method) -> Problem {
         let entity = |w: f64| EntitySpec { weight: Some(w), policy: Some("fairness".into()), parent: None };
         let mut entities: std::collections::BTreeMap<String, EntitySpec> =
             ENTITY_WEIGHTS.iter().enumerate().map(|(e, &w)| (name(e), entity(w))).collect();
-        if case.nested {
+        if case.variant == Variant::Nested {
             for (o, &(weight, teams)) in ORGS.iter().enumerate() {
                 entities.insert(format!("org{o}"), entity(weight));
                 for &team in teams {
@@ -102,6 +121,14 @@ fn problem(case: Case, n: usize, method: Method) -> Problem {
         request.entities = Some(entities);
         for (m, job) in request.jobs.iter_mut().enumerate() {
             job.entity = Some(name(m % ENTITY_WEIGHTS.len()));
+        }
+    }
+    if case.variant == Variant::UnderWay {
+        let mut rng = workload::Rng(0x0E1A_95ED ^ n as u64);
+        for job in &mut request.jobs {
+            let elapsed = rng.uniform(0.0, LONGEST_ELAPSED);
+            job.time_elapsed = Some(elapsed);
+            job.isolated_time_elapsed = Some(elapsed * rng.uniform(0.2, 0.9));
         }
     }
     let mut problem = Problem::from_request(&request).expect("the generated request is valid");
@@ -211,12 +238,8 @@ fn table() {
     };
     println!("| policy | jobs | decomposition | method | plain LP (`method: lp`) | speedup | objectives agree | peak memory |");
     println!("|---|---:|---:|---|---:|---:|---|---:|");
-    let levels = [
-        Case::of(PolicyKind::MaxMinFairnessWaterFilling),
-        Case::of(PolicyKind::Hierarchical),
-        Case { policy: PolicyKind::Hierarchical, nested: true },
-    ];
-    for case in POLICIES.map(Case::of).into_iter().chain(levels) {
+    let levels = [Case::of(PolicyKind::MaxMinFairnessWaterFilling), Case::of(PolicyKind::Hierarchical), Case::NESTED];
+    for case in cases().into_iter().chain(levels) {
         let mut times = Vec::new();
         let largest = if levels.contains(&case) { WATER_FILLING_MAX } else { usize::MAX };
         for &n in sizes.iter().filter(|&&n| n <= largest) {
@@ -250,24 +273,32 @@ fn table() {
     }
 }
 
+/// The cases of one policy each, with FTF on jobs under way after FTF.
+fn cases() -> Vec<Case> {
+    let mut cases: Vec<Case> = POLICIES.map(Case::of).into();
+    let ftf = cases.iter().position(|c| c.policy == PolicyKind::FinishTimeFairness).map_or(cases.len(), |i| i + 1);
+    cases.insert(ftf, Case::UNDER_WAY);
+    cases
+}
+
 /// Smoke mode: both methods at one size agree, and the decomposition certified its optimum.
 fn smoke() {
     let n = 4096;
-    for policy in POLICIES {
-        let fast = run(&problem(Case::of(policy), n, Method::Auto));
-        let reference = run(&problem(Case::of(policy), n, Method::Lp));
-        assert_eq!(fast.method, "decomposition", "{} at {n} jobs", policy.name());
+    for case in cases() {
+        let fast = run(&problem(case, n, Method::Auto));
+        let reference = run(&problem(case, n, Method::Lp));
+        assert_eq!(fast.method, "decomposition", "{} at {n} jobs", case.name());
         let relative = (fast.objective - reference.objective).abs() / reference.objective.abs();
         assert!(
             relative <= OBJECTIVE_TOLERANCE,
             "{} at {n}: {} vs {}",
-            policy.name(),
+            case.name(),
             fast.objective,
             reference.objective
         );
         eprintln!(
             "{} n={n}: decomposition {} vs lp {} (objectives within {relative:.1e})",
-            policy.name(),
+            case.name(),
             millis(fast.time.as_secs_f64()),
             millis(reference.time.as_secs_f64())
         );

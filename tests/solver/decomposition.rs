@@ -400,3 +400,44 @@ fn a_solve_warm_started_from_earlier_prices_finds_the_same_optimum() {
     assert_close(a.objective.unwrap(), b.objective.unwrap(), OBJECTIVE, "warm vs cold");
     assert_feasible(&warm, &matrix_rows(&a.allocation));
 }
+
+/// An optimum set by one job's own time, no GPU priced, and every other job's fastest type too
+/// small for all of them at once: at prices 0 each job's cheapest way is its fastest type, and the
+/// sample's estimate lies above the optimum when the job that sets it was not drawn (it is job 1
+/// here; the sample takes every eighth from job 4). Classified there, the jobs overfilled the
+/// fastest type, the recovery LP priced it, and the band grew until it held every job of the
+/// level. Classified at the prices that leave the GPUs the most room, the level certifies in its
+/// first round.
+#[test]
+fn an_optimum_set_by_one_jobs_own_time_certifies_in_the_first_round() {
+    let n = 4096;
+    let rows: Vec<Vec<f64>> = (0..n)
+        .map(|m| {
+            let f = |k: usize| 1.0 + 0.1 * ((m * k) as f64 * 0.618).sin();
+            vec![30.0 * f(3), 18.0 * f(5), 12.0 * f(7)]
+        })
+        .collect();
+    let sf: Vec<u32> = (0..n).map(|m| [1, 1, 2, 4][m % 4]).collect();
+    let t = matrix(&rows);
+    let instance = || Instance {
+        throughput: &t,
+        scale_factor: sf.clone(),
+        capacity: vec![(n / 4) as f64; 3],
+        pairs: Vec::new(),
+        unconsolidated: None,
+        consolidated_slots: Vec::new(),
+    };
+    // At z = 1 every job needs a quarter of its time on its fastest type (2,048 GPUs of 1,024 if
+    // all took it) and job 1 all of it.
+    let mut demand: Vec<f64> = rows.iter().map(|r| 0.25 * r[0]).collect();
+    demand[1] = rows[1][0];
+    let mut engine = Engine::new(instance(), Backend::default()).with_method(Method::Decomposition, Default::default());
+    let got = engine.max_ratio(&demand).unwrap();
+    let report = engine.method_report().unwrap();
+    assert_eq!((report.method.as_str(), report.rounds), ("decomposition", Some(1)), "{report:?}");
+    let mut reference = Engine::new(instance(), Backend::default()).with_method(Method::Lp, Default::default());
+    let want = reference.max_ratio(&demand).unwrap();
+    assert_close(got.z.unwrap(), want.z.unwrap(), OBJECTIVE, "z");
+    assert_close(got.z.unwrap(), 1.0, OBJECTIVE, "z at job 1's ceiling");
+    check(&Case { rows, sf, capacity: vec![(n / 4) as f64; 3], demand }, DecompositionOptions::default()).unwrap();
+}

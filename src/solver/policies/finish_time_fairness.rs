@@ -121,6 +121,11 @@ pub(crate) fn on_engine(problem: &Problem, engine: &mut Engine) -> Result<Outcom
         (terms.elapsed[m] + run) / terms.isolated_finish[m]
     };
     let mut lo = active.iter().map(|&m| alone(m)).fold(0.0, f64::max);
+    // The first probe is `lo` itself when there every job's demand is finite (no pairs, and each
+    // job can run somewhere): once jobs have run a while the optimum is often a job's own time,
+    // all of it on its fastest type, and then that probe ends the search. Otherwise its z(ρ)
+    // below 1 is the secant's first point.
+    let mut first = (engine.pairs().is_empty() && active.iter().all(|&m| fastest(m) > 0.0)).then_some(lo);
     let mut lp_solves = 0;
     // The last probe below the optimum and the last at or above it, with their ratios z(ρ).
     let mut below: Option<(f64, f64)> = None;
@@ -131,10 +136,11 @@ pub(crate) fn on_engine(problem: &Problem, engine: &mut Engine) -> Result<Outcom
             break;
         }
         let width = hi - lo;
-        let rho = match (below, above) {
+        let rho = match (first.take(), below, above) {
+            (Some(lo), _, _) => lo,
             // z(ρ) rises with ρ, in proportion to it when no job has elapsed time: the secant's
             // root, kept inside the bracket.
-            (Some((r0, z0)), Some((r1, z1))) if !halve && z1 > z0 => {
+            (None, Some((r0, z0)), Some((r1, z1))) if !halve && z1 > z0 => {
                 let secant = r0 + (r1 - r0) * (1.0 - z0) / (z1 - z0);
                 secant.clamp(lo + 1e-3 * width, hi - 1e-3 * width)
             }

@@ -353,11 +353,16 @@ fn solve_level(
         return Ok(Err("the first estimate of the optimum is 0".into()));
     }
     let start = prices.clone();
+    // Prices 0 in the first recovery LP's starting basis, where the estimate found the GPUs with
+    // room at z (with the classifying prices there, a 256-job LP took ten times as long).
+    let mut unpriced = false;
+    let no_prices = vec![0.0; num_types];
     match prices::refine(ratio, jobs, capacity, z, &prices, radius, backend) {
-        Ok((refined_z, refined, solves)) => {
-            z = refined_z.min(ratio.ceiling);
-            prices = refined;
-            lp_solves += solves;
+        Ok(estimate) => {
+            z = estimate.z.min(ratio.ceiling);
+            prices = estimate.prices;
+            unpriced = estimate.unpriced;
+            lp_solves += estimate.lp_solves;
         }
         Err(e) => {
             fatal(e)?;
@@ -415,7 +420,8 @@ fn solve_level(
         }
         let members: Vec<u32> = band.members.iter().map(|&i| jobs[i]).collect();
         lp_solves += 1;
-        let rec = match recovery::solve(ratio, &members, capacity, &fixed_usage, z0, Some(&prices), backend) {
+        let basis_prices = if std::mem::take(&mut unpriced) { &no_prices } else { &prices };
+        let rec = match recovery::solve(ratio, &members, capacity, &fixed_usage, z0, Some(basis_prices), backend) {
             Ok(rec) => rec,
             Err(e) => {
                 let why = fatal(e)?;

@@ -162,10 +162,20 @@ impl<'a, 'r> Anchored<'a, 'r> {
     }
 }
 
+/// A level's estimate before its first recovery LP.
+pub(super) struct Estimate {
+    pub(super) z: f64,
+    /// The prices to classify the jobs by.
+    pub(super) prices: Vec<f64>,
+    /// No GPU binds at z: the prices only break the jobs' ties, and the recovery LP's optimum
+    /// is expected to price nothing (its starting basis says so).
+    pub(super) unpriced: bool,
+    pub(super) lp_solves: usize,
+}
+
 /// Refines `(z, p)` for `jobs` on `capacity`: passes of cutting planes for p at z, from a trust
 /// region of half-width `radius` around `start`, each followed by a Newton step on z, until z
-/// settles (or takes a step Newton's method had to clamp). Returns the estimate and the LPs
-/// solved.
+/// settles (or takes a step Newton's method had to clamp).
 pub(super) fn refine(
     ratio: &Ratio,
     jobs: &[u32],
@@ -174,15 +184,36 @@ pub(super) fn refine(
     start: &[f64],
     radius: f64,
     backend: Backend,
-) -> Result<(f64, Vec<f64>, usize), SolveError> {
+) -> Result<Estimate, SolveError> {
     let (mut z, mut p, mut lp_solves) = (z, start.to_vec(), 0);
-    if p.iter().all(|&v| v <= 0.0) {
-        // No capacity row binds at the estimate: the ratio is set by the jobs' own time, and the
-        // band (the jobs that cannot meet their need at z) carries it.
-        return Ok((z, p, 0));
-    }
     let k = capacity.len();
     let mut evaluator = Anchored::new(ratio, jobs);
+    let ceiling = own_ceiling(ratio, jobs);
+    if z >= ceiling || p.iter().all(|&v| v <= 0.0) {
+        // The estimate is at or past the smallest ceiling among these jobs (a sample's estimate
+        // may be, when the job that has it was not drawn), or no GPU binds at it: either way the
+        // optimum may be set by one job's own time, with no GPU priced. So z is held at the
+        // ceiling. If every job fits on its fastest type there, its cheapest way at prices 0,
+        // the jobs are classified at prices 0. Otherwise, folded there, they would overfill a
+        // type where the optimum spreads them, and at prices fitted to a ratio past the ceiling
+        // they would be classified for the wrong ratio: they are classified at the prices that
+        // leave the GPUs the most room, the maximum of F on the simplex. At most 0, every
+        // priced type has room (`U_w − G_w` equals F there) and the ceiling's job, at margin 0,
+        // leads the band. Positive, the GPUs bind below the ceiling, and Newton's steps below
+        // move z from there.
+        z = z.min(ceiling);
+        let none = vec![0.0; k];
+        let fastest = evaluate(ratio, jobs, &none, z, &mut Scratch::default());
+        if fastest.usage.iter().zip(capacity).all(|(u, g)| u <= g) {
+            return Ok(Estimate { z, prices: none, unpriced: true, lp_solves });
+        }
+        let found = maximize(&mut evaluator, capacity, z, &p, TRUST_RADIUS, f64::INFINITY, backend)?;
+        lp_solves += found.lp_solves;
+        p = found.point;
+        if found.value <= 0.0 {
+            return Ok(Estimate { z, prices: p, unpriced: true, lp_solves });
+        }
+    }
     for _ in 0..PASSES {
         let found = maximize(&mut evaluator, capacity, z, &p, radius, f64::INFINITY, backend)?;
         lp_solves += found.lp_solves;
@@ -206,7 +237,17 @@ pub(super) fn refine(
             break;
         }
     }
-    Ok((z, p, lp_solves))
+    Ok(Estimate { z, prices: p, unpriced: false, lp_solves })
+}
+
+/// The smallest ratio at which one of `jobs` needs all of its time on its fastest type: no
+/// allocation of these jobs reaches a larger one.
+fn own_ceiling(ratio: &Ratio, jobs: &[u32]) -> f64 {
+    let ceiling = |m: usize| {
+        let job = ratio.job(m);
+        (ratio.fastest(m) - job.base) / job.demand
+    };
+    jobs.iter().map(|&m| m as usize).filter(|&m| ratio.demand[m] > 0.0).map(ceiling).fold(f64::INFINITY, f64::min)
 }
 
 /// A Newton step on z smaller than this, relative, ends the passes whatever the jobs.
