@@ -188,7 +188,8 @@ pub(super) fn refine(
     let (mut z, mut p, mut lp_solves) = (z, start.to_vec(), 0);
     let k = capacity.len();
     let mut evaluator = Anchored::new(ratio, jobs);
-    let ceiling = own_ceiling(ratio, jobs);
+    let fastest = OnFastest::of(ratio, jobs, k);
+    let ceiling = fastest.ceiling;
     if z >= ceiling || p.iter().all(|&v| v <= 0.0) {
         // The estimate is at or past the smallest ceiling among these jobs (a sample's estimate
         // may be, when the job that has it was not drawn), or no GPU binds at it: either way the
@@ -202,10 +203,8 @@ pub(super) fn refine(
         // leads the band. Positive, the GPUs bind below the ceiling, and Newton's steps below
         // move z from there.
         z = z.min(ceiling);
-        let none = vec![0.0; k];
-        let fastest = evaluate(ratio, jobs, &none, z, &mut Scratch::default());
-        if fastest.usage.iter().zip(capacity).all(|(u, g)| u <= g) {
-            return Ok(Estimate { z, prices: none, unpriced: true, lp_solves });
+        if fastest.usage.iter().zip(capacity).all(|(&(rate, at_0), g)| at_0 + rate * z <= *g) {
+            return Ok(Estimate { z, prices: vec![0.0; k], unpriced: true, lp_solves });
         }
         let found = maximize(&mut evaluator, capacity, z, &p, TRUST_RADIUS, f64::INFINITY, backend)?;
         lp_solves += found.lp_solves;
@@ -240,14 +239,34 @@ pub(super) fn refine(
     Ok(Estimate { z, prices: p, unpriced: false, lp_solves })
 }
 
-/// The smallest ratio at which one of `jobs` needs all of its time on its fastest type: no
-/// allocation of these jobs reaches a larger one.
-fn own_ceiling(ratio: &Ratio, jobs: &[u32]) -> f64 {
-    let ceiling = |m: usize| {
-        let job = ratio.job(m);
-        (ratio.fastest(m) - job.base) / job.demand
-    };
-    jobs.iter().map(|&m| m as usize).filter(|&m| ratio.demand[m] > 0.0).map(ceiling).fold(f64::INFINITY, f64::min)
+/// The jobs on their fastest types, their cheapest way at prices 0, in one pass: the smallest
+/// ratio at which one of them needs all of its time there (no allocation of these jobs reaches
+/// a larger one), and each type's usage as `(rate, at 0)`, affine in z.
+struct OnFastest {
+    ceiling: f64,
+    usage: Vec<(f64, f64)>,
+}
+
+impl OnFastest {
+    fn of(ratio: &Ratio, jobs: &[u32], k: usize) -> OnFastest {
+        let mut on = OnFastest { ceiling: f64::INFINITY, usage: vec![(0.0, 0.0); k] };
+        for &m in jobs {
+            let job = ratio.job(m as usize);
+            let mut best: Option<(usize, f64)> = None;
+            for (w, &t) in job.row.iter().enumerate() {
+                if ratio.usable[w] && t > 0.0 && best.is_none_or(|(_, b)| t > b) {
+                    best = Some((w, t));
+                }
+            }
+            let Some((w, fastest)) = best else { continue };
+            if job.demand > 0.0 {
+                on.ceiling = on.ceiling.min((fastest - job.base) / job.demand);
+            }
+            on.usage[w].0 += job.sf * job.demand / fastest;
+            on.usage[w].1 += job.sf * job.base / fastest;
+        }
+        on
+    }
 }
 
 /// A Newton step on z smaller than this, relative, ends the passes whatever the jobs.
