@@ -31,9 +31,8 @@ enum Command {
     ///
     /// Bad input exits with status 2 and prints the contract's error object on stderr.
     Solve {
-        /// The request file, or `-` for standard input.
-        #[arg(long, short, value_name = "FILE|-")]
-        input: String,
+        #[command(flatten)]
+        input: RequestFile,
         /// Indent the response for people.
         #[arg(long)]
         pretty: bool,
@@ -124,11 +123,28 @@ enum Command {
     },
 }
 
+/// The request file, or `-` for standard input: `--input FILE` or the file alone.
 #[derive(clap::Args)]
-struct RoundsArgs {
+#[group(required = true, multiple = false)]
+struct RequestFile {
     /// The request file, or `-` for standard input.
     #[arg(long, short, value_name = "FILE|-")]
-    input: String,
+    input: Option<String>,
+    /// The same, without `--input`.
+    #[arg(value_name = "FILE|-")]
+    file: Option<String>,
+}
+
+impl RequestFile {
+    fn path(&self) -> &str {
+        self.input.as_deref().or(self.file.as_deref()).unwrap_or("-")
+    }
+}
+
+#[derive(clap::Args)]
+struct RoundsArgs {
+    #[command(flatten)]
+    input: RequestFile,
     /// Rounds to run.
     #[arg(long)]
     rounds: u32,
@@ -249,7 +265,7 @@ fn run_rounds(args: RoundsArgs) -> ExitCode {
             ..Config::default()
         };
         config.validate()?;
-        let mut problem = Problem::from_json(&read_input(&args.input)?)?;
+        let mut problem = Problem::from_json(&read_input(args.input.path())?)?;
         if args.realizable {
             problem.realizable = arbiter::solver::realizable::Realizable::On;
         }
@@ -359,7 +375,12 @@ fn refuse_arguments(error: clap::Error) -> ExitCode {
         Some(ContextValue::Strings(args)) => args.first().cloned(),
         _ => None,
     }
-    .map(|arg| arg.trim_start_matches('-').split([' ', '=']).next().unwrap_or_default().replace('-', "_"));
+    // Only a flag names a field: an unexpected value (a second file) does not.
+    .and_then(|arg| {
+        let flag = arg.trim_start_matches('<');
+        let name = flag.trim_start_matches('-').split([' ', '=', '|', '>']).next().unwrap_or_default();
+        flag.starts_with("--").then(|| name.replace('-', "_"))
+    });
     let error = match field.filter(|f| !f.is_empty()) {
         Some(field) => ArbiterError::at(code, field, message),
         None => ArbiterError::new(code, message),
@@ -377,7 +398,7 @@ fn main() -> ExitCode {
     }
     match command {
         Command::Solve { input, pretty, backend, reference_throughputs, method } => {
-            run_solve(&input, pretty, &backend, reference_throughputs.as_deref(), method)
+            run_solve(input.path(), pretty, &backend, reference_throughputs.as_deref(), method)
         }
         Command::Demo { policy, json } => run_demo(&policy, json),
         Command::Rounds(args) => run_rounds(args),

@@ -65,6 +65,27 @@ fn solve_reads_a_file() {
 }
 
 #[test]
+fn solve_reads_a_file_named_without_its_flag() {
+    let path = fixture_path("paper_worked_example.json");
+    assert_paper_answer(&stdout_json(&arbiter(&["solve", &path])));
+    assert_paper_answer(&stdout_json(&arbiter_with_stdin(&["solve", "-"], &fixture_text("paper_worked_example.json"))));
+    // One request at a time: two files are refused naming no field (a file is none), a file
+    // and `--input` naming the flag.
+    for (args, field) in
+        [(&["solve", &path, &path][..], Value::Null), (&["solve", "--input", &path, &path], "input".into())]
+    {
+        let out = arbiter(args);
+        assert_eq!(out.status.code(), Some(2), "{args:?}");
+        let err: Value = serde_json::from_slice(&out.stderr).expect("the contract's error object");
+        assert_eq!(
+            (&err["error"]["code"], &err["error"]["field"]),
+            (&Value::from("malformed_request"), &field),
+            "{args:?}"
+        );
+    }
+}
+
+#[test]
 fn solve_reads_stdin() {
     let out = arbiter_with_stdin(&["solve", "--input", "-"], &fixture_text("paper_worked_example.json"));
     assert_paper_answer(&stdout_json(&out));
