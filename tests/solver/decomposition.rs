@@ -254,17 +254,23 @@ fn agrees_with_the_lp_on_small_gavel_like_instances_with_default_options() {
     run(60, gavel_like(64..=600), DecompositionOptions::default(), 0.8);
 }
 
+/// `n` jobs of one model on three types: `mean` times a deterministic wobble of relative size
+/// `wobble` per job and type (every row its own), scale factors 1, 1, 2, 4 in turn.
+fn one_model(n: usize, mean: [f64; 3], wobble: f64) -> (Vec<Vec<f64>>, Vec<u32>) {
+    let rows = (0..n)
+        .map(|m| {
+            let f = |k: usize| 1.0 + wobble * ((m * k) as f64 * 0.618).sin();
+            vec![mean[0] * f(3), mean[1] * f(5), mean[2] * f(7)]
+        })
+        .collect();
+    (rows, (0..n).map(|m| [1, 1, 2, 4][m % 4]).collect())
+}
+
 #[test]
 fn a_second_solve_starts_from_the_first_ones_prices_and_stays_exact() {
     // As FTF's bisection does: the same jobs and GPUs, other demands, one engine.
     let n = 3000;
-    let rows: Vec<Vec<f64>> = (0..n)
-        .map(|m| {
-            let f = |k: usize| 1.0 + 0.2 * ((m * k) as f64 * 0.618).sin();
-            vec![30.0 * f(3), 14.0 * f(5), 6.0 * f(7)]
-        })
-        .collect();
-    let sf: Vec<u32> = (0..n).map(|m| [1, 1, 2, 4][m % 4]).collect();
+    let (rows, sf) = one_model(n, [30.0, 14.0, 6.0], 0.2);
     let t = matrix(&rows);
     let instance = || Instance {
         throughput: &t,
@@ -411,13 +417,7 @@ fn a_solve_warm_started_from_earlier_prices_finds_the_same_optimum() {
 #[test]
 fn an_optimum_set_by_one_jobs_own_time_certifies_in_the_first_round() {
     let n = 4096;
-    let rows: Vec<Vec<f64>> = (0..n)
-        .map(|m| {
-            let f = |k: usize| 1.0 + 0.1 * ((m * k) as f64 * 0.618).sin();
-            vec![30.0 * f(3), 18.0 * f(5), 12.0 * f(7)]
-        })
-        .collect();
-    let sf: Vec<u32> = (0..n).map(|m| [1, 1, 2, 4][m % 4]).collect();
+    let (rows, sf) = one_model(n, [30.0, 18.0, 12.0], 0.1);
     let t = matrix(&rows);
     let instance = || Instance {
         throughput: &t,
