@@ -109,12 +109,7 @@ pub(crate) fn on_engine(problem: &Problem, engine: &mut Engine) -> Result<Outcom
     // at least (t_m + r_m/fastest_m)/D_m. (With pairs offered a pair's throughput could exceed
     // a job's own on the type, so there only the elapsed time counts.)
     let capacity = super::capacities(problem);
-    let fastest = |m: usize| {
-        (0..problem.num_types())
-            .filter(|&w| capacity[w] > 0.0)
-            .map(|w| problem.throughput.get(m, w))
-            .fold(0.0, f64::max)
-    };
+    let fastest = |m: usize| crate::max_min_ratio::ceiling(problem.throughput.row(m), &capacity);
     let alone = |m: usize| {
         let fastest = if engine.pairs().is_empty() { fastest(m) } else { 0.0 };
         let run = if fastest > 0.0 { terms.remaining[m] / fastest } else { 0.0 };
