@@ -20,6 +20,9 @@ pub struct EstimateArgs {
     /// standard input; its completed rows are printed as JSON.
     #[arg(long, short, value_name = "FILE|-", conflicts_with = "evaluate")]
     pub input: Option<String>,
+    /// The same, without `--input`.
+    #[arg(value_name = "FILE|-", conflicts_with_all = ["evaluate", "input"])]
+    pub file: Option<String>,
     /// Instead: hold out each reference job in turn, hide all but k of its worker types (and
     /// with or without a few pair entries), and print the estimator's error beside two trivial
     /// estimates (the nearest job on the measured entries, the column mean).
@@ -62,7 +65,7 @@ pub fn run(args: &EstimateArgs) -> Result<String> {
             render_table(&rows, estimator.reference().jobs.len(), &types)
         });
     }
-    let input = args.input.as_deref().ok_or_else(|| {
+    let input = args.input.as_deref().or(args.file.as_deref()).ok_or_else(|| {
         ArbiterError::at(ErrorCode::MissingField, "input", "give --input FILE|- (partial rows) or --evaluate")
     })?;
     let text = if input == "-" { std::io::read_to_string(std::io::stdin()) } else { std::fs::read_to_string(input) }

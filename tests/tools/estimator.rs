@@ -209,6 +209,13 @@ fn the_cli_completes_rows_and_evaluates() {
     let response: Value = serde_json::from_slice(&out.stdout).unwrap();
     assert_eq!(response["jobs"][0]["throughput"]["a"]["steps_per_second"], 2.0);
     assert_eq!(response["jobs"][0]["throughput"]["c"]["estimated"], true);
+    // The same file named without `--input`.
+    let out = Command::new(bin)
+        .args(["estimate", "--reference-throughputs", reference.to_str().unwrap(), input.to_str().unwrap()])
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert_eq!(serde_json::from_slice::<Value>(&out.stdout).unwrap(), response);
 
     let out = Command::new(bin)
         .args([
