@@ -109,18 +109,20 @@ pub(crate) fn on_engine(problem: &Problem, engine: &mut Engine) -> Result<Outcom
     // at least (t_m + r_m/fastest_m)/D_m. (With pairs offered a pair's throughput could exceed
     // a job's own on the type, so there only the elapsed time counts.)
     let capacity = super::capacities(problem);
-    let fastest = |m: usize| crate::max_min_ratio::ceiling(problem.throughput.row(m), &capacity);
-    let alone = |m: usize| {
-        let fastest = if engine.pairs().is_empty() { fastest(m) } else { 0.0 };
+    let without_pairs = engine.pairs().is_empty();
+    let (mut lo, mut every_job_runs) = (0.0f64, true);
+    for &m in &active {
+        let fastest =
+            if without_pairs { crate::max_min_ratio::ceiling(problem.throughput.row(m), &capacity) } else { 0.0 };
+        every_job_runs &= fastest > 0.0;
         let run = if fastest > 0.0 { terms.remaining[m] / fastest } else { 0.0 };
-        (terms.elapsed[m] + run) / terms.isolated_finish[m]
-    };
-    let mut lo = active.iter().map(|&m| alone(m)).fold(0.0, f64::max);
+        lo = lo.max((terms.elapsed[m] + run) / terms.isolated_finish[m]);
+    }
     // The first probe is `lo` itself when there every job's demand is finite (no pairs, and each
     // job can run somewhere): once jobs have run a while the optimum is often a job's own time,
     // all of it on its fastest type, and then that probe ends the search. Otherwise its z(ρ)
     // below 1 is the secant's first point.
-    let mut first = (engine.pairs().is_empty() && active.iter().all(|&m| fastest(m) > 0.0)).then_some(lo);
+    let mut first = every_job_runs.then_some(lo);
     let mut lp_solves = 0;
     // The last probe below the optimum and the last at or above it, with their ratios z(ρ).
     let mut below: Option<(f64, f64)> = None;

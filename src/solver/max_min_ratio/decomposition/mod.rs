@@ -77,8 +77,18 @@ impl Ratio<'_> {
 
     /// Job m's throughput with all of its time on its fastest type with GPUs.
     fn fastest(&self, m: usize) -> f64 {
-        let usable = self.throughput.row(m).iter().zip(&self.usable).filter(|&(_, &on)| on);
-        usable.fold(0.0f64, |a, (&t, _)| a.max(t))
+        self.fastest_type(m).map_or(0.0, |(_, t)| t)
+    }
+
+    /// Job m's fastest type with GPUs and its throughput there (`None`: it can run on none).
+    fn fastest_type(&self, m: usize) -> Option<(usize, f64)> {
+        let mut best: Option<(usize, f64)> = None;
+        for (w, &t) in self.throughput.row(m).iter().enumerate() {
+            if self.usable[w] && t > 0.0 && best.is_none_or(|(_, b)| t > b) {
+                best = Some((w, t));
+            }
+        }
+        best
     }
 
     /// Whether job m takes part: it has a demand or a floor.

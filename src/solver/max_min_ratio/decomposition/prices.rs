@@ -251,14 +251,8 @@ impl OnFastest {
     fn of(ratio: &Ratio, jobs: &[u32], k: usize) -> OnFastest {
         let mut on = OnFastest { ceiling: f64::INFINITY, usage: vec![(0.0, 0.0); k] };
         for &m in jobs {
+            let Some((w, fastest)) = ratio.fastest_type(m as usize) else { continue };
             let job = ratio.job(m as usize);
-            let mut best: Option<(usize, f64)> = None;
-            for (w, &t) in job.row.iter().enumerate() {
-                if ratio.usable[w] && t > 0.0 && best.is_none_or(|(_, b)| t > b) {
-                    best = Some((w, t));
-                }
-            }
-            let Some((w, fastest)) = best else { continue };
             if job.demand > 0.0 {
                 on.ceiling = on.ceiling.min((fastest - job.base) / job.demand);
             }
