@@ -310,7 +310,7 @@ fn solve_level(
     let ceiling = PRICE_CEILING * scale;
     let overflow = (!top).then_some(ceiling);
     if jobs.len() <= options.base.max(1) {
-        return Ok(match recovery::solve(instance, jobs, capacity, &vec![0.0; num_types], overflow, backend) {
+        return Ok(match recovery::solve(instance, jobs, capacity, &vec![0.0; num_types], overflow, None, backend) {
             Ok(rec) => Ok(Level {
                 prices: rec.prices,
                 moved: None,
@@ -365,7 +365,10 @@ fn solve_level(
         }
         let members: Vec<u32> = band.members.iter().map(|&i| jobs[i]).collect();
         lp_solves += 1;
-        let solved = match recovery::solve(instance, &members, capacity, &fixed_usage, overflow, backend) {
+        // From the basis of the current prices' best responses: the estimate's, then the last
+        // recovery LP's.
+        let start = Some(prices.as_slice());
+        let solved = match recovery::solve(instance, &members, capacity, &fixed_usage, overflow, start, backend) {
             Ok(rec) => Ok(rec),
             Err(e) => {
                 // The fixed jobs' vertices overfill a type, or leave the ambiguous jobs too little
@@ -374,7 +377,8 @@ fn solve_level(
                 // certificate below and join the band.
                 let why = fatal(e)?;
                 lp_solves += 1;
-                recovery::solve(instance, &members, capacity, &fixed_usage, Some(ceiling), backend).map_err(|_| why)
+                recovery::solve(instance, &members, capacity, &fixed_usage, Some(ceiling), start, backend)
+                    .map_err(|_| why)
             }
         };
         let rec = match solved {

@@ -6,6 +6,8 @@
 //! realizes at least half of the rise the cuts predicted. Prices are estimates for the callers:
 //! their recovery LPs and certificates decide exactness, never this.
 
+mod dense;
+
 use crate::lp::{Backend, LinearProgram, Row, Sense, Session, SolveError};
 
 /// Where the variables live and when to stop.
@@ -93,57 +95,92 @@ pub fn maximize(
     Ok(best)
 }
 
-/// The LP `max θ` s.t. `θ ≤ every cut`, over the region's variables, kept in one session: each
-/// cut is a row added in place and each box a change of column bounds, so every solve is a hot
-/// start from the last basis.
+/// The LP `max θ` s.t. `θ ≤ every cut`, over the region's variables, solved densely
+/// (`dense.rs`); where that gives no answer, in one backend session that keeps every cut: each cut a row added in place and each box a change of column bounds,
+/// so every solve is a hot start from the last basis.
 struct Cuts<'a> {
     free: &'a [(usize, f64, f64)],
     simplex: bool,
     backend: Backend,
-    /// The session, opened with the first cut; θ is column 0, the free variables follow.
+    /// Every cut: its intercept and its slope over the free variables.
+    cuts: Vec<(f64, Vec<f64>)>,
+    /// The session, opened when first needed; θ is column 0, the free variables follow. It
+    /// holds the first `in_session` cuts.
     session: Option<Box<dyn Session>>,
+    in_session: usize,
     /// The number of variables (free or not).
     width: usize,
 }
 
 impl<'a> Cuts<'a> {
     fn new(free: &'a [(usize, f64, f64)], region: &Region, backend: Backend) -> Cuts<'a> {
-        Cuts { free, simplex: region.simplex, backend, session: None, width: region.bounds.len() }
+        Cuts {
+            free,
+            simplex: region.simplex,
+            backend,
+            cuts: Vec::new(),
+            session: None,
+            in_session: 0,
+            width: region.bounds.len(),
+        }
     }
 
     fn add(&mut self, intercept: f64, g: &[f64]) {
-        let mut coefs: Vec<(usize, f64)> = self.free.iter().enumerate().map(|(i, &(w, _, _))| (i + 1, -g[w])).collect();
+        self.cuts.push((intercept, self.free.iter().map(|&(w, _, _)| g[w]).collect()));
+    }
+
+    fn row(&self, cut: usize) -> Row {
+        let (intercept, slope) = &self.cuts[cut];
+        let mut coefs: Vec<(usize, f64)> = slope.iter().enumerate().map(|(i, &g)| (i + 1, -g)).collect();
         coefs.push((0, 1.0));
-        let row = Row::at_most(intercept, coefs);
-        match &mut self.session {
-            Some(session) => session.add_rows(&[row]),
-            None => {
-                let mut lp = LinearProgram::new(Sense::Maximize);
-                lp.add_col(1.0, f64::NEG_INFINITY, f64::INFINITY);
-                for &(_, lo, hi) in self.free {
-                    lp.add_col(0.0, lo, hi);
-                }
-                if self.simplex {
-                    lp.add_row(Row::equal(1.0, (1..=self.free.len()).map(|c| (c, 1.0)).collect()));
-                }
-                lp.add_row(row);
-                self.session = Some(self.backend.open(lp));
+        Row::at_most(*intercept, coefs)
+    }
+
+    /// The backend session with every cut so far.
+    fn session(&mut self) -> &mut Box<dyn Session> {
+        if self.session.is_none() {
+            let mut lp = LinearProgram::new(Sense::Maximize);
+            lp.add_col(1.0, f64::NEG_INFINITY, f64::INFINITY);
+            for &(_, lo, hi) in self.free {
+                lp.add_col(0.0, lo, hi);
             }
+            if self.simplex {
+                lp.add_row(Row::equal(1.0, (1..=self.free.len()).map(|c| (c, 1.0)).collect()));
+            }
+            self.session = Some(self.backend.open(lp));
         }
+        let rows: Vec<Row> = (self.in_session..self.cuts.len()).map(|c| self.row(c)).collect();
+        self.in_session = self.cuts.len();
+        let session = self.session.as_mut().expect("opened above");
+        if !rows.is_empty() {
+            session.add_rows(&rows);
+        }
+        session
     }
 
     /// The cuts' maximum within the box `around` a point (the whole region: `None`), and where.
     fn maximize(&mut self, around: Option<(&[f64], f64)>) -> Result<(f64, Vec<f64>), SolveError> {
-        let session = self.session.as_mut().expect("a cut before the first solve");
-        for (i, &(w, lo, hi)) in self.free.iter().enumerate() {
-            let (lower, upper) = match around {
+        assert!(!self.cuts.is_empty(), "a cut before the first solve");
+        let (lower, upper): (Vec<f64>, Vec<f64>) = self
+            .free
+            .iter()
+            .map(|&(w, lo, hi)| match around {
                 Some((center, radius)) => ((center[w] - radius).max(lo), (center[w] + radius).min(hi)),
                 None => (lo, hi),
-            };
+            })
+            .unzip();
+        let mut point = vec![0.0; self.width];
+        if let Some((bound, q)) = dense::maximize(&self.cuts, &lower, &upper, self.simplex) {
+            for (i, &(w, lo, hi)) in self.free.iter().enumerate() {
+                point[w] = q[i].clamp(lo, hi);
+            }
+            return Ok((bound, point));
+        }
+        let session = self.session();
+        for (i, (&lower, &upper)) in lower.iter().zip(&upper).enumerate() {
             session.set_col_bounds(i + 1, lower, upper);
         }
         let solution = session.solve()?;
-        let mut point = vec![0.0; self.width];
         for (i, &(w, lo, hi)) in self.free.iter().enumerate() {
             point[w] = solution.values[i + 1].clamp(lo, hi);
         }
