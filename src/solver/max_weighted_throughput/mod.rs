@@ -310,14 +310,25 @@ fn solve_level(
     let ceiling = PRICE_CEILING * scale;
     let overflow = (!top).then_some(ceiling);
     if jobs.len() <= options.base.max(1) {
-        return Ok(match recovery::solve(instance, jobs, capacity, &vec![0.0; num_types], overflow, None, backend) {
+        // The LP starts from the basis of the prices that cutting planes find over its jobs from
+        // 0 (dense steps over a few hundred jobs: cheaper than the LP's own start).
+        let zero = vec![0.0; num_types];
+        let (start, searched) = match refine(instance, jobs, capacity, &zero, scale, scale, backend) {
+            Ok((prices, solves, _)) => (Some(prices), solves),
+            Err(e) => {
+                fatal(e)?;
+                (None, 0)
+            }
+        };
+        let solved = recovery::solve(instance, jobs, capacity, &zero, overflow, start.as_deref(), backend);
+        return Ok(match solved {
             Ok(rec) => Ok(Level {
                 prices: rec.prices,
                 moved: None,
                 fixed: Vec::new(),
                 ambiguous: jobs.iter().copied().zip(rec.time).collect(),
                 rounds: 1,
-                lp_solves: 1,
+                lp_solves: 1 + searched,
             }),
             Err(e) => Err(fatal(e)?),
         });
