@@ -20,3 +20,4 @@ pub mod realizable;
 pub mod space_sharing;
 pub mod stability;
 pub mod tie_break;
+pub mod ties;

@@ -274,6 +274,20 @@ impl Backend {
     pub fn solve(self, lp: LinearProgram) -> Result<Solution, SolveError> {
         self.open(lp).solve()
     }
+
+    /// Solves `lp` once from a starting basis `(columns, rows)` when given. The basis is only a
+    /// start: where the solver reports no optimum from it (seen: an infeasibility claimed from a
+    /// start on an ill-conditioned level), it solves the LP again from its own.
+    pub fn solve_from(
+        self,
+        lp: LinearProgram,
+        basis: Option<(Vec<BasisStatus>, Vec<BasisStatus>)>,
+    ) -> Result<Solution, SolveError> {
+        let Some((cols, rows)) = basis else { return self.solve(lp) };
+        let mut session = self.open(lp.clone());
+        session.start_from(&cols, &rows);
+        session.solve().or_else(|_| self.solve(lp))
+    }
 }
 
 /// A session that refuses to start a solve past its deadline and gives the solver only the time

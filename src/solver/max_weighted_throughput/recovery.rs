@@ -4,6 +4,7 @@
 
 use super::Instance;
 use crate::lp::{Backend, BasisStatus, LinearProgram, Row, Sense, SolveError};
+use crate::solver::ties::Tie;
 
 /// The optimum of one recovery LP and its capacity duals.
 pub(super) struct Recovery {
@@ -75,20 +76,8 @@ pub(super) fn solve(
         let time = lp.add_row(Row::at_most(1.0, mine.iter().map(|&(_, col)| (col, 1.0)).collect()));
         job_rows.push(JobRows { cols: mine, floor, time });
     }
-    // The basis is only a start: where the solver reports no optimum from it, it solves the LP
-    // again from its own.
     let basis = estimate.map(|prices| structure_basis(instance, ambiguous, &job_rows, &capacity_row, &lp, prices));
-    let solution = match basis {
-        Some((cols, rows)) => {
-            let mut session = backend.open(lp.clone());
-            session.start_from(&cols, &rows);
-            match session.solve() {
-                Ok(solution) => solution,
-                Err(_) => backend.solve(lp)?,
-            }
-        }
-        None => backend.solve(lp)?,
-    };
+    let solution = backend.solve_from(lp, basis)?;
     if solution.row_duals.is_empty() {
         return Err(SolveError::Failed("the backend reports no duals".into()));
     }
@@ -130,7 +119,7 @@ fn structure_basis(
     let mut rows = vec![BasisStatus::Basic; lp.rows.len()];
     let priced = |w: usize| prices[w] > 0.0 && capacity_row[w].is_some();
     // Candidate ties: (closeness, job, what turns basic, the two nodes; node k is the root).
-    let mut ties: Vec<(f64, usize, Turn, usize, usize)> = Vec::new();
+    let mut ties: Vec<Tie<Turn>> = Vec::new();
     for (i, (&m, rows_of)) in ambiguous.iter().zip(job_rows).enumerate() {
         let job = instance.job(m as usize);
         let Some((vertex, _, _)) = job.best_response(&instance.usable, prices) else { continue };
@@ -182,37 +171,18 @@ fn structure_basis(
         }
     }
     // The cheapest ties joining priced types to the root, one per job.
-    ties.sort_by(|x, y| x.0.total_cmp(&y.0));
-    let mut root: Vec<usize> = (0..=k).collect();
-    fn find(root: &mut [usize], mut w: usize) -> usize {
-        while root[w] != w {
-            root[w] = root[root[w]];
-            w = root[w];
-        }
-        w
-    }
-    let mut tied = vec![false; ambiguous.len()];
-    let mut taken = Vec::new();
-    for &(_, i, turn, a, c) in &ties {
-        let (ra, rc) = (find(&mut root, a), find(&mut root, c));
-        if ra == rc || tied[i] {
-            continue;
-        }
-        root[ra] = rc;
-        tied[i] = true;
-        taken.push((turn, a));
-    }
+    let (mut forest, taken) = crate::solver::ties::spanning(k + 1, ambiguous.len(), ties);
     // The priced types joined to the root: their capacity rows nonbasic, their ties basic.
-    let grounded = find(&mut root, k);
+    let grounded = forest.find(k);
     for (w, row) in capacity_row.iter().enumerate() {
         if let (true, Some(r)) = (priced(w), row) {
-            if find(&mut root, w) == grounded {
+            if forest.find(w) == grounded {
                 rows[*r] = BasisStatus::Upper;
             }
         }
     }
     for (turn, a) in taken {
-        if find(&mut root, a) == grounded {
+        if forest.find(a) == grounded {
             match turn {
                 Turn::Col(col) => cols[col] = BasisStatus::Basic,
                 Turn::Row(r) => rows[r] = BasisStatus::Basic,

@@ -80,21 +80,8 @@ pub(super) fn solve(
             return Err(SolveError::Infeasible);
         }
     }
-    // The basis is only a start: where the solver reports no optimum from it (seen: an
-    // infeasibility claimed from a start on an ill-conditioned hierarchical level), it solves the
-    // LP again from its own.
     let basis = estimate.and_then(|prices| structure_basis(ratio, ambiguous, &members, z0, prices));
-    let solution = match basis {
-        Some((cols, rows)) => {
-            let mut session = backend.open(lp.clone());
-            session.start_from(&cols, &rows);
-            match session.solve() {
-                Ok(solution) => solution,
-                Err(_) => backend.open(lp).solve()?,
-            }
-        }
-        None => backend.open(lp).solve()?,
-    };
+    let solution = backend.solve_from(lp, basis)?;
     let zeta = solution.values[ZETA];
     if ratio.base.is_none()
         && zeta <= -z0 / step + 1e-9
@@ -172,7 +159,7 @@ fn structure_basis(
     cols[ZETA] = BasisStatus::Basic;
     let mut scratch = Scratch::default();
     // Candidate ties: (relative reduced cost, member, column made basic, the two types).
-    let mut ties: Vec<(f64, usize, usize, usize, usize)> = Vec::new();
+    let mut ties: Vec<crate::solver::ties::Tie<usize>> = Vec::new();
     // Single-type jobs: (how far the need is from all of the job's time, member).
     let mut singles: Vec<(f64, usize)> = Vec::new();
     for (i, (&m, mine)) in ambiguous.iter().zip(members).enumerate() {
@@ -208,26 +195,7 @@ fn structure_basis(
         }
     }
     // The cheapest ties that join the priced types into one tree (Kruskal), one per member.
-    ties.sort_by(|x, y| x.0.total_cmp(&y.0));
-    let mut root: Vec<usize> = (0..k).collect();
-    fn find(root: &mut [usize], mut w: usize) -> usize {
-        while root[w] != w {
-            root[w] = root[root[w]];
-            w = root[w];
-        }
-        w
-    }
-    let mut tied = vec![false; members.len()];
-    let mut edges = Vec::new();
-    for &(_, i, col, a, c) in &ties {
-        let (ra, rc) = (find(&mut root, a), find(&mut root, c));
-        if ra == rc || tied[i] {
-            continue;
-        }
-        root[ra] = rc;
-        tied[i] = true;
-        edges.push((col, a));
-    }
+    let (mut forest, edges) = crate::solver::ties::spanning(k, members.len(), ties);
     // The tree holding the highest-priced type: its capacity rows nonbasic, its ties basic.
     let Some(top) = (0..k).filter(|&w| prices[w] > 0.0).max_by(|&a, &b| prices[a].total_cmp(&prices[b])) else {
         // No type is priced: z is bounded by a job's own time. The single-type job nearest
@@ -236,14 +204,14 @@ fn structure_basis(
         rows[k + 2 * nearest.1 + 1] = BasisStatus::Upper;
         return Some((cols, rows));
     };
-    let top = find(&mut root, top);
+    let top = forest.find(top);
     for w in 0..k {
-        if prices[w] > 0.0 && find(&mut root, w) == top {
+        if prices[w] > 0.0 && forest.find(w) == top {
             rows[w] = BasisStatus::Upper;
         }
     }
     for (col, a) in edges {
-        if find(&mut root, a) == top {
+        if forest.find(a) == top {
             cols[col] = BasisStatus::Basic;
         }
     }
