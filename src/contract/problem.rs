@@ -45,6 +45,14 @@ impl Matrix {
     pub fn filled(rows: usize, cols: usize, value: f64) -> Matrix {
         Matrix { rows, cols, data: vec![value; rows * cols] }
     }
+    /// The matrix of `rows`, each as long as the first (no rows: 0 × 0).
+    pub fn from_rows<R: AsRef<[f64]>>(rows: &[R]) -> Matrix {
+        let mut matrix = Matrix::zeros(rows.len(), rows.first().map_or(0, |r| r.as_ref().len()));
+        for (r, row) in rows.iter().enumerate() {
+            matrix.row_mut(r).copy_from_slice(row.as_ref());
+        }
+        matrix
+    }
     pub fn rows(&self) -> usize {
         self.rows
     }

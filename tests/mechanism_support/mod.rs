@@ -255,11 +255,7 @@ pub fn check_round(session: &Session, before: &HashMap<String, Option<Lease>>, r
 }
 
 pub fn matrix(rows: &[&[f64]]) -> arbiter::problem::Matrix {
-    let mut x = arbiter::problem::Matrix::zeros(rows.len(), rows.first().map_or(0, |r| r.len()));
-    for (m, row) in rows.iter().enumerate() {
-        x.row_mut(m).copy_from_slice(row);
-    }
-    x
+    arbiter::problem::Matrix::from_rows(rows)
 }
 
 /// The smallest `g` such that a schedule on whole GPUs of type `w` exists, in the long run, giving

@@ -69,14 +69,16 @@ fn case(
     })
 }
 
-fn matrix(rows: &[Vec<f64>]) -> Matrix {
-    let mut t = Matrix::zeros(rows.len(), rows[0].len());
-    for (m, row) in rows.iter().enumerate() {
-        for (w, &v) in row.iter().enumerate() {
-            t.set(m, w, v);
-        }
+/// The engine's instance of `t`: no pairs, no placement sensitivity.
+fn instance<'t>(t: &'t Matrix, sf: &[u32], capacity: &[f64]) -> Instance<'t> {
+    Instance {
+        throughput: t,
+        scale_factor: sf.to_vec(),
+        capacity: capacity.to_vec(),
+        pairs: Vec::new(),
+        unconsolidated: None,
+        consolidated_slots: Vec::new(),
     }
-    t
 }
 
 /// Options that send even a handful of jobs through samples, bands and certificates.
@@ -86,15 +88,8 @@ fn small_options(base: usize) -> DecompositionOptions {
 
 /// Solves the case both ways, checks the decomposition's answer, and says whether it certified.
 fn check(case: &Case, options: DecompositionOptions) -> Result<bool, TestCaseError> {
-    let t = matrix(&case.rows);
-    let instance = || Instance {
-        throughput: &t,
-        scale_factor: case.sf.clone(),
-        capacity: case.capacity.clone(),
-        pairs: Vec::new(),
-        unconsolidated: None,
-        consolidated_slots: Vec::new(),
-    };
+    let t = Matrix::from_rows(&case.rows);
+    let instance = || instance(&t, &case.sf, &case.capacity);
     let mut reference = Engine::new(instance(), Backend::default()).with_method(Method::Lp, options);
     let want = reference.max_ratio(&case.demand).map_err(|e| TestCaseError::fail(e.to_json().to_string()))?;
     let mut engine = Engine::new(instance(), Backend::default()).with_method(Method::Decomposition, options);
@@ -171,15 +166,8 @@ fn auto_keeps_the_plain_lp_when_jobs_share_rows() {
         capacity: vec![500.0, 400.0],
         demand: (0..3000).map(|m| 1.0 + (m % 3) as f64).collect(),
     };
-    let t = matrix(&case.rows);
-    let instance = Instance {
-        throughput: &t,
-        scale_factor: case.sf.clone(),
-        capacity: case.capacity.clone(),
-        pairs: Vec::new(),
-        unconsolidated: None,
-        consolidated_slots: Vec::new(),
-    };
+    let t = Matrix::from_rows(&case.rows);
+    let instance = instance(&t, &case.sf, &case.capacity);
     let mut engine = Engine::new(instance, Backend::default());
     engine.max_ratio(&case.demand).unwrap();
     let report = engine.method_report().expect("a report");
@@ -271,15 +259,8 @@ fn a_second_solve_starts_from_the_first_ones_prices_and_stays_exact() {
     // As FTF's bisection does: the same jobs and GPUs, other demands, one engine.
     let n = 3000;
     let (rows, sf) = one_model(n, [30.0, 14.0, 6.0], 0.2);
-    let t = matrix(&rows);
-    let instance = || Instance {
-        throughput: &t,
-        scale_factor: sf.clone(),
-        capacity: vec![300.0, 400.0, 500.0],
-        pairs: Vec::new(),
-        unconsolidated: None,
-        consolidated_slots: Vec::new(),
-    };
+    let t = Matrix::from_rows(&rows);
+    let instance = || instance(&t, &sf, &[300.0, 400.0, 500.0]);
     let first: Vec<f64> = (0..n).map(|m| 5.0 + (m % 11) as f64).collect();
     let second: Vec<f64> = first.iter().enumerate().map(|(m, d)| d * (1.0 + 0.3 * ((m % 5) as f64) / 5.0)).collect();
     let mut engine = Engine::new(instance(), Backend::default()).with_method(Method::Decomposition, Default::default());
@@ -418,15 +399,8 @@ fn a_solve_warm_started_from_earlier_prices_finds_the_same_optimum() {
 fn an_optimum_set_by_one_jobs_own_time_certifies_in_the_first_round() {
     let n = 4096;
     let (rows, sf) = one_model(n, [30.0, 18.0, 12.0], 0.1);
-    let t = matrix(&rows);
-    let instance = || Instance {
-        throughput: &t,
-        scale_factor: sf.clone(),
-        capacity: vec![(n / 4) as f64; 3],
-        pairs: Vec::new(),
-        unconsolidated: None,
-        consolidated_slots: Vec::new(),
-    };
+    let t = Matrix::from_rows(&rows);
+    let instance = || instance(&t, &sf, &[(n / 4) as f64; 3]);
     // At z = 1 every job needs a quarter of its time on its fastest type (2,048 GPUs of 1,024 if
     // all took it) and job 1 all of it.
     let mut demand: Vec<f64> = rows.iter().map(|r| 0.25 * r[0]).collect();

@@ -10,11 +10,7 @@ use arbiter::space_sharing::Pair;
 use proptest::prelude::*;
 
 fn matrix(rows: &[&[f64]]) -> Matrix {
-    let mut m = Matrix::zeros(rows.len(), rows[0].len());
-    for (r, row) in rows.iter().enumerate() {
-        m.row_mut(r).copy_from_slice(row);
-    }
-    m
+    Matrix::from_rows(rows)
 }
 
 fn solve(throughput: &Matrix, scale_factors: &[u32], capacity: &[u32], goal: Goal) -> Hull {

@@ -205,18 +205,10 @@ mod tests {
     use super::*;
     use crate::problem::Matrix;
 
-    fn matrix<const K: usize>(rows: &[[f64; K]]) -> Matrix {
-        let mut t = Matrix::zeros(rows.len(), K);
-        for (m, row) in rows.iter().enumerate() {
-            t.row_mut(m).copy_from_slice(row);
-        }
-        t
-    }
-
     #[test]
     fn a_start_from_any_estimate_finds_the_same_optimum() {
         // Six jobs on three types, three with floors; job 5 fixed outside, its usage in the rows.
-        let t = matrix(&[
+        let t = Matrix::from_rows(&[
             [1.0, 3.0, 5.0],
             [2.0, 2.5, 4.0],
             [1.5, 0.0, 6.0],
@@ -266,7 +258,7 @@ mod tests {
 
     #[test]
     fn a_start_has_one_basic_per_row_whatever_the_estimate() {
-        let t = matrix(&[[1.0, 3.0], [2.0, 2.5], [4.0, 1.0], [1.0, 1.0]]);
+        let t = Matrix::from_rows(&[[1.0, 3.0], [2.0, 2.5], [4.0, 1.0], [1.0, 1.0]]);
         let (sf, value, floor) = ([1, 1, 2, 1], [1.0; 4], [1.0, 0.0, 2.0, 1.0]);
         let instance =
             Instance { throughput: &t, scale_factor: &sf, value: &value, floor: &floor, usable: vec![true; 2] };

@@ -229,11 +229,7 @@ mod tests {
     fn instance() -> (Matrix, Vec<u32>, Vec<f64>) {
         let rows =
             [[1.0, 3.0, 5.0], [2.0, 2.5, 4.0], [1.5, 0.0, 6.0], [1.0, 2.0, 2.5], [3.0, 3.5, 3.0], [0.5, 1.0, 4.5]];
-        let mut t = Matrix::zeros(rows.len(), 3);
-        for (m, row) in rows.iter().enumerate() {
-            t.row_mut(m).copy_from_slice(row);
-        }
-        (t, vec![1, 2, 1, 1, 4, 1], vec![1.0, 0.5, 2.0, 1.0, 0.25, 1.5])
+        (Matrix::from_rows(&rows), vec![1, 2, 1, 1, 4, 1], vec![1.0, 0.5, 2.0, 1.0, 0.25, 1.5])
     }
 
     #[test]
