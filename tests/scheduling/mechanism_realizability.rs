@@ -15,6 +15,7 @@ use arbiter::mechanism::{realizability, Config, LeaseChange, Mode, Session};
 use arbiter::problem::Matrix;
 use arbiter::PolicyKind;
 use proptest::prelude::*;
+use rayon::prelude::*;
 
 const ROUNDS: usize = 200;
 const SCALE_FACTORS: [u32; 8] = [1, 1, 1, 1, 2, 2, 4, 8];
@@ -240,15 +241,22 @@ proptest! {
 /// allocations no schedule can meet, and how far the rounds are from the best schedule.
 #[test]
 fn summary_over_fixed_seeds() {
-    let mut worst_constructed: f64 = 0.0;
-    for seed in 0..150 {
-        let session = rounds(&constructed(seed));
-        worst_constructed = worst_constructed.max(max_gap(&session));
-    }
+    // Every seed's sessions are independent: run them in parallel, fold in seed order.
+    let per_seed: Vec<_> = (0..150u64)
+        .into_par_iter()
+        .map(|seed| {
+            let constructed_gap = max_gap(&rounds(&constructed(seed)));
+            let session = rounds(&booked(seed));
+            let booked_gaps = (best_gap(&session, 0), max_gap(&session));
+            let followed = rounds_in(&constructed(seed), Mode::Configurations);
+            let followed = (followed.decomposition_skipped().is_none(), max_gap(&followed));
+            let booked_followed = decomposition_gap(&rounds_in(&booked(seed), Mode::Configurations));
+            (constructed_gap, booked_gaps, followed, booked_followed)
+        })
+        .collect();
+    let worst_constructed = per_seed.iter().map(|s| s.0).fold(0.0f64, f64::max);
     let (mut unrealizable, mut worst_realizable, mut worst_excess) = (0, 0.0f64, 0.0f64);
-    for seed in 0..150 {
-        let session = rounds(&booked(seed));
-        let (best, worst) = (best_gap(&session, 0), max_gap(&session));
+    for &(_, (best, worst), _, _) in &per_seed {
         if best > 1e-6 {
             unrealizable += 1;
             worst_excess = worst_excess.max(worst - best);
@@ -265,15 +273,14 @@ fn summary_over_fixed_seeds() {
 
     // The same seeds, with rounds that follow the decomposition.
     let (mut followed, mut worst_followed, mut worst_fallback, mut worst_booked) = (0, 0.0f64, 0.0f64, 0.0f64);
-    for seed in 0..150 {
-        let session = rounds_in(&constructed(seed), Mode::Configurations);
-        if session.decomposition_skipped().is_none() {
+    for &(_, _, (certified, gap), booked_gap) in &per_seed {
+        if certified {
             followed += 1;
-            worst_followed = worst_followed.max(max_gap(&session));
+            worst_followed = worst_followed.max(gap);
         } else {
-            worst_fallback = worst_fallback.max(max_gap(&session));
+            worst_fallback = worst_fallback.max(gap);
         }
-        worst_booked = worst_booked.max(decomposition_gap(&rounds_in(&booked(seed), Mode::Configurations)));
+        worst_booked = worst_booked.max(booked_gap);
     }
     println!(
         "following the decomposition: constructed {followed} of 150 certified and followed, within \
