@@ -43,7 +43,8 @@ pub struct SimulateArgs {
     pub admission: Option<String>,
     /// Scheduling stage: a list policy (`fifo`, `fifo_priority`, `las`, `tiresias[=GPU_SECONDS]`,
     /// `srtf`, `optimus`, `themis`, `ltgf`, `ltgf_quota`) or an LP policy (as `--policy`); on an
-    /// OASiS workload, a baseline of OASiS's study: `fifo`, `drf`, `rrh` or `dorm`.
+    /// OASiS workload, a baseline of OASiS's study: `fifo`, `drf`, `rrh` or `dorm` (`fifo` and
+    /// `rrh` with `:workers=N` per job).
     #[arg(long)]
     pub scheduling: Option<String>,
     /// Placement stage: `consolidated` (default), `first_free`, `random[=SEED]`, `profile_guided`,
@@ -361,8 +362,9 @@ pub struct SweepArgs {
     /// Comma-separated `POLICY[:agnostic][:space_sharing]`, e.g.
     /// `max_min_fairness:agnostic,max_min_fairness,max_min_fairness:space_sharing`; or a list
     /// policy with stages, `las:admission=accept_x=1.2:placement=consolidated:preemption=lease`.
-    /// Naming `oasis[:lowest=L][:u=F][:l=F]`, `drf`, `rrh` or `dorm` makes it OASiS's study:
-    /// those and `fifo` on workloads of `--jobs` jobs over 50 one-hour slots (docs/oasis.md).
+    /// Naming `oasis[:lowest=L][:u=F][:l=F]`, `drf`, `rrh[:workers=N]` or `dorm` makes it OASiS's
+    /// study: those and `fifo[:workers=N]` on workloads of `--jobs` jobs over 50 one-hour slots
+    /// (docs/oasis.md).
     /// Naming `fitgpp[:lambda=F][:p=N|inf]`, `lrtp` or `rand` makes it FitGpp's experiment: those
     /// and `none` (FIFO) at the `--loads` FIFO holds (default 2) on `--cluster` nodes
     /// (docs/fitgpp.md).

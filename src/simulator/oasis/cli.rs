@@ -4,8 +4,7 @@
 //! simulator beside it. `src/main.rs` only dispatches here.
 
 use super::run::{validate, RunOutcome};
-use super::slots::simulate;
-use super::study::baseline;
+use super::scheme::Scheme;
 use crate::error::{ArbiterError, ErrorCode, Result};
 use crate::lp::Backend;
 use crate::scheduling::oasis::{ClusterSpec, Decision, JobSpec, LowestUtility, Oasis, PriceParameters};
@@ -28,7 +27,8 @@ pub struct OasisArgs {
     #[arg(long, default_value_t = 1.0)]
     pub l: f64,
     /// Also run the jobs under these baselines (comma-separated: `fifo`, `drf`, `rrh`, `dorm`;
-    /// `docs/oasis.md` describes each) and report each one's total utility and every job's fate.
+    /// `fifo` and `rrh` with `:workers=N` workers per job; `docs/oasis.md` describes each) and
+    /// report each one's total utility and every job's fate.
     #[arg(long, value_name = "SCHEMES")]
     pub baselines: Option<String>,
 }
@@ -59,15 +59,21 @@ pub fn decide_all(text: &str, lowest: LowestUtility, u: f64, l: f64, baselines: 
     let input: OasisInput = crate::contract::json::read(text).map_err(|e| e.into_error(""))?;
     let jobs = validate(&input.cluster, &input.jobs)?;
     let mut runs = Vec::with_capacity(baselines.len());
-    for name in baselines {
-        let mut scheme = baseline(name, &input.cluster, Backend::default()).ok_or_else(|| {
+    for spec in baselines {
+        let not_one = || {
             ArbiterError::at(
                 ErrorCode::UnknownPolicy,
                 "baselines",
-                format!("unknown baseline {name:?}: fifo, drf, rrh or dorm"),
+                format!("unknown baseline {spec:?}: fifo, drf, rrh or dorm (fifo and rrh take :workers=N)"),
             )
-        })?;
-        runs.push(simulate(&input.cluster, &jobs, scheme.as_mut())?);
+        };
+        let scheme = match Scheme::parse(spec, "baselines") {
+            Ok(scheme @ Scheme::Baseline { .. }) => scheme,
+            Ok(Scheme::Oasis { .. }) => return Err(not_one()),
+            Err(e) if e.code == ErrorCode::UnknownPolicy => return Err(not_one()),
+            Err(e) => return Err(e),
+        };
+        runs.push(scheme.run(&input.cluster, &jobs, Backend::default(), &mut |_| {})?.0);
     }
     let prices = PriceParameters::estimate_with(&jobs, &input.cluster, lowest)?.scaled(u, l)?;
     let mut oasis = Oasis::new(input.cluster, prices)?;
@@ -157,8 +163,26 @@ mod tests {
             assert_eq!(done, vec![Some(0), Some(1)], "{}", run.scheme);
             assert!((run.total_utility - 28.0).abs() < 1e-9, "{}: {}", run.scheme, run.total_utility);
         }
-        let err = decide_all(HAND, LowestUtility::AtShortest, 1.0, 1.0, &["sjf".into()]).unwrap_err();
-        assert_eq!((err.code, err.field.as_deref()), (ErrorCode::UnknownPolicy, Some("baselines")));
+        for (spec, code) in [
+            ("sjf", ErrorCode::UnknownPolicy),
+            ("oasis", ErrorCode::UnknownPolicy),
+            ("rrh:workers=0", ErrorCode::InvalidNumber),
+            ("drf:workers=2", ErrorCode::MalformedRequest),
+        ] {
+            let err = decide_all(HAND, LowestUtility::AtShortest, 1.0, 1.0, &[spec.into()]).unwrap_err();
+            assert_eq!((err.code, err.field.as_deref()), (code, Some("baselines")), "{spec}");
+        }
+    }
+
+    /// FIFO and RRH at one worker per job: A's 2 worker-slots take slots 0 and 1.
+    #[test]
+    fn fixed_baselines_run_the_workers_they_are_given() {
+        let names: Vec<String> = ["fifo:workers=1", "rrh:workers=1"].map(String::from).to_vec();
+        let out = decide_all(HAND, LowestUtility::AtShortest, 1.0, 1.0, &names).unwrap();
+        for (run, name) in out.baselines.iter().zip(&names) {
+            assert_eq!(&run.scheme, name);
+            assert_eq!(run.jobs[0].completion_slot, Some(1), "{name}");
+        }
     }
 
     #[test]

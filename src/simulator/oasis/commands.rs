@@ -145,8 +145,11 @@ mod tests {
     fn the_stage_flags_name_one_scheme() {
         let oasis = Scheme::Oasis { lowest: LowestUtility::AtShortest, u: 1.0, l: 1.0 };
         assert_eq!(scheme_of(Some("oasis"), None).unwrap(), oasis);
-        assert_eq!(scheme_of(Some("accept_all"), Some("rrh")).unwrap(), Scheme::Baseline("rrh"));
-        assert_eq!(scheme_of(None, Some("fifo")).unwrap(), Scheme::Baseline("fifo"));
+        assert_eq!(
+            scheme_of(Some("accept_all"), Some("rrh")).unwrap(),
+            Scheme::Baseline { name: "rrh", workers: None }
+        );
+        assert_eq!(scheme_of(None, Some("fifo")).unwrap(), Scheme::Baseline { name: "fifo", workers: None });
         for (admission, scheduling, field) in [
             (Some("oasis"), Some("drf"), "scheduling"),
             (Some("accept_x=1.2"), Some("drf"), "admission"),

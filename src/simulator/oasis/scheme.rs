@@ -1,6 +1,6 @@
 //! A scheme of OASiS's study as `arbiter simulate` and `arbiter sweep` name it — OASiS itself
 //! (`oasis`, with how its prices are estimated) or one of the baselines (`fifo`, `drf`, `rrh`,
-//! `dorm`) — and running it over one workload. The schemes themselves are the scheduling
+//! `dorm`; FIFO's and RRH's fixed worker count as `workers=N`) — and running it over one workload. The schemes themselves are the scheduling
 //! layer's; this only names and runs them.
 
 use super::run::{oasis_reporting, RunOutcome};
@@ -24,22 +24,41 @@ pub enum Scheme {
     /// OASiS with prices estimated from the workload: `L` from each job's utility at `lowest`,
     /// then `U` and `L` taken at `u` and `l` times their estimates.
     Oasis { lowest: LowestUtility, u: f64, l: f64 },
-    /// A baseline of `BASELINES`, with the study's settings (`study::baseline`).
-    Baseline(&'static str),
+    /// A baseline of `BASELINES`, with the study's settings (`study::baseline`); FIFO and RRH
+    /// run `workers` per job when given (`study::FIXED_WORKERS` otherwise).
+    Baseline { name: &'static str, workers: Option<u32> },
 }
 
+/// The baselines that run a fixed number of workers per job, which `workers=N` sets.
+const FIXED_COUNT: [&str; 2] = ["fifo", "rrh"];
+
 impl Scheme {
-    /// `oasis[:lowest=shortest|horizon][:u=F][:l=F]`, or a baseline's name; refusals name
-    /// `field`.
+    /// `oasis[:lowest=shortest|horizon][:u=F][:l=F]`, or a baseline's name (`fifo` and `rrh`
+    /// with `[:workers=N]`); refusals name `field`.
     pub fn parse(spec: &str, field: &str) -> Result<Scheme> {
         let bad = |message: String| ArbiterError::at(ErrorCode::MalformedRequest, field, message);
         let mut parts = spec.split(':').map(str::trim);
         let name = parts.next().unwrap_or_default();
         if let Some(&baseline) = BASELINES.iter().find(|&&b| b == name) {
-            return match parts.next() {
-                None => Ok(Scheme::Baseline(baseline)),
-                Some(extra) => Err(bad(format!("{name} takes no options, got {extra:?} in {spec:?}"))),
-            };
+            let mut workers = None;
+            for option in parts {
+                let value = match option.split_once('=') {
+                    Some(("workers", value)) if FIXED_COUNT.contains(&baseline) => value,
+                    _ if FIXED_COUNT.contains(&baseline) => {
+                        return Err(bad(format!("unknown option {option:?} in {spec:?}; expected workers=N")))
+                    }
+                    _ => return Err(bad(format!("{name} takes no options, got {option:?} in {spec:?}"))),
+                };
+                let n = value.parse::<u32>().ok().filter(|&n| n >= 1).ok_or_else(|| {
+                    ArbiterError::at(
+                        ErrorCode::InvalidNumber,
+                        field,
+                        format!("workers must be a whole number ≥ 1, got {value:?} in {spec:?}"),
+                    )
+                })?;
+                workers = Some(n);
+            }
+            return Ok(Scheme::Baseline { name: baseline, workers });
         }
         if name != "oasis" {
             return Err(ArbiterError::at(
@@ -73,10 +92,12 @@ impl Scheme {
         Ok(Scheme::Oasis { lowest, u, l })
     }
 
-    /// The name it is parsed from, options at their values: `oasis`, `oasis:u=0.5`, `drf`.
+    /// The name it is parsed from, options at their values: `oasis`, `oasis:u=0.5`, `drf`,
+    /// `rrh:workers=4`.
     pub fn label(&self) -> String {
         match self {
-            Scheme::Baseline(name) => name.to_string(),
+            Scheme::Baseline { name, workers: None } => name.to_string(),
+            Scheme::Baseline { name, workers: Some(n) } => format!("{name}:workers={n}"),
             Scheme::Oasis { lowest, u, l } => {
                 let mut label = String::from("oasis");
                 if *lowest == LowestUtility::AtHorizon {
@@ -107,9 +128,12 @@ impl Scheme {
                 run.scheme = self.label();
                 Ok((run, Some(prices)))
             }
-            Scheme::Baseline(name) => {
-                let mut scheme = baseline(name, cluster, backend).expect("BASELINES are the study's baselines");
-                Ok((simulate_reporting(cluster, jobs, scheme.as_mut(), progress)?, None))
+            Scheme::Baseline { name, workers } => {
+                let mut scheme =
+                    baseline(name, cluster, backend, workers).expect("BASELINES are the study's baselines");
+                let mut run = simulate_reporting(cluster, jobs, scheme.as_mut(), progress)?;
+                run.scheme = self.label();
+                Ok((run, None))
             }
         }
     }
@@ -121,7 +145,10 @@ mod tests {
 
     #[test]
     fn parses_every_scheme_and_its_options() {
-        assert_eq!(Scheme::parse("drf", "f").unwrap(), Scheme::Baseline("drf"));
+        assert_eq!(Scheme::parse("drf", "f").unwrap(), Scheme::Baseline { name: "drf", workers: None });
+        let rrh = Scheme::parse("rrh:workers=4", "f").unwrap();
+        assert_eq!(rrh, Scheme::Baseline { name: "rrh", workers: Some(4) });
+        assert_eq!(rrh.label(), "rrh:workers=4");
         let s = Scheme::parse("oasis:lowest=horizon:u=0.5", "f").unwrap();
         assert_eq!(s, Scheme::Oasis { lowest: LowestUtility::AtHorizon, u: 0.5, l: 1.0 });
         assert_eq!(s.label(), "oasis:lowest=horizon:u=0.5");
@@ -129,6 +156,10 @@ mod tests {
         for (spec, code) in [
             ("sjf", ErrorCode::UnknownPolicy),
             ("rrh:u=2", ErrorCode::MalformedRequest),
+            ("drf:workers=4", ErrorCode::MalformedRequest),
+            ("fifo:workers=0", ErrorCode::InvalidNumber),
+            ("rrh:workers=2.5", ErrorCode::InvalidNumber),
+            ("rrh:workers", ErrorCode::MalformedRequest),
             ("oasis:u=0", ErrorCode::InvalidNumber),
             ("oasis:l=nan", ErrorCode::InvalidNumber),
             ("oasis:lowest=median", ErrorCode::MalformedRequest),

@@ -28,13 +28,20 @@ pub struct StudyRun {
 }
 
 /// The baseline named `name` (`fifo`, `drf`, `rrh`, `dorm`) with the study's settings on
-/// `cluster`; `None` for another name.
-pub fn baseline(name: &str, cluster: &ClusterSpec, backend: Backend) -> Option<Box<dyn SlotScheme>> {
+/// `cluster`, FIFO and RRH with `workers` per job if given (else [`FIXED_WORKERS`]); `None` for
+/// another name.
+pub fn baseline(
+    name: &str,
+    cluster: &ClusterSpec,
+    backend: Backend,
+    workers: Option<u32>,
+) -> Option<Box<dyn SlotScheme>> {
     let gpus: f64 = cluster.worker_servers.iter().map(|s| s.gpus as f64).sum();
+    let fixed_workers = workers.unwrap_or(FIXED_WORKERS);
     Some(match name {
-        "fifo" => Box::new(Fifo { fixed_workers: FIXED_WORKERS }),
+        "fifo" => Box::new(Fifo { fixed_workers }),
         "drf" => Box::new(Drf),
-        "rrh" => Box::new(Rrh { fixed_workers: FIXED_WORKERS, threshold: 0.0, gpus }),
+        "rrh" => Box::new(Rrh { fixed_workers, threshold: 0.0, gpus }),
         "dorm" => Box::new(Dorm::new(DORM_THETA, backend)),
         _ => return None,
     })
@@ -46,7 +53,7 @@ pub fn run_all(settings: &Settings, seed: u64, lowest: LowestUtility, backend: B
     let jobs = validate(&cluster, &specs)?;
     let mut runs = vec![oasis(&cluster, &jobs, lowest, 1.0, 1.0)?.0];
     for name in &SCHEMES[1..] {
-        let mut scheme = baseline(name, &cluster, backend).expect("the study's schemes have baselines");
+        let mut scheme = baseline(name, &cluster, backend, None).expect("the study's schemes have baselines");
         runs.push(simulate(&cluster, &jobs, scheme.as_mut())?);
     }
     Ok(StudyRun { seed, runs, jobs })
