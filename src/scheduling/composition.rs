@@ -20,10 +20,11 @@ pub const ADMISSIONS: [&str; 3] = ["accept_all", "accept_x", "fifo_threshold"];
 pub const PLACEMENTS: [&str; 6] = ["first_free", "consolidated", "random", "profile_guided", "skew", "bandwidth"];
 pub const PREEMPTIONS: [&str; 3] = ["lease", "lease_term", "none"];
 
-/// The scheduling slot: a list policy, or an LP policy's allocation (Gavel's mechanism).
+/// The scheduling slot: a list policy with its parameters (none, one, or Tiresias' queue
+/// thresholds, `tiresias=3600/36000`), or an LP policy's allocation (Gavel's mechanism).
 #[derive(Debug, Clone, PartialEq)]
 pub enum SchedulingSpec {
-    List { name: String, parameter: Option<f64> },
+    List { name: String, parameters: Vec<f64> },
     Allocation(PolicyKind),
 }
 
@@ -73,16 +74,24 @@ pub struct Stage;
 
 impl utoipa::PartialSchema for Stage {
     fn schema() -> utoipa::openapi::RefOr<utoipa::openapi::schema::Schema> {
-        use utoipa::openapi::schema::{ObjectBuilder, OneOfBuilder, Type};
-        let name = ObjectBuilder::new()
-            .schema_type(Type::String)
-            .description(Some("A stage name (`\"tiresias\"`), or `name=value` with its parameter"));
+        use utoipa::openapi::schema::{ArrayBuilder, ObjectBuilder, OneOfBuilder, Type};
+        let name = ObjectBuilder::new().schema_type(Type::String).description(Some(
+            "A stage name (`\"tiresias\"`), or `name=value` with its parameter (Tiresias' queue thresholds \
+                 as `tiresias=3600/36000`)",
+        ));
+        let parameter: utoipa::openapi::RefOr<utoipa::openapi::schema::Schema> = OneOfBuilder::new()
+            .item(ObjectBuilder::new().schema_type(Type::Number))
+            .item(ArrayBuilder::new().items(ObjectBuilder::new().schema_type(Type::Number)).min_items(Some(1)))
+            .into();
         let with_parameter = ObjectBuilder::new()
             .schema_type(Type::Object)
             .min_properties(Some(1))
             .max_properties(Some(1))
-            .additional_properties(Some(ObjectBuilder::new().schema_type(Type::Number)))
-            .description(Some("One entry: the stage's name and its parameter (`{\"accept_x\": 1.2}`)"));
+            .additional_properties(Some(parameter))
+            .description(Some(
+                "One entry: the stage's name and its parameter (`{\"accept_x\": 1.2}`); Tiresias' queue \
+                 thresholds as a list (`{\"tiresias\": [3600, 36000]}`)",
+            ));
         OneOfBuilder::new().item(name).item(with_parameter).into()
     }
 }
@@ -101,16 +110,20 @@ fn bad_parameter(slot: &str, message: String) -> ArbiterError {
     ArbiterError::at(ErrorCode::InvalidNumber, slot, message)
 }
 
+/// `value`, the parameter of stage `name` in `slot`, as a finite number.
+fn number(slot: &str, name: &str, value: &str) -> Result<f64> {
+    value.trim().parse().ok().filter(|v: &f64| v.is_finite()).ok_or_else(|| {
+        bad_parameter(slot, format!("{slot} parameter of {name:?} must be a finite number, got {value:?}"))
+    })
+}
+
 /// Splits `name=value` (value a finite number).
 pub fn parse_stage(slot: &str, text: &str) -> Result<StageSpec> {
     let text = text.trim();
     match text.split_once('=') {
         None => Ok(StageSpec { name: text.to_string(), parameter: None }),
         Some((name, value)) => {
-            let v: f64 = value.trim().parse().ok().filter(|v: &f64| v.is_finite()).ok_or_else(|| {
-                bad_parameter(slot, format!("{slot} parameter of {name:?} must be a finite number, got {value:?}"))
-            })?;
-            Ok(StageSpec { name: name.trim().to_string(), parameter: Some(v) })
+            Ok(StageSpec { name: name.trim().to_string(), parameter: Some(number(slot, name, value)?) })
         }
     }
 }
@@ -175,9 +188,15 @@ impl Composition {
                 serde_json::Value::String(s) => Ok(s.clone()),
                 serde_json::Value::Object(m) if m.len() == 1 => {
                     let (k, v) = m.iter().next().expect("one entry");
-                    match v.as_f64() {
-                        Some(x) => Ok(format!("{k}={x}")),
-                        None => Err(bad_parameter(slot, format!("{slot}.{k} must be a number, got {v}"))),
+                    let bad = || bad_parameter(slot, format!("{slot}.{k} must be a number, got {v}"));
+                    match v {
+                        // Tiresias' queue thresholds: `{"tiresias": [3600, 36000]}`.
+                        serde_json::Value::Array(items) if slot == "scheduling" && !items.is_empty() => {
+                            let numbers =
+                                items.iter().map(|x| x.as_f64().ok_or_else(bad)).collect::<Result<Vec<_>>>()?;
+                            Ok(format!("{k}={}", numbers.iter().map(f64::to_string).collect::<Vec<_>>().join("/")))
+                        }
+                        _ => v.as_f64().map(|x| format!("{k}={x}")).ok_or_else(bad),
                     }
                 }
                 _ => Err(ArbiterError::at(
@@ -234,8 +253,9 @@ impl Composition {
     /// `accept_x=1.2+las+consolidated+lease`.
     pub fn name(&self) -> String {
         let scheduling = match &self.scheduling {
-            SchedulingSpec::List { name, parameter } => {
-                StageSpec { name: name.clone(), parameter: *parameter }.render()
+            SchedulingSpec::List { name, parameters } if parameters.is_empty() => name.clone(),
+            SchedulingSpec::List { name, parameters } => {
+                format!("{name}={}", parameters.iter().map(f64::to_string).collect::<Vec<_>>().join("/"))
             }
             SchedulingSpec::Allocation(p) => p.name().to_string(),
         };
@@ -258,8 +278,8 @@ impl Composition {
 
     /// The list policy of the scheduling slot.
     pub fn list_scheduling(&self) -> Result<Box<dyn Scheduling>> {
-        let (name, parameter) = match &self.scheduling {
-            SchedulingSpec::List { name, parameter } => (name.as_str(), *parameter),
+        let (name, parameters) = match &self.scheduling {
+            SchedulingSpec::List { name, parameters } => (name.as_str(), parameters.as_slice()),
             SchedulingSpec::Allocation(p) => {
                 return Err(ArbiterError::at(
                     ErrorCode::Unsupported,
@@ -268,9 +288,9 @@ impl Composition {
                 ))
             }
         };
-        let none = |s: Box<dyn Scheduling>| match parameter {
-            None => Ok(s),
-            Some(_) => Err(bad_parameter("scheduling", format!("{name} takes no parameter"))),
+        let none = |s: Box<dyn Scheduling>| match parameters {
+            [] => Ok(s),
+            _ => Err(bad_parameter("scheduling", format!("{name} takes no parameter"))),
         };
         match name {
             "fifo" => none(Box::new(Fifo)),
@@ -281,12 +301,15 @@ impl Composition {
             "themis" => none(Box::new(Themis)),
             "ltgf" => none(Box::new(Ltgf { quota: false })),
             "ltgf_quota" => none(Box::new(Ltgf { quota: true })),
-            "tiresias" => match parameter {
-                None => Ok(Box::new(Tiresias::default())),
-                Some(t) if t > 0.0 => Ok(Box::new(Tiresias { thresholds: vec![t], ..Tiresias::default() })),
-                Some(t) => {
-                    Err(bad_parameter("scheduling", format!("tiresias' threshold must be > 0 GPU-seconds, got {t}")))
+            "tiresias" => match parameters {
+                [] => Ok(Box::new(Tiresias::default())),
+                t if t.iter().all(|&x| x > 0.0) && t.windows(2).all(|w| w[0] < w[1]) => {
+                    Ok(Box::new(Tiresias { thresholds: t.to_vec(), ..Tiresias::default() }))
                 }
+                t => Err(bad_parameter(
+                    "scheduling",
+                    format!("tiresias' thresholds must be GPU-seconds > 0 in increasing order, got {t:?}"),
+                )),
             },
             other => Err(unknown("scheduling", other, &LIST_POLICIES)),
         }
@@ -350,9 +373,14 @@ impl Composition {
     }
 }
 
-/// A scheduling name: a list policy's (with its parameter), else an LP policy's. `fifo` is the
+/// A scheduling name: a list policy's (with its parameter; Tiresias' thresholds as
+/// `tiresias=3600/36000`), else an LP policy's. `fifo` is the
 /// list policy here (Blox's FIFO); the LP `fifo` is `--policy fifo`.
 pub fn parse_scheduling(text: &str) -> Result<SchedulingSpec> {
+    if let Some(("tiresias", thresholds)) = text.trim().split_once('=').map(|(n, v)| (n.trim(), v)) {
+        let parameters = thresholds.split('/').map(|t| number("scheduling", "tiresias", t)).collect::<Result<_>>()?;
+        return Ok(SchedulingSpec::List { name: "tiresias".into(), parameters });
+    }
     let s = parse_stage("scheduling", text)?;
     if !LIST_POLICIES.contains(&s.name.as_str()) {
         if let Some(kind) = PolicyKind::from_name(text.trim()) {
@@ -362,7 +390,7 @@ pub fn parse_scheduling(text: &str) -> Result<SchedulingSpec> {
         known.extend(PolicyKind::ALL.iter().map(|p| p.name()));
         return Err(unknown("scheduling", &s.name, &known));
     }
-    Ok(SchedulingSpec::List { name: s.name, parameter: s.parameter })
+    Ok(SchedulingSpec::List { name: s.name, parameters: s.parameter.into_iter().collect() })
 }
 
 #[cfg(test)]
@@ -416,5 +444,35 @@ mod tests {
         );
         let bad: CompositionRequest = serde_json::from_str(r#"{"admission": {"accept_x": "high"}}"#).unwrap();
         assert_eq!(code(Composition::from_request(&bad, PolicyKind::Fifo)).code, ErrorCode::InvalidNumber);
+        for thresholds in ["tiresias=3600/1800", "tiresias=0/3600", "tiresias=3600/x", "tiresias=3600/", "tiresias=-5"]
+        {
+            let e = code(flags(None, thresholds, None, None));
+            assert_eq!((e.code, e.field.as_deref()), (ErrorCode::InvalidNumber, Some("scheduling")), "{thresholds}");
+        }
+        for json in [r#"{"scheduling": {"tiresias": []}}"#, r#"{"scheduling": {"tiresias": [3600, "x"]}}"#] {
+            let bad: CompositionRequest = serde_json::from_str(json).unwrap();
+            assert_eq!(
+                code(Composition::from_request(&bad, PolicyKind::Fifo)).code,
+                ErrorCode::InvalidNumber,
+                "{json}"
+            );
+        }
+        let bad: CompositionRequest = serde_json::from_str(r#"{"admission": {"accept_x": [1.2]}}"#).unwrap();
+        assert_eq!(code(Composition::from_request(&bad, PolicyKind::Fifo)).code, ErrorCode::InvalidNumber);
+    }
+
+    /// Tiresias with several queues, by flag and by JSON; its name parses back to itself.
+    #[test]
+    fn tiresias_takes_its_queue_thresholds() {
+        let c = flags(None, "tiresias=3600/36000", None, None).unwrap();
+        assert_eq!(c.name(), "accept_all+tiresias=3600/36000+consolidated+lease");
+        assert_eq!(c.list_scheduling().unwrap().name(), "tiresias=3600/36000");
+        let json: CompositionRequest = serde_json::from_str(r#"{"scheduling": {"tiresias": [3600, 36000]}}"#).unwrap();
+        assert_eq!(Composition::from_request(&json, PolicyKind::Fifo).unwrap(), c);
+        let again = flags(None, &c.list_scheduling().unwrap().name(), None, None).unwrap();
+        assert_eq!(again, c);
+        let one = flags(None, "tiresias=7200", None, None).unwrap();
+        assert_eq!(one.list_scheduling().unwrap().name(), "tiresias=7200");
+        assert_eq!(flags(None, "tiresias", None, None).unwrap().list_scheduling().unwrap().name(), "tiresias");
     }
 }

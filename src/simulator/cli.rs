@@ -41,7 +41,7 @@ pub struct SimulateArgs {
     /// OASiS workload, `oasis[:lowest=shortest|horizon][:u=F][:l=F]` (priced online admission).
     #[arg(long)]
     pub admission: Option<String>,
-    /// Scheduling stage: a list policy (`fifo`, `fifo_priority`, `las`, `tiresias[=GPU_SECONDS]`,
+    /// Scheduling stage: a list policy (`fifo`, `fifo_priority`, `las`, `tiresias[=GPU_SECONDS[/...]]`,
     /// `srtf`, `optimus`, `themis`, `ltgf`, `ltgf_quota`) or an LP policy (as `--policy`); on an
     /// OASiS workload, a baseline of OASiS's study: `fifo`, `drf`, `rrh` or `dorm` (`fifo` and
     /// `rrh` with `:workers=N` per job).

@@ -122,6 +122,23 @@ fn accept_x_holds_back_demand_beyond_x_times_the_cluster() {
     assert_eq!(running(&r1), ["a", "c"]);
 }
 
+/// Tiresias with two queue thresholds, 100 and 1,000 GPU-seconds: a round runs a 2-GPU job for
+/// 200 GPU-seconds, so a and b (first in FIFO order) pass the first threshold in round 0 and c,
+/// still in the first queue, goes ahead of them in round 1, beside a.
+#[test]
+fn tiresias_takes_its_queue_thresholds_as_a_list() {
+    let f = Fixture::start("tiresias-queues", &["--no-demo"]);
+    let mut c = f.client();
+    let body = create(json!({"scheduling": {"tiresias": [100, 1000]}}));
+    let session = c.post("/v1/sessions", &bytes(&body)).unwrap().json();
+    assert_eq!(session["composition"], "accept_all+tiresias=100/1000+consolidated+lease");
+    let base = format!("/v1/sessions/{}", session["id"].as_str().unwrap());
+    let r0 = c.post(&format!("{base}/rounds"), b"").unwrap().json();
+    assert_eq!(running(&r0), ["a", "b"]);
+    let r1 = c.post(&format!("{base}/rounds"), b"").unwrap().json();
+    assert_eq!(running(&r1), ["a", "c"]);
+}
+
 #[test]
 fn compositions_refuse_bad_stages_with_the_contracts_errors() {
     let f = Fixture::start("composed-errors", &["--no-demo"]);
@@ -132,6 +149,9 @@ fn compositions_refuse_bad_stages_with_the_contracts_errors() {
         (json!({"scheduling": "las", "admission": {"accept_x": -1}}), "invalid_number", "composition.admission"),
         (json!({"scheduling": "las", "admission": {"accept_x": "lots"}}), "invalid_number", "composition.admission"),
         (json!({"scheduling": 7}), "malformed_request", "composition.scheduling"),
+        (json!({"scheduling": {"tiresias": [1000, 100]}}), "invalid_number", "composition.scheduling"),
+        (json!({"scheduling": {"tiresias": []}}), "invalid_number", "composition.scheduling"),
+        (json!({"scheduling": "tiresias=100/x"}), "invalid_number", "composition.scheduling"),
         (json!({"scheduling": "max_min_fairness", "placement": "random"}), "unsupported", "composition.scheduling"),
     ];
     for (composition, code, field) in cases {
