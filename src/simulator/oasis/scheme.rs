@@ -1,7 +1,7 @@
 //! A scheme of OASiS's study as `arbiter simulate` and `arbiter sweep` name it — OASiS itself
 //! (`oasis`, with how its prices are estimated) or one of the baselines (`fifo`, `drf`, `rrh`,
-//! `dorm`; FIFO's and RRH's fixed worker count as `workers=N`) — and running it over one workload. The schemes themselves are the scheduling
-//! layer's; this only names and runs them.
+//! `dorm`; FIFO's and RRH's fixed worker count as `workers=N`) — and running it over one
+//! workload. The schemes themselves are the scheduling layer's; this only names and runs them.
 
 use super::run::{oasis_reporting, RunOutcome};
 use super::slots::simulate_reporting;
