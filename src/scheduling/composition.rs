@@ -7,7 +7,7 @@
 use super::admission::{AcceptAll, AcceptX, Admission};
 use super::ltgf::Ltgf;
 use super::placement::{Bandwidth, Consolidated, FirstFree, Placement, ProfileGuided, Random, Skew};
-use super::policies::{Fifo, FifoPriority, Las, Optimus, Scheduling, Srtf, Themis, Tiresias};
+use super::policies::{parameter_list, Fifo, FifoPriority, Las, Optimus, Scheduling, Srtf, Themis, Tiresias};
 use super::preemption::{Lease, LeaseTerm, NonPreemptive, Preemption};
 use crate::error::{ArbiterError, ErrorCode, Result};
 use crate::policies::PolicyKind;
@@ -194,7 +194,7 @@ impl Composition {
                         serde_json::Value::Array(items) if slot == "scheduling" && !items.is_empty() => {
                             let numbers =
                                 items.iter().map(|x| x.as_f64().ok_or_else(bad)).collect::<Result<Vec<_>>>()?;
-                            Ok(format!("{k}={}", numbers.iter().map(f64::to_string).collect::<Vec<_>>().join("/")))
+                            Ok(format!("{k}={}", parameter_list(&numbers)))
                         }
                         _ => v.as_f64().map(|x| format!("{k}={x}")).ok_or_else(bad),
                     }
@@ -255,7 +255,7 @@ impl Composition {
         let scheduling = match &self.scheduling {
             SchedulingSpec::List { name, parameters } if parameters.is_empty() => name.clone(),
             SchedulingSpec::List { name, parameters } => {
-                format!("{name}={}", parameters.iter().map(f64::to_string).collect::<Vec<_>>().join("/"))
+                format!("{name}={}", parameter_list(parameters))
             }
             SchedulingSpec::Allocation(p) => p.name().to_string(),
         };
@@ -373,24 +373,27 @@ impl Composition {
     }
 }
 
-/// A scheduling name: a list policy's (with its parameter; Tiresias' thresholds as
-/// `tiresias=3600/36000`), else an LP policy's. `fifo` is the
-/// list policy here (Blox's FIFO); the LP `fifo` is `--policy fifo`.
+/// A scheduling name: a list policy's with its parameters (`name=value`, several as
+/// `tiresias=3600/36000`; `list_scheduling` says which policy takes how many), else an LP
+/// policy's. `fifo` is the list policy here (Blox's FIFO); the LP `fifo` is `--policy fifo`.
 pub fn parse_scheduling(text: &str) -> Result<SchedulingSpec> {
-    if let Some(("tiresias", thresholds)) = text.trim().split_once('=').map(|(n, v)| (n.trim(), v)) {
-        let parameters = thresholds.split('/').map(|t| number("scheduling", "tiresias", t)).collect::<Result<_>>()?;
-        return Ok(SchedulingSpec::List { name: "tiresias".into(), parameters });
-    }
-    let s = parse_stage("scheduling", text)?;
-    if !LIST_POLICIES.contains(&s.name.as_str()) {
-        if let Some(kind) = PolicyKind::from_name(text.trim()) {
+    let text = text.trim();
+    let (name, parameters) = match text.split_once('=') {
+        None => (text, Vec::new()),
+        Some((name, values)) => {
+            let name = name.trim();
+            (name, values.split('/').map(|v| number("scheduling", name, v)).collect::<Result<_>>()?)
+        }
+    };
+    if !LIST_POLICIES.contains(&name) {
+        if let Some(kind) = PolicyKind::from_name(text) {
             return Ok(SchedulingSpec::Allocation(kind));
         }
         let mut known: Vec<&str> = LIST_POLICIES.to_vec();
         known.extend(PolicyKind::ALL.iter().map(|p| p.name()));
-        return Err(unknown("scheduling", &s.name, &known));
+        return Err(unknown("scheduling", name, &known));
     }
-    Ok(SchedulingSpec::List { name: s.name, parameters: s.parameter.into_iter().collect() })
+    Ok(SchedulingSpec::List { name: name.to_string(), parameters })
 }
 
 #[cfg(test)]

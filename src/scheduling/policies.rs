@@ -91,6 +91,11 @@ impl Scheduling for Srtf {
     }
 }
 
+/// A list policy's parameters as a composition names them: `3600/36000`.
+pub fn parameter_list(values: &[f64]) -> String {
+    values.iter().map(f64::to_string).collect::<Vec<_>>().join("/")
+}
+
 /// Tiresias' discretized two-dimensional LAS: a job's queue is the number of `thresholds`
 /// (GPU-seconds of attained service) it has passed; lower queues first, FIFO within a queue. A
 /// job that has waited since it last ran for more than `starvation_factor` × the time it has run
@@ -122,7 +127,7 @@ impl Scheduling for Tiresias {
     fn name(&self) -> String {
         match self.thresholds.as_slice() {
             [t] if *t == 3600.0 => "tiresias".into(),
-            t => format!("tiresias={}", t.iter().map(|x| x.to_string()).collect::<Vec<_>>().join("/")),
+            t => format!("tiresias={}", parameter_list(t)),
         }
     }
     fn order(&mut self, active: &[JobIndex], jobs: &[JobState], now: f64) -> Vec<JobIndex> {
