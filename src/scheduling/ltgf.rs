@@ -2,7 +2,7 @@
 //! is pending and every GPU free, except running jobs whose lease term has not ended (they keep
 //! their GPUs, and their lease counts for their tenant). Phase 1 picks the tenant with the
 //! smallest `ρ_tenant` that still has a pending job; phase 2 its job with the smallest `ρ_job`
-//! (a new job has `ρ = 0`, so it comes first). If the job fits (a worker type it runs on has
+//! (a job that never ran has `ρ = 0`; among those, the newest first). If the job fits (a worker type it runs on has
 //! `scale_factor` GPUs left), it gets a lease, counted in its tenant's `ρ` as if it ran for the
 //! whole term; otherwise its tenant is skipped for the rest of the interval. Jobs not picked do
 //! not run. See `formulations/ltgf.md`.
@@ -40,11 +40,13 @@ impl PartialOrd for Candidate {
     }
 }
 
-/// Phase 2's order within a tenant: smallest `ρ_job`, ties by arrival, then submission.
+/// Phase 2's order within a tenant: smallest `ρ_job`; ties (above all the jobs that never ran, all
+/// at `ρ = 0`) newest first, as Astraea's implementation prioritizes the newly submitted job so
+/// that short jobs finish promptly (§6.1.1); then by submission.
 fn by_job_fairness(jobs: &[JobState], list: &mut [JobIndex]) {
     list.sort_unstable_by(|&a, &b| {
         let (x, y) = (&jobs[a], &jobs[b]);
-        x.ltgf().total_cmp(&y.ltgf()).then(x.arrival.total_cmp(&y.arrival)).then(a.cmp(&b))
+        x.ltgf().total_cmp(&y.ltgf()).then(y.arrival.total_cmp(&x.arrival)).then(a.cmp(&b))
     });
 }
 

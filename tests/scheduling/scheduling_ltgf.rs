@@ -95,6 +95,28 @@ fn a_lease_term_holds_its_gpus_until_it_ends() {
     assert_eq!(p.jobs[b].lease_start, 300.0);
 }
 
+#[test]
+fn among_jobs_that_never_ran_the_newest_comes_first() {
+    // One GPU, one tenant. `old` waits behind `first` (a 100 s term); `new` arrives at 50 s.
+    // At 100 s neither has run: both ρ = 0, and the newly submitted one takes the GPU (Astraea
+    // §6.1.1); `first` (ρ > 0) is preempted.
+    let mut p = Pipeline::new(&ltgf("lease_term=100"), cluster(1.0, 1), 0).unwrap();
+    let first = p.submit(JobState::new("first", 0.0, 1, vec![1.0], 1e6)).unwrap();
+    let old = p.submit(JobState::new("old", 0.0, 1, vec![1.0], 1e6)).unwrap();
+    let d = round(&mut p, 50.0);
+    // Two jobs that never ran, arrived together: submission order.
+    assert_eq!(d.launched, [first]);
+    let new = p.submit(JobState::new("new", 50.0, 1, vec![1.0], 1e6)).unwrap();
+    round(&mut p, 50.0);
+    assert_eq!((p.jobs[old].ltgf(), p.jobs[new].ltgf()), (0.0, 0.0));
+    let d = round(&mut p, 50.0);
+    assert_eq!((d.launched.as_slice(), d.suspended.as_slice()), (&[new][..], &[first][..]));
+    // Next term: `old` (still ρ 0) before `first` and `new`, which have both run.
+    round(&mut p, 50.0);
+    let d = round(&mut p, 50.0);
+    assert_eq!((d.launched.as_slice(), d.suspended.as_slice()), (&[old][..], &[new][..]));
+}
+
 proptest! {
     #![proptest_config(ProptestConfig { cases: 256, ..ProptestConfig::default() })]
 
