@@ -127,9 +127,11 @@ impl Class<'_> {
         d
     }
 
-    /// The most violated top-k condition at `(y, vars)`: `(k, λ index)`, k < n.
-    pub(super) fn most_violated(&self, y: &[f64], sorted: &[(usize, f64)]) -> Option<(usize, usize)> {
-        let mut worst: Option<(usize, usize, f64)> = None;
+    /// The violated top-k conditions at `(y, vars)`, the most violated of each tight λ (a cut
+    /// per λ index at most, so one round can add a class's cuts at every breakpoint its time
+    /// crosses): `(k, λ index)`, k < n, most violated first.
+    pub(super) fn violated(&self, y: &[f64], sorted: &[(usize, f64)]) -> Vec<(usize, usize)> {
+        let mut worst: Vec<Option<(usize, f64)>> = vec![None; self.cols.len() + 1];
         let (mut seg, mut used_in_seg, mut f, mut want) = (0, 0.0, 0.0, 0.0);
         for (k, &(_, d)) in sorted.iter().enumerate().take(sorted.len().saturating_sub(1)) {
             let k = k + 1;
@@ -146,11 +148,17 @@ impl Class<'_> {
                 }
             }
             let violation = (want - f) / want.max(f64::MIN_POSITIVE);
-            if violation > CUT_TOLERANCE && worst.is_none_or(|(_, _, v)| violation > v) {
-                worst = Some((k, self.tight_lambda(y, k), violation));
+            if violation > CUT_TOLERANCE {
+                let l = self.tight_lambda(y, k);
+                if worst[l].is_none_or(|(_, v)| violation > v) {
+                    worst[l] = Some((k, violation));
+                }
             }
         }
-        worst.map(|(k, l, _)| (k, l))
+        let mut out: Vec<(usize, usize, f64)> =
+            worst.iter().enumerate().filter_map(|(l, w)| w.map(|(k, v)| (k, l, v))).collect();
+        out.sort_by(|a, b| b.2.total_cmp(&a.2));
+        out.into_iter().map(|(k, l, _)| (k, l)).collect()
     }
 
     /// Index into `cols` (or `cols.len()` for λ = 0) of the λ attaining `F_Y(k)`: the speed of the
@@ -296,4 +304,32 @@ pub(super) fn latest_window(speed: &[f64], amount: &[f64], need: f64) -> f64 {
         break;
     }
     best
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_violated_cut_at_each_breakpoint_the_time_crosses() {
+        // One class on a fast type (3 steps/s) and a slow one (1): 1 unit of fast time and 2 of slow
+        // for three members needing 4, 3 and 0.5. The best member gets F(1) = 3 < 4 (its unit ends on
+        // the fast type: λ index 0); the best two F(2) = 3 + 1 = 4 < 7 (λ index 1, the slow type).
+        let shape = ClassShape { jobs: vec![0, 1, 2], row: vec![3.0, 1.0], scale_factor: 1, types: vec![0, 1] };
+        let class = Class {
+            shape: &shape,
+            jobs: Cow::Borrowed(&shape.jobs),
+            order: OnceCell::new(),
+            cols: vec![(0, 0), (1, 1)],
+            pair_terms: Vec::new(),
+        };
+        let sorted = [(0, 4.0), (1, 3.0), (2, 0.5)];
+        // Most violated first: k = 2 by (7 − 4)/7, then k = 1 by (4 − 3)/4.
+        assert_eq!(class.violated(&[1.0, 2.0], &sorted), [(2, 1), (1, 0)]);
+        // With 2 units of fast time both conditions end on the fast type (λ index 0): F(1) = 3 < 4
+        // by 1/4 and F(2) = 6 < 7 by 1/7; one cut per λ, the more violated.
+        assert_eq!(class.violated(&[2.0, 1.0], &sorted), [(1, 0)]);
+        // Needs of 3, 3 and 0.5 on 3 units of fast time: F(1) = 3, F(2) = 6, nothing violated.
+        assert_eq!(class.violated(&[3.0, 0.0], &[(0, 3.0), (1, 3.0), (2, 0.5)]), []);
+    }
 }

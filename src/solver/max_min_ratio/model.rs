@@ -244,18 +244,19 @@ impl Engine<'_> {
             for (c, class) in classes.iter().enumerate().filter(|(_, c)| !c.jobs.is_empty()) {
                 let y: Vec<f64> = class.cols.iter().map(|&(_, col)| solution.values[col].max(0.0)).collect();
                 let sorted = class.sorted(needs, vars);
-                let Some((k, li)) = class.most_violated(&y, &sorted) else { continue };
-                let members: Vec<usize> = sorted[..k].iter().map(|&(m, _)| m).collect();
-                let row = class.cut(&members, li, needs);
-                let i = self.pooled_index(c, members, li);
-                // A cut already in the LP can look violated only within solver tolerance.
-                if !need_rows.iter().any(|n| n.pool == Some(i)) {
-                    let members = self.pool[i].members.clone();
-                    let sent = need_part(&row, num_vars);
-                    need_rows.push(NeedRow { row: num_rows, class: c, members, lambda: li, pool: Some(i), sent });
-                    num_rows += 1;
-                    cuts.push(row.clone());
-                    rows.push(row);
+                for (k, li) in class.violated(&y, &sorted) {
+                    let members: Vec<usize> = sorted[..k].iter().map(|&(m, _)| m).collect();
+                    let row = class.cut(&members, li, needs);
+                    let i = self.pooled_index(c, members, li);
+                    // A cut already in the LP can look violated only within solver tolerance.
+                    if !need_rows.iter().any(|n| n.pool == Some(i)) {
+                        let members = self.pool[i].members.clone();
+                        let sent = need_part(&row, num_vars);
+                        need_rows.push(NeedRow { row: num_rows, class: c, members, lambda: li, pool: Some(i), sent });
+                        num_rows += 1;
+                        cuts.push(row.clone());
+                        rows.push(row);
+                    }
                 }
             }
             if !cuts.is_empty() {
