@@ -2,10 +2,10 @@
 //! is pending and every GPU free, except running jobs whose lease term has not ended (they keep
 //! their GPUs, and their lease counts for their tenant). Phase 1 picks the tenant with the
 //! smallest `ρ_tenant` that still has a pending job; phase 2 its job with the smallest `ρ_job`
-//! (a job that never ran has `ρ = 0`; among those, the newest first). If the job fits (a worker type it runs on has
-//! `scale_factor` GPUs left), it gets a lease, counted in its tenant's `ρ` as if it ran for the
-//! whole term; otherwise its tenant is skipped for the rest of the interval. Jobs not picked do
-//! not run. See `formulations/ltgf.md`.
+//! (a job that never ran has `ρ = 0`; among those, the newest first). If the job fits (a worker
+//! type it runs on has `scale_factor` GPUs left), it gets a lease, counted in its tenant's `ρ` as
+//! if it ran for the whole term; otherwise its tenant is skipped for the rest of the interval.
+//! Jobs not picked do not run. See `formulations/ltgf.md`.
 
 use super::policies::{Context, Scheduling};
 use super::state::{JobIndex, JobState};
