@@ -73,14 +73,7 @@ pub fn allocate(problem: &Problem, backend: lp::Backend) -> error::Result<(Respo
                 solver::tie_break::Applied { outcome, tie_break: solver::tie_break::TieBreak::None, method: None };
             (bare, Some(partitioning))
         }
-        None => {
-            // The optimum's engine is kept for the tie-break when one follows.
-            let (outcome, mut engine) = match problem.tie_break {
-                solver::tie_break::TieBreak::Throughput => policies::solve_keeping_engine(problem, backend)?,
-                _ => (policies::solve(problem, backend)?, None),
-            };
-            (solver::tie_break::apply_on(problem, outcome, engine.as_mut(), backend)?, None)
-        }
+        None => (solver::tie_break::solve(problem, backend)?, None),
     };
     let (outcome, tie_break) = (applied.outcome, applied.tie_break);
     let (outcome, realized) = if problem.realizable.runs_for(problem.policy) {

@@ -308,3 +308,34 @@ fn the_second_solve_on_the_optimums_model_agrees_with_a_fresh_one() {
         })
         .unwrap();
 }
+
+/// On rows that repeat, LAS, makespan and finish-time fairness leave their optimum's split among
+/// the jobs to the second solve, which replaces it. Where no second solve follows (space sharing,
+/// here with nothing to pair), the optimum is split after all: the same allocation and objective
+/// as the bare LP's, every job with time.
+#[test]
+fn an_optimum_left_unsplit_is_split_when_no_second_solve_follows() {
+    for policy in ["max_min_fairness", "min_makespan", "finish_time_fairness"] {
+        let jobs: Vec<Value> = (0..8)
+            .map(|m| {
+                let thr = if m % 2 == 0 { json!({"v100": 4.0, "k80": 1.0}) } else { json!({"v100": 2.0, "k80": 1.5}) };
+                json!({"id": format!("j{m}"), "throughput": thr, "steps_remaining": 1000 * (m + 1)})
+            })
+            .collect();
+        let request = json!({"policy": policy, "space_sharing": true, "jobs": jobs,
+            "cluster": {"worker_types": {"v100": {"count": 2}, "k80": {"count": 3}}}});
+        let (_, shared, x) = solve_value(&request);
+        assert_eq!(serde_json::to_value(shared.stats.tie_break).unwrap(), json!("none"), "{policy}");
+        for (m, row) in x.iter().enumerate() {
+            assert!(row.iter().sum::<f64>() > 0.01, "{policy}: job {m} got no time: {x:?}");
+        }
+        let mut bare = request.clone();
+        bare["tie_break"] = json!("none");
+        let (_, bare, y) = solve_value(&bare);
+        let (a, b) = (shared.objective.unwrap(), bare.objective.unwrap());
+        assert!((a - b).abs() <= 1e-9 * b.abs(), "{policy}: objective {a} against {b}");
+        for (xr, yr) in x.iter().zip(&y) {
+            assert!(xr.iter().zip(yr).all(|(p, q)| (p - q).abs() < 1e-9), "{policy}: {x:?} against {y:?}");
+        }
+    }
+}

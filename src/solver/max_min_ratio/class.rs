@@ -8,10 +8,19 @@ use crate::problem::Matrix;
 use std::borrow::Cow;
 use std::cell::OnceCell;
 
-/// The members of `jobs` by need, largest first (ties by index), when that order is the same for
-/// every value of the program's variables: every need a constant, or every need `c_m·v` for one
-/// variable v with `c_m ≥ 0` (the order then holds wherever v > 0). `None` otherwise.
-fn invariant_order(jobs: &[usize], needs: &[Need]) -> Option<Vec<usize>> {
+/// A class's members by need, largest first (ties by index), when that order is the same for
+/// every value of the program's variables: every need a constant `key_m`, or every need
+/// `key_m·v` for one variable `v` with `key_m ≥ 0` (the order then holds wherever v > 0). The
+/// keys are kept in that order, so each round's needs are read in one pass.
+pub(super) struct Order {
+    members: Vec<usize>,
+    key: Vec<f64>,
+    /// The variable the needs are proportional to; `None` for constant needs.
+    var: Option<usize>,
+}
+
+/// The invariant order of `jobs` under `needs`, if there is one (see `Order`).
+fn invariant_order(jobs: &[usize], needs: &[Need]) -> Option<Order> {
     let constant = jobs.iter().all(|&m| needs[m].terms.is_empty());
     let var = needs[*jobs.first()?].terms.first().map(|&(v, _)| v);
     let proportional = jobs.iter().all(|&m| {
@@ -24,7 +33,8 @@ fn invariant_order(jobs: &[usize], needs: &[Need]) -> Option<Vec<usize>> {
     let key = |m: usize| if constant { needs[m].base.max(0.0) } else { needs[m].terms[0].1 };
     let mut order: Vec<(usize, f64)> = jobs.iter().map(|&m| (m, key(m))).collect();
     order.sort_unstable_by(|a, b| b.1.total_cmp(&a.1).then(a.0.cmp(&b.0)));
-    Some(order.into_iter().map(|(m, _)| m).collect())
+    let (members, key) = order.into_iter().unzip();
+    Some(Order { members, key, var: if constant { None } else { var } })
 }
 
 /// Jobs with the same throughput row and scale factor, grouped once per instance.
@@ -42,7 +52,7 @@ pub(super) struct Class<'s> {
     pub(super) jobs: Cow<'s, [usize]>,
     /// The members by need, largest first, when that order holds whatever the variables (see
     /// `invariant_order`); found at the first `sorted`.
-    pub(super) order: OnceCell<Option<Vec<usize>>>,
+    pub(super) order: OnceCell<Option<Order>>,
     /// `(type, column)`, fastest first.
     pub(super) cols: Vec<(usize, usize)>,
     /// A paired job's class: `(column, its throughput there)` of every pair column it is in.
@@ -118,8 +128,11 @@ impl Class<'_> {
         let value = |m: usize| needs[m].value(vars).max(0.0);
         if let Some(order) = self.order.get_or_init(|| invariant_order(&self.jobs, needs)) {
             // The order does not depend on the variables (at positive ones, for needs in one).
-            if order.first().is_none_or(|&m| needs[m].terms.is_empty() || vars[needs[m].terms[0].0] > 0.0) {
-                return order.iter().map(|&m| (m, value(m))).collect();
+            let members = order.members.iter().copied().zip(order.key.iter().copied());
+            match order.var {
+                None => return members.collect(),
+                Some(v) if vars[v] > 0.0 => return members.map(|(m, key)| (m, (key * vars[v]).max(0.0))).collect(),
+                Some(_) => {}
             }
         }
         let mut d: Vec<(usize, f64)> = self.jobs.iter().map(|&m| (m, value(m))).collect();
@@ -231,84 +244,122 @@ pub(super) fn fill_class(shape: &ClassShape, mut left: Vec<f64>, sorted: &[(usiz
     }
 }
 
-/// Types a class can use without `latest_window` reaching for the heap (it runs once per job).
-const INLINE_TYPES: usize = 16;
-
 /// The largest `a ≥ 0` with `∫_a^{a+1} speed ≥ need` on the time line made of `amount[s]` units
 /// at `speed[s]` (speeds decreasing); 0 if even the first window falls short.
+///
+/// The window's value `h(a)` falls as `a` moves right (its two ends cross ever slower time), and
+/// is linear between the points where either end crosses a segment's end (or the far end meets
+/// the line's end, past which the window only shrinks). One walk from `a = 0` visits those
+/// points in order, at most two per segment, until `h` would drop below the need.
 pub(super) fn latest_window(speed: &[f64], amount: &[f64], need: f64) -> f64 {
     let total: f64 = amount.iter().sum();
-    // G(x) = ∫_0^x speed, piecewise linear.
-    let g = |x: f64| {
-        let (mut acc, mut start) = (0.0, 0.0);
-        for (s, &len) in amount.iter().enumerate() {
-            if x <= start {
-                break;
-            }
-            acc += speed[s] * (x.min(start + len) - start);
-            start += len;
-        }
-        acc
-    };
-    let window = |a: f64| g((a + 1.0).min(total)) - g(a);
-    // The window's value is linear between these points: segment ends, and segment ends minus 1.
-    let len = 2 * amount.len() + 2;
-    let (mut inline, mut heap) = ([0.0; 2 * INLINE_TYPES + 2], Vec::new());
-    let points: &mut [f64] = if len <= inline.len() {
-        &mut inline[..len]
-    } else {
-        heap.resize(len, 0.0);
-        &mut heap
-    };
-    let mut kept = 0;
-    let mut keep = |p: f64, points: &mut [f64]| {
-        if (0.0..=total).contains(&p) {
-            points[kept] = p;
-            kept += 1;
-        }
-    };
-    keep(0.0, points);
-    keep(total, points);
+    let segments = amount.len();
+    // The near end `a` lies in segment `i` (ending at `end_i`), the far end `b = a + 1` in
+    // segment `j` (ending at `end_j`) until it reaches the line's end.
+    let (mut a, mut i, mut end_i) = (0.0, 0, amount.first().copied().unwrap_or(0.0));
+    let mut b = total.min(1.0);
+    let (mut j, mut end_j, mut h) = (0, amount.first().copied().unwrap_or(0.0), 0.0);
+    // h(0) = ∫_0^b speed, walking the far end to b.
     let mut start = 0.0;
-    for &len in amount {
-        start += len;
-        keep(start, points);
-        keep(start - 1.0, points);
-    }
-    let points = &mut points[..kept];
-    points.sort_unstable_by(f64::total_cmp);
-    // Equal points once each (the first of a run, as `Vec::dedup` keeps).
-    let mut distinct = 0;
-    for i in 0..points.len() {
-        if distinct == 0 || points[i] != points[distinct - 1] {
-            points[distinct] = points[i];
-            distinct += 1;
-        }
-    }
-    let mut best = 0.0;
-    // Each point's window, once: the end of one pair is the start of the next.
-    let mut h1 = points.first().map_or(0.0, |&a| window(a));
-    for pair in points[..distinct].windows(2) {
-        let (a0, a1) = (pair[0], pair[1]);
-        let h0 = h1;
-        if h0 < need {
+    while j < segments {
+        h += speed[j] * (end_j.min(b) - start).max(0.0);
+        if end_j > b {
             break;
         }
-        h1 = window(a1);
-        if h1 >= need {
-            best = a1;
-            continue;
-        }
-        // Linear between a0 and a1: solve h(a) = need.
-        best = a0 + (a1 - a0) * (h0 - need) / (h0 - h1);
-        break;
+        start = end_j;
+        j += 1;
+        end_j += amount.get(j).copied().unwrap_or(0.0);
     }
-    best
+    if h < need {
+        return 0.0;
+    }
+    while i < segments && end_i <= a {
+        i += 1;
+        end_i += amount.get(i).copied().unwrap_or(0.0);
+    }
+    while i < segments {
+        let capped = b >= total;
+        // The far end runs at its segment's speed until it meets the line's end.
+        let (gain, step_b) = if capped { (0.0, f64::INFINITY) } else { (speed[j], end_j - b) };
+        let slope = gain - speed[i];
+        // To the next point: the near end's segment end, or the far end's (set exactly, so
+        // every step moves one end past a segment).
+        let near = end_i - a <= step_b;
+        let step = if near { end_i - a } else { step_b };
+        if h + slope * step < need {
+            // The need is met exactly inside this step (slope < 0 here, since h ≥ need at a).
+            return a + (h - need) / -slope;
+        }
+        h += slope * step;
+        if near {
+            a = end_i;
+            b = if capped { total } else { (a + 1.0).min(total) };
+        } else {
+            b = end_j;
+            a = b - 1.0;
+        }
+        while i < segments && end_i <= a {
+            i += 1;
+            end_i += amount.get(i).copied().unwrap_or(0.0);
+        }
+        while j < segments && end_j <= b && b < total {
+            j += 1;
+            end_j += amount.get(j).copied().unwrap_or(0.0);
+        }
+    }
+    total
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// `latest_window` against its definition: the window's value `G(min(a+1, T)) − G(a)` found
+    /// by bisection (it falls as `a` grows), on random lines with ties in speed, empty segments
+    /// and lines shorter than one unit.
+    #[test]
+    fn the_latest_window_is_the_last_that_meets_the_need() {
+        let mut rng = crate::workload::generator::Rng::new(7);
+        let mut uniform = || rng.uniform();
+        for case in 0..2000 {
+            let segments = 1 + (uniform() * 5.0) as usize;
+            let mut speed: Vec<f64> = (0..segments).map(|_| (1.0 + 9.0 * uniform()).round()).collect();
+            speed.sort_by(|a, b| b.total_cmp(a));
+            let amount: Vec<f64> = (0..segments).map(|_| if uniform() < 0.2 { 0.0 } else { 2.0 * uniform() }).collect();
+            let total: f64 = amount.iter().sum();
+            let g = |x: f64| {
+                let (mut acc, mut start) = (0.0, 0.0);
+                for (s, &len) in amount.iter().enumerate() {
+                    acc += speed[s] * (x.min(start + len) - start).max(0.0);
+                    start += len;
+                }
+                acc
+            };
+            let h = |a: f64| g((a + 1.0).min(total)) - g(a);
+            let need = h(0.0) * 1.2 * uniform();
+            let want = if h(0.0) < need {
+                0.0
+            } else if h(total) >= need {
+                total
+            } else {
+                let (mut lo, mut hi) = (0.0, total);
+                for _ in 0..100 {
+                    let mid = 0.5 * (lo + hi);
+                    if h(mid) >= need {
+                        lo = mid;
+                    } else {
+                        hi = mid;
+                    }
+                }
+                lo
+            };
+            let got = latest_window(&speed, &amount, need);
+            assert!(
+                (got - want).abs() <= 1e-9 * (1.0 + total),
+                "case {case}: {speed:?} {amount:?} need {need}: {got} against {want}"
+            );
+        }
+    }
 
     #[test]
     fn a_violated_cut_at_each_breakpoint_the_time_crosses() {

@@ -51,7 +51,8 @@ use crate::problem::Matrix;
 use crate::space_sharing::Pair;
 use class::{split_class, ClassShape, ClassTotal, PoolCut};
 use model::Kept;
-use std::collections::{HashMap, HashSet};
+use rustc_hash::FxHashMap;
+use std::collections::HashSet;
 
 /// How far apart (relative) the floors' levels may be for `best_value_at_floors` to take them
 /// as one level of the kept ratio's needs.
@@ -80,7 +81,7 @@ pub struct Engine<'a> {
     shaped: bool,
     pool: Vec<PoolCut>,
     /// Pool index of each cut, by (class, λ index, sorted members).
-    pooled: HashMap<(usize, usize, Vec<usize>), usize>,
+    pooled: FxHashMap<(usize, usize, Vec<usize>), usize>,
     /// The model of the last program that asked to keep it.
     kept: Option<Kept>,
     /// The class totals of the last program solved without its split (see `last_allocation`).
@@ -103,6 +104,9 @@ pub struct Engine<'a> {
     /// The demands of the last `max_ratio` whose model is kept, in the LP's unit of `z`, while
     /// its program is the last one solved.
     kept_ratio: Option<Vec<f64>>,
+    /// Whether the last program solved was a `max_ratio_deferring_split` that left its split
+    /// undone (`last_allocation` makes it).
+    split_deferred: bool,
 }
 
 impl<'a> Engine<'a> {
@@ -113,7 +117,7 @@ impl<'a> Engine<'a> {
             shapes: Vec::new(),
             shaped: false,
             pool: Vec::new(),
-            pooled: HashMap::new(),
+            pooled: FxHashMap::default(),
             kept: None,
             last_totals: None,
             last_pair_time: Vec::new(),
@@ -125,6 +129,7 @@ impl<'a> Engine<'a> {
             warm_prices: None,
             keep_models: false,
             kept_ratio: None,
+            split_deferred: false,
         }
     }
 
@@ -245,6 +250,7 @@ impl<'a> Engine<'a> {
     pub fn solve_program(&mut self, program: &Program) -> Result<Solved> {
         // Whatever this program keeps, it is no longer the last `max_ratio`'s model.
         self.kept_ratio = None;
+        self.split_deferred = false;
         self.shape();
         let shapes = std::mem::take(&mut self.shapes);
         let result = self.solve_with(&shapes, program);
@@ -283,6 +289,24 @@ impl<'a> Engine<'a> {
 
     /// Solves `max z s.t. thr_m ≥ z·demand_m` exactly. Jobs with zero demand get nothing.
     pub fn max_ratio(&mut self, demand: &[f64]) -> Result<RatioSolution> {
+        self.max_ratio_with(demand, false)
+    }
+
+    /// `max_ratio` for a caller whose next program replaces the allocation (the tie-break's
+    /// second solve on the kept model): when the model is kept, the split of its class totals
+    /// among the jobs is not made, `RatioSolution::allocation` is 0 × 0 and `split_deferred`
+    /// says so; `last_allocation` makes the split if it is wanted after all.
+    pub fn max_ratio_deferring_split(&mut self, demand: &[f64]) -> Result<RatioSolution> {
+        self.max_ratio_with(demand, true)
+    }
+
+    /// Whether the last program solved was a `max_ratio_deferring_split` that left its split
+    /// undone.
+    pub fn split_deferred(&self) -> bool {
+        self.split_deferred
+    }
+
+    fn max_ratio_with(&mut self, demand: &[f64], defer_split: bool) -> Result<RatioSolution> {
         let Some(unit) = self.natural_unit(demand) else {
             return Ok(self.nothing_allocated(None));
         };
@@ -316,10 +340,12 @@ impl<'a> Engine<'a> {
         let mut program = Program::new(Sense::Maximize, ratio_needs(&scaled));
         program.add_var(1.0, 0.0, f64::INFINITY);
         program.keep_model = self.keep_models && self.repeats_rows();
+        program.allocate = !(defer_split && program.keep_model);
         let solved = self.solve_program(&program)?;
         if program.keep_model {
             self.kept_ratio = Some(scaled);
         }
+        self.split_deferred = !program.allocate;
         Ok(RatioSolution {
             z: Some(solved.vars[0] * unit),
             allocation: solved.allocation,
@@ -481,7 +507,7 @@ impl<'a> Engine<'a> {
         while !open.is_empty() {
             let mut needs: Vec<Need> = floor.iter().map(|&f| Need { base: f, terms: Terms::new() }).collect();
             let mut program = Program::new(Sense::Maximize, Vec::new());
-            let mut group_of: HashMap<(usize, u64), usize> = HashMap::new();
+            let mut group_of: FxHashMap<(usize, u64), usize> = FxHashMap::default();
             let mut members: Vec<Vec<usize>> = Vec::new();
             let class_of = self.class_of();
             for &m in &open {
@@ -607,20 +633,28 @@ mod tests {
         }
     }
 
-    #[test]
-    fn the_best_value_at_the_optimums_floors_goes_on_from_its_model() {
-        // Four jobs of one class that run twice as fast on 4 GPUs of type 0 as on type 1, and one
-        // that runs only on the single GPU of type 1: it is the bottleneck (z = 1), and the
-        // others can all have a whole GPU of type 0, whatever the optimum's vertex gave them.
-        let t = two_types(&[[2.0, 1.0], [2.0, 1.0], [2.0, 1.0], [2.0, 1.0], [0.0, 1.0]]);
-        let instance = Instance {
-            throughput: &t,
+    /// Four jobs of one class that run twice as fast on 4 GPUs of type 0 as on type 1, and one
+    /// that runs only on the single GPU of type 1: it is the bottleneck (z = 1 at demands of 1),
+    /// and the others can all have a whole GPU of type 0, whatever the optimum's vertex gave them.
+    fn one_bottleneck() -> Matrix {
+        two_types(&[[2.0, 1.0], [2.0, 1.0], [2.0, 1.0], [2.0, 1.0], [0.0, 1.0]])
+    }
+
+    fn on_four_and_one(t: &Matrix) -> Instance<'_> {
+        Instance {
+            throughput: t,
             scale_factor: vec![1; 5],
             capacity: vec![4.0, 1.0],
             pairs: Vec::new(),
             unconsolidated: None,
             consolidated_slots: Vec::new(),
-        };
+        }
+    }
+
+    #[test]
+    fn the_best_value_at_the_optimums_floors_goes_on_from_its_model() {
+        let t = one_bottleneck();
+        let instance = on_four_and_one(&t);
         let demand = [1.0; 5];
         let mut engine = Engine::new(instance.clone(), Backend::default()).keeping_models();
         let z = engine.max_ratio(&demand).unwrap().z.unwrap();
@@ -640,6 +674,34 @@ mod tests {
         let mut fresh = Engine::new(instance, Backend::default());
         fresh.max_ratio(&demand).unwrap();
         assert!(fresh.best_value_at_floors(&floor, &[1.0; 5]).is_none());
+    }
+
+    #[test]
+    fn a_split_left_for_the_second_solve_is_made_on_demand() {
+        let t = one_bottleneck();
+        let instance = on_four_and_one(&t);
+        let demand = [1.0; 5];
+        // An engine that keeps no model splits as `max_ratio` does.
+        let mut plain = Engine::new(instance.clone(), Backend::default());
+        let split = plain.max_ratio_deferring_split(&demand).unwrap();
+        assert!(!plain.split_deferred());
+        assert_eq!((split.allocation.rows(), split.allocation.cols()), (5, 2));
+        // One that keeps it leaves the split undone, and makes it when asked.
+        let mut engine = Engine::new(instance, Backend::default()).keeping_models();
+        let deferred = engine.max_ratio_deferring_split(&demand).unwrap();
+        assert!((deferred.z.unwrap() - 1.0).abs() < 1e-9);
+        assert!(engine.split_deferred());
+        assert_eq!((deferred.allocation.rows(), deferred.allocation.cols()), (0, 0));
+        let made = engine.last_allocation();
+        for m in 0..5 {
+            let thr = 2.0 * made.get(m, 0) + made.get(m, 1);
+            assert!(thr >= 1.0 - 1e-7, "job {m}: {:?}", made.row(m));
+        }
+        // The second solve goes on from the kept model, and what it solved is split.
+        let floor = [1.0 - 1e-9; 5];
+        let solved = engine.best_value_at_floors(&floor, &[1.0; 5]).expect("the optimum's model").unwrap();
+        assert!(!engine.split_deferred());
+        assert!((0..4).all(|m| (solved.allocation.get(m, 0) - 1.0).abs() < 1e-9), "{:?}", solved.allocation);
     }
 
     #[test]

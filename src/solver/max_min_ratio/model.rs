@@ -2,7 +2,7 @@
 //! cuts), the loop that adds violated top-k cuts and prices pair columns, a kept model's re-solve
 //! from its basis, and the split of the optimum into a per-job allocation.
 
-use super::class::{fill_class, split_class, Class, ClassShape, ClassTotal};
+use super::class::{fill_class, split_class, Class, ClassShape, ClassTotal, Order};
 use super::pricing::price_pairs;
 use super::program::{Program, Solved};
 use super::{Engine, BINDING_DUAL};
@@ -10,6 +10,7 @@ use crate::error::Result;
 use crate::lp::{LinearProgram, Row, Sense, Session};
 use crate::problem::Matrix;
 use std::borrow::Cow;
+use std::cell::OnceCell;
 
 /// Feasibility tolerance of a kept model (water-filling's levels, the tie-break) instead of the
 /// solver's 1e-7: each level freezes jobs at its optimum, and an optimum short by the default
@@ -59,6 +60,9 @@ pub(super) struct Kept {
     /// The unconsolidated columns in the model, `(job, type, column)`.
     pub(super) extra_cols: Vec<(usize, usize, usize)>,
     pub(super) rows_of: RowIndex,
+    /// Each class's members by need as its last program found them (`Class::order`), for a
+    /// program on the same needs (`Program::from_last_optimum`).
+    pub(super) orders: Vec<OnceCell<Option<Order>>>,
 }
 
 /// Where a fresh model put the rows a pair column enters: each type's capacity row, and each
@@ -162,6 +166,12 @@ impl Engine<'_> {
         let mut rows: Vec<Row> = Vec::new();
         let (mut session, mut need_rows, mut num_rows, rows_of, col_cost) = match kept {
             Some(mut kept) => {
+                if program.from_last_optimum {
+                    // The same needs: the same orders.
+                    for (class, order) in classes.iter_mut().zip(&mut kept.orders) {
+                        class.order = std::mem::take(order);
+                    }
+                }
                 let mut session = kept.session;
                 // The shared variables' costs and bounds, the classes' time values and the
                 // tolerance, where they changed.
@@ -235,6 +245,9 @@ impl Engine<'_> {
             }
         };
 
+        // Which pooled cuts the model holds, by pool index: a cut found again is not added twice.
+        let mut in_model = vec![false; self.pool.len()];
+        need_rows.iter().filter_map(|n| n.pool).for_each(|i| in_model[i] = true);
         let mut lp_solves = 0;
         let solution = loop {
             let solution = session.solve()?;
@@ -248,8 +261,12 @@ impl Engine<'_> {
                     let members: Vec<usize> = sorted[..k].iter().map(|&(m, _)| m).collect();
                     let row = class.cut(&members, li, needs);
                     let i = self.pooled_index(c, members, li);
+                    if in_model.len() <= i {
+                        in_model.resize(i + 1, false);
+                    }
                     // A cut already in the LP can look violated only within solver tolerance.
-                    if !need_rows.iter().any(|n| n.pool == Some(i)) {
+                    if !in_model[i] {
+                        in_model[i] = true;
                         let members = self.pool[i].members.clone();
                         let sent = need_part(&row, num_vars);
                         need_rows.push(NeedRow { row: num_rows, class: c, members, lambda: li, pool: Some(i), sent });
@@ -339,7 +356,8 @@ impl Engine<'_> {
         } else {
             Matrix::zeros(0, 0)
         };
-        let mut allocation = Matrix::zeros(num_jobs, num_types);
+        // Without the split, no allocation (0 × 0): `Engine::last_allocation` makes it.
+        let mut allocation = if program.allocate { Matrix::zeros(num_jobs, num_types) } else { Matrix::zeros(0, 0) };
         if program.allocate {
             for total in &totals {
                 let left = split_class(&shapes[total.class], &total.y, &total.sorted, &mut allocation);
@@ -366,6 +384,7 @@ impl Engine<'_> {
                 pair_cols,
                 extra_cols,
                 rows_of,
+                orders: classes.iter_mut().map(|class| std::mem::take(&mut class.order)).collect(),
             });
         }
         Ok(Solved { vars, allocation, pair_time, unconsolidated, lp_solves, classes: used, binding })

@@ -59,9 +59,9 @@ pub struct Program {
     /// Solve to a feasibility tolerance of 1e-9 instead of the solver's 1e-7: for programs whose
     /// optimum becomes the next one's floors (water-filling's levels, the tie-break).
     pub precise: bool,
-    /// Split the class totals into a per-job allocation now. When false the split is deferred:
-    /// `Engine::last_allocation` does it for the last such program (water-filling splits once,
-    /// after its last level).
+    /// Split the class totals into a per-job allocation now. When false the split is deferred
+    /// (`Solved::allocation` is 0 × 0): `Engine::last_allocation` does it for the last such
+    /// program (water-filling splits once, after its last level).
     pub allocate: bool,
     /// The objective's value of a unit of job m's throughput, for objectives over the allocation
     /// itself (the tie-break's `Σ thr_m/thr_equal_m`): a unit of its time on type w is worth
@@ -69,9 +69,10 @@ pub struct Program {
     /// from the class's first job). `None`: 0. With it, the class time the split leaves over is
     /// handed out too (`fill_class`).
     pub throughput_value: Option<Vec<f64>>,
-    /// The kept model's last optimum stays feasible for this program (only the objective and
-    /// bounds that hold that optimum changed): re-solve from its basis by the primal simplex
-    /// instead of from the slack basis.
+    /// The kept model's last optimum stays feasible for this program (the needs are the last
+    /// program's; only the objective and bounds that hold that optimum changed): re-solve from
+    /// its basis by the primal simplex instead of from the slack basis, with the classes' orders
+    /// by need found for it.
     pub from_last_optimum: bool,
 }
 

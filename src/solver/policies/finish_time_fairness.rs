@@ -90,9 +90,14 @@ pub(crate) fn on_engine(problem: &Problem, engine: &mut Engine) -> Result<Outcom
         // ρ_m = r_m / (D_m thr_m) ≤ 1/z  ⟺  thr_m ≥ z · r_m / D_m
         let demand: Vec<f64> =
             m_all.map(|m| if terms.active(m) { terms.remaining[m] / terms.isolated_finish[m] } else { 0.0 }).collect();
-        let solution = engine.max_ratio(&demand)?;
-        let objective =
-            terms.max_rho(&engine.throughputs(&solution.allocation, &solution.pair_time, &solution.unconsolidated));
+        let solution = engine.max_ratio_deferring_split(&demand)?;
+        let objective = match solution.z {
+            // The split left to the tie-break that follows: ρ* = 1/z at the optimum.
+            Some(z) if engine.split_deferred() => 1.0 / z,
+            _ => {
+                terms.max_rho(&engine.throughputs(&solution.allocation, &solution.pair_time, &solution.unconsolidated))
+            }
+        };
         return Ok(Outcome::of_ratio(problem, engine, solution, objective));
     }
 

@@ -36,9 +36,15 @@ pub fn demand(problem: &Problem) -> Vec<f64> {
 /// The policy on an engine the caller holds (see `policies::solve_keeping_engine`).
 pub(crate) fn on_engine(problem: &Problem, engine: &mut Engine) -> Result<Outcome> {
     let demand = demand(problem);
-    let solution = engine.max_ratio(&demand)?;
-    let thr = engine.throughputs(&solution.allocation, &solution.pair_time, &solution.unconsolidated);
-    // `(sf_m/w_m)·thr_m/thr_equal_m = thr_m/demand_m`: the objective without a second walk of the jobs.
-    let objective = thr.iter().zip(&demand).map(|(t, d)| t / d).fold(f64::INFINITY, f64::min);
+    let solution = engine.max_ratio_deferring_split(&demand)?;
+    let objective = match solution.z {
+        // The split left to the tie-break that follows: the objective is the optimum's z.
+        Some(z) if engine.split_deferred() => z,
+        _ => {
+            let thr = engine.throughputs(&solution.allocation, &solution.pair_time, &solution.unconsolidated);
+            // `(sf_m/w_m)·thr_m/thr_equal_m = thr_m/demand_m`: the objective without a second walk of the jobs.
+            thr.iter().zip(&demand).map(|(t, d)| t / d).fold(f64::INFINITY, f64::min)
+        }
+    };
     Ok(Outcome::of_ratio(problem, engine, solution, objective))
 }

@@ -37,9 +37,15 @@ pub fn demand(problem: &Problem) -> Vec<f64> {
 /// The policy on an engine the caller holds (see `policies::solve_keeping_engine`).
 pub(crate) fn on_engine(problem: &Problem, engine: &mut Engine) -> Result<Outcome> {
     let demand = demand(problem);
-    let solution = engine.max_ratio(&demand)?;
-    let thr = engine.throughputs(&solution.allocation, &solution.pair_time, &solution.unconsolidated);
-    // From the steps left already read (no second walk of the jobs).
-    let objective = makespan_of(&demand, &thr, |_| true);
+    let solution = engine.max_ratio_deferring_split(&demand)?;
+    let objective = match solution.z {
+        // The split left to the tie-break that follows: the makespan is 1/z at the optimum.
+        Some(z) if engine.split_deferred() => 1.0 / z,
+        _ => {
+            let thr = engine.throughputs(&solution.allocation, &solution.pair_time, &solution.unconsolidated);
+            // From the steps left already read (no second walk of the jobs).
+            makespan_of(&demand, &thr, |_| true)
+        }
+    };
     Ok(Outcome::of_ratio(problem, engine, solution, objective))
 }

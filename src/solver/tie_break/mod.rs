@@ -130,7 +130,7 @@ pub fn throughput_with(
 fn throughput_on<'p>(
     problem: &'p Problem,
     outcome: &Outcome,
-    engine: Option<&mut Engine<'p>>,
+    mut engine: Option<&mut Engine<'p>>,
     backend: Backend,
     options: &DecompositionOptions,
 ) -> Result<Option<(Outcome, MethodReport)>> {
@@ -138,11 +138,28 @@ fn throughput_on<'p>(
         return Ok(None);
     }
     let Some(floor) = floors(problem, outcome) else { return Ok(None) };
+    let value = throughput_value(problem);
+    // An optimum whose split the engine left undone: its floors are its model's needs at one
+    // level (LAS, makespan, finish-time fairness with no elapsed time), and the second solve
+    // goes on from that model.
+    let deferred;
+    let outcome = match engine.as_deref_mut() {
+        Some(engine) if engine.split_deferred() => {
+            let floor: Vec<f64> = floor.iter().map(|f| f * (1.0 - FLOOR_SLACK)).collect();
+            if let Some(solved) = engine.best_value_at_floors(&floor, &value) {
+                let solved = solved.map_err(second_solve_failed)?;
+                let report = MethodReport::lp(None);
+                return Ok(Some((improved(problem, outcome, solved.allocation, solved.lp_solves), report)));
+            }
+            deferred = with_split(outcome.clone(), engine);
+            &deferred
+        }
+        _ => outcome,
+    };
     let thr = throughputs(problem, &outcome.allocation);
     // A floor the optimum itself does not meet (round-off) is the optimum's throughput.
     let floor: Vec<f64> =
         floor.iter().zip(&thr).map(|(&f, &t)| if f.is_finite() { f.min(t) } else { t } * (1.0 - FLOOR_SLACK)).collect();
-    let value = throughput_value(problem);
     // The optimum's GPU prices, when a decomposition found them: the second solve's start.
     let hint = outcome.method.as_ref().and_then(|m| m.prices.as_deref());
     let (allocation, lp_solves, report) =
@@ -156,6 +173,11 @@ fn throughput_on<'p>(
                 (allocation, lp_solves, MethodReport::lp(fallback))
             }
         };
+    Ok(Some((improved(problem, outcome, allocation, lp_solves), report)))
+}
+
+/// `outcome` with the second solve's `allocation`, and its LP solves counted.
+fn improved(problem: &Problem, outcome: &Outcome, allocation: Matrix, lp_solves: usize) -> Outcome {
     let mut better = Outcome {
         allocation,
         lp_solves: outcome.lp_solves + lp_solves,
@@ -167,7 +189,17 @@ fn throughput_on<'p>(
     };
     // Type-blind, the second solve's vertex pins jobs to types as the first one's would have.
     crate::policies::spread_if_type_blind(problem, &mut better);
-    Ok(Some((better, report)))
+    better
+}
+
+/// An optimum whose split `engine` left undone, with it made.
+fn with_split(mut outcome: Outcome, engine: &Engine) -> Outcome {
+    outcome.allocation = engine.last_allocation();
+    outcome
+}
+
+fn second_solve_failed(e: ArbiterError) -> ArbiterError {
+    ArbiterError { message: format!("the tie-break solve after the optimum failed: {}", e.message), ..e }
 }
 
 /// The second solve on the exact engine: the one that solved the optimum when there is one (its
@@ -180,13 +212,9 @@ fn on_engine<'p>(
     value: &[f64],
     backend: Backend,
 ) -> Result<(Matrix, usize)> {
-    let failed = |e: ArbiterError| ArbiterError {
-        message: format!("the tie-break solve after the optimum failed: {}", e.message),
-        ..e
-    };
     // The optimum's own model when the floors are its needs: it goes on from its basis.
     if let Some(solved) = engine.as_deref_mut().and_then(|engine| engine.best_value_at_floors(floor, value)) {
-        let solved = solved.map_err(failed)?;
+        let solved = solved.map_err(second_solve_failed)?;
         return Ok((solved.allocation, solved.lp_solves));
     }
     let needs = floor.iter().map(|&base| Need { base, terms: Terms::new() }).collect();
@@ -206,7 +234,7 @@ fn on_engine<'p>(
             &mut own
         }
     };
-    let solved = engine.solve_program(&program).map_err(failed)?;
+    let solved = engine.solve_program(&program).map_err(second_solve_failed)?;
     Ok((solved.allocation, solved.lp_solves))
 }
 
@@ -224,25 +252,38 @@ pub fn apply(problem: &Problem, outcome: Outcome, backend: Backend) -> Result<Ap
     apply_on(problem, outcome, None, backend)
 }
 
+/// The problem's policy and the tie-break it asks for. For `throughput` the optimum's engine is
+/// kept (`policies::solve_keeping_engine`) and the second solve starts from it.
+pub fn solve(problem: &Problem, backend: Backend) -> Result<Applied> {
+    let (outcome, mut engine) = match problem.tie_break {
+        TieBreak::Throughput => crate::policies::solve_keeping_engine(problem, backend)?,
+        _ => (crate::policies::solve(problem, backend)?, None),
+    };
+    apply_on(problem, outcome, engine.as_mut(), backend)
+}
+
 /// [`apply`] on the engine that solved `outcome`, when the caller kept it
-/// (`policies::solve_keeping_engine`).
+/// (`policies::solve_keeping_engine`; an optimum whose split that engine left undone is split
+/// here unless the second solve replaces it).
 pub fn apply_on<'p>(
     problem: &'p Problem,
-    outcome: Outcome,
-    engine: Option<&mut Engine<'p>>,
+    mut outcome: Outcome,
+    mut engine: Option<&mut Engine<'p>>,
     backend: Backend,
 ) -> Result<Applied> {
     let bare = |outcome| Applied { outcome, tie_break: TieBreak::None, method: None };
-    let (outcome, tie_break) = match problem.tie_break {
-        TieBreak::None => return Ok(bare(outcome)),
-        TieBreak::Throughput => {
-            return Ok(match throughput_on(problem, &outcome, engine, backend, &DecompositionOptions::default())? {
-                Some((better, method)) => {
-                    Applied { outcome: better, tie_break: TieBreak::Throughput, method: Some(method) }
-                }
-                None => bare(outcome),
-            })
+    if problem.tie_break == TieBreak::Throughput {
+        let options = DecompositionOptions::default();
+        if let Some((better, method)) = throughput_on(problem, &outcome, engine.as_deref_mut(), backend, &options)? {
+            return Ok(Applied { outcome: better, tie_break: TieBreak::Throughput, method: Some(method) });
         }
+    }
+    if let Some(engine) = engine.filter(|engine| engine.split_deferred()) {
+        outcome = with_split(outcome, engine);
+        crate::policies::spread_if_type_blind(problem, &mut outcome);
+    }
+    let (outcome, tie_break) = match problem.tie_break {
+        TieBreak::None | TieBreak::Throughput => return Ok(bare(outcome)),
         TieBreak::WaterFilling => match problem.policy {
             PolicyKind::MaxMinFairness => {
                 let levels = Problem { policy: PolicyKind::MaxMinFairnessWaterFilling, ..problem.clone() };
