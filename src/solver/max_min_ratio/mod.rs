@@ -307,6 +307,8 @@ impl<'a> Engine<'a> {
     }
 
     fn max_ratio_with(&mut self, demand: &[f64], defer_split: bool) -> Result<RatioSolution> {
+        // Set again below when the plain LP leaves its split undone; every other path splits.
+        self.split_deferred = false;
         let Some(unit) = self.natural_unit(demand) else {
             return Ok(self.nothing_allocated(None));
         };
