@@ -174,6 +174,20 @@ impl Class<'_> {
         out.into_iter().map(|(k, l, _)| (k, l)).collect()
     }
 
+    /// Every top-k condition at needs that do not move (`sorted`), one cut per λ: at `λ = T_w`
+    /// the most demanding `k` is the number of needs above λ (`Σ_{i≤k} d_i − λk` is concave in
+    /// k), so these cuts, the class total and the class time row hold exactly when every
+    /// condition does (`max_min_ratio.md` (d)). `(k, λ index)` with `0 < k < n`.
+    pub(super) fn conditions(&self, sorted: &[(usize, f64)]) -> Vec<(usize, usize)> {
+        (0..self.cols.len())
+            .filter_map(|li| {
+                let lambda = self.lambda(li);
+                let k = sorted.partition_point(|&(_, d)| d > lambda);
+                (k > 0 && k < sorted.len()).then_some((k, li))
+            })
+            .collect()
+    }
+
     /// Index into `cols` (or `cols.len()` for λ = 0) of the λ attaining `F_Y(k)`: the speed of the
     /// type where the k-th unit of time ends, or 0 when the class has less than k units in all.
     pub(super) fn tight_lambda(&self, y: &[f64], k: usize) -> usize {
@@ -359,6 +373,71 @@ mod tests {
                 "case {case}: {speed:?} {amount:?} need {need}: {got} against {want}"
             );
         }
+    }
+
+    /// The cuts `conditions` names, with the class total, hold exactly when every top-k
+    /// condition does: random classes (speeds with ties, 1 to 4 types), needs and class time
+    /// within the class-time row, against `F_Y(k)` taken greedily for every k.
+    #[test]
+    fn settled_needs_need_one_cut_per_type() {
+        let mut rng = crate::workload::generator::Rng::new(11);
+        let mut uniform = || rng.uniform();
+        let (mut held, mut failed) = (0, 0);
+        for case in 0..3000 {
+            let types = 1 + (uniform() * 4.0) as usize;
+            let mut speed: Vec<f64> = (0..types).map(|_| (1.0 + 7.0 * uniform()).round()).collect();
+            speed.sort_by(|a, b| b.total_cmp(a));
+            let n = 1 + (uniform() * 6.0) as usize;
+            let mut need: Vec<f64> =
+                (0..n).map(|_| if uniform() < 0.15 { 0.0 } else { speed[0] * uniform() }).collect();
+            need.sort_by(|a, b| b.total_cmp(a));
+            let mut y: Vec<f64> = (0..types).map(|_| uniform()).collect();
+            let scale = n as f64 * uniform() / y.iter().sum::<f64>();
+            y.iter_mut().for_each(|v| *v *= scale);
+            let shape =
+                ClassShape { jobs: (0..n).collect(), row: speed.clone(), scale_factor: 1, types: (0..types).collect() };
+            let class = Class {
+                shape: &shape,
+                jobs: Cow::Borrowed(&shape.jobs),
+                order: OnceCell::new(),
+                cols: (0..types).map(|w| (w, w)).collect(),
+                pair_terms: Vec::new(),
+            };
+            let sorted: Vec<(usize, f64)> = need.iter().copied().enumerate().collect();
+            // Every condition: the k largest needs fit in the k fastest units of class time.
+            let f = |k: f64| {
+                let (mut left, mut got) = (k, 0.0);
+                for (w, &amount) in y.iter().enumerate() {
+                    let take = amount.min(left);
+                    got += take * speed[w];
+                    left -= take;
+                }
+                got
+            };
+            let every = (1..=n).map(|k| f(k as f64) - need[..k].iter().sum::<f64>()).fold(f64::INFINITY, f64::min);
+            // The class total and the named cuts.
+            let total = speed.iter().zip(&y).map(|(t, v)| t * v).sum::<f64>() - need.iter().sum::<f64>();
+            let named = class
+                .conditions(&sorted)
+                .into_iter()
+                .map(|(k, li)| {
+                    let lambda = class.lambda(li);
+                    let lhs: f64 = speed.iter().zip(&y).map(|(t, v)| (t - lambda).max(0.0) * v).sum();
+                    lhs - (need[..k].iter().sum::<f64>() - lambda * k as f64)
+                })
+                .fold(total, f64::min);
+            if every.abs() < 1e-9 {
+                continue;
+            }
+            assert_eq!(every > 0.0, named > -1e-12, "case {case}: speeds {speed:?} needs {need:?} time {y:?}");
+            if every > 0.0 {
+                held += 1;
+            } else {
+                failed += 1;
+            }
+        }
+        // Both sides of the equivalence were drawn.
+        assert!(held > 300 && failed > 300, "{held} held, {failed} failed");
     }
 
     #[test]

@@ -388,6 +388,7 @@ impl<'a> Engine<'a> {
         program.precise = true;
         program.throughput_value = Some(value.to_vec());
         program.from_last_optimum = true;
+        program.needs_at = Some(vec![level]);
         Some(self.solve_program(&program))
     }
 
@@ -676,6 +677,47 @@ mod tests {
         let mut fresh = Engine::new(instance, Backend::default());
         fresh.max_ratio(&demand).unwrap();
         assert!(fresh.best_value_at_floors(&floor, &[1.0; 5]).is_none());
+    }
+
+    #[test]
+    fn the_second_solve_has_every_condition_before_its_first_lp() {
+        // Jobs 0-3 are one class (2 steps/s fast, 1 slow) with demands 3, 1, 1, 1; job 4 runs 4
+        // on the one fast GPU, job 5 only on the six slow ones with demand 2, which makes it the
+        // bottleneck: z* = 1/2, and job 0 needs 1.5 in its unit of time, so at least half a unit
+        // fast. The optimum needs no cut for that (its class may hold the fast GPU); the second
+        // solve, maximizing throughput, moves fast time to job 4 until job 0's condition binds.
+        // With the needs settled, that cut is in the model before its first LP, the only one.
+        let t = two_types(&[[2.0, 1.0], [2.0, 1.0], [2.0, 1.0], [2.0, 1.0], [4.0, 1.0], [0.0, 1.0]]);
+        let instance = Instance {
+            throughput: &t,
+            scale_factor: vec![1; 6],
+            capacity: vec![1.0, 6.0],
+            pairs: Vec::new(),
+            unconsolidated: None,
+            consolidated_slots: Vec::new(),
+        };
+        let demand = [3.0, 1.0, 1.0, 1.0, 1.0, 2.0];
+        let mut engine = Engine::new(instance.clone(), Backend::default()).keeping_models();
+        let z = engine.max_ratio(&demand).unwrap().z.unwrap();
+        assert!((z - 0.5).abs() < 1e-9, "{z}");
+        let floor: Vec<f64> = demand.iter().map(|d| d * z * (1.0 - 1e-9)).collect();
+        let solved = engine.best_value_at_floors(&floor, &[1.0; 6]).expect("the optimum's model").unwrap();
+        assert_eq!(solved.lp_solves, 1);
+        // Every job at its floor, every job's whole time used: job 0 half fast and half slow
+        // (1.5), jobs 1-3 slow (1 each), job 4 the other half of the fast GPU (2.5), job 5 slow.
+        let thr = engine.throughputs(&solved.allocation, &solved.pair_time, &solved.unconsolidated);
+        assert!(thr.iter().zip(&floor).all(|(t, f)| t >= &(f * (1.0 - 1e-7))), "{thr:?} against {floor:?}");
+        assert!((thr[4] - 2.5).abs() < 1e-7 && (thr.iter().sum::<f64>() - 8.0).abs() < 1e-7, "{thr:?}");
+        // The same floors as constant needs on a fresh engine: settled too, one LP.
+        let needs = floor.iter().map(|&base| Need { base, terms: Terms::new() }).collect();
+        let mut program = Program::new(Sense::Maximize, needs);
+        program.keep_model = true;
+        program.throughput_value = Some(vec![1.0; 6]);
+        program.add_var(0.0, 0.0, 0.0);
+        let fresh = Engine::new(instance, Backend::default()).solve_program(&program).unwrap();
+        assert_eq!(fresh.lp_solves, 1);
+        let thr = engine.throughputs(&fresh.allocation, &fresh.pair_time, &fresh.unconsolidated);
+        assert!((thr.iter().sum::<f64>() - 8.0).abs() < 1e-7, "{thr:?}");
     }
 
     #[test]

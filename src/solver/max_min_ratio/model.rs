@@ -249,22 +249,41 @@ impl Engine<'_> {
         let mut in_model = vec![false; self.pool.len()];
         need_rows.iter().filter_map(|n| n.pool).for_each(|i| in_model[i] = true);
         let mut lp_solves = 0;
+        // Needs settled before the first solve: every class's conditions at them enter the model
+        // first (`Class::conditions`), and the loop after each solve only checks them.
+        let mut settled = program.settled_vars();
         let solution = loop {
-            let solution = session.solve()?;
-            lp_solves += 1;
-            let vars = &solution.values[..num_vars];
+            let at = settled.take();
+            let solution = match at {
+                Some(_) => None,
+                None => {
+                    lp_solves += 1;
+                    Some(session.solve()?)
+                }
+            };
+            let vars = match &solution {
+                Some(solution) => &solution.values[..num_vars],
+                None => at.as_deref().unwrap_or_default(),
+            };
             let mut cuts = Vec::new();
             for (c, class) in classes.iter().enumerate().filter(|(_, c)| !c.jobs.is_empty()) {
-                let y: Vec<f64> = class.cols.iter().map(|&(_, col)| solution.values[col].max(0.0)).collect();
                 let sorted = class.sorted(needs, vars);
-                for (k, li) in class.violated(&y, &sorted) {
+                let found = match &solution {
+                    None => class.conditions(&sorted),
+                    Some(solution) => {
+                        let y: Vec<f64> = class.cols.iter().map(|&(_, col)| solution.values[col].max(0.0)).collect();
+                        class.violated(&y, &sorted)
+                    }
+                };
+                for (k, li) in found {
                     let members: Vec<usize> = sorted[..k].iter().map(|&(m, _)| m).collect();
                     let row = class.cut(&members, li, needs);
                     let i = self.pooled_index(c, members, li);
                     if in_model.len() <= i {
                         in_model.resize(i + 1, false);
                     }
-                    // A cut already in the LP can look violated only within solver tolerance.
+                    // A cut already in the LP can look violated only within solver tolerance (or
+                    // be among the settled needs' conditions).
                     if !in_model[i] {
                         in_model[i] = true;
                         let members = self.pool[i].members.clone();
@@ -280,6 +299,7 @@ impl Engine<'_> {
                 session.add_rows(&cuts);
                 continue;
             }
+            let Some(solution) = solution else { continue };
             if self.instance.pairs.is_empty() || solution.row_duals.is_empty() {
                 break solution;
             }
