@@ -388,7 +388,6 @@ impl<'a> Engine<'a> {
         program.precise = true;
         program.throughput_value = Some(value.to_vec());
         program.from_last_optimum = true;
-        program.needs_at = Some(vec![level]);
         Some(self.solve_program(&program))
     }
 

@@ -74,11 +74,6 @@ pub struct Program {
     /// its basis by the primal simplex instead of from the slack basis, with the classes' orders
     /// by need found for it.
     pub from_last_optimum: bool,
-    /// The shared variables' values at which the needs stay for the whole solve, when a variable
-    /// in them may move but gains nothing by it (the tie-break's `z`, bounded below by the
-    /// floors' level and worth nothing: raising it only raises needs). Programs whose needs hold
-    /// no variable that can move are settled without it (`settled_vars`).
-    pub needs_at: Option<Vec<f64>>,
 }
 
 impl Program {
@@ -94,7 +89,6 @@ impl Program {
             allocate: true,
             throughput_value: None,
             from_last_optimum: false,
-            needs_at: None,
         }
     }
 
@@ -108,15 +102,18 @@ impl Program {
         self.throughput_value.as_ref().map_or(0.0, |value| shape.row[w] * value[shape.jobs[0]])
     }
 
-    /// The variables' values at which the needs are settled before the first solve: `needs_at`,
-    /// or the bounds when every variable in a need is fixed. Then every class's top-k conditions
-    /// are known up front (`Class::conditions`) and enter the model before it is solved.
+    /// The variables' values at which the needs are settled before the first solve, when every
+    /// variable in a need is fixed, or is worth nothing and only raises needs as it grows (the
+    /// tie-break's `z`, bounded below by the floors' level): an optimum then has it at its lower
+    /// bound. Every class's top-k conditions at those needs are known up front
+    /// (`Class::conditions`) and enter the model before it is solved.
     pub(super) fn settled_vars(&self) -> Option<Vec<f64>> {
-        if let Some(at) = &self.needs_at {
-            return Some(at.clone());
-        }
-        let fixed = self.needs.iter().flat_map(|n| &n.terms).all(|&(v, c)| c == 0.0 || self.lower[v] == self.upper[v]);
-        fixed.then(|| self.lower.iter().map(|&l| if l.is_finite() { l } else { 0.0 }).collect())
+        let (lower, upper) = (&self.lower, &self.upper);
+        let settles = |v: usize, c: f64| {
+            c == 0.0 || lower[v] == upper[v] || (c > 0.0 && self.cost[v] == 0.0 && lower[v].is_finite())
+        };
+        let settled = self.needs.iter().flat_map(|n| &n.terms).all(|&(v, c)| settles(v, c));
+        settled.then(|| lower.iter().map(|&l| if l.is_finite() { l } else { 0.0 }).collect())
     }
 
     /// Adds a shared variable; returns its index for `Need::terms`.
