@@ -14,7 +14,9 @@
 
 // The layers, in the order data flows: the contract and validated problem, the throughput
 // estimator that may complete it, the solver, scheduling over rounds, the simulator, the service,
-// and the Kubernetes controllers that drive a session from a cluster.
+// and the Kubernetes controllers that drive a session from a cluster; then the command line over
+// all of them.
+pub mod cli;
 pub mod contract;
 pub mod demo;
 pub mod estimator;

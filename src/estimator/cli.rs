@@ -1,5 +1,6 @@
 //! The `arbiter estimate` command: complete partial throughput rows against a reference file, or
-//! measure the estimator on that reference (leave-one-job-out). `src/main.rs` only dispatches here.
+//! measure the estimator on that reference (leave-one-job-out). The command line (`src/cli.rs`)
+//! only dispatches here.
 
 use super::api::{self, EstimateRequest};
 use super::evaluation::{Accuracy, Method};

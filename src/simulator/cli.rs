@@ -1,5 +1,5 @@
 //! The `arbiter simulate` command: flags, reading the inputs, the progress bar, and writing the
-//! JSON report and plot. `src/main.rs` only dispatches here.
+//! JSON report and plot. The command line (`src/cli.rs`) only dispatches here.
 
 use super::config::{parse_cluster, SimulationConfig};
 use super::plot;

@@ -1,5 +1,5 @@
 //! The `arbiter fitgpp` command: flags into an `ExperimentConfig`, the CSV, the summary table and
-//! a sensitivity chart. `src/main.rs` only dispatches here.
+//! a sensitivity chart. The command line (`src/cli.rs`) only dispatches here.
 
 use super::experiment::{self, Axis, ExperimentConfig, Variant};
 use super::trace;

@@ -1,7 +1,7 @@
 //! The `arbiter oasis` command: a cluster and jobs as JSON in, OASiS's decision on each job (in
 //! arrival order) out, with the payoff, utility and priced cost that made it and the schedule of
 //! each admitted job; with `--baselines`, the same jobs under FIFO, DRF, RRH or Dorm in the slot
-//! simulator beside it. `src/main.rs` only dispatches here.
+//! simulator beside it. The command line (`src/cli.rs`) only dispatches here.
 
 use super::run::{validate, RunOutcome};
 use super::scheme::Scheme;
