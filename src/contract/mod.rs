@@ -3,6 +3,7 @@
 //! the error object every refusal is. Owns the meaning of every field; knows nothing of solvers,
 //! rounds or HTTP, and must not: every other layer reads a `Problem` and writes a `Response`.
 
+pub mod allocation_row;
 pub mod error;
 pub mod json;
 pub mod problem;

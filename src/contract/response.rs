@@ -1,21 +1,25 @@
 //! The contract's response: allocation, effective throughputs, objective and solver stats, keyed
 //! by the request's ids and in the request's order. Built from a `Problem` and a policy `Outcome`.
 
+pub use super::allocation_row::AllocationRow;
 use crate::policies::Outcome;
 use crate::problem::{dot, Problem};
 use indexmap::IndexMap;
 use serde::{Deserialize, Serialize};
+use std::sync::Arc;
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, utoipa::ToSchema)]
 pub struct Response {
     pub policy: String,
     /// `allocation[job][worker type]`: fraction of wall-clock time on that type.
-    pub allocation: IndexMap<String, IndexMap<String, f64>>,
+    #[schema(value_type = IndexMap<String, IndexMap<String, f64>>)]
+    pub allocation: IndexMap<String, AllocationRow>,
     pub colocated_allocation: Vec<ColocatedAllocation>,
     /// Placement sensitivity: `unconsolidated_allocation[job][worker type]`, the time the job runs
     /// with its GPUs spread over servers (at its unconsolidated throughput); only jobs with some.
     #[serde(default, skip_serializing_if = "IndexMap::is_empty")]
-    pub unconsolidated_allocation: IndexMap<String, IndexMap<String, f64>>,
+    #[schema(value_type = IndexMap<String, IndexMap<String, f64>>)]
+    pub unconsolidated_allocation: IndexMap<String, AllocationRow>,
     /// Steps/s each job gets from its allocation, with its measured throughputs.
     pub effective_throughput: IndexMap<String, f64>,
     /// Per worker type: GPUs the allocation uses (alone, in pairs, unconsolidated) over its GPUs.
@@ -119,6 +123,11 @@ impl Response {
         solve_seconds: f64,
     ) -> Response {
         let names: Vec<&str> = problem.worker_types.iter().map(|w| w.name.as_str()).collect();
+        // One list of the names for every row.
+        let row_names: Arc<[String]> = names.iter().map(|n| n.to_string()).collect();
+        let row = |time: &[f64]| {
+            AllocationRow::new(row_names.clone(), time.to_vec()).expect("an allocation has a column per worker type")
+        };
         let mut allocation = IndexMap::with_capacity(problem.num_jobs());
         let mut effective_throughput = IndexMap::with_capacity(problem.num_jobs());
         let mut thr: Vec<f64> =
@@ -129,8 +138,7 @@ impl Response {
                 let time = outcome.unconsolidated.row(m);
                 if time.iter().any(|&u| u > 0.0) {
                     *thr_m += dot(tu.row(m), time);
-                    let row = names.iter().map(|n| n.to_string()).zip(time.iter().copied()).collect();
-                    unconsolidated_allocation.insert(problem.jobs[m].id.clone(), row);
+                    unconsolidated_allocation.insert(problem.jobs[m].id.clone(), row(time));
                 }
             }
         }
@@ -151,8 +159,7 @@ impl Response {
             colocated_allocation.push(ColocatedAllocation { jobs, allocation });
         }
         for (m, job) in problem.jobs.iter().enumerate() {
-            let row = outcome.allocation.row(m);
-            allocation.insert(job.id.clone(), names.iter().map(|n| n.to_string()).zip(row.iter().copied()).collect());
+            allocation.insert(job.id.clone(), row(outcome.allocation.row(m)));
             effective_throughput.insert(job.id.clone(), thr[m]);
         }
         let pairs = kept_pairs.map(|kept| PairStats {

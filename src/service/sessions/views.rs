@@ -3,6 +3,7 @@
 
 use super::spec::Spec;
 use crate::mechanism::{Round, Session};
+use crate::response::AllocationRow;
 use crate::service::error::ApiResult;
 use indexmap::IndexMap;
 use serde::Serialize;
@@ -214,11 +215,13 @@ pub struct AllocationView {
     /// `allocation[job][worker type]`: fraction of wall-clock time on that type. In a composed
     /// session, whose list policies decide round by round, the current round's placements: 1 on
     /// the type a job runs on, 0 while it waits.
-    pub allocation: IndexMap<String, IndexMap<String, f64>>,
+    #[schema(value_type = IndexMap<String, IndexMap<String, f64>>)]
+    pub allocation: IndexMap<String, AllocationRow>,
     /// Steps/s each job gets from its allocation at its measured throughputs.
     pub effective_throughput: IndexMap<String, f64>,
     /// Fraction of the session time since each job was added that it ran on each type.
-    pub received_fraction: IndexMap<String, IndexMap<String, f64>>,
+    #[schema(value_type = IndexMap<String, IndexMap<String, f64>>)]
+    pub received_fraction: IndexMap<String, AllocationRow>,
     /// How much of the allocation rounds on the healthy GPUs can deliver
     /// (`formulations/realizability.md`); in mode `configurations`, the decomposition the rounds
     /// follow.
@@ -427,16 +430,18 @@ pub fn job(session: &Session, id: &str) -> ApiResult<JobView> {
 }
 
 pub fn allocation(id: &str, session: &Session) -> ApiResult<AllocationView> {
-    let names = type_names(session);
+    // One list of the names for every job's rows.
+    let names: std::sync::Arc<[String]> = type_names(session).into();
+    let row = |times: Vec<f64>| AllocationRow::new(names.clone(), times).expect("a value per worker type");
     let mut allocation = IndexMap::with_capacity(session.num_jobs());
     let mut effective_throughput = IndexMap::with_capacity(session.num_jobs());
     let mut received_fraction = IndexMap::with_capacity(session.num_jobs());
     for job in session.job_ids() {
         let x = session.allocation(job)?;
         let thr = session.throughput(job)?;
-        allocation.insert(job.to_string(), by_type(&names, &x));
-        effective_throughput.insert(job.to_string(), x.iter().zip(thr).map(|(a, b)| a * b).sum());
-        received_fraction.insert(job.to_string(), by_type(&names, &session.received_fraction(job)?));
+        effective_throughput.insert(job.to_string(), x.iter().zip(thr).map(|(a, b)| a * b).sum::<f64>());
+        allocation.insert(job.to_string(), row(x.into_owned()));
+        received_fraction.insert(job.to_string(), row(session.received_fraction(job)?));
     }
     Ok(AllocationView {
         session: id.to_string(),
