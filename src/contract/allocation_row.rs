@@ -17,9 +17,19 @@ pub struct AllocationRow {
 }
 
 impl AllocationRow {
-    /// The row of `times[w]` on the type named `names[w]`; `None` if the lengths differ.
-    pub fn new(names: Arc<[String]>, times: Vec<f64>) -> Option<AllocationRow> {
-        (names.len() == times.len()).then_some(AllocationRow { names, times })
+    /// The row of `times[w]` on the type named `names[w]`; the times back if the lengths differ.
+    pub fn new(names: Arc<[String]>, times: Vec<f64>) -> Result<AllocationRow, Vec<f64>> {
+        if names.len() == times.len() {
+            Ok(AllocationRow { names, times })
+        } else {
+            Err(times)
+        }
+    }
+
+    /// The row of `times[w]` on `names[w]`, sharing `names` when there is a time per name, and
+    /// otherwise of its own names, as far as both go (as zipping them into a map would).
+    pub fn of(names: &Arc<[String]>, times: Vec<f64>) -> AllocationRow {
+        AllocationRow::new(names.clone(), times).unwrap_or_else(|times| names.iter().cloned().zip(times).collect())
     }
 
     /// The time on the type named `name`.
@@ -146,7 +156,7 @@ mod tests {
 
     #[test]
     fn a_row_reads_and_writes_as_the_map_it_stands_for() {
-        let row = AllocationRow::new(names(), vec![0.5, 0.0, 0.25]).unwrap();
+        let row = AllocationRow::of(&names(), vec![0.5, 0.0, 0.25]);
         assert_eq!(row["p100"], 0.0);
         assert_eq!(row[&"k80".to_string()], 0.25);
         assert_eq!(row.get("a100"), None);
@@ -167,10 +177,13 @@ mod tests {
             [("v100", 0.5), ("p100", 0.0)].map(|(n, t)| (n.to_string(), t)).into_iter().collect();
         assert_ne!(row, other);
         let changed = AllocationRow::new(names(), vec![0.5, 0.1, 0.25]).unwrap();
+        // Fewer times than names: the names as far as the times go.
+        let short = AllocationRow::of(&names(), vec![0.5, 0.0]);
+        assert_eq!(short, other);
         assert_ne!(row, changed);
         // A duplicate name in a map overwrites, as serde_json's maps do.
         let dup: AllocationRow = serde_json::from_str(r#"{"v100":0.1,"v100":0.2}"#).unwrap();
         assert_eq!((dup.len(), dup["v100"]), (1, 0.2));
-        assert!(AllocationRow::new(names(), vec![1.0]).is_none());
+        assert_eq!(AllocationRow::new(names(), vec![1.0]).err(), Some(vec![1.0]));
     }
 }

@@ -125,9 +125,7 @@ impl Response {
         let names: Vec<&str> = problem.worker_types.iter().map(|w| w.name.as_str()).collect();
         // One list of the names for every row.
         let row_names: Arc<[String]> = names.iter().map(|n| n.to_string()).collect();
-        let row = |time: &[f64]| {
-            AllocationRow::new(row_names.clone(), time.to_vec()).expect("an allocation has a column per worker type")
-        };
+        let row = |time: &[f64]| AllocationRow::of(&row_names, time.to_vec());
         let mut allocation = IndexMap::with_capacity(problem.num_jobs());
         let mut effective_throughput = IndexMap::with_capacity(problem.num_jobs());
         let mut thr: Vec<f64> =

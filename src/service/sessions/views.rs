@@ -432,7 +432,7 @@ pub fn job(session: &Session, id: &str) -> ApiResult<JobView> {
 pub fn allocation(id: &str, session: &Session) -> ApiResult<AllocationView> {
     // One list of the names for every job's rows.
     let names: std::sync::Arc<[String]> = type_names(session).into();
-    let row = |times: Vec<f64>| AllocationRow::new(names.clone(), times).expect("a value per worker type");
+    let row = |times: Vec<f64>| AllocationRow::of(&names, times);
     let mut allocation = IndexMap::with_capacity(session.num_jobs());
     let mut effective_throughput = IndexMap::with_capacity(session.num_jobs());
     let mut received_fraction = IndexMap::with_capacity(session.num_jobs());
