@@ -44,7 +44,7 @@ impl AllocationRow {
 
     /// `(type, time)` in the order of the names.
     pub fn iter(&self) -> impl ExactSizeIterator<Item = (&String, &f64)> {
-        self.names.iter().zip(&self.times)
+        self.into_iter()
     }
 
     pub fn keys(&self) -> impl ExactSizeIterator<Item = &String> {

@@ -177,6 +177,7 @@ pub const MAX_SCALE_FACTOR: u32 = 1 << 20;
 /// A job's per-type steps/s map (`throughput` or `unconsolidated_throughput`, at `path`) as
 /// `(type index, value)` for the entries with a value: unknown types and bad numbers are refused
 /// with the entry's field.
+///
 /// `path` is formatted only for an error: at 65,536 jobs, formatting every job's paths up front
 /// took 6% of `arbiter solve`.
 fn throughput_entries(

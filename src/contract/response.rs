@@ -122,10 +122,9 @@ impl Response {
         backend: &str,
         solve_seconds: f64,
     ) -> Response {
-        let names: Vec<&str> = problem.worker_types.iter().map(|w| w.name.as_str()).collect();
         // One list of the names for every row.
-        let row_names: Arc<[String]> = names.iter().map(|n| n.to_string()).collect();
-        let row = |time: &[f64]| AllocationRow::of(&row_names, time.to_vec());
+        let names: Arc<[String]> = problem.worker_types.iter().map(|w| w.name.clone()).collect();
+        let row = |time: &[f64]| AllocationRow::of(&names, time.to_vec());
         let mut allocation = IndexMap::with_capacity(problem.num_jobs());
         let mut effective_throughput = IndexMap::with_capacity(problem.num_jobs());
         let mut thr: Vec<f64> =
@@ -152,8 +151,7 @@ impl Response {
                 thr[colocation.jobs[1]] += colocation.throughput[w][1] * y;
             }
             let jobs = colocation.jobs.map(|m| problem.jobs[m].id.clone());
-            let allocation =
-                names.iter().map(|n| n.to_string()).zip(time.iter().copied()).filter(|&(_, y)| y > 0.0).collect();
+            let allocation = names.iter().cloned().zip(time.iter().copied()).filter(|&(_, y)| y > 0.0).collect();
             colocated_allocation.push(ColocatedAllocation { jobs, allocation });
         }
         for (m, job) in problem.jobs.iter().enumerate() {
@@ -203,7 +201,7 @@ impl Response {
             .iter()
             .zip(&problem.worker_types)
             .zip(&used)
-            .map(|((n, t), &u)| (n.to_string(), if t.count > 0.0 { u / t.count } else { 0.0 }))
+            .map(|((n, t), &u)| (n.clone(), if t.count > 0.0 { u / t.count } else { 0.0 }))
             .collect();
         Response {
             policy: problem.policy.name().to_string(),
