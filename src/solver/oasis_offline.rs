@@ -145,7 +145,7 @@ mod tests {
             job("B", 2, Utility::Sigmoid { priority: 24.0, decay: 3f64.ln(), target: 1.0 }),
             job("C", 1, Utility::Constant { value: 8.0 }),
         ];
-        let opt = solve(&cluster, &jobs, Backend::default()).unwrap();
+        let opt = solve(&cluster, &jobs, Backend::highs()).unwrap();
         assert!((opt.total_utility - 32.0).abs() < 1e-6, "{opt:?}");
         assert_eq!(opt.admitted, vec![(0, 1), (1, 0)]);
     }

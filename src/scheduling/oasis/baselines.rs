@@ -381,7 +381,7 @@ mod tests {
     fn dorm_fills_the_cluster_within_what_jobs_use() {
         let jobs = [job("a", 1, 1), job("b", 10, 10)];
         let mut placer = Placer::new(&cluster(), 2);
-        Dorm::new(1.0, Backend::default()).allocate(0, &jobs, &admitted(2), &mut placer).unwrap();
+        Dorm::new(1.0, Backend::highs()).allocate(0, &jobs, &admitted(2), &mut placer).unwrap();
         assert_eq!(placer.given[0], 1, "a needs one worker-slot");
         assert_eq!(placer.given[1], 3);
     }

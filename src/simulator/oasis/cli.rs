@@ -152,7 +152,7 @@ mod tests {
     #[test]
     fn baselines_run_the_same_jobs() {
         let mut names: Vec<String> = ["fifo", "drf", "rrh"].map(String::from).to_vec();
-        if cfg!(feature = "highs") {
+        if Backend::default().solves_integer_programs() {
             names.push("dorm".into());
         }
         let out = decide_all(HAND, LowestUtility::AtShortest, 1.0, 1.0, &names).unwrap();

@@ -203,7 +203,15 @@ pub struct Backend {
 }
 
 impl Default for Backend {
+    /// HiGHS when the build has it. The library's own unit tests take the backend named by
+    /// `ARBITER_TEST_LP_BACKEND` instead, so that one test build runs them on each backend
+    /// (`scripts/test`).
     fn default() -> Backend {
+        #[cfg(test)]
+        if let Ok(name) = std::env::var("ARBITER_TEST_LP_BACKEND") {
+            return Backend::from_name(&name)
+                .unwrap_or_else(|| panic!("ARBITER_TEST_LP_BACKEND={name:?}: this build has no such LP backend"));
+        }
         #[cfg(feature = "highs")]
         let kind = BackendKind::Highs;
         #[cfg(not(feature = "highs"))]
@@ -219,6 +227,22 @@ impl Backend {
             BackendKind::Highs => "highs",
             #[cfg(feature = "microlp")]
             BackendKind::Microlp => "microlp",
+        }
+    }
+
+    /// HiGHS, whatever the default is.
+    #[cfg(feature = "highs")]
+    pub fn highs() -> Backend {
+        Backend { kind: BackendKind::Highs, deadline: None }
+    }
+
+    /// Whether `Session::set_integer` works on this backend (HiGHS's MILP solver).
+    pub fn solves_integer_programs(self) -> bool {
+        match self.kind {
+            #[cfg(feature = "highs")]
+            BackendKind::Highs => true,
+            #[cfg(feature = "microlp")]
+            BackendKind::Microlp => false,
         }
     }
 
@@ -395,5 +419,14 @@ mod tests {
         bounded.start_from(&[BasisStatus::Basic], &[BasisStatus::Lower, BasisStatus::Upper]);
         bounded.set_costs(&[(3, 2.5)]);
         assert_eq!(*calls.borrow(), ["tolerance 0.000000001", "basis 1 2", "costs [(3, 2.5)]"]);
+    }
+
+    /// The unit tests' backend is the one `ARBITER_TEST_LP_BACKEND` names (`scripts/test` runs
+    /// them on each), so a pass meant for the pure-Rust backend cannot run on HiGHS unnoticed.
+    #[test]
+    fn the_tests_backend_is_the_one_named() {
+        let expected =
+            std::env::var("ARBITER_TEST_LP_BACKEND").unwrap_or_else(|_| Backend::available()[0].name().into());
+        assert_eq!(Backend::default().name(), expected);
     }
 }

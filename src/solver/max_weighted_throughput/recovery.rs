@@ -224,7 +224,7 @@ mod tests {
         let capacity = [3.0, 2.0, 4.0];
         let fixed_usage = [1.0, 0.0, 0.0];
         let ambiguous: [u32; 5] = [0, 1, 2, 3, 4];
-        let backend = Backend::default();
+        let backend = Backend::highs();
         let worth = |time: &[Vec<(usize, f64)>]| -> f64 {
             let mut sum = 0.0;
             for (&m, x) in ambiguous.iter().zip(time) {

@@ -249,7 +249,7 @@ mod tests {
         let alpha = 1.0 * demand[5] / t.get(5, 0);
         let fixed = [(alpha, alpha * z0), (0.0, 0.0), (0.0, 0.0)];
         let ambiguous = [0, 1, 2, 3, 4];
-        let backend = Backend::default();
+        let backend = Backend::highs();
         let cold = solve(&ratio, &ambiguous, &capacity, &fixed, z0, None, backend).expect("solves");
         let members: Vec<Vec<(usize, usize)>> = {
             let mut lp = LinearProgram::new(Sense::Maximize);
@@ -307,7 +307,7 @@ mod tests {
         let capacity = [3.0, 2.0, 4.0];
         let fixed = [(0.0, 0.0); 3];
         let ambiguous = [0, 1, 2, 3, 4, 5];
-        let backend = Backend::default();
+        let backend = Backend::highs();
         let at = |z0: f64| solve(&ratio, &ambiguous, &capacity, &fixed, z0, None, backend).expect("solves").z;
         let want = at(0.0);
         assert!(want > 0.1, "{want}");
