@@ -35,11 +35,6 @@ fn problem(policy: PolicyKind, n: usize, distinct: bool) -> Problem {
     Problem::from_request(&request).expect("the generated request is valid")
 }
 
-fn median(times: &mut [f64]) -> f64 {
-    times.sort_by(f64::total_cmp);
-    times[times.len() / 2]
-}
-
 /// Medians of the plain solve and of the check on its outcome, over runs filling about `budget`.
 fn measure(problem: &Problem, budget: Duration) -> (f64, f64, RealizabilityReport) {
     let (mut solves, mut checks) = (Vec::new(), Vec::new());
@@ -55,7 +50,7 @@ fn measure(problem: &Problem, budget: Duration) -> (f64, f64, RealizabilityRepor
         assert!(r.checked, "{:?}", r.reason);
         report = Some(r);
     }
-    (median(&mut solves), median(&mut checks), report.expect("measured at least once"))
+    (table::median(&mut solves), table::median(&mut checks), report.expect("measured at least once"))
 }
 
 fn main() {

@@ -72,11 +72,6 @@ fn colocations(jobs: &[JobSpec], per_job: usize) -> Vec<ColocationSpec> {
     offered
 }
 
-fn median(times: &mut [f64]) -> f64 {
-    times.sort_by(f64::total_cmp);
-    times[times.len() / 2]
-}
-
 /// Medians of the plain and the realizable `arbiter::solve`, alternating, over runs filling
 /// about `budget`, and the realizable solve's report.
 fn measure(plain: &Problem, realizable: &Problem, budget: Duration) -> (f64, f64, RealizableReport) {
@@ -92,7 +87,7 @@ fn measure(plain: &Problem, realizable: &Problem, budget: Duration) -> (f64, f64
         realizables.push(t.elapsed().as_secs_f64());
         report = response.stats.realizable_solve;
     }
-    (median(&mut plains), median(&mut realizables), report.expect("the realizable solve reports"))
+    (table::median(&mut plains), table::median(&mut realizables), report.expect("the realizable solve reports"))
 }
 
 fn main() {

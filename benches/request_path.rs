@@ -57,8 +57,7 @@ fn medians(text: &str, budget: Duration) -> [f64; 5] {
     }
     std::array::from_fn(|step| {
         let mut times: Vec<f64> = runs.iter().map(|r| r[step]).collect();
-        times.sort_by(f64::total_cmp);
-        times[times.len() / 2]
+        table::median(&mut times)
     })
 }
 

@@ -52,8 +52,7 @@ fn median(problem: &Problem, budget: Duration) -> (f64, Option<f64>, String) {
         objective = response.objective;
         method = response.stats.tie_break_method.map_or_else(String::new, |m| m.method);
     }
-    times.sort_by(f64::total_cmp);
-    (times[times.len() / 2], objective, method)
+    (table::median(&mut times), objective, method)
 }
 
 /// Median seconds of the first solve followed by the second on the plain engine (what the
@@ -68,8 +67,7 @@ fn median_on_engine(problem: &Problem, budget: Duration) -> f64 {
         throughput_with(&engine, &optimum, Backend::default(), &DecompositionOptions::default()).expect("solves");
         times.push(t.elapsed().as_secs_f64());
     }
-    times.sort_by(f64::total_cmp);
-    times[times.len() / 2]
+    table::median(&mut times)
 }
 
 fn main() {

@@ -5,6 +5,12 @@
 
 use arbiter::policies::PolicyKind;
 
+/// The median of `times` (sorted in place; the upper one of an even count).
+pub fn median(times: &mut [f64]) -> f64 {
+    times.sort_by(f64::total_cmp);
+    times[times.len() / 2]
+}
+
 pub struct Run {
     /// `cargo bench`: every size; `cargo test`: the smoke size once.
     pub full: bool,
