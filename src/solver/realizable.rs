@@ -84,16 +84,19 @@ pub fn budget() -> Budget {
         max_master_entries: usize::MAX,
         max_pricing_work: 20_000_000,
         iterations: 2_000,
+        work: u64::MAX,
         seconds: 10.0,
         ..Budget::default()
     }
 }
 
 /// The checks of the fractional optimum (and of its floors) inside the realizable solve: the
-/// response check's, bounded by work rather than time, so the same request always makes the same
-/// allocation (a simulation's or a replayed session's rounds depend on it).
+/// response check's, bounded by its master solves (300) rather than by the response's smaller
+/// work budget (a check that certifies the optimum saves the hull solve), and like it by work
+/// rather than time, so the same request always makes the same allocation (a simulation's or a
+/// replayed session's rounds depend on it).
 fn check_budget() -> Budget {
-    Budget { seconds: 10.0, ..Budget::default() }
+    Budget { seconds: 10.0, work: u64::MAX, ..Budget::default() }
 }
 
 /// What the realizable solve did (`stats.realizable_solve`).

@@ -575,3 +575,42 @@ proptest! {
         prop_assert!((result.upper_bound - best).abs() <= 1e-6);
     }
 }
+
+/// 24 jobs of scale factors 1, 2 and 4 on 6 + 5 GPUs, each asking a pseudo-random share of its
+/// time on each type (a fixed sequence): an allocation the greedy decomposition does not deliver
+/// whole, so the column generation runs for several master solves.
+fn many_solves() -> Instance {
+    let mut state = 7u64;
+    let mut next = move || {
+        state = state.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+        (state >> 33) as f64 / (1u64 << 31) as f64
+    };
+    let scale_factors: Vec<u32> = (0..24).map(|m| [1, 1, 2, 4][m % 4]).collect();
+    let mut requested = Matrix::zeros(24, 2);
+    for m in 0..24 {
+        let (a, b) = (next(), next());
+        requested.set(m, 0, 0.4 * a);
+        requested.set(m, 1, 0.4 * b);
+    }
+    Instance { capacity: vec![6, 5], scale_factors, requested, pairs: Vec::new() }
+}
+
+/// The response's check is bounded by work (simplex iterations and master solves), not time:
+/// stopped by a small work budget it stops at the same solve every time, says why, and a larger
+/// budget goes on from there to the certified optimum.
+#[test]
+fn the_check_stops_at_its_work_budget_and_not_at_a_time() {
+    let instance = many_solves();
+    let unbounded = Budget { work: u64::MAX, seconds: 1e6, ..Budget::default() };
+    let whole = check(&instance, &unbounded, Backend::default()).expect("checked");
+    assert!(whole.stopped.is_none(), "{:?}", whole.stopped);
+    let small = Budget { work: 20_000, ..unbounded };
+    let first = check(&instance, &small, Backend::default()).expect("checked");
+    let why = first.stopped.clone().expect("the small budget stops it");
+    assert!(why.contains("work budget"), "{why}");
+    assert!(first.lp_solves < whole.lp_solves, "{} of {}", first.lp_solves, whole.lp_solves);
+    assert!(first.deliverable <= whole.deliverable + 1e-9 && first.upper_bound >= whole.deliverable - 1e-9);
+    for _ in 0..3 {
+        assert_eq!(check(&instance, &small, Backend::default()).expect("checked"), first);
+    }
+}

@@ -33,6 +33,7 @@ pub(super) fn budget() -> Budget {
         seconds: DECOMPOSITION_SECONDS,
         max_master_entries: MAX_MASTER_ENTRIES,
         spread_shortfall: true,
+        work: u64::MAX,
         ..Budget::default()
     }
 }

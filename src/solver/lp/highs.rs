@@ -184,7 +184,11 @@ impl Session for HighsSession {
     }
 
     fn set_time_limit(&mut self, seconds: f64) {
-        self.set_double("time_limit", seconds.max(1e-3));
+        // HiGHS reads its time limit against a run clock that adds up every run of the instance,
+        // so `seconds` from now is the time run so far plus `seconds`.
+        // SAFETY: ptr is live.
+        let run_so_far = unsafe { Highs_getRunTime(self.ptr) };
+        self.set_double("time_limit", run_so_far.max(0.0) + seconds.max(1e-3));
     }
 
     fn set_row_bounds(&mut self, bounds: &[(usize, f64, f64)]) {
@@ -272,6 +276,14 @@ impl Session for HighsSession {
         self.set_bool("mip_heuristic_run_feasibility_jump", false);
     }
 
+    fn simplex_iterations(&self) -> Option<u64> {
+        let name = CString::new("simplex_iteration_count").expect("no NUL in the name");
+        let mut count: HighsInt = 0;
+        // SAFETY: ptr is live and count is a valid out-parameter of HiGHS's integer type.
+        let status = unsafe { Highs_getIntInfoValue(self.ptr, name.as_ptr(), &mut count) };
+        (status == STATUS_OK).then_some(count.max(0) as u64)
+    }
+
     fn solve(&mut self) -> Result<Solution, SolveError> {
         // SAFETY: ptr is live for the whole call.
         let run = unsafe { Highs_run(self.ptr) };
@@ -308,5 +320,40 @@ impl Drop for HighsSession {
     fn drop(&mut self) {
         // SAFETY: ptr came from Highs_create and is destroyed exactly once.
         unsafe { Highs_destroy(self.ptr) };
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A dense LP with a few hundred simplex iterations: max Σ x subject to n rows of mixed
+    /// coefficients, 0 ≤ x ≤ 1.
+    fn busy_lp(n: usize) -> LinearProgram {
+        let mut lp = LinearProgram::new(Sense::Maximize);
+        for _ in 0..n {
+            lp.add_col(1.0, 0.0, 1.0);
+        }
+        for i in 0..n {
+            let coefs = (0..n).map(|j| (j, 1.0 + ((i * 7 + j * 13) % 17) as f64)).collect();
+            lp.add_row(Row::at_most(n as f64, coefs));
+        }
+        lp
+    }
+
+    /// A time limit counts from when it is set: a session that has already run longer than the
+    /// limit still gets the whole limit for its next solve (HiGHS's own clock adds up runs).
+    #[test]
+    fn a_time_limit_counts_from_when_it_is_set() {
+        let mut session = HighsSession::new(busy_lp(120));
+        // SAFETY: the session's instance is live.
+        while unsafe { Highs_getRunTime(session.ptr) } < 0.05 {
+            session.forget_basis();
+            session.solve().expect("the LP solves without a limit");
+        }
+        session.set_time_limit(0.04);
+        session.forget_basis();
+        assert!(session.solve().is_ok(), "a limit set now, longer than the solve, cut it short");
+        assert!(session.simplex_iterations().is_some_and(|n| n > 0));
     }
 }

@@ -183,6 +183,11 @@ pub trait Session {
     /// A MILP whose feasible points are trivial (all zero is one): no search for a first one
     /// (HiGHS's feasibility jump, a third of a pricing MILP's time).
     fn skip_feasibility_search(&mut self) {}
+    /// Simplex iterations the last solve took, when the backend counts them: its work, which
+    /// unlike its time does not depend on the machine.
+    fn simplex_iterations(&self) -> Option<u64> {
+        None
+    }
 }
 
 /// Which LP solver runs the models.
@@ -363,6 +368,9 @@ impl Session for Bounded {
     }
     fn skip_feasibility_search(&mut self) {
         self.inner.skip_feasibility_search()
+    }
+    fn simplex_iterations(&self) -> Option<u64> {
+        self.inner.simplex_iterations()
     }
     fn solve(&mut self) -> Result<Solution, SolveError> {
         let left = self.deadline.saturating_duration_since(Instant::now()).as_secs_f64();

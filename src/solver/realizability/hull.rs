@@ -213,8 +213,12 @@ pub fn solve(
     if matches!(goal, Goal::Throughput { .. }) {
         pricing = pricing.seeking_the_best();
     }
-    let limits =
-        Limits { iterations: budget.iterations.max(1), pricing_nodes: budget.pricing_nodes, deadline: Some(deadline) };
+    let limits = Limits {
+        iterations: budget.iterations.max(1),
+        work: budget.work,
+        pricing_nodes: budget.pricing_nodes,
+        deadline: Some(deadline),
+    };
     let mut master = Master::new(backend.until(deadline).open(lp), supply, convexity);
     // The idle round: the master is never empty, and its first basis is feasible.
     master.add(Vec::new());

@@ -41,6 +41,8 @@ pub struct Pricing<'a> {
     /// a master whose entry values do not change between pricings (a sum of throughputs) solves
     /// it once.
     relaxed: std::cell::RefCell<Option<Relaxed>>,
+    /// MILP and LP solves so far (the pricing's work beyond its knapsacks).
+    solves: std::cell::Cell<u64>,
     /// The last values the MILP proved a best configuration for, and that configuration: the
     /// pricing that follows a sum of throughputs' first (to prove no column improves) reads it.
     proved: std::cell::RefCell<Option<(Vec<f64>, Column)>>,
@@ -118,6 +120,7 @@ impl<'a> Pricing<'a> {
             requested,
             milp: None,
             relaxed: Default::default(),
+            solves: Default::default(),
             proved: Default::default(),
             best_only: false,
         }
@@ -147,6 +150,11 @@ impl<'a> Pricing<'a> {
     pub fn seeking_the_best(mut self) -> Pricing<'a> {
         self.best_only = true;
         self
+    }
+
+    /// The MILPs and LPs pricing has solved so far.
+    pub fn solves(&self) -> u64 {
+        self.solves.get()
     }
 
     /// The configuration of greatest `Σ value[e]` if it is worth more than `threshold`, else
@@ -342,6 +350,8 @@ impl<'a> Pricing<'a> {
             session.set_integer(&cols, MILP_GAP).ok()?;
             // The idle round (all zero) is a configuration: there is no first one to search for.
             session.skip_feasibility_search();
+            self.solves.set(self.solves.get() + 1);
+            self.solves.set(self.solves.get() + 1);
             let solution = session.solve().ok()?;
             chosen.extend(free.iter().zip(&cols).filter(|&(_, &c)| solution.values[c] > 0.5).map(|(&e, _)| e));
         }
@@ -465,6 +475,7 @@ impl<'a> Pricing<'a> {
             Some(found) => found,
             None => {
                 let (lp, cols, first_type_row) = self.milp_model(value, valued, &capacity);
+                self.solves.set(self.solves.get() + 1);
                 let relaxed = backend.solve(lp).ok()?;
                 let prices: Vec<f64> = (0..self.capacity.len())
                     .map(|w| relaxed.row_duals.get(first_type_row + w).map_or(0.0, |y| y.abs()))
