@@ -614,3 +614,37 @@ fn the_check_stops_at_its_work_budget_and_not_at_a_time() {
         assert_eq!(check(&instance, &small, Backend::default()).expect("checked"), first);
     }
 }
+
+/// A response's check stopped by its budget reports the same however busy the machine is: the
+/// 40-job `finish_time_fairness` fixture, whose check stops at its work budget, solved alone and
+/// again while every core spins (a budget of time would run fewer master solves then).
+#[test]
+fn a_responses_check_is_the_same_on_a_busy_machine() {
+    let path = concat!(env!("CARGO_MANIFEST_DIR"), "/fixtures/mechanism_gavel_n40_ftf.json");
+    let text = std::fs::read_to_string(path).expect("the fixture is there");
+    let problem = arbiter::Problem::from_json(&text).expect("a valid request");
+    let report = || {
+        let mut report =
+            arbiter::solve(&problem, Backend::default()).expect("solves").stats.realizable.expect("checked");
+        report.seconds = 0.0;
+        report
+    };
+    let quiet = report();
+    assert!(quiet.reason.as_deref().is_some_and(|why| why.contains("work budget")), "{:?}", quiet.reason);
+    let stop = std::sync::atomic::AtomicBool::new(false);
+    let busy = std::thread::scope(|scope| {
+        let cores = std::thread::available_parallelism().map_or(2, |n| n.get());
+        for _ in 0..cores {
+            scope.spawn(|| {
+                let mut x = 0u64;
+                while !stop.load(std::sync::atomic::Ordering::Relaxed) {
+                    x = std::hint::black_box(x.wrapping_add(1));
+                }
+            });
+        }
+        let busy = report();
+        stop.store(true, std::sync::atomic::Ordering::Relaxed);
+        busy
+    });
+    assert_eq!(busy, quiet);
+}
