@@ -37,9 +37,6 @@ const BOUND_TOL: f64 = 1e-9;
 /// duals, pricing them by knapsacks), in simplex iterations: fitted to the benchmark's checks at
 /// about 80 entries, where a solve cost about 1.5 ms and an iteration about 15 µs.
 pub const SOLVE_WORK: u64 = 100;
-/// What one of pricing's MILPs (or their LP relaxations) costs, in simplex iterations of the
-/// master: fitted to `max_min_fairness` checks with colocated pairs at 32 jobs (about 2 ms each).
-pub const PRICING_SOLVE_WORK: u64 = 250;
 
 /// How long the column generation may run.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -215,13 +212,13 @@ impl Master {
         self.session.set_costs(&costs);
     }
 
-    /// The column generation's work after `lp_solves` master solves and `pricing_solves` MILPs
-    /// in pricing: the master's simplex iterations (as far as the backend counts them),
-    /// `SOLVE_WORK` per master solve and `PRICING_SOLVE_WORK` per pricing MILP, times the entries
+    /// The column generation's work after `lp_solves` master solves, with `pricing_work` the
+    /// work of pricing's MILPs (`Pricing::solve_work`): the master's simplex iterations (as far as
+    /// the backend counts them), `SOLVE_WORK` per master solve and pricing's, times the entries
     /// (the master's rows, with which an iteration's and a pricing's cost grow).
-    pub fn work(&self, lp_solves: usize, pricing_solves: u64) -> u64 {
+    pub fn work(&self, lp_solves: usize, pricing_work: u64) -> u64 {
         let entries = self.supply.terms.len().max(1) as u64;
-        let iterations = self.simplex_iterations + SOLVE_WORK * lp_solves as u64 + PRICING_SOLVE_WORK * pricing_solves;
+        let iterations = self.simplex_iterations + SOLVE_WORK * lp_solves as u64 + pricing_work;
         entries.saturating_mul(iterations)
     }
 
@@ -283,7 +280,7 @@ impl Master {
                 let why = format!("column generation stopped after {} master solves", limits.iterations);
                 return Ok((solution, upper_bound, Some(why)));
             }
-            if self.work(*lp_solves, pricing.solves()) >= limits.work {
+            if self.work(*lp_solves, pricing.solve_work()) >= limits.work {
                 let why = format!(
                     "column generation stopped at its work budget ({} master solves, {} simplex iterations)",
                     *lp_solves, self.simplex_iterations

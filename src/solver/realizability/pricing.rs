@@ -18,6 +18,12 @@ const MILP_GAP: f64 = 1e-9;
 /// The pricing MILP's cores: entries that may be in a configuration within these shares of the
 /// gap between the GPU prices' bound and the best configuration known, tried in turn.
 const CORE_SHARES: [f64; 3] = [0.002, 0.02, 0.2];
+/// What one pricing MILP costs, in the master's simplex iterations (`master::Master::work`):
+/// fitted to `max_min_fairness` checks with colocated pairs at 32 jobs, about 4 ms each.
+const MILP_WORK: u64 = 500;
+/// What one LP relaxation of the pricing MILP costs, in the same units.
+const RELAXATION_WORK: u64 = 250;
+
 /// Knapsack steps branch and bound may take at most (its node budget times a node's steps)
 /// before a MILP solves the pricing instead, when one is at hand.
 const MILP_FIRST_WORK: u64 = 50_000_000;
@@ -41,8 +47,9 @@ pub struct Pricing<'a> {
     /// a master whose entry values do not change between pricings (a sum of throughputs) solves
     /// it once.
     relaxed: std::cell::RefCell<Option<Relaxed>>,
-    /// MILP and LP solves so far (the pricing's work beyond its knapsacks).
-    solves: std::cell::Cell<u64>,
+    /// The work of its MILP and LP solves so far, in master simplex iterations (`MILP_WORK`,
+    /// `RELAXATION_WORK` each): what pricing costs beyond its knapsacks.
+    solve_work: std::cell::Cell<u64>,
     /// The last values the MILP proved a best configuration for, and that configuration: the
     /// pricing that follows a sum of throughputs' first (to prove no column improves) reads it.
     proved: std::cell::RefCell<Option<(Vec<f64>, Column)>>,
@@ -120,7 +127,7 @@ impl<'a> Pricing<'a> {
             requested,
             milp: None,
             relaxed: Default::default(),
-            solves: Default::default(),
+            solve_work: Default::default(),
             proved: Default::default(),
             best_only: false,
         }
@@ -152,9 +159,14 @@ impl<'a> Pricing<'a> {
         self
     }
 
-    /// The MILPs and LPs pricing has solved so far.
-    pub fn solves(&self) -> u64 {
-        self.solves.get()
+    /// The work of the MILPs and LPs pricing has solved so far, in master simplex iterations.
+    pub fn solve_work(&self) -> u64 {
+        self.solve_work.get()
+    }
+
+    /// Counts one solve of `work` (`MILP_WORK` or `RELAXATION_WORK`).
+    fn charge(&self, work: u64) {
+        self.solve_work.set(self.solve_work.get() + work);
     }
 
     /// The configuration of greatest `Σ value[e]` if it is worth more than `threshold`, else
@@ -350,8 +362,7 @@ impl<'a> Pricing<'a> {
             session.set_integer(&cols, MILP_GAP).ok()?;
             // The idle round (all zero) is a configuration: there is no first one to search for.
             session.skip_feasibility_search();
-            self.solves.set(self.solves.get() + 1);
-            self.solves.set(self.solves.get() + 1);
+            self.charge(MILP_WORK);
             let solution = session.solve().ok()?;
             chosen.extend(free.iter().zip(&cols).filter(|&(_, &c)| solution.values[c] > 0.5).map(|(&e, _)| e));
         }
@@ -416,6 +427,7 @@ impl<'a> Pricing<'a> {
         session.set_integer(&integer, MILP_GAP).ok()?;
         // The idle round (all zero) is a configuration: there is no first one to search for.
         session.skip_feasibility_search();
+        self.charge(MILP_WORK);
         let solution = session.solve().ok()?;
         let mut chosen = Vec::new();
         for (jobs, cols) in alike.values().zip(&counts) {
@@ -475,7 +487,7 @@ impl<'a> Pricing<'a> {
             Some(found) => found,
             None => {
                 let (lp, cols, first_type_row) = self.milp_model(value, valued, &capacity);
-                self.solves.set(self.solves.get() + 1);
+                self.charge(RELAXATION_WORK);
                 let relaxed = backend.solve(lp).ok()?;
                 let prices: Vec<f64> = (0..self.capacity.len())
                     .map(|w| relaxed.row_duals.get(first_type_row + w).map_or(0.0, |y| y.abs()))
