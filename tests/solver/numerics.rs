@@ -123,3 +123,39 @@ fn valid_extreme_numbers_never_fail_the_solver() {
         }
     }
 }
+
+/// One job measured far faster than the others (say tokens/s beside steps/s): the throughput
+/// objectives' costs then span up to 10²¹, where HiGHS's dual simplex failed ("excessive dual
+/// values") and from 10²⁰ took the cost for infinite. They solve, and the fast job gets its GPU.
+#[test]
+fn a_job_far_faster_than_the_rest_is_solved_by_the_throughput_objectives() {
+    for policy in ["max_sum_throughput", "min_cost", "min_cost_slo"] {
+        for fast in [1e9, 1e12, 1e18, 1e21] {
+            let request = json!({
+                "policy": policy,
+                "cluster": {"worker_types": {
+                    "v100": {"count": 2, "cost_per_hour": 2.48},
+                    "k80": {"count": 2, "cost_per_hour": 0.45}
+                }},
+                "jobs": [
+                    {"id": "fast", "throughput": {"v100": fast, "k80": fast / 2.0}, "steps_remaining": 9e4,
+                     "slo_seconds": 3.6e4},
+                    {"id": "b", "throughput": {"v100": 2.0, "k80": 1.0}, "steps_remaining": 2e4},
+                    {"id": "c", "throughput": {"v100": 6.0, "k80": 1.5}, "steps_remaining": 6e4}
+                ]
+            });
+            let r = arbiter::solve_json(&request.to_string(), arbiter::lp::Backend::default())
+                .unwrap_or_else(|e| panic!("{policy} at {fast:e}: {}", e.to_json()));
+            let p = problem(&request.to_string());
+            let x = checked_allocation(&p, &r);
+            let objective = r.objective.expect("an objective");
+            assert!(objective.is_finite() && objective > 0.0, "{policy} at {fast:e}: {objective}");
+            if policy == "max_sum_throughput" {
+                // The fast job on a V100 is nearly all of the sum.
+                assert_close(objective / fast, 1.0, 1e-6, "sum of throughputs over the fast job's");
+                let v100 = p.worker_types.iter().position(|t| t.name == "v100").expect("a v100 type");
+                assert!(x[0][v100] > 1.0 - 1e-6, "{x:?}");
+            }
+        }
+    }
+}

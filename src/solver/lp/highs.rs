@@ -11,6 +11,11 @@ pub struct HighsSession {
     num_rows: usize,
     /// What each row was divided by (see `Row::equilibrated`); duals and later edits use it.
     row_scale: Vec<f64>,
+    /// Each column's cost, unscaled.
+    costs: Vec<f64>,
+    /// What HiGHS's costs are multiplied by (`objective_scale`); objective and duals are divided
+    /// by it.
+    cost_factor: f64,
 }
 
 // The HiGHS instance is owned by this session alone and never shared between threads at once.
@@ -34,6 +39,19 @@ impl Packed {
     }
 }
 
+/// What to multiply the costs by: 1, or the power of two that brings the largest to at most 2^20.
+/// HiGHS's dual simplex fails on "excessively large" costs (as a job measured at 10⁹ steps/s
+/// beside jobs at 1 step/s makes them) and takes costs from 10²⁰ for infinite; a power of two
+/// scales them exactly.
+fn objective_scale(costs: &[f64]) -> f64 {
+    let largest = costs.iter().map(|c| c.abs()).filter(|c| c.is_finite()).fold(0.0, f64::max);
+    if largest > (1u64 << 20) as f64 {
+        2f64.powi(20 - largest.log2().ceil() as i32)
+    } else {
+        1.0
+    }
+}
+
 fn clamp_inf(v: f64) -> f64 {
     // HiGHS treats any |v| ≥ 1e20 as infinite.
     v.clamp(-1e30, 1e30)
@@ -43,7 +61,14 @@ impl HighsSession {
     pub fn new(lp: LinearProgram) -> HighsSession {
         // SAFETY: Highs_create returns a fresh instance that this session owns until Drop.
         let ptr = unsafe { Highs_create() };
-        let mut session = HighsSession { ptr, num_cols: lp.num_cols(), num_rows: lp.rows.len(), row_scale: Vec::new() };
+        let mut session = HighsSession {
+            ptr,
+            num_cols: lp.num_cols(),
+            num_rows: lp.rows.len(),
+            row_scale: Vec::new(),
+            costs: lp.cost.clone(),
+            cost_factor: objective_scale(&lp.cost),
+        };
         session.set_bool("output_flag", false);
         session.set_int("threads", 1);
         // The models here are small and already tight; presolve costs more than it saves.
@@ -51,6 +76,7 @@ impl HighsSession {
         let col_lower: Vec<f64> = lp.col_lower.iter().map(|&v| clamp_inf(v)).collect();
         let col_upper: Vec<f64> = lp.col_upper.iter().map(|&v| clamp_inf(v)).collect();
         let (Packed { starts, index, value }, row_lower, row_upper) = session.pack_rows(&lp.rows);
+        let cost: Vec<f64> = lp.cost.iter().map(|&c| c * session.cost_factor).collect();
         let sense = match lp.sense {
             Sense::Minimize => OBJECTIVE_SENSE_MINIMIZE,
             Sense::Maximize => OBJECTIVE_SENSE_MAXIMIZE,
@@ -65,7 +91,7 @@ impl HighsSession {
                 MATRIX_FORMAT_ROW_WISE,
                 sense,
                 0.0,
-                lp.cost.as_ptr(),
+                cost.as_ptr(),
                 col_lower.as_ptr(),
                 col_upper.as_ptr(),
                 row_lower.as_ptr(),
@@ -155,7 +181,8 @@ impl Session for HighsSession {
         let (mut cost, mut lower, mut upper) = (Vec::new(), Vec::new(), Vec::new());
         for col in cols {
             packed.push(col.entries.iter().map(|&(r, v)| (r, v / self.row_scale[r])));
-            cost.push(col.cost);
+            cost.push(col.cost * self.cost_factor);
+            self.costs.push(col.cost);
             lower.push(clamp_inf(col.lower));
             upper.push(clamp_inf(col.upper));
         }
@@ -217,7 +244,12 @@ impl Session for HighsSession {
             return;
         }
         let set: Vec<HighsInt> = costs.iter().map(|&(col, _)| col as HighsInt).collect();
-        let cost: Vec<f64> = costs.iter().map(|&(_, c)| c).collect();
+        let cost: Vec<f64> = costs.iter().map(|&(_, c)| c * self.cost_factor).collect();
+        for &(col, c) in costs {
+            if let Some(kept) = self.costs.get_mut(col) {
+                *kept = c;
+            }
+        }
         // SAFETY: ptr is live; set and cost hold costs.len() entries; HiGHS checks the indices.
         unsafe { Highs_changeColsCostBySet(self.ptr, set.len() as HighsInt, set.as_ptr(), cost.as_ptr()) };
     }
@@ -285,6 +317,13 @@ impl Session for HighsSession {
     }
 
     fn solve(&mut self) -> Result<Solution, SolveError> {
+        let factor = objective_scale(&self.costs);
+        if factor != self.cost_factor {
+            self.cost_factor = factor;
+            let scaled: Vec<f64> = self.costs.iter().map(|&c| c * factor).collect();
+            // SAFETY: ptr is live; scaled holds one cost per column, 0..num_cols.
+            unsafe { Highs_changeColsCostByRange(self.ptr, 0, scaled.len() as HighsInt - 1, scaled.as_ptr()) };
+        }
         // SAFETY: ptr is live for the whole call.
         let run = unsafe { Highs_run(self.ptr) };
         let status = unsafe { Highs_getModelStatus(self.ptr) };
@@ -307,10 +346,11 @@ impl Session for HighsSession {
                 row_duals.as_mut_ptr(),
             );
         }
-        let objective = unsafe { Highs_getObjectiveValue(self.ptr) };
-        // The dual of a row divided by s is s times the original row's.
+        let objective = unsafe { Highs_getObjectiveValue(self.ptr) } / self.cost_factor;
+        // The dual of a row divided by s is s times the original row's; costs multiplied by f
+        // make every dual f times the original's.
         for (dual, scale) in row_duals.iter_mut().zip(&self.row_scale) {
-            *dual /= scale;
+            *dual /= scale * self.cost_factor;
         }
         Ok(Solution { values, objective, row_duals })
     }
@@ -355,5 +395,33 @@ mod tests {
         session.forget_basis();
         assert!(session.solve().is_ok(), "a limit set now, longer than the solve, cut it short");
         assert!(session.simplex_iterations().is_some_and(|n| n > 0));
+    }
+
+    /// Costs far apart solve, with the objective and duals in the model's own units: max
+    /// 10⁹·x + y with x + y ≤ 1 and x ≤ 1/2, as a job measured 10⁹ times faster than another
+    /// makes it (HiGHS's dual simplex failed on such costs before they were scaled), and again
+    /// after the costs change in place and past HiGHS's infinity.
+    #[test]
+    fn costs_far_apart_solve_in_the_models_units() {
+        let mut lp = LinearProgram::new(Sense::Maximize);
+        let x = lp.add_col(1e9, 0.0, 1.0);
+        let y = lp.add_col(1.0, 0.0, 1.0);
+        lp.add_row(Row::at_most(1.0, vec![(x, 1.0), (y, 1.0)]));
+        lp.add_row(Row::at_most(0.5, vec![(x, 1.0)]));
+        let mut session = HighsSession::new(lp);
+        let close = |a: f64, b: f64| (a - b).abs() <= 1e-9 * b.abs().max(1.0);
+        for big in [1e9, 1e25, 1e300] {
+            session.set_costs(&[(x, big)]);
+            let solution = session.solve().expect("solves");
+            assert!(close(solution.values[x], 0.5) && close(solution.values[y], 0.5), "{:?}", solution.values);
+            assert!(close(solution.objective, 0.5 * big + 0.5), "{} at {big}", solution.objective);
+            // x + y ≤ 1 is worth y's cost; x ≤ 1/2 the rest of x's (within the scaled tolerance:
+            // beside 10²⁵, y's cost of 1 is below it).
+            assert!((solution.row_duals[0] - 1.0).abs() <= 1e-12 * big, "{:?} at {big}", solution.row_duals);
+            assert!(close(solution.row_duals[1], big - 1.0), "{:?} at {big}", solution.row_duals);
+        }
+        session.set_costs(&[(x, 2.0)]);
+        let solution = session.solve().expect("solves");
+        assert!(close(solution.objective, 1.5) && close(solution.row_duals[1], 1.0), "{solution:?}");
     }
 }
