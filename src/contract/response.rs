@@ -2,7 +2,7 @@
 //! by the request's ids and in the request's order. Built from a `Problem` and a policy `Outcome`.
 
 pub use super::allocation_row::AllocationRow;
-use crate::policies::Outcome;
+use crate::policies::{Outcome, PolicyKind};
 use crate::problem::{dot, Problem};
 use indexmap::IndexMap;
 use serde::{Deserialize, Serialize};
@@ -158,6 +158,15 @@ impl Response {
             allocation.insert(job.id.clone(), row(outcome.allocation.row(m)));
             effective_throughput.insert(job.id.clone(), thr[m]);
         }
+        let objective = match outcome.objective {
+            // The makespan of the allocation answered: infinite (null) if a job with steps left
+            // gets no time, as the LP's tolerance allows for one that needs almost none.
+            Some(_) if problem.policy == PolicyKind::MinMakespan => {
+                let makespan = crate::policies::min_makespan::makespan(problem, &thr);
+                outcome.objective.filter(|_| makespan.is_finite())
+            }
+            other => other,
+        };
         let pairs = kept_pairs.map(|kept| PairStats {
             offered: problem.colocations.len(),
             kept,
@@ -210,7 +219,7 @@ impl Response {
             colocated_allocation,
             unconsolidated_allocation,
             effective_throughput,
-            objective: outcome.objective,
+            objective,
             levels,
             estimated_throughput: Default::default(),
             estimated_colocations: Vec::new(),

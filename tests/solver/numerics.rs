@@ -159,3 +159,34 @@ fn a_job_far_faster_than_the_rest_is_solved_by_the_throughput_objectives() {
         }
     }
 }
+
+/// min_makespan with a job that needs almost nothing (10⁴ steps at 10¹⁰ steps/s beside two jobs
+/// of 10³ steps at 1 step/s, two GPUs): its share of a GPU is under the LP's tolerance, so the
+/// first solve may give it none. The optimum is still 1,000 s, and the tie-break must keep it:
+/// it used to take the infinite makespan of that first allocation for the objective, gave the
+/// tie-break no floors, and starved a slow job (objective null, one job at 0 steps/s).
+#[test]
+fn makespan_keeps_its_optimum_beside_a_job_that_needs_almost_nothing() {
+    let request = json!({
+        "policy": "min_makespan",
+        "cluster": {"worker_types": {"g": {"count": 2}}},
+        "jobs": [
+            {"id": "a", "throughput": {"g": 1e10}, "steps_remaining": 1e4},
+            {"id": "b", "throughput": {"g": 1.0}, "steps_remaining": 1e3},
+            {"id": "c", "throughput": {"g": 1.0}, "steps_remaining": 1e3}
+        ]
+    });
+    let (p, r, x) = solve_value(&request);
+    assert_close(r.objective.expect("a finite makespan"), 1e3, 1e-6, "makespan");
+    assert_close(makespan(&p, &x), 1e3, 1e-6, "recomputed makespan");
+    // Without the tie-break the first solve's allocation is the answer, and its makespan (which
+    // the objective reports) is infinite if the fast job got no time.
+    let mut bare = request.clone();
+    bare["tie_break"] = json!("none");
+    let (p, r, x) = solve_value(&bare);
+    let recomputed = makespan(&p, &x);
+    match r.objective {
+        Some(objective) => assert_close(objective, recomputed, 1e-6, "the makespan of the answer"),
+        None => assert!(recomputed.is_infinite(), "objective null for a finite makespan {recomputed}"),
+    }
+}

@@ -44,7 +44,14 @@ pub(crate) fn on_engine(problem: &Problem, engine: &mut Engine) -> Result<Outcom
         _ => {
             let thr = engine.throughputs(&solution.allocation, &solution.pair_time, &solution.unconsolidated);
             // From the steps left already read (no second walk of the jobs).
-            makespan_of(&demand, &thr, |_| true)
+            let makespan = makespan_of(&demand, &thr, |_| true);
+            match solution.z {
+                // A job ~10¹⁰ times faster than the rest needs less of a GPU than the LP's
+                // tolerance and may get none: the optimum is still 1/z, which the tie-break's
+                // floors must keep.
+                Some(z) if !makespan.is_finite() && z > 0.0 => 1.0 / z,
+                _ => makespan,
+            }
         }
     };
     Ok(Outcome::of_ratio(problem, engine, solution, objective))
