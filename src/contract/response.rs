@@ -161,9 +161,8 @@ impl Response {
         let objective = match outcome.objective {
             // The makespan of the allocation answered: infinite (null) if a job with steps left
             // gets no time, as the LP's tolerance allows for one that needs almost none.
-            Some(_) if problem.policy == PolicyKind::MinMakespan => {
-                let makespan = crate::policies::min_makespan::makespan(problem, &thr);
-                outcome.objective.filter(|_| makespan.is_finite())
+            Some(o) if problem.policy == PolicyKind::MinMakespan => {
+                Some(o).filter(|_| crate::policies::min_makespan::makespan(problem, &thr).is_finite())
             }
             other => other,
         };

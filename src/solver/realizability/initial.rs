@@ -39,19 +39,19 @@ pub fn greedy(entries: &[(u32, u32)], requested: &[f64], gangs: &[Gang], capacit
         .map(|g| rank(remaining[g as usize], gpus(g), g))
         .collect();
     order.sort_unstable();
-    // The gangs the last configuration ran: only their time left changed.
-    let mut ran: Vec<u32> = Vec::new();
     let mut ranked: Vec<u128> = Vec::new();
     let mut moved = vec![false; gangs.len()];
     let mut merged: Vec<u128> = Vec::with_capacity(order.len());
     // Per job: whether the configuration being built runs it; per entry: whether it is in it.
     let mut running = vec![false; Gang::jobs_spanned(gangs)];
     let mut chosen = vec![false; entries.len()];
+    // The entries of the configuration being built, in the order's order; until then, the last
+    // one's: only its gangs' time left changed.
     let mut picked: Vec<usize> = Vec::new();
     while columns.len() < max_steps && time < 1.0 - DONE {
-        if !ran.is_empty() {
+        if !picked.is_empty() {
             ranked.clear();
-            for &g in &ran {
+            for g in picked.iter().map(|&e| entries[e].0) {
                 remaining[g as usize] = gang_left(g, &left);
                 moved[g as usize] = true;
                 if remaining[g as usize] > DONE {
@@ -62,10 +62,9 @@ pub fn greedy(entries: &[(u32, u32)], requested: &[f64], gangs: &[Gang], capacit
             ranked.sort();
             merge_unmoved(&order, &ranked, &moved, &mut merged);
             std::mem::swap(&mut order, &mut merged);
-            for &g in &ran {
-                moved[g as usize] = false;
+            for &e in &picked {
+                moved[entries[e].0 as usize] = false;
             }
-            ran.clear();
         }
         if order.is_empty() {
             break;
@@ -130,7 +129,6 @@ pub fn greedy(entries: &[(u32, u32)], requested: &[f64], gangs: &[Gang], capacit
                 running[m as usize] = false;
             }
             chosen[e] = true;
-            ran.push(g);
         }
         time += step;
         // The column in entry order, read off the marks (a sort of the picks costs more).
