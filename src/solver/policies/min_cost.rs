@@ -42,8 +42,9 @@ fn type_cost(problem: &Problem, w: usize) -> f64 {
 
 /// The min-cost allocation where every job m also gets `thr_m ≥ floor[m]`.
 pub(super) fn cheapest(problem: &Problem, backend: Backend, floor: &[f64]) -> Result<Outcome> {
+    let floors = floor.iter().any(|&f| f != 0.0);
     let groups = || {
-        if floor.iter().all(|&f| f == 0.0) {
+        if !floors {
             Groups::identical_jobs(problem, &[])
         } else {
             Groups::singletons(problem.num_jobs())
@@ -56,21 +57,36 @@ pub(super) fn cheapest(problem: &Problem, backend: Backend, floor: &[f64]) -> Re
         base.terms(g, |w| scale * type_cost(problem, w) * sf)
     };
 
-    // Stage 1 (Charnes–Cooper): max Σ T·X'  s.t. base rows × t, Σ cost·sf·X' = 1, T·X'_m ≥ floor_m·t.
-    let mut lp = LinearProgram::new(Sense::Maximize);
-    let t = lp.add_col(0.0, 0.0, f64::INFINITY);
-    let mut base = BaseLp::with_lp(problem, groups(), lp, Some(t));
-    base.set_objective(|m, w| problem.throughput.get(m, w));
-    let denominator: Vec<(usize, f64)> = (0..base.cols.len()).flat_map(|g| cost_terms(&base, g, 1.0)).collect();
-    base.lp.add_row(Row::equal(1.0, denominator));
-    for (g, members) in base.groups.members.clone().iter().enumerate() {
-        if floor[members[0]] > 0.0 {
-            let mut coefs = throughput_terms(&base, g);
-            coefs.push((t, -floor[members[0]]));
-            base.lp.add_row(Row::at_least(0.0, coefs));
+    // Stage 1: the optimal ratio. Without floors it is the best column's own ratio (a ratio of
+    // sums is at most its largest term); with them, Charnes–Cooper's LP:
+    // max Σ T·X'  s.t. base rows × t, Σ cost·sf·X' = 1, T·X'_m ≥ floor_m·t.
+    let ratio = if !floors {
+        let base = BaseLp::new(problem, groups(), Sense::Maximize, None);
+        (0..base.cols.len())
+            .flat_map(|g| {
+                let sf = problem.jobs[base.groups.members[g][0]].scale_factor as f64;
+                let rep = base.groups.members[g][0];
+                base.terms(g, |w| problem.throughput.get(rep, w) / (type_cost(problem, w) * sf))
+            })
+            .map(|(_, r)| r)
+            .filter(|r| r.is_finite())
+            .fold(0.0, f64::max)
+    } else {
+        let mut lp = LinearProgram::new(Sense::Maximize);
+        let t = lp.add_col(0.0, 0.0, f64::INFINITY);
+        let mut base = BaseLp::with_lp(problem, groups(), lp, Some(t));
+        base.set_objective(|m, w| problem.throughput.get(m, w));
+        let denominator: Vec<(usize, f64)> = (0..base.cols.len()).flat_map(|g| cost_terms(&base, g, 1.0)).collect();
+        base.lp.add_row(Row::equal(1.0, denominator));
+        for (g, members) in base.groups.members.clone().iter().enumerate() {
+            if floor[members[0]] > 0.0 {
+                let mut coefs = throughput_terms(&base, g);
+                coefs.push((t, -floor[members[0]]));
+                base.lp.add_row(Row::at_least(0.0, coefs));
+            }
         }
-    }
-    let ratio = backend.solve(base.lp.clone())?.objective;
+        backend.solve(base.lp.clone())?.objective
+    };
 
     // Stage 2: max Σ T·X  s.t. base rows, Σ T·X − ratio·Σ cost·sf·X ≥ 0, T·X_m ≥ floor_m.
     let mut base = BaseLp::new(problem, groups(), Sense::Maximize, None);
@@ -94,7 +110,7 @@ pub(super) fn cheapest(problem: &Problem, backend: Backend, floor: &[f64]) -> Re
     Ok(Outcome {
         allocation,
         objective: Some(objective),
-        lp_solves: 2,
+        lp_solves: if floors { 2 } else { 1 },
         water_filling: None,
         method: None,
         colocated: Matrix::zeros(0, 0),
