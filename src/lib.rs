@@ -89,6 +89,7 @@ pub fn allocate(problem: &Problem, backend: lp::Backend) -> error::Result<(Respo
     } else {
         (outcome, None)
     };
+    solver::feasible::check(problem, &outcome)?;
     let seconds = start.elapsed().as_secs_f64();
     let mut response = Response::new(problem, &outcome, kept_pairs, backend.name(), seconds);
     if let Some((report, decomposition)) = realized {

@@ -8,6 +8,7 @@
 pub mod band;
 pub mod cutting_planes;
 pub mod dorm;
+pub mod feasible;
 pub mod formulation;
 pub mod lp;
 pub mod max_min_ratio;

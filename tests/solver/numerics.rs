@@ -190,3 +190,101 @@ fn makespan_keeps_its_optimum_beside_a_job_that_needs_almost_nothing() {
         None => assert!(recomputed.is_infinite(), "objective null for a finite makespan {recomputed}"),
     }
 }
+
+/// Jobs 10¹⁸ apart in steps left (10¹² against 10⁻⁶): the small one needs ~10⁻¹⁸ of a GPU, under
+/// the LP's tolerance, and came back with none, so the makespan over it was infinite (objective
+/// null), with or without the tie-break. It gets the sliver it needs, and the makespan is the one
+/// of the same jobs without it.
+#[test]
+fn makespan_gives_a_sliver_to_a_job_that_needs_almost_no_time() {
+    let request = |tie_break: &str, with_small: bool| {
+        let mut jobs = vec![
+            json!({"id": "a", "throughput": {"t0": 95.8, "t1": 83.1, "t3": 70.0, "t4": 91.6}, "steps_remaining": 1.0}),
+            json!({"id": "b", "throughput": {"t0": 90.8, "t1": 64.6, "t2": 63.7, "t4": 60.1}, "steps_remaining": 1e12}),
+            json!({"id": "c", "throughput": {"t1": 5.3, "t2": 51.4, "t4": 20.1}, "steps_remaining": 0.0}),
+            json!({"id": "e", "throughput": {"t0": 27.7, "t1": 58.5, "t2": 5.4, "t3": 41.5, "t4": 93.7},
+                   "steps_remaining": 1e12}),
+        ];
+        if with_small {
+            jobs.insert(
+                3,
+                json!({"id": "d", "throughput": {"t1": 63.7, "t2": 24.8, "t3": 1e-6, "t4": 65.4},
+                                  "steps_remaining": 1e-6}),
+            );
+        }
+        json!({
+            "policy": "min_makespan",
+            "tie_break": tie_break,
+            "cluster": {"worker_types": {"t0": {"count": 2}, "t1": {"count": 1000}, "t2": {"count": 1},
+                                         "t3": {"count": 2}, "t4": {"count": 1}}},
+            "jobs": jobs
+        })
+    };
+    for tie_break in ["none", "throughput"] {
+        let (p, r, x) = solve_value(&request(tie_break, true));
+        let objective = r.objective.unwrap_or_else(|| panic!("tie_break {tie_break}: objective null"));
+        assert_close(makespan(&p, &x), objective, 1e-6, "the makespan of the answer");
+        let (_, without, _) = solve_value(&request(tie_break, false));
+        assert_close(objective, without.objective.expect("a makespan"), 1e-6, "makespan beside the small job");
+        for m in 0..p.num_jobs() {
+            if p.steps_remaining(m) > 0.0 {
+                assert!(r.effective_throughput[&p.jobs[m].id] > 0.0, "tie_break {tie_break}: job {m} starved");
+            }
+        }
+    }
+}
+
+/// Prices 10⁹ apart ($10⁹/h beside $0.45/h): the Charnes–Cooper LP of `min_cost` came back
+/// "unbounded" (`solver_failed`). Without SLO floors its ratio is the best column's own, read
+/// off the matrix, and the one LP left picks the allocation at it.
+#[test]
+fn min_cost_solves_with_prices_far_apart() {
+    let request = json!({
+        "policy": "min_cost",
+        "cluster": {"worker_types": {
+            "dear": {"count": 4, "cost_per_hour": 1e9},
+            "cheap": {"count": 1000, "cost_per_hour": 0.45},
+            "dear2": {"count": 8, "cost_per_hour": 1e9}
+        }},
+        "jobs": [
+            {"id": "a", "throughput": {"dear": 47.3, "dear2": 4.0}},
+            {"id": "b", "throughput": {"dear": 1.4229e11, "cheap": 63.98}}
+        ]
+    });
+    let (_, r, _) = solve_value(&request);
+    assert_close(r.objective.expect("a ratio"), 1.4229e11 / 1e9, 1e-8, "throughput per dollar-hour");
+    assert_eq!(r.stats.lp_solves, 1, "one LP without floors");
+}
+
+/// A job measured at 10⁻³⁰ steps/s alone and 60 in a pair puts a 10³² coefficient in the
+/// water-filling LP, which HiGHS then called optimal at an allocation running a job 106% of the
+/// time and a type over its GPUs. Such an answer is refused (`solver_failed`, saying why), never
+/// returned; either way nothing infeasible comes back.
+#[test]
+fn an_infeasible_answer_is_refused_not_returned() {
+    let request = json!({
+        "policy": "max_min_fairness_water_filling",
+        "space_sharing": true,
+        "cluster": {"worker_types": {"t0": {"count": 4}, "t1": {"count": 4}, "t2": {"count": 0}}},
+        "jobs": [
+            {"id": "j0", "throughput": {"t1": 41.9}, "scale_factor": 8},
+            {"id": "j1", "throughput": {"t0": 84.2, "t1": 3.24e-5, "t2": 69.2}, "scale_factor": 8},
+            {"id": "j3", "throughput": {"t0": 1e-30, "t2": 1.6e-6}},
+            {"id": "j7", "throughput": {"t0": 70.3, "t1": 44.8, "t2": 3.1e-9}}
+        ],
+        "colocations": [
+            {"jobs": ["j3", "j7"], "throughput": {"t0": [59.96, 84.08], "t2": [51.9, 1e30]}},
+            {"jobs": ["j1", "j0"], "throughput": {"t1": [89.2, 1e-30], "t2": [97.5, 85.2]}}
+        ]
+    });
+    let text = request.to_string();
+    match arbiter::solve_json(&text, arbiter::lp::Backend::default()) {
+        Ok(r) => {
+            checked_allocation(&problem(&text), &r);
+        }
+        Err(e) => {
+            assert_eq!(e.code, ErrorCode::SolverFailed, "{}", e.to_json());
+            assert!(e.message.contains("infeasible"), "{}", e.to_json());
+        }
+    }
+}

@@ -6,6 +6,8 @@
 //! (`max_weighted_throughput`), exact and linear in jobs × types like the first; elsewhere it is
 //! the exact engine. See `formulations/tie_break.md`.
 
+mod top_up;
+
 use crate::error::{ArbiterError, ErrorCode, Result};
 use crate::lp::{Backend, Sense};
 use crate::max_min_ratio::{DecompositionOptions, Engine, MethodReport, Need, Program, Terms};
@@ -266,6 +268,18 @@ pub fn solve(problem: &Problem, backend: Backend) -> Result<Applied> {
 /// (`policies::solve_keeping_engine`; an optimum whose split that engine left undone is split
 /// here unless the second solve replaces it).
 pub fn apply_on<'p>(
+    problem: &'p Problem,
+    outcome: Outcome,
+    engine: Option<&mut Engine<'p>>,
+    backend: Backend,
+) -> Result<Applied> {
+    let mut applied = chosen(problem, outcome, engine, backend)?;
+    top_up::keep_floors(problem, &mut applied.outcome);
+    Ok(applied)
+}
+
+/// The tie-break the problem asks for, applied to `outcome`.
+fn chosen<'p>(
     problem: &'p Problem,
     mut outcome: Outcome,
     mut engine: Option<&mut Engine<'p>>,
