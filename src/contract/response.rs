@@ -3,7 +3,7 @@
 
 pub use super::allocation_row::AllocationRow;
 use crate::policies::{Outcome, PolicyKind};
-use crate::problem::{dot, Problem};
+use crate::problem::Problem;
 use indexmap::IndexMap;
 use serde::{Deserialize, Serialize};
 use std::sync::Arc;
@@ -127,14 +127,12 @@ impl Response {
         let row = |time: &[f64]| AllocationRow::of(&names, time.to_vec());
         let mut allocation = IndexMap::with_capacity(problem.num_jobs());
         let mut effective_throughput = IndexMap::with_capacity(problem.num_jobs());
-        let mut thr: Vec<f64> =
-            (0..problem.num_jobs()).map(|m| dot(problem.measured.row(m), outcome.allocation.row(m))).collect();
+        let thr = outcome.throughputs_under(problem, &problem.measured);
         let mut unconsolidated_allocation = IndexMap::new();
-        if let Some(tu) = &problem.unconsolidated {
-            for (m, thr_m) in thr.iter_mut().enumerate().take(outcome.unconsolidated.rows()) {
+        if problem.unconsolidated.is_some() {
+            for m in 0..outcome.unconsolidated.rows().min(problem.num_jobs()) {
                 let time = outcome.unconsolidated.row(m);
                 if time.iter().any(|&u| u > 0.0) {
-                    *thr_m += dot(tu.row(m), time);
                     unconsolidated_allocation.insert(problem.jobs[m].id.clone(), row(time));
                 }
             }
@@ -146,10 +144,6 @@ impl Response {
                 continue;
             }
             let colocation = &problem.colocations[k];
-            for (w, &y) in time.iter().enumerate() {
-                thr[colocation.jobs[0]] += colocation.throughput[w][0] * y;
-                thr[colocation.jobs[1]] += colocation.throughput[w][1] * y;
-            }
             let jobs = colocation.jobs.map(|m| problem.jobs[m].id.clone());
             let allocation = names.iter().cloned().zip(time.iter().copied()).filter(|&(_, y)| y > 0.0).collect();
             colocated_allocation.push(ColocatedAllocation { jobs, allocation });
@@ -187,24 +181,7 @@ impl Response {
                 })
                 .collect()
         });
-        let mut used = vec![0.0; names.len()];
-        for (m, job) in problem.jobs.iter().enumerate() {
-            let sf = job.scale_factor as f64;
-            for (w, &x) in outcome.allocation.row(m).iter().enumerate() {
-                used[w] += sf * x;
-            }
-            if m < outcome.unconsolidated.rows() {
-                for (w, &u) in outcome.unconsolidated.row(m).iter().enumerate() {
-                    used[w] += sf * u;
-                }
-            }
-        }
-        for k in 0..outcome.colocated.rows() {
-            let sf = problem.jobs[problem.colocations[k].jobs[0]].scale_factor as f64;
-            for (w, &y) in outcome.colocated.row(k).iter().enumerate() {
-                used[w] += sf * y;
-            }
-        }
+        let used = outcome.gpus_used(problem);
         let utilization = names
             .iter()
             .zip(&problem.worker_types)

@@ -12,42 +12,25 @@ const OVER: f64 = 1e-6;
 
 /// `Ok` if `outcome`'s allocation, pairs and unconsolidated time fit the cluster within [`OVER`].
 pub fn check(problem: &Problem, outcome: &Outcome) -> Result<()> {
+    // Every entry a share of time, named by its job (a pair's by its first).
     let jobs = problem.num_jobs();
-    let types = problem.num_types();
-    let sf = |m: usize| problem.jobs[m].scale_factor as f64;
-    let mut time = vec![0.0; jobs];
-    let mut used = vec![0.0; types];
-    let mut add = |m: usize, gpus: f64, row: &[f64], time: &mut [f64]| -> Result<()> {
-        for (w, &x) in row.iter().enumerate() {
-            if !(x.is_finite() && x >= -OVER) {
-                return Err(infeasible(format!(
-                    "job {:?} has time {x} on {}",
-                    problem.jobs[m].id, problem.worker_types[w].name
-                )));
-            }
-            time[m] += x;
-            used[w] += gpus * x;
+    let rows = (0..jobs.min(outcome.allocation.rows())).map(|m| (m, outcome.allocation.row(m)));
+    let rows = rows.chain((0..jobs.min(outcome.unconsolidated.rows())).map(|m| (m, outcome.unconsolidated.row(m))));
+    let pairs = problem.colocations.iter().enumerate().take(outcome.colocated.rows());
+    for (m, row) in rows.chain(pairs.map(|(k, colocation)| (colocation.jobs[0], outcome.colocated.row(k)))) {
+        if let Some((w, x)) = row.iter().enumerate().find(|&(_, &x)| !(x.is_finite() && x >= -OVER)) {
+            let (job, name) = (&problem.jobs[m].id, &problem.worker_types[w].name);
+            return Err(infeasible(format!("job {job:?} has time {x} on {name}")));
         }
-        Ok(())
-    };
-    for m in 0..jobs.min(outcome.allocation.rows()) {
-        add(m, sf(m), outcome.allocation.row(m), &mut time)?;
     }
-    for m in 0..jobs.min(outcome.unconsolidated.rows()) {
-        add(m, sf(m), outcome.unconsolidated.row(m), &mut time)?;
-    }
-    for (k, colocation) in problem.colocations.iter().enumerate().take(outcome.colocated.rows()) {
-        let [a, b] = colocation.jobs;
-        add(a, sf(a), outcome.colocated.row(k), &mut time)?;
-        // The pair's GPUs are counted once, with the first job.
-        time[b] += outcome.colocated.row(k).iter().sum::<f64>();
-    }
+    let time = outcome.time_used(problem);
     if let Some(m) = (0..jobs).find(|&m| time[m] > 1.0 + OVER) {
         return Err(infeasible(format!("job {:?} would run {} of the time", problem.jobs[m].id, time[m])));
     }
-    for (w, wt) in problem.worker_types.iter().enumerate() {
-        if used[w] > wt.count * (1.0 + OVER) + OVER {
-            return Err(infeasible(format!("{} would need {} GPUs of its {}", wt.name, used[w], wt.count)));
+    let used = outcome.gpus_used(problem);
+    for (wt, &used) in problem.worker_types.iter().zip(&used) {
+        if used > wt.count * (1.0 + OVER) + OVER {
+            return Err(infeasible(format!("{} would need {used} GPUs of its {}", wt.name, wt.count)));
         }
     }
     Ok(())

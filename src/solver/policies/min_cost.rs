@@ -57,40 +57,38 @@ pub(super) fn cheapest(problem: &Problem, backend: Backend, floor: &[f64]) -> Re
         base.terms(g, |w| scale * type_cost(problem, w) * sf)
     };
 
+    // Stage 2's model: max Σ T·X over the base rows (its ratio and floor rows come below).
+    let mut base = BaseLp::new(problem, groups(), Sense::Maximize, None);
+    base.set_objective(|m, w| problem.throughput.get(m, w));
+
     // Stage 1: the optimal ratio. Without floors it is the best column's own ratio (a ratio of
     // sums is at most its largest term); with them, Charnes–Cooper's LP:
     // max Σ T·X'  s.t. base rows × t, Σ cost·sf·X' = 1, T·X'_m ≥ floor_m·t.
     let ratio = if !floors {
-        let base = BaseLp::new(problem, groups(), Sense::Maximize, None);
         (0..base.cols.len())
-            .flat_map(|g| {
-                let sf = problem.jobs[base.groups.members[g][0]].scale_factor as f64;
-                let rep = base.groups.members[g][0];
-                base.terms(g, |w| problem.throughput.get(rep, w) / (type_cost(problem, w) * sf))
-            })
-            .map(|(_, r)| r)
+            .flat_map(|g| throughput_terms(&base, g).into_iter().zip(cost_terms(&base, g, 1.0)))
+            .map(|((_, thr), (_, cost))| thr / cost)
             .filter(|r| r.is_finite())
             .fold(0.0, f64::max)
     } else {
         let mut lp = LinearProgram::new(Sense::Maximize);
         let t = lp.add_col(0.0, 0.0, f64::INFINITY);
-        let mut base = BaseLp::with_lp(problem, groups(), lp, Some(t));
-        base.set_objective(|m, w| problem.throughput.get(m, w));
-        let denominator: Vec<(usize, f64)> = (0..base.cols.len()).flat_map(|g| cost_terms(&base, g, 1.0)).collect();
-        base.lp.add_row(Row::equal(1.0, denominator));
-        for (g, members) in base.groups.members.clone().iter().enumerate() {
+        let mut homogenized = BaseLp::with_lp(problem, groups(), lp, Some(t));
+        homogenized.set_objective(|m, w| problem.throughput.get(m, w));
+        let denominator: Vec<(usize, f64)> =
+            (0..homogenized.cols.len()).flat_map(|g| cost_terms(&homogenized, g, 1.0)).collect();
+        homogenized.lp.add_row(Row::equal(1.0, denominator));
+        for (g, members) in homogenized.groups.members.clone().iter().enumerate() {
             if floor[members[0]] > 0.0 {
-                let mut coefs = throughput_terms(&base, g);
+                let mut coefs = throughput_terms(&homogenized, g);
                 coefs.push((t, -floor[members[0]]));
-                base.lp.add_row(Row::at_least(0.0, coefs));
+                homogenized.lp.add_row(Row::at_least(0.0, coefs));
             }
         }
-        backend.solve(base.lp.clone())?.objective
+        backend.solve(homogenized.lp)?.objective
     };
 
     // Stage 2: max Σ T·X  s.t. base rows, Σ T·X − ratio·Σ cost·sf·X ≥ 0, T·X_m ≥ floor_m.
-    let mut base = BaseLp::new(problem, groups(), Sense::Maximize, None);
-    base.set_objective(|m, w| problem.throughput.get(m, w));
     let keep_ratio: Vec<(usize, f64)> = (0..base.cols.len())
         .flat_map(|g| {
             let thr = throughput_terms(&base, g);

@@ -174,6 +174,70 @@ impl Outcome {
         (0..self.colocated.rows()).any(|k| self.colocated.row(k).iter().any(|&y| y > 0.0))
     }
 
+    /// Each type's GPUs in use: `Σ_m sf_m·(X[m][w] + U[m][w])` and `Σ_k sf_k·Y[k][w]`.
+    pub fn gpus_used(&self, problem: &Problem) -> Vec<f64> {
+        let mut used = vec![0.0; problem.num_types()];
+        for (m, job) in problem.jobs.iter().enumerate() {
+            let sf = job.scale_factor as f64;
+            for (w, &x) in self.allocation.row(m).iter().enumerate() {
+                used[w] += sf * x;
+            }
+            if m < self.unconsolidated.rows() {
+                for (w, &u) in self.unconsolidated.row(m).iter().enumerate() {
+                    used[w] += sf * u;
+                }
+            }
+        }
+        for k in 0..self.colocated.rows() {
+            let sf = problem.jobs[problem.colocations[k].jobs[0]].scale_factor as f64;
+            for (w, &y) in self.colocated.row(k).iter().enumerate() {
+                used[w] += sf * y;
+            }
+        }
+        used
+    }
+
+    /// Each job's share of the time running: its `X`, its `U` and its pairs' `Y`.
+    pub fn time_used(&self, problem: &Problem) -> Vec<f64> {
+        let mut time: Vec<f64> = self.allocation.row_iter().map(|x| x.iter().sum()).collect();
+        for (m, u) in self.unconsolidated.row_iter().enumerate() {
+            time[m] += u.iter().sum::<f64>();
+        }
+        for (k, colocation) in problem.colocations.iter().enumerate().take(self.colocated.rows()) {
+            let y: f64 = self.colocated.row(k).iter().sum();
+            time[colocation.jobs[0]] += y;
+            time[colocation.jobs[1]] += y;
+        }
+        time
+    }
+
+    /// Each job's throughput: `Σ_w t[m][w]·X[m][w]` (`t` the measured or the policy's matrix),
+    /// plus its unconsolidated time at the measured unconsolidated throughputs and its pairs' time
+    /// at their colocated throughputs.
+    pub fn throughputs_under(&self, problem: &Problem, t: &Matrix) -> Vec<f64> {
+        let mut thr: Vec<f64> =
+            (0..problem.num_jobs()).map(|m| crate::problem::dot(t.row(m), self.allocation.row(m))).collect();
+        // Only rows with time add (as a response reports them).
+        let has_time = |row: &[f64]| row.iter().any(|&v| v > 0.0);
+        if let Some(tu) = &problem.unconsolidated {
+            for (m, thr_m) in thr.iter_mut().enumerate().take(self.unconsolidated.rows()) {
+                if has_time(self.unconsolidated.row(m)) {
+                    *thr_m += crate::problem::dot(tu.row(m), self.unconsolidated.row(m));
+                }
+            }
+        }
+        for (k, colocation) in problem.colocations.iter().enumerate().take(self.colocated.rows()) {
+            if !has_time(self.colocated.row(k)) {
+                continue;
+            }
+            for (w, &y) in self.colocated.row(k).iter().enumerate() {
+                thr[colocation.jobs[0]] += colocation.throughput[w][0] * y;
+                thr[colocation.jobs[1]] += colocation.throughput[w][1] * y;
+            }
+        }
+        thr
+    }
+
     /// The outcome of a policy solved by one `max_ratio` on `engine`, with its `objective`.
     pub(crate) fn of_ratio(problem: &Problem, engine: &Engine, solution: RatioSolution, objective: f64) -> Outcome {
         Outcome {
