@@ -71,9 +71,7 @@ pub fn allocate(problem: &Problem, backend: lp::Backend) -> error::Result<(Respo
     let (applied, partitioning) = match partition::plan(problem, kept_pairs.unwrap_or(0))? {
         Some((k, chosen)) => {
             let (outcome, partitioning) = partition::solve(problem, backend, k, chosen)?;
-            let bare =
-                solver::tie_break::Applied { outcome, tie_break: solver::tie_break::TieBreak::None, method: None };
-            (bare, Some(partitioning))
+            (solver::tie_break::Applied::bare(outcome), Some(partitioning))
         }
         None => (solver::tie_break::solve(problem, backend)?, None),
     };
@@ -102,6 +100,7 @@ pub fn allocate(problem: &Problem, backend: lp::Backend) -> error::Result<(Respo
     response.stats.partitioning = partitioning;
     response.stats.tie_break = tie_break;
     response.stats.tie_break_method = applied.method;
+    response.stats.tie_break_skipped = applied.skipped;
     Ok((response, outcome))
 }
 

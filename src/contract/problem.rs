@@ -147,15 +147,33 @@ pub struct Problem {
     pub decomposition: crate::max_min_ratio::DecompositionOptions,
 }
 
-fn finite_at_least(value: f64, min: f64, field: impl Fn() -> String, what: &str) -> Result<f64> {
+/// The smallest magnitude of a nonzero number the contract takes (throughputs, steps, weights,
+/// times, prices), and the largest: the formulations multiply and divide a few of them at once
+/// (a makespan is steps over a throughput, a floor a weight times an equal share), and within
+/// these bounds every such product or quotient stays finite and normal in double precision. A
+/// throughput of 5·10⁻³²⁴ steps/s made a job's makespan infinite; one of 1.7·10³⁰⁸ made a sum
+/// of them overflow, and the LP solver refused the model.
+pub const SMALLEST: f64 = 1e-100;
+/// See [`SMALLEST`].
+pub const LARGEST: f64 = 1e100;
+
+/// Why `value` is not a number the contract takes as `what`, at least `min`: it must be finite,
+/// at least `min`, and 0 or of magnitude within [`SMALLEST`] and [`LARGEST`].
+pub fn refusal(value: f64, min: f64, what: &str) -> Option<String> {
     if !value.is_finite() || value < min {
-        return Err(ArbiterError::at(
-            ErrorCode::InvalidNumber,
-            field(),
-            format!("{what} must be a finite number ≥ {min}, got {value}"),
-        ));
+        return Some(format!("{what} must be a finite number ≥ {min}, got {value}"));
     }
-    Ok(value)
+    if value != 0.0 && !(SMALLEST..=LARGEST).contains(&value.abs()) {
+        return Some(format!("{what} must be 0 or of magnitude between {SMALLEST:e} and {LARGEST:e}, got {value}"));
+    }
+    None
+}
+
+fn finite_at_least(value: f64, min: f64, field: impl Fn() -> String, what: &str) -> Result<f64> {
+    match refusal(value, min, what) {
+        Some(why) => Err(ArbiterError::at(ErrorCode::InvalidNumber, field(), why)),
+        None => Ok(value),
+    }
 }
 
 fn positive(value: f64, field: impl Fn() -> String, what: &str) -> Result<f64> {
@@ -166,7 +184,7 @@ fn positive(value: f64, field: impl Fn() -> String, what: &str) -> Result<f64> {
             format!("{what} must be a finite number > 0, got {value}"),
         ));
     }
-    Ok(value)
+    finite_at_least(value, 0.0, field, what)
 }
 
 /// The most GPUs one job may occupy. Capacity rows mix every job's scale factor, and solvers

@@ -80,6 +80,10 @@ pub struct Stats {
     /// distinct rows, `lp` otherwise) and, when the decomposition did not certify, why.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub tie_break_method: Option<crate::max_min_ratio::MethodReport>,
+    /// Why the tie-break asked for was not applied although the policy takes it: its second solve
+    /// failed (numerical trouble in the LP solver), and the optimum's own allocation is returned.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tie_break_skipped: Option<String>,
     /// How much of the allocation rounds on whole GPUs can deliver (`formulations/realizability.md`):
     /// the realizable fraction and the jobs that lose time, or why the check was skipped.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -209,6 +213,7 @@ impl Response {
                 tie_break: crate::solver::tie_break::TieBreak::None,
                 method: outcome.method.clone(),
                 tie_break_method: None,
+                tie_break_skipped: None,
                 realizable: None,
                 realizable_solve: None,
             },

@@ -144,6 +144,17 @@ fn session_events_are_validated() {
     let progress = json!({"worker_type": "v100", "steps": -5, "throughput": 1.0});
     let reply = c.post(&format!("{base}/jobs/a3c/progress"), &bytes(&progress)).unwrap();
     assert_error(&reply, 400, "invalid_number", Some("steps"));
+    // A measurement past the contract's bounds would leave every later solve of the session
+    // unable to run (an infinite makespan, an overflowing sum): refused when it comes in.
+    let progress = json!({"worker_type": "v100", "steps": 5, "throughput": 5e-324});
+    let reply = c.post(&format!("{base}/jobs/a3c/progress"), &bytes(&progress)).unwrap();
+    assert_error(&reply, 400, "invalid_number", Some("throughput"));
+    let update = json!({"throughputs": {"a3c": {"v100": 1.7e308}}});
+    let reply = c.put(&format!("{base}/throughputs"), &bytes(&update)).unwrap();
+    assert_error(&reply, 400, "invalid_number", Some("throughputs.a3c.v100"));
+    let job = json!({"id": "x", "throughput": {"v100": 1e-300}});
+    let reply = c.post(&format!("{base}/jobs"), &bytes(&job)).unwrap();
+    assert_error(&reply, 400, "invalid_number", Some("throughput.v100"));
     let progress = json!({"worker_type": "tpu", "steps": 5, "throughput": 1.0});
     let reply = c.post(&format!("{base}/jobs/a3c/progress"), &bytes(&progress)).unwrap();
     assert_error(&reply, 400, "unknown_worker_type", Some("worker_type"));

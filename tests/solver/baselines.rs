@@ -385,18 +385,18 @@ fn baselines_with_no_jobs_return_an_empty_allocation() {
     }
 }
 
-/// Extreme but valid numbers (throughputs from 1e-300 to 1e300, zero steps, types with no GPUs,
+/// Extreme but valid numbers (throughputs from 1e-100 to 1e100, the contract's bounds, zero steps, types with no GPUs,
 /// huge counts): every request is answered with a feasible allocation or refused with an error,
 /// never a panic.
 #[test]
 fn baselines_never_panic_on_extreme_numbers() {
     let mut rng = Lcg(0xe87e);
-    let values = [0.0, 1e-300, 1e-9, 1.0, 3.0, 1e9, 1e300];
+    let values = [0.0, 1e-100, 1e-9, 1.0, 3.0, 1e9, 1e100];
     for case in 0..400 {
         let mut pick = |choices: &[f64]| choices[(rng.next() * choices.len() as f64) as usize];
         let jobs: Vec<Value> = (0..1 + case % 7)
             .map(|m| {
-                json!({"id": format!("j{m}"), "steps_remaining": pick(&[0.0, 1.0, 1e6, 1e300]),
+                json!({"id": format!("j{m}"), "steps_remaining": pick(&[0.0, 1.0, 1e6, 1e100]),
                        "throughput": {"v100": pick(&values[1..]), "k80": pick(&values)}})
             })
             .collect();
@@ -422,9 +422,19 @@ fn baselines_never_panic_on_extreme_numbers() {
     }
 }
 
+/// A remaining time past f64::MAX (steps over throughput) cannot be asked: both numbers are
+/// refused past the contract's bounds (`problem::SMALLEST`, `problem::LARGEST`), and within them
+/// the largest remaining time, 10²⁰⁰ seconds, is finite.
 #[test]
-fn allox_refuses_a_job_whose_remaining_time_overflows() {
-    let request = json!({"policy": "allox", "cluster": {"worker_types": {"v100": {"count": 1}}},
-        "jobs": [{"id": "a", "throughput": {"v100": 1e-300}, "steps_remaining": 1e300}]});
-    assert_error(&solve_err(&request.to_string()), ErrorCode::InvalidNumber, Some("jobs[0].steps_remaining"));
+fn allox_never_meets_a_remaining_time_that_overflows() {
+    let request = |thr: f64, steps: f64| {
+        json!({"policy": "allox", "cluster": {"worker_types": {"v100": {"count": 1}}},
+            "jobs": [{"id": "a", "throughput": {"v100": thr}, "steps_remaining": steps}]})
+        .to_string()
+    };
+    assert_error(&solve_err(&request(1e-300, 1.0)), ErrorCode::InvalidNumber, Some("jobs[0].throughput.v100"));
+    assert_error(&solve_err(&request(1.0, 1e300)), ErrorCode::InvalidNumber, Some("jobs[0].steps_remaining"));
+    let (_, out) = solve_checked(&json!({"policy": "allox", "cluster": {"worker_types": {"v100": {"count": 1}}},
+        "jobs": [{"id": "a", "throughput": {"v100": 1e-100}, "steps_remaining": 1e100}]}));
+    assert_eq!(out.allocation.row(0), &[1.0]);
 }

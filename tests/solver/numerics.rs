@@ -288,3 +288,80 @@ fn an_infeasible_answer_is_refused_not_returned() {
         }
     }
 }
+
+/// A job measured at 3.4·10⁻⁹ steps/s needing all 4 GPUs beside one at 45 steps/s: the optimum
+/// came back over the GPUs by 7·10⁻⁸ (within the LP's tolerance), so floors 10⁻⁹ below it left
+/// the tie-break's second solve infeasible (`solver_failed`). The second try's floors are 10⁻⁶
+/// below, and the answer is tie-broken, within its GPUs and at the optimum's makespan.
+#[test]
+fn the_tie_break_meets_floors_of_an_optimum_the_lp_met_within_its_tolerance() {
+    let request = json!({
+        "policy": "min_makespan",
+        "cluster": {"worker_types": {"t0": {"count": 4}}},
+        "jobs": [
+            {"id": "j0", "throughput": {"t0": 3.35533223146028e-09}, "scale_factor": 4, "steps_remaining": 1.0},
+            {"id": "j1", "throughput": {"t0": 45.15542258034344}, "steps_remaining": 1000.0}
+        ]
+    });
+    let (p, r, x) = solve_value(&request);
+    assert_eq!(r.stats.tie_break, arbiter::solver::tie_break::TieBreak::Throughput, "{:?}", r.stats.tie_break_skipped);
+    assert!(r.stats.tie_break_skipped.is_none());
+    assert_close(makespan(&p, &x), r.objective.expect("a makespan"), 1e-5, "the makespan of the answer");
+}
+
+/// A second solve that fails twice leaves the optimum standing, and the response says why. Only
+/// the library can build such a problem: a throughput of 5·10⁻³²⁴ steps/s is past the contract's
+/// bounds, and HiGHS stops on it with its status "unknown".
+#[test]
+fn a_failed_tie_break_returns_the_optimum_and_says_why() {
+    let mut p = problem(
+        &json!({
+            "policy": "min_makespan",
+            "cluster": {"worker_types": {"t0": {"count": 1}}},
+            "jobs": [{"id": "a", "throughput": {"t0": 1.0}, "steps_remaining": 1000.0, "scale_factor": 2}]
+        })
+        .to_string(),
+    );
+    p.throughput.set(0, 0, 5e-324);
+    p.measured.set(0, 0, 5e-324);
+    let (response, _) = arbiter::allocate(&p, arbiter::lp::Backend::default()).expect("the optimum stands");
+    assert_eq!(response.stats.tie_break, arbiter::solver::tie_break::TieBreak::None);
+    let why = response.stats.tie_break_skipped.expect("why the tie-break was skipped");
+    assert!(why.contains("tie-break") && why.contains("optimum's own allocation"), "{why}");
+}
+
+/// Numbers whose products or quotients leave double precision (a throughput of 5·10⁻³²⁴ steps/s,
+/// whose makespan is infinite; 1.7·10³⁰⁸, whose sums overflow) are refused as bad input, naming
+/// the field, and the bounds themselves are accepted and solved.
+#[test]
+fn numbers_past_double_precision_are_refused_at_the_edge() {
+    let with = |policy: &str, thr: f64, steps: f64| {
+        json!({
+            "policy": policy,
+            "cluster": {"worker_types": {"g": {"count": 2, "cost_per_hour": 1.0}}},
+            "jobs": [
+                {"id": "a", "throughput": {"g": thr}, "steps_remaining": steps},
+                {"id": "b", "throughput": {"g": 1.0}, "steps_remaining": 10.0}
+            ]
+        })
+        .to_string()
+    };
+    for policy in ["min_makespan", "min_cost", "max_min_fairness"] {
+        for (thr, steps, field) in [
+            (5e-324, 1.0, "jobs[0].throughput.g"),
+            (1.7e308, 1.0, "jobs[0].throughput.g"),
+            (1e-101, 1.0, "jobs[0].throughput.g"),
+            (1.0, 1e101, "jobs[0].steps_remaining"),
+        ] {
+            let e =
+                arbiter::solve_json(&with(policy, thr, steps), arbiter::lp::Backend::default()).expect_err("refused");
+            assert_eq!(e.code, ErrorCode::InvalidNumber, "{}", e.to_json());
+            assert_eq!(e.field.as_deref(), Some(field), "{}", e.to_json());
+            assert!(e.message.contains("1e-100") && e.message.contains("1e100"), "{}", e.to_json());
+        }
+        for (thr, steps) in [(1e-100, 1.0), (1e100, 1.0), (1.0, 1e100)] {
+            let (_, r, _) = solve_value(&serde_json::from_str(&with(policy, thr, steps)).unwrap());
+            assert!(r.objective.is_some(), "{policy} at {thr}, {steps} steps: {:?}", r.stats);
+        }
+    }
+}

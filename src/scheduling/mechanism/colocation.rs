@@ -92,11 +92,8 @@ impl Session {
         }
         for (w, pair) in throughput.iter().enumerate() {
             for (i, &t) in pair.iter().enumerate() {
-                if !(t.is_finite() && t >= 0.0) {
-                    return Err(invalid(
-                        format!("colocation.throughput.{}[{i}]", self.cluster.type_name(w)),
-                        format!("a colocated throughput must be a finite number ≥ 0, got {t}"),
-                    ));
+                if let Some(why) = crate::problem::refusal(t, 0.0, "a colocated throughput") {
+                    return Err(invalid(format!("colocation.throughput.{}[{i}]", self.cluster.type_name(w)), why));
                 }
             }
         }
@@ -161,8 +158,8 @@ impl Session {
         }
         for (f, values) in [("steps", steps), ("throughput", throughput)] {
             for (i, v) in values.into_iter().enumerate() {
-                if !(v.is_finite() && v >= 0.0) {
-                    return Err(invalid(format!("{f}[{i}]"), format!("{f} must be a finite number ≥ 0, got {v}")));
+                if let Some(why) = crate::problem::refusal(v, 0.0, f) {
+                    return Err(invalid(format!("{f}[{i}]"), why));
                 }
             }
         }

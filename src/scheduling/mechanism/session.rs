@@ -436,11 +436,16 @@ impl Session {
                 "a scale factor must be at least 1 (the GPUs the job occupies)",
             ));
         }
+        let refusal =
+            |v: f64, what: &str| crate::problem::refusal(v, 0.0, what).map(|why| format!("job {id:?}: {why}"));
         if !(job.weight.is_finite() && job.weight > 0.0) {
             return Err(invalid(
                 field("weight"),
                 format!("job {id:?}: a weight must be a finite number > 0, got {}", job.weight),
             ));
+        }
+        if let Some(why) = refusal(job.weight, "a weight") {
+            return Err(invalid(field("weight"), why));
         }
         let non_negative = [
             ("time_elapsed", Some(job.time_elapsed)),
@@ -449,8 +454,8 @@ impl Session {
             ("slo_seconds", job.slo_seconds),
         ];
         for (f, v) in non_negative {
-            if let Some(v) = v.filter(|v| !(v.is_finite() && *v >= 0.0)) {
-                return Err(invalid(field(f), format!("job {id:?}: {f} must be a finite number ≥ 0, got {v}")));
+            if let Some(why) = v.and_then(|v| refusal(v, f)) {
+                return Err(invalid(field(f), why));
             }
         }
         if !job.arrival.is_finite() {
@@ -507,10 +512,10 @@ impl Session {
             ));
         }
         for (w, &t) in throughput.iter().enumerate() {
-            if !(t.is_finite() && t >= 0.0) {
+            if let Some(why) = crate::problem::refusal(t, 0.0, "a throughput") {
                 return Err(invalid(
                     format!("job.throughput.{}", self.cluster.type_name(w)),
-                    format!("job {id:?}: a throughput must be a finite number ≥ 0, got {t}"),
+                    format!("job {id:?}: {why}"),
                 ));
             }
         }
@@ -555,8 +560,8 @@ impl Session {
             ));
         }
         for (f, v) in [("steps", steps), ("throughput", throughput)] {
-            if !(v.is_finite() && v >= 0.0) {
-                return Err(invalid(f, format!("job {id:?}: {f} must be a finite number ≥ 0, got {v}")));
+            if let Some(why) = crate::problem::refusal(v, 0.0, f) {
+                return Err(invalid(f, format!("job {id:?}: {why}")));
             }
         }
         let j = self.slot_mut(id)?;

@@ -254,13 +254,8 @@ fn throughput_row(session: &Session, job: &str, row: &BTreeMap<String, Option<f6
             )
         })?;
         let v = value.unwrap_or(0.0);
-        if !(v.is_finite() && v >= 0.0) {
-            return Err(ArbiterError::at(
-                ErrorCode::InvalidNumber,
-                field,
-                format!("a throughput must be a finite number ≥ 0, got {v}"),
-            )
-            .into());
+        if let Some(why) = crate::problem::refusal(v, 0.0, "a throughput") {
+            return Err(ArbiterError::at(ErrorCode::InvalidNumber, field, why).into());
         }
         out[w] = v;
     }

@@ -43,6 +43,12 @@ impl TieBreak {
 /// Relative slack on the floors: the second solve may not lower any job by more than this.
 const FLOOR_SLACK: f64 = 1e-9;
 
+/// The slack of a second try, when the floors at [`FLOOR_SLACK`] leave the second solve
+/// infeasible: an optimum the LP met only within its tolerance (a type over its GPUs by 10⁻⁷)
+/// gives floors that no allocation within the GPUs meets. The answer's feasibility check allows
+/// as much (`solver::feasible`).
+const RETRY_SLACK: f64 = 1e-6;
+
 /// What a unit of each job's throughput is worth to the throughput tie-break: `1/thr_equal_m`
 /// (0 for a job with no equal share), so its objective is `Σ_m thr_m / thr_equal_m`.
 pub fn throughput_value(problem: &Problem) -> Vec<f64> {
@@ -124,17 +130,19 @@ pub fn throughput_with(
     backend: Backend,
     options: &DecompositionOptions,
 ) -> Result<Option<(Outcome, MethodReport)>> {
-    throughput_on(problem, outcome, None, backend, options)
+    throughput_on(problem, outcome, None, backend, options, FLOOR_SLACK)
 }
 
 /// [`throughput_with`], on the engine that solved the optimum when the caller kept it
 /// (`policies::solve_keeping_engine`): the engine's second solve then starts from its model.
+/// Every floor is lowered by `slack`, relative.
 fn throughput_on<'p>(
     problem: &'p Problem,
     outcome: &Outcome,
     mut engine: Option<&mut Engine<'p>>,
     backend: Backend,
     options: &DecompositionOptions,
+    slack: f64,
 ) -> Result<Option<(Outcome, MethodReport)>> {
     if !applies(problem.policy) || problem.space_sharing || problem.unconsolidated.is_some() {
         return Ok(None);
@@ -147,7 +155,7 @@ fn throughput_on<'p>(
     let deferred;
     let outcome = match engine.as_deref_mut() {
         Some(engine) if engine.split_deferred() => {
-            let floor: Vec<f64> = floor.iter().map(|f| f * (1.0 - FLOOR_SLACK)).collect();
+            let floor: Vec<f64> = floor.iter().map(|f| f * (1.0 - slack)).collect();
             if let Some(solved) = engine.best_value_at_floors(&floor, &value) {
                 let solved = solved.map_err(second_solve_failed)?;
                 let report = MethodReport::lp(None);
@@ -161,7 +169,7 @@ fn throughput_on<'p>(
     let thr = throughputs(problem, &outcome.allocation);
     // A floor the optimum itself does not meet (round-off) is the optimum's throughput.
     let floor: Vec<f64> =
-        floor.iter().zip(&thr).map(|(&f, &t)| if f.is_finite() { f.min(t) } else { t } * (1.0 - FLOOR_SLACK)).collect();
+        floor.iter().zip(&thr).map(|(&f, &t)| if f.is_finite() { f.min(t) } else { t } * (1.0 - slack)).collect();
     // The optimum's GPU prices, when a decomposition found them: the second solve's start.
     let hint = outcome.method.as_ref().and_then(|m| m.prices.as_deref());
     let (allocation, lp_solves, report) =
@@ -241,12 +249,22 @@ fn on_engine<'p>(
 }
 
 /// What the tie-break did: the allocation to return, the tie-break applied (`None` where it does
-/// not apply) and, for `throughput`, which method solved its second LP.
+/// not apply) and, for `throughput`, which method solved its second LP, or why it failed.
 #[derive(Debug, Clone)]
 pub struct Applied {
     pub outcome: Outcome,
     pub tie_break: TieBreak,
     pub method: Option<MethodReport>,
+    /// Why the tie-break asked for was not applied, when it applies to the policy and its second
+    /// solve failed: the optimum's own allocation is returned.
+    pub skipped: Option<String>,
+}
+
+impl Applied {
+    /// `outcome` as the policy left it.
+    pub fn bare(outcome: Outcome) -> Applied {
+        Applied { outcome, tie_break: TieBreak::None, method: None, skipped: None }
+    }
 }
 
 /// The tie-break `problem` asks for, after `outcome` (its policy's optimum).
@@ -285,13 +303,25 @@ fn chosen<'p>(
     mut engine: Option<&mut Engine<'p>>,
     backend: Backend,
 ) -> Result<Applied> {
-    let bare = |outcome| Applied { outcome, tie_break: TieBreak::None, method: None };
+    let mut skipped = None;
     if problem.tie_break == TieBreak::Throughput {
         let options = DecompositionOptions::default();
-        if let Some((better, method)) = throughput_on(problem, &outcome, engine.as_deref_mut(), backend, &options)? {
-            return Ok(Applied { outcome: better, tie_break: TieBreak::Throughput, method: Some(method) });
+        for slack in [FLOOR_SLACK, RETRY_SLACK] {
+            match throughput_on(problem, &outcome, engine.as_deref_mut(), backend, &options, slack) {
+                Ok(Some((better, method))) => {
+                    let method = Some(method);
+                    return Ok(Applied { outcome: better, tie_break: TieBreak::Throughput, method, skipped: None });
+                }
+                Ok(None) => break,
+                // The optimum stands without it; a budget that ran out is still the request's answer.
+                Err(e) if e.code == ErrorCode::SolverFailed => {
+                    skipped = Some(format!("{}; the optimum's own allocation is returned", e.message));
+                }
+                Err(e) => return Err(e),
+            }
         }
     }
+    let bare = |outcome| Applied { skipped: skipped.clone(), ..Applied::bare(outcome) };
     if let Some(engine) = engine.filter(|engine| engine.split_deferred()) {
         outcome = with_split(outcome, engine);
         crate::policies::spread_if_type_blind(problem, &mut outcome);
@@ -319,5 +349,5 @@ fn chosen<'p>(
             _ => (outcome, TieBreak::None),
         },
     };
-    Ok(Applied { outcome, tie_break, method: None })
+    Ok(Applied { outcome, tie_break, method: None, skipped: None })
 }
