@@ -332,7 +332,7 @@ impl Session for HighsSession {
             MODEL_STATUS_INFEASIBLE => return Err(SolveError::Infeasible),
             MODEL_STATUS_UNBOUNDED | MODEL_STATUS_UNBOUNDED_OR_INFEASIBLE => return Err(SolveError::Unbounded),
             MODEL_STATUS_REACHED_TIME_LIMIT => return Err(SolveError::TimeLimit),
-            other => return Err(SolveError::Failed(format!("HiGHS model status {other} (run status {run})"))),
+            other => return Err(SolveError::Failed(not_optimal(other, run))),
         }
         let mut values = vec![0.0; self.num_cols];
         let mut row_duals = vec![0.0; self.num_rows];
@@ -361,6 +361,22 @@ impl Drop for HighsSession {
         // SAFETY: ptr came from Highs_create and is destroyed exactly once.
         unsafe { Highs_destroy(self.ptr) };
     }
+}
+
+/// Why HiGHS stopped without an optimum, in words, with its codes for a bug report.
+fn not_optimal(model: HighsInt, run: HighsInt) -> String {
+    let what = match model {
+        MODEL_STATUS_NOTSET if run == STATUS_ERROR => "HiGHS refused the model (a coefficient or bound past its range)",
+        MODEL_STATUS_LOAD_ERROR | MODEL_STATUS_MODEL_ERROR => "HiGHS refused the model",
+        MODEL_STATUS_PRESOLVE_ERROR | MODEL_STATUS_SOLVE_ERROR | MODEL_STATUS_POSTSOLVE_ERROR => {
+            "HiGHS hit an error while solving"
+        }
+        MODEL_STATUS_REACHED_ITERATION_LIMIT => "HiGHS reached its iteration limit",
+        MODEL_STATUS_UNKNOWN => "HiGHS stopped on numerical trouble without proving an optimum",
+        MODEL_STATUS_REACHED_MEMORY_LIMIT => "HiGHS ran out of memory",
+        _ => "HiGHS stopped without an optimum",
+    };
+    format!("{what} (model status {model}, run status {run})")
 }
 
 #[cfg(test)]
