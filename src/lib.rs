@@ -61,6 +61,30 @@ pub fn solve(problem: &Problem, backend: lp::Backend) -> error::Result<Response>
 /// response (with `stats.realizable` only when the realizable solve decomposed the allocation),
 /// and the outcome it renders.
 pub fn allocate(problem: &Problem, backend: lp::Backend) -> error::Result<(Response, Outcome)> {
+    allocate_unhinted(problem, backend).map_err(|e| numbers_hint(problem, e))
+}
+
+/// A solver failure on numbers many orders of magnitude apart says so, with the span: the LP
+/// solves in double precision, and a span of 10¹² or more is where it was seen to fail.
+fn numbers_hint(problem: &Problem, mut e: ArbiterError) -> ArbiterError {
+    if e.code != ErrorCode::SolverFailed || e.message.contains("orders of magnitude") {
+        return e;
+    }
+    let alone = || problem.measured.row_iter().flatten().copied();
+    let paired = || problem.colocations.iter().flat_map(|c| c.throughput.iter().flatten().copied());
+    let positive = || alone().chain(paired()).filter(|&t| t > 0.0);
+    let (Some(low), Some(high)) = (positive().reduce(f64::min), positive().reduce(f64::max)) else { return e };
+    if high > low * 1e12 {
+        e.message = format!(
+            "{}; the request's throughputs span {low:e} to {high:e} steps/s, more orders of magnitude than \
+             the LP solves reliably in double precision: bring them closer",
+            e.message
+        );
+    }
+    e
+}
+
+fn allocate_unhinted(problem: &Problem, backend: lp::Backend) -> error::Result<(Response, Outcome)> {
     let start = Instant::now();
     let backend = match problem.max_solve_seconds {
         Some(seconds) => backend.within(seconds),
@@ -123,4 +147,29 @@ pub fn solve_request(
     response.estimated_throughput = filled.throughput;
     response.estimated_colocations = filled.colocations;
     Ok(response)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn two_jobs(a: f64, b: f64) -> Problem {
+        let text = format!(
+            r#"{{"policy": "max_min_fairness", "cluster": {{"worker_types": {{"g": {{"count": 1}}}}}},
+                "jobs": [{{"id": "a", "throughput": {{"g": {a:e}}}}}, {{"id": "b", "throughput": {{"g": {b:e}}}}}]}}"#
+        );
+        Problem::from_json(&text).expect("valid")
+    }
+
+    #[test]
+    fn a_solver_failure_on_numbers_far_apart_names_their_span() {
+        let failed = || ArbiterError::new(ErrorCode::SolverFailed, "the LP is infeasible");
+        let hinted = numbers_hint(&two_jobs(1e-20, 1e20), failed());
+        assert!(hinted.message.starts_with("the LP is infeasible; "), "{}", hinted.message);
+        assert!(hinted.message.contains("span 1e-20 to 1e20 steps/s"), "{}", hinted.message);
+        // Within 10¹², or another kind of error: left as it is.
+        assert_eq!(numbers_hint(&two_jobs(1e-3, 1e6), failed()).message, "the LP is infeasible");
+        let timeout = numbers_hint(&two_jobs(1e-20, 1e20), ArbiterError::new(ErrorCode::Timeout, "budget"));
+        assert_eq!(timeout.message, "budget");
+    }
 }
