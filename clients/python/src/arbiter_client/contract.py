@@ -220,6 +220,7 @@ class Stats(WireModel):
     partitioning: Optional[Partitioning] = None
     method: Optional[MethodReport] = None
     tie_break_method: Optional[MethodReport] = None
+    tie_break_skipped: Optional[str] = None
     realizable: Optional[RealizabilityReport] = None
     realizable_solve: Optional[RealizableReport] = None
 
