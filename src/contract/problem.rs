@@ -176,15 +176,19 @@ fn finite_at_least(value: f64, min: f64, field: impl Fn() -> String, what: &str)
     }
 }
 
-fn positive(value: f64, field: impl Fn() -> String, what: &str) -> Result<f64> {
+/// [`refusal`] for a number that must be above 0.
+pub fn positive_refusal(value: f64, what: &str) -> Option<String> {
     if !value.is_finite() || value <= 0.0 {
-        return Err(ArbiterError::at(
-            ErrorCode::InvalidNumber,
-            field(),
-            format!("{what} must be a finite number > 0, got {value}"),
-        ));
+        return Some(format!("{what} must be a finite number > 0, got {value}"));
     }
-    finite_at_least(value, 0.0, field, what)
+    refusal(value, 0.0, what)
+}
+
+fn positive(value: f64, field: impl Fn() -> String, what: &str) -> Result<f64> {
+    match positive_refusal(value, what) {
+        Some(why) => Err(ArbiterError::at(ErrorCode::InvalidNumber, field(), why)),
+        None => Ok(value),
+    }
 }
 
 /// The most GPUs one job may occupy. Capacity rows mix every job's scale factor, and solvers

@@ -438,14 +438,8 @@ impl Session {
         }
         let refusal =
             |v: f64, what: &str| crate::problem::refusal(v, 0.0, what).map(|why| format!("job {id:?}: {why}"));
-        if !(job.weight.is_finite() && job.weight > 0.0) {
-            return Err(invalid(
-                field("weight"),
-                format!("job {id:?}: a weight must be a finite number > 0, got {}", job.weight),
-            ));
-        }
-        if let Some(why) = refusal(job.weight, "a weight") {
-            return Err(invalid(field("weight"), why));
+        if let Some(why) = crate::problem::positive_refusal(job.weight, "a weight") {
+            return Err(invalid(field("weight"), format!("job {id:?}: {why}")));
         }
         let non_negative = [
             ("time_elapsed", Some(job.time_elapsed)),

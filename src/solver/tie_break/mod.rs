@@ -321,13 +321,12 @@ fn chosen<'p>(
             }
         }
     }
-    let bare = |outcome| Applied { skipped: skipped.clone(), ..Applied::bare(outcome) };
     if let Some(engine) = engine.filter(|engine| engine.split_deferred()) {
         outcome = with_split(outcome, engine);
         crate::policies::spread_if_type_blind(problem, &mut outcome);
     }
     let (outcome, tie_break) = match problem.tie_break {
-        TieBreak::None | TieBreak::Throughput => return Ok(bare(outcome)),
+        TieBreak::None | TieBreak::Throughput => return Ok(Applied { skipped, ..Applied::bare(outcome) }),
         TieBreak::WaterFilling => match problem.policy {
             PolicyKind::MaxMinFairness => {
                 let levels = Problem { policy: PolicyKind::MaxMinFairnessWaterFilling, ..problem.clone() };
@@ -349,5 +348,5 @@ fn chosen<'p>(
             _ => (outcome, TieBreak::None),
         },
     };
-    Ok(Applied { outcome, tie_break, method: None, skipped: None })
+    Ok(Applied { tie_break, ..Applied::bare(outcome) })
 }
