@@ -8,6 +8,7 @@ use crate::error::{ArbiterError, ErrorCode, Result};
 use crate::lp::Backend;
 use crate::policies::PolicyKind;
 use crate::solver::realizable::Realizable;
+use crate::solver::tie_break::TieBreak;
 use crate::workload::throughputs::ThroughputTable;
 use crate::workload::trace;
 use std::path::{Path, PathBuf};
@@ -88,6 +89,12 @@ pub struct SimulateArgs {
     /// paper's numbers need.
     #[arg(long, value_name = "BOOL", num_args = 0..=1, default_missing_value = "true")]
     pub realizable: Option<bool>,
+    /// What follows a bottleneck policy's optimum, as a request's `tie_break`: `throughput` (no
+    /// GPU left idle that a job could use), `water_filling` (max_min_fairness) or `none` (the bare
+    /// LP's vertex). Default: `none` with `--realizable false` (Gavel's allocations), `throughput`
+    /// otherwise.
+    #[arg(long, value_name = "NAME")]
+    pub tie_break: Option<String>,
     /// Rounds run the configurations of the allocation's decomposition instead of choosing jobs
     /// by priority.
     #[arg(long)]
@@ -144,6 +151,21 @@ pub fn backend_named(name: &str) -> Result<Backend> {
     })
 }
 
+/// `--tie-break`: a request's `tie_break` name, or the default for the `--realizable` given
+/// (`SimulationConfig::default_tie_break`).
+fn tie_break(name: Option<&str>, realizable: Option<bool>) -> Result<TieBreak> {
+    match name {
+        None => Ok(SimulationConfig::default_tie_break(Realizable::from_flag(realizable, Realizable::UnlessPaired))),
+        Some(name) => TieBreak::from_name(name).ok_or_else(|| {
+            ArbiterError::at(
+                ErrorCode::MalformedRequest,
+                "tie_break",
+                format!("unknown tie-break {name:?}; expected \"throughput\", \"water_filling\" or \"none\""),
+            )
+        }),
+    }
+}
+
 /// Writes text to a file, or to standard output for `-`.
 pub fn write_output(target: &str, text: &str) -> Result<()> {
     if target == "-" {
@@ -195,6 +217,7 @@ pub fn round_only_flags(args: &SimulateArgs) -> Vec<(&'static str, bool)> {
         ("round-seconds", args.round_seconds != 360.0),
         ("ideal", args.ideal),
         ("realizable", args.realizable.is_some()),
+        ("tie-break", args.tie_break.is_some()),
         ("configurations", args.configurations),
         ("min-solve-seconds", args.min_solve_seconds != 0.0),
         ("work-conserving", !args.work_conserving),
@@ -217,6 +240,7 @@ pub fn round_only_sweep_flags(args: &SweepArgs) -> Vec<(&'static str, bool)> {
         ("round-seconds", args.round_seconds != 360.0),
         ("ideal", args.ideal),
         ("realizable", args.realizable.is_some()),
+        ("tie-break", args.tie_break.is_some()),
         ("restart-seconds", args.restart_seconds != 0.0),
         ("cdf-plot", args.cdf_plot.is_some()),
         ("cdf-load", args.cdf_load.is_some()),
@@ -304,6 +328,7 @@ pub fn run_simulate(args: &SimulateArgs) -> Result<()> {
         round_seconds: args.round_seconds,
         ideal: args.ideal,
         realizable: Realizable::from_flag(args.realizable, Realizable::UnlessPaired),
+        tie_break: tie_break(args.tie_break.as_deref(), args.realizable)?,
         configurations: args.configurations,
         window: args.window.as_deref().map(parse_window).transpose()?,
         min_solve_interval: args.min_solve_seconds,
@@ -417,6 +442,12 @@ pub struct SweepArgs {
     /// allocations.
     #[arg(long, value_name = "BOOL", num_args = 0..=1, default_missing_value = "true")]
     pub realizable: Option<bool>,
+    /// What follows a bottleneck policy's optimum, as a request's `tie_break`: `throughput` (no
+    /// GPU left idle that a job could use), `water_filling` (max_min_fairness) or `none` (the bare
+    /// LP's vertex). Default: `none` with `--realizable false` (Gavel's allocations), `throughput`
+    /// otherwise.
+    #[arg(long, value_name = "NAME")]
+    pub tie_break: Option<String>,
     /// Seconds a suspended job loses when it resumes (a cold start), for the list-policy
     /// compositions (Astraea's lease overhead; `restart_overhead_share` in the CSV).
     #[arg(long, default_value_t = 0.0)]
@@ -530,6 +561,7 @@ pub fn run_sweep(args: &SweepArgs) -> Result<()> {
         round_seconds: args.round_seconds,
         ideal: args.ideal,
         realizable: Realizable::from_flag(args.realizable, Realizable::UnlessPaired),
+        tie_break: tie_break(args.tie_break.as_deref(), args.realizable)?,
         restart_seconds: args.restart_seconds,
         backend: backend_named(&args.backend)?,
     };

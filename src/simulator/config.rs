@@ -6,6 +6,7 @@ use crate::lp::Backend;
 use crate::policies::PolicyKind;
 use crate::problem::WorkerType;
 use crate::solver::realizable::Realizable;
+use crate::solver::tie_break::TieBreak;
 
 /// One simulation's settings.
 #[derive(Debug, Clone)]
@@ -25,6 +26,9 @@ pub struct SimulationConfig {
     /// unless space sharing's pairs are in the solve; off for Gavel's fractional allocations
     /// (`SimulationConfig::gavel`).
     pub realizable: Realizable,
+    /// What follows a bottleneck policy's optimum (`Problem::tie_break`): `throughput` by default,
+    /// `none` (the bare LP's vertex) for Gavel's fractional allocations (`SimulationConfig::gavel`).
+    pub tie_break: TieBreak,
     /// Rounds follow the allocation's decomposition (the mechanism's `Mode::Configurations`).
     pub configurations: bool,
     /// Measured jobs: trace positions `first..last` (Gavel's `--window-start/--window-end`);
@@ -62,11 +66,15 @@ impl SimulationConfig {
     /// arrival and completion, work-conserving rounds, every job measured; the LP policies solve
     /// over round configurations (`realizable`), so rounds can deliver what they allocate.
     pub fn new(cluster: Vec<WorkerType>, policy: PolicyKind) -> SimulationConfig {
-        SimulationConfig { realizable: Realizable::UnlessPaired, ..SimulationConfig::gavel(cluster, policy) }
+        SimulationConfig {
+            realizable: Realizable::UnlessPaired,
+            tie_break: TieBreak::Throughput,
+            ..SimulationConfig::gavel(cluster, policy)
+        }
     }
 
     /// Gavel's settings exactly, as its paper's numbers need: `new` with the fractional
-    /// allocations of Gavel's LPs (`Realizable::Off`).
+    /// allocations of Gavel's LPs (`Realizable::Off`), their bare vertices (`TieBreak::None`).
     pub fn gavel(cluster: Vec<WorkerType>, policy: PolicyKind) -> SimulationConfig {
         SimulationConfig {
             cluster,
@@ -76,6 +84,7 @@ impl SimulationConfig {
             round_seconds: 360.0,
             ideal: false,
             realizable: Realizable::Off,
+            tie_break: TieBreak::None,
             configurations: false,
             window: None,
             min_solve_interval: 0.0,
@@ -84,6 +93,15 @@ impl SimulationConfig {
             backend: Backend::default(),
             profiled_types: None,
             restart_seconds: 0.0,
+        }
+    }
+
+    /// The tie-break a simulation runs unless told: Gavel's bare vertices with its fractional
+    /// allocations (`realizable` off), as reproducing its numbers needs; `throughput` otherwise.
+    pub fn default_tie_break(realizable: Realizable) -> TieBreak {
+        match realizable {
+            Realizable::Off => TieBreak::None,
+            _ => TieBreak::Throughput,
         }
     }
 
@@ -122,6 +140,9 @@ impl SimulationConfig {
                     "estimated throughputs are simulated for jobs running alone in rounds (no space sharing, gandiva or --ideal)",
                 ));
             }
+        }
+        if let Some(refused) = crate::solver::tie_break::refusal(self.tie_break, self.policy) {
+            return Err(refused);
         }
         if let Some((first, last)) = self.window {
             if first >= last || last > num_jobs {

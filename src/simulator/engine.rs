@@ -162,6 +162,7 @@ pub fn run(
         _ => Session::new(config.policy, config.heterogeneity_aware, config.cluster.clone(), mechanism)?,
     };
     session.set_realizable(config.realizable);
+    session.set_tie_break(config.tie_break);
     let (tenants, tenant_of) = match tenancy {
         Some((tenants, of_job)) => (tenants.into_iter().map(|(n, w)| Tenant::new(n, w)).collect(), of_job),
         None => (vec![Tenant::new("default", 1.0)], vec![0; trace.jobs.len()]),

@@ -77,6 +77,10 @@ pub struct SimulationReport {
     /// policies the realizable solve covers, unless space sharing is on).
     #[serde(default)]
     pub realizable: bool,
+    /// What followed each optimum of a bottleneck policy (`--tie-break`): `throughput`,
+    /// `water_filling`, or `none` (also for the policies no tie-break applies to).
+    #[serde(default)]
+    pub tie_break: String,
     pub heterogeneity_aware: bool,
     pub space_sharing: bool,
     /// `rounds`, `ideal` or `configurations`.
@@ -250,6 +254,12 @@ pub fn assemble(trace: &Trace, config: &SimulationConfig, outcomes: &[JobOutcome
                 Realizable::UnlessPaired => !config.space_sharing,
                 Realizable::On => true,
             },
+        tie_break: if crate::solver::tie_break::applies(config.policy) && !config.space_sharing {
+            config.tie_break.name()
+        } else {
+            "none"
+        }
+        .to_string(),
         space_sharing: config.space_sharing,
         mode: config.mode().name().to_string(),
         round_seconds: config.round_seconds,

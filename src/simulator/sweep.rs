@@ -157,6 +157,8 @@ pub struct SweepConfig {
     pub ideal: bool,
     /// Whether the LP policies solve over round configurations (`SimulationConfig::realizable`).
     pub realizable: crate::solver::realizable::Realizable,
+    /// What follows a bottleneck policy's optimum (`SimulationConfig::tie_break`).
+    pub tie_break: crate::solver::tie_break::TieBreak,
     /// Seconds a suspended job loses when it resumes (list compositions only).
     pub restart_seconds: f64,
     pub backend: Backend,
@@ -244,6 +246,7 @@ pub fn run(
                 round_seconds: config.round_seconds,
                 ideal: config.ideal,
                 realizable: config.realizable,
+                tie_break: config.tie_break,
                 restart_seconds: config.restart_seconds,
                 window: config.window,
                 seed,

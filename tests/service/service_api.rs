@@ -140,6 +140,62 @@ fn a_session_in_configurations_mode_follows_the_decomposition() {
     assert!(reply.text().contains("configurations"), "{}", reply.text());
 }
 
+#[test]
+fn a_fractional_session_leaves_no_gpu_idle_that_a_job_could_use() {
+    let f = Fixture::start("tie-break", &["--no-demo"]);
+    let mut c = f.client();
+    let demo = demo_request();
+    let jobs: std::collections::HashMap<String, Value> =
+        demo["jobs"].as_array().unwrap().iter().map(|j| (j["id"].as_str().unwrap().to_string(), j.clone())).collect();
+    let count = |wt: &str| demo["cluster"]["worker_types"][wt]["count"].as_f64().unwrap();
+    // The session's allocation after one round, with the GPUs it uses on each type and the
+    // (job, type) pairs where a job with time left could run on idle GPUs.
+    let mut solved = |policy: &str, tie_break: Option<&str>| -> (serde_json::Map<String, Value>, Vec<String>) {
+        let mut create = demo.clone();
+        create["policy"] = json!(policy);
+        create["realizable"] = json!(false);
+        if let Some(t) = tie_break {
+            create["tie_break"] = json!(t);
+        }
+        let reply = c.post("/v1/sessions", &bytes(&create)).unwrap();
+        assert_eq!(reply.status, 201, "{}", reply.text());
+        let base = format!("/v1/sessions/{}", reply.json()["id"].as_str().unwrap());
+        assert_eq!(c.post(&format!("{base}/rounds"), b"").unwrap().status, 200);
+        let view = c.get(&format!("{base}/allocation")).unwrap().json();
+        let allocation = view["allocation"].as_object().unwrap();
+        let mut used = serde_json::Map::new();
+        for (id, row) in allocation {
+            let sf = jobs[id]["scale_factor"].as_f64().unwrap_or(1.0);
+            for (wt, x) in row.as_object().unwrap() {
+                let total = used.get(wt).and_then(Value::as_f64).unwrap_or(0.0);
+                used.insert(wt.clone(), json!(total + x.as_f64().unwrap() * sf));
+            }
+        }
+        let mut could_use = Vec::new();
+        for (id, row) in allocation {
+            let time: f64 = row.as_object().unwrap().values().map(|x| x.as_f64().unwrap()).sum();
+            for (wt, gpus) in &used {
+                let runs_there = jobs[id]["throughput"][wt].as_f64().unwrap_or(0.0) > 0.0;
+                if time < 1.0 - 1e-6 && runs_there && gpus.as_f64().unwrap() < count(wt) - 1e-6 {
+                    could_use.push(format!("{id} on {wt}"));
+                }
+            }
+        }
+        (used, could_use)
+    };
+    for policy in ["max_min_fairness", "finish_time_fairness"] {
+        let (bare, idle) = solved(policy, Some("none"));
+        assert!(!idle.is_empty(), "{policy}: the bare vertex {bare:?} leaves nothing idle");
+        let (filled, idle) = solved(policy, None);
+        assert!(idle.is_empty(), "{policy}: {filled:?} leaves GPUs idle for {idle:?}");
+        if policy == "max_min_fairness" {
+            // The demo: the bare vertex uses a third of one K80 of 8.
+            assert!(bare["k80"].as_f64().unwrap() < 1.0, "{bare:?}");
+            assert!(filled["k80"].as_f64().unwrap() > 3.0, "{filled:?}");
+        }
+    }
+}
+
 /// A session of `create` in mode `configurations`: after 30 rounds every job has received what the
 /// allocation's decomposition delivers it, within a few rounds.
 fn follows_the_decomposition(c: &mut crate::service_support::http::Client, create: &Value, realizable: bool) {

@@ -166,6 +166,12 @@ fn session_events_are_validated() {
     create["round_seconds"] = json!(0);
     assert_error(&c.post("/v1/sessions", &bytes(&create)).unwrap(), 400, "invalid_number", Some("round_seconds"));
     create["round_seconds"] = json!(60);
+    create["tie_break"] = json!("fair");
+    assert_error(&c.post("/v1/sessions", &bytes(&create)).unwrap(), 400, "malformed_request", Some("tie_break"));
+    create["tie_break"] = json!("water_filling");
+    create["policy"] = json!("finish_time_fairness");
+    assert_error(&c.post("/v1/sessions", &bytes(&create)).unwrap(), 422, "unsupported", Some("tie_break"));
+    create["tie_break"] = json!("none");
     create["policy"] = json!("nope");
     assert_error(&c.post("/v1/sessions", &bytes(&create)).unwrap(), 400, "unknown_policy", Some("policy"));
     // Nothing refused changed the session.

@@ -94,6 +94,52 @@ fn simulate_solves_over_round_configurations_by_default() {
     }
 }
 
+/// `args` with `extra` flags, a flag it has already taking the new value.
+fn with_flags<'a>(mut args: Vec<&'a str>, extra: &[&'a str]) -> Vec<&'a str> {
+    for pair in extra.chunks(2) {
+        match args.iter().position(|a| *a == pair[0]) {
+            Some(i) if pair.len() == 2 => args[i + 1] = pair[1],
+            _ => args.extend(pair),
+        }
+    }
+    args
+}
+
+/// The tie-break follows each optimum unless Gavel's fractional allocations are asked for
+/// (`--realizable false`: its bare vertices), and `--tie-break` says otherwise.
+#[test]
+fn simulate_tie_breaks_unless_reproducing_gavel() {
+    let dir = scratch("tie-break");
+    let (trace, table) = (write(&dir, "t.trace", TRACE), write(&dir, "t.json", TABLE));
+    let output = dir.join("out.json").to_string_lossy().into_owned();
+    for (extra, tie_break) in [
+        (vec![], "throughput"),
+        (vec!["--realizable", "false"], "none"),
+        (vec!["--realizable", "false", "--tie-break", "throughput"], "throughput"),
+        (vec!["--tie-break", "water_filling"], "water_filling"),
+        (vec!["--policy", "finish_time_fairness"], "throughput"),
+        (vec!["--policy", "max_sum_throughput"], "none"),
+    ] {
+        let args = with_flags(simulate_args(&trace, &table, &output), &extra);
+        let out = arbiter(&args);
+        assert!(out.status.success(), "{extra:?}: {}", String::from_utf8_lossy(&out.stderr));
+        let report: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(&output).unwrap()).unwrap();
+        assert_eq!(report["tie_break"], tie_break, "{extra:?}");
+        assert_eq!(report["jobs_finished"], 3, "{extra:?}");
+    }
+    for (extra, code) in [
+        (vec!["--tie-break", "fair"], "malformed_request"),
+        (vec!["--policy", "min_makespan", "--tie-break", "water_filling"], "unsupported"),
+    ] {
+        let args = with_flags(simulate_args(&trace, &table, &output), &extra);
+        let out = arbiter(&args);
+        assert_eq!(out.status.code(), Some(2), "{extra:?}");
+        let error: serde_json::Value = serde_json::from_slice(&out.stderr).unwrap();
+        assert_eq!(error["error"]["code"], code, "{extra:?}: {error}");
+        assert_eq!(error["error"]["field"], "tie_break", "{extra:?}: {error}");
+    }
+}
+
 #[test]
 fn simulate_refuses_bad_input_with_the_error_object() {
     let dir = scratch("bad");

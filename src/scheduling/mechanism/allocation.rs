@@ -5,7 +5,6 @@
 use super::session::{invalid, Session};
 use crate::error::{ArbiterError, ErrorCode, Result};
 use crate::lp::Backend;
-use crate::policies;
 use crate::problem::{Colocation, Job, Matrix, Problem, WorkerType};
 
 /// Allocations below this are solver noise: granting them would cost a whole round for nothing.
@@ -120,6 +119,14 @@ impl Session {
         }
     }
 
+    /// What follows a bottleneck policy's optimum (`Problem::tie_break`) from the next solve on.
+    pub fn set_tie_break(&mut self, tie_break: crate::solver::tie_break::TieBreak) {
+        if self.base.tie_break != tie_break {
+            self.base.tie_break = tie_break;
+            self.stale = true;
+        }
+    }
+
     /// What the realizable solve of the current allocation did, if one made it.
     pub fn realizable_solve(&self) -> Option<&crate::solver::realizable::RealizableReport> {
         self.realized.as_ref().map(|r| &r.report)
@@ -213,16 +220,12 @@ impl Session {
             colocations,
             ..self.base.clone()
         };
-        let outcome = policies::solve(&problem, backend)?;
+        // As a request's: the tie-break the problem asks for (no GPU left idle that a job could
+        // use), then, where it runs, the realizable solve from it.
+        let applied = crate::solver::tie_break::solve(&problem, backend)?;
         let (outcome, realized) = if !problem.realizable.runs_for(problem.policy) {
-            (outcome, None)
-        } else if let Some(reason) = crate::solver::realizable::declined(&problem) {
-            // Neither the tie-break nor the realizable solve, which it would start.
-            let report = crate::solver::realizable::Realized::not_applied(outcome, reason);
-            (report.outcome, Some(Realized { report: report.report, configurations: None }))
+            (applied.outcome, None)
         } else {
-            // As a request's: the tie-break, then the realizable solve from it.
-            let applied = crate::solver::tie_break::apply(&problem, outcome, backend)?;
             let tie_broken = applied.tie_break != crate::solver::tie_break::TieBreak::None;
             let r = crate::solver::realizable::apply(&problem, applied.outcome, tie_broken, backend);
             // Rounds follow a decomposition of jobs alone (`Mode::Configurations` runs no pairs).

@@ -60,6 +60,12 @@ pub struct CreateSession {
     /// not applied. In mode `configurations` the rounds follow its decomposition.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub realizable: Option<bool>,
+    /// After a bottleneck policy's optimum, as the request's `tie_break`: `throughput` (default:
+    /// every job kept at the level the optimum needs, the sum of normalized throughputs maximized,
+    /// so no GPU is left idle that a job could use), `water_filling` (max_min_fairness) or `none`
+    /// (the bare LP's vertex). Applied to every solve, fractional or realizable.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tie_break: Option<String>,
     /// Weight of a new throughput measurement in the moving average, in (0, 1] (default 0.5).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub throughput_smoothing: Option<f64>,
@@ -163,12 +169,16 @@ impl Spec {
             entities: create.entities.clone(),
             max_solve_seconds: create.max_solve_seconds,
             realizable: create.realizable,
+            tie_break: create.tie_break.clone(),
             ..Request::default()
         };
         let mut problem = Problem::from_request(&request)?;
         problem.realizable = Realizable::from_flag(create.realizable, Realizable::UnlessPaired);
         if let Some(policy) = PolicyKind::from_name(&policy) {
             problem.policy = policy;
+        }
+        if let Some(refused) = crate::solver::tie_break::refusal(problem.tie_break, problem.policy) {
+            return Err(refused.into());
         }
         let defaults = Config::default();
         let mode = match create.mode.as_deref() {

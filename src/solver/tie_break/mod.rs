@@ -38,6 +38,14 @@ impl TieBreak {
             _ => None,
         }
     }
+
+    pub fn name(self) -> &'static str {
+        match self {
+            TieBreak::Throughput => "throughput",
+            TieBreak::WaterFilling => "water_filling",
+            TieBreak::None => "none",
+        }
+    }
 }
 
 /// Relative slack on the floors: the second solve may not lower any job by more than this.
@@ -66,6 +74,21 @@ pub fn applies(policy: PolicyKind) -> bool {
             | PolicyKind::FinishTimeFairness
             | PolicyKind::ShortestJobFirst
     )
+}
+
+/// Why `policy` cannot take `tie_break`, if it cannot: water-filling is `max_min_fairness`'s
+/// (policies the tie-break does not apply to ignore it).
+pub fn refusal(tie_break: TieBreak, policy: PolicyKind) -> Option<ArbiterError> {
+    (tie_break == TieBreak::WaterFilling && applies(policy) && policy != PolicyKind::MaxMinFairness).then(|| {
+        ArbiterError::at(
+            ErrorCode::Unsupported,
+            "tie_break",
+            format!(
+                "tie_break \"water_filling\" is for max_min_fairness; {} takes \"throughput\" or \"none\"",
+                policy.name()
+            ),
+        )
+    })
 }
 
 /// Each job's floor: the throughput it must keep for the policy's objective to stay at the
@@ -335,17 +358,10 @@ fn chosen<'p>(
                 filled.objective = outcome.objective;
                 (filled, TieBreak::WaterFilling)
             }
-            policy if applies(policy) => {
-                return Err(ArbiterError::at(
-                    ErrorCode::Unsupported,
-                    "tie_break",
-                    format!(
-                        "tie_break \"water_filling\" is for max_min_fairness; {} takes \"throughput\" or \"none\"",
-                        policy.name()
-                    ),
-                ))
-            }
-            _ => (outcome, TieBreak::None),
+            policy => match refusal(TieBreak::WaterFilling, policy) {
+                Some(e) => return Err(e),
+                None => (outcome, TieBreak::None),
+            },
         },
     };
     Ok(Applied { tie_break, ..Applied::bare(outcome) })

@@ -42,6 +42,7 @@ class CreateSession(WireModel):
     mode: Optional[str] = None
     work_conserving: Optional[bool] = None
     realizable: Optional[bool] = None
+    tie_break: Optional[str] = None
     throughput_smoothing: Optional[float] = None
     resolve_threshold: Optional[float] = None
     max_deficit_rounds: Optional[float] = None
