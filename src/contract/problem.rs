@@ -142,6 +142,8 @@ pub struct Problem {
     /// next one starts instead of a sample. Never part of a request; only a warm start, the
     /// certificate decides.
     pub warm_prices: Option<Vec<f64>>,
+    /// The same for the tie-break's second solve (its GPU prices, a session's last).
+    pub warm_tie_break_prices: Option<Vec<f64>>,
     /// How hard the decomposition tries before the plain LP solves instead. Never part of a
     /// request; the library may set it (tests send small instances through samples and rounds).
     pub decomposition: crate::max_min_ratio::DecompositionOptions,
@@ -391,6 +393,7 @@ impl Problem {
             realizable: crate::solver::realizable::Realizable::from_flag(req.realizable, Default::default()),
             method,
             warm_prices: None,
+            warm_tie_break_prices: None,
             decomposition: Default::default(),
             entities,
             job_entity,
@@ -468,6 +471,7 @@ impl Problem {
             realizable: self.realizable,
             method: self.method,
             warm_prices: self.warm_prices.clone(),
+            warm_tie_break_prices: self.warm_tie_break_prices.clone(),
             decomposition: self.decomposition,
             entities: self.entities.clone(),
             job_entity: Vec::new(),
@@ -494,6 +498,7 @@ impl Problem {
             realizable: Default::default(),
             method: Default::default(),
             warm_prices: None,
+            warm_tie_break_prices: None,
             decomposition: Default::default(),
             entities: Vec::new(),
             job_entity: Vec::new(),

@@ -388,6 +388,43 @@ fn a_solve_warm_started_from_earlier_prices_finds_the_same_optimum() {
     assert_feasible(&warm, &matrix_rows(&a.allocation));
 }
 
+/// The same for the tie-break's second solve (`Problem::warm_tie_break_prices`): from the last
+/// second solve's prices it certifies the same value as from a sample. GPUs for every job's whole
+/// time: the optimum is set by the jobs' own time and prices no GPU, so no ray from it comes
+/// first, while every job's fastest type is still too small for all of them.
+#[test]
+fn a_tie_break_warm_started_from_earlier_prices_finds_the_same_optimum() {
+    let job = |m: usize| {
+        let f = 1.0 + (m as f64 * 0.37).sin() * 0.3;
+        json!({"id": format!("j{m}"), "throughput": {"v100": 10.0 * f, "p100": 6.0 * f.sqrt(), "k80": 3.0 / f + m as f64 * 1e-4},
+               "scale_factor": 1 + m % 2, "steps_remaining": 1000 + 10 * m})
+    };
+    let request = |n: usize| {
+        let jobs: Vec<_> = (0..n).map(job).collect();
+        json!({"policy": "max_min_fairness", "cluster": {"worker_types": {"v100": {"count": 2000}, "p100": {"count": 2000}, "k80": {"count": 2000}}}, "jobs": jobs})
+    };
+    let earlier = arbiter::solver::tie_break::solve(&problem(&request(3000).to_string()), Backend::default()).unwrap();
+    let method = earlier.method.expect("the second solve's method");
+    assert_eq!(method.method, "decomposition");
+    let prices = method.prices.expect("the decomposition's prices");
+    let cold = problem(&request(3001).to_string());
+    let warm = arbiter::Problem { warm_tie_break_prices: Some(prices), ..cold.clone() };
+    let (a, b) = (
+        arbiter::solver::tie_break::solve(&warm, Backend::default()).unwrap(),
+        arbiter::solver::tie_break::solve(&cold, Backend::default()).unwrap(),
+    );
+    assert_eq!(a.method.as_ref().map(|m| m.method.as_str()), Some("decomposition"));
+    let value = arbiter::solver::tie_break::throughput_value(&cold);
+    let total = |x: &Matrix| -> f64 {
+        let thr =
+            (0..cold.num_jobs()).map(|m| x.row(m).iter().zip(cold.throughput.row(m)).map(|(a, t)| a * t).sum::<f64>());
+        thr.zip(&value).map(|(t, v)| t * v).sum()
+    };
+    assert_close(total(&a.outcome.allocation), total(&b.outcome.allocation), OBJECTIVE, "warm vs cold");
+    assert_close(a.outcome.objective.unwrap(), b.outcome.objective.unwrap(), OBJECTIVE, "the optimum");
+    assert_feasible(&warm, &matrix_rows(&a.outcome.allocation));
+}
+
 /// An optimum set by one job's own time, no GPU priced, and every other job's fastest type too
 /// small for all of them at once: at prices 0 each job's cheapest way is its fastest type, and the
 /// sample's estimate lies above the optimum when the job that sets it was not drawn (it is job 1

@@ -23,6 +23,8 @@ pub struct Allocation {
     /// The GPU prices of the solve's price decomposition, if it ran: the session's next solve
     /// starts from them.
     pub prices: Option<Vec<f64>>,
+    /// The same for the tie-break's second solve.
+    pub tie_break_prices: Option<Vec<f64>>,
     /// With a realizable solve (`Problem::realizable`): what it did, and the allocation's
     /// decomposition into round configurations when it made one.
     pub realized: Option<Realized>,
@@ -132,11 +134,18 @@ impl Session {
         self.realized.as_ref().map(|r| &r.report)
     }
 
+    /// Where the next solve's price decompositions start: the GPU prices of an earlier solve
+    /// (`Allocation::prices`) and of its tie-break. Only a start: the result is certified either way.
+    pub fn set_warm_prices(&mut self, prices: Option<Vec<f64>>, tie_break_prices: Option<Vec<f64>>) {
+        self.base.warm_prices = prices;
+        self.base.warm_tie_break_prices = tie_break_prices;
+    }
+
     /// Solves the session's policy now, whatever the interval, and resets.
     pub fn recompute_allocation(&mut self) -> Result<()> {
         let solved = self.solve_colocated_allocation(self.config.backend)?;
         // The next solve starts from this one's GPU prices (when the decomposition found them).
-        self.base.warm_prices = solved.prices;
+        self.set_warm_prices(solved.prices.clone(), solved.tie_break_prices.clone());
         // A realizable solve's decomposition covers jobs alone: it is made only when no pair has time.
         if solved.realized.as_ref().is_some_and(|r| r.configurations.is_some()) {
             return self.set_realized_allocation(&solved.allocation, solved.realized);
@@ -186,7 +195,13 @@ impl Session {
             .filter(|&m| (0..types).any(|w| self.jobs[m].throughput[w] > 0.0 && worker_types[w].count > 0.0))
             .collect();
         if included.is_empty() {
-            return Ok(Allocation { allocation: x, colocated: y, prices: None, realized: None });
+            return Ok(Allocation {
+                allocation: x,
+                colocated: y,
+                prices: None,
+                tie_break_prices: None,
+                realized: None,
+            });
         }
         for (r, &m) in included.iter().enumerate() {
             row_of[m] = Some(r);
@@ -223,6 +238,7 @@ impl Session {
         // As a request's: the tie-break the problem asks for (no GPU left idle that a job could
         // use), then, where it runs, the realizable solve from it.
         let applied = crate::solver::tie_break::solve(&problem, backend)?;
+        let tie_break_prices = applied.method.as_ref().and_then(|m| m.prices.clone());
         let (outcome, realized) = if !problem.realizable.runs_for(problem.policy) {
             (applied.outcome, None)
         } else {
@@ -287,7 +303,8 @@ impl Session {
             }
         }
         self.normalize(&mut x, &mut y);
-        Ok(Allocation { allocation: x, colocated: y, prices: outcome.method.and_then(|m| m.prices), realized })
+        let prices = outcome.method.and_then(|m| m.prices);
+        Ok(Allocation { allocation: x, colocated: y, prices, tie_break_prices, realized })
     }
 
     /// Scales down the time of any job whose fractions, alone and in pairs, sum above 1 (solver

@@ -89,6 +89,12 @@ pub struct Stored {
     pub entries: Vec<(u32, u32, u64)>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub realized: Option<StoredRealized>,
+    /// The solve's GPU prices and its tie-break's, where a price decomposition found them: the
+    /// session's next solve starts from them (`Problem::warm_prices`), after a restart too.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub prices: Option<Vec<f64>>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tie_break_prices: Option<Vec<f64>>,
 }
 
 /// A realizable solve's report and its decomposition: configurations of `(job row, type)` runs
@@ -114,7 +120,12 @@ impl Stored {
                     .collect()
             }),
         });
-        Stored { realized, ..Stored::new(&allocation.allocation) }
+        Stored {
+            realized,
+            prices: allocation.prices.clone(),
+            tie_break_prices: allocation.tie_break_prices.clone(),
+            ..Stored::new(&allocation.allocation)
+        }
     }
 
     /// What the realizable solve made of the allocation, as the session installs it.
@@ -140,7 +151,7 @@ impl Stored {
                 }
             }
         }
-        Stored { rows: x.rows(), cols: x.cols(), entries, realized: None }
+        Stored { rows: x.rows(), cols: x.cols(), entries, realized: None, prices: None, tie_break_prices: None }
     }
 
     pub fn matrix(&self) -> ApiResult<Matrix> {
@@ -221,12 +232,10 @@ pub fn apply(spec: &Spec, session: &mut Session, event: &Event) -> ApiResult<App
         }
         Event::WorkerFailed { worker } => session.worker_failed(worker)?,
         Event::WorkerReturned { worker } => session.worker_returned(worker)?,
-        Event::Allocation { allocation } => {
-            session.set_realized_allocation(&allocation.matrix()?, allocation.realized())?
-        }
+        Event::Allocation { allocation } => install(session, allocation)?,
         Event::Round { allocation } => {
             if let Some(allocation) = allocation {
-                session.set_realized_allocation(&allocation.matrix()?, allocation.realized())?;
+                install(session, allocation)?;
             }
             if session.is_stale() {
                 // Never reached through the service: it installs a fresh allocation first.
@@ -268,4 +277,35 @@ fn at_job(mut e: ArbiterError, job: &str) -> ArbiterError {
         e.field = Some(format!("throughputs.{job}"));
     }
     e
+}
+
+/// Installs a solved allocation, and its prices as the next solve's start.
+fn install(session: &mut Session, allocation: &Stored) -> ApiResult<()> {
+    session.set_realized_allocation(&allocation.matrix()?, allocation.realized())?;
+    session.set_warm_prices(allocation.prices.clone(), allocation.tie_break_prices.clone());
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_stored_allocation_keeps_its_prices_and_events_from_before_them_still_read() {
+        let x = Matrix::from_rows(&[vec![0.5, 0.25]]);
+        let allocation = crate::mechanism::Allocation {
+            allocation: x.clone(),
+            colocated: Matrix::zeros(0, 2),
+            prices: Some(vec![0.125, 0.0]),
+            tie_break_prices: Some(vec![1.5, 0.75]),
+            realized: None,
+        };
+        let stored = Stored::of(&allocation);
+        let read: Stored = serde_json::from_str(&serde_json::to_string(&stored).unwrap()).unwrap();
+        assert_eq!(read, stored);
+        assert_eq!(read.tie_break_prices, Some(vec![1.5, 0.75]));
+        // An event stored before prices were: no warm start, the same matrix.
+        let old: Stored = serde_json::from_str(r#"{"rows": 1, "cols": 2, "entries": []}"#).unwrap();
+        assert_eq!((old.prices, old.tie_break_prices), (None, None));
+    }
 }

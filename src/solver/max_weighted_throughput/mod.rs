@@ -75,10 +75,22 @@ struct Level {
     lp_solves: usize,
 }
 
+/// Where the top level's price search may start, before a sample's estimate.
+#[derive(Debug, Clone, Copy, Default)]
+pub(crate) struct Starts<'a> {
+    /// The optimum's GPU prices, for the tie-break after it: their direction (`prices_from_hint`).
+    pub(crate) ray: Option<&'a [f64]>,
+    /// The last solve's prices on nearly the same jobs and GPUs (a session's previous tie-break):
+    /// refined from where they are, in a smaller trust region, with a smaller first band.
+    pub(crate) warm: Option<&'a [f64]>,
+}
+
 /// Prices are searched in `[0, PRICE_CEILING·P]`, P the most a GPU could be worth to a job with
 /// no floor; the trust region starts at `TRUST·P`.
 const PRICE_CEILING: f64 = 10.0;
 const TRUST: f64 = 0.005;
+/// The trust region around warm prices, as a share of `TRUST·P`.
+const WARM_TRUST: f64 = 0.25;
 /// Cutting-plane evaluations at most per level, and the relative gap at which they stop.
 const MAX_CUTS: usize = 40;
 const GAP: f64 = 1e-9;
@@ -88,7 +100,7 @@ const CERTIFY: f64 = 1e-9;
 
 impl Decomposed {
     pub(crate) fn report(&self) -> MethodReport {
-        MethodReport::decomposition(self.rounds, self.ambiguous)
+        MethodReport { prices: Some(self.prices.clone()), ..MethodReport::decomposition(self.rounds, self.ambiguous) }
     }
 }
 
@@ -102,7 +114,7 @@ pub(crate) fn solve_problem(
     floor: &[f64],
     backend: Backend,
     options: &DecompositionOptions,
-    hint: Option<&[f64]>,
+    starts: Starts,
 ) -> Result<std::result::Result<Decomposed, Option<String>>> {
     let scale_factor = crate::policies::scale_factors(problem);
     let wanted = problem.unconsolidated.is_none()
@@ -122,7 +134,7 @@ pub(crate) fn solve_problem(
         floor,
         usable: capacity.iter().map(|&g| g > 0.0).collect(),
     };
-    Ok(solve(&instance, &capacity, backend, options, hint)?.map_err(Some))
+    Ok(solve(&instance, &capacity, backend, options, starts)?.map_err(Some))
 }
 
 /// Solves `max Σ_m a_m·thr_m` over the floors by decomposition. `Ok(Err(why))` when it cannot certify an
@@ -132,7 +144,7 @@ pub(crate) fn solve(
     capacity: &[f64],
     backend: Backend,
     options: &DecompositionOptions,
-    hint: Option<&[f64]>,
+    starts: Starts,
 ) -> Result<std::result::Result<Decomposed, String>> {
     let n = instance.throughput.rows();
     let runs = |m: usize| (0..capacity.len()).any(|w| instance.usable[w] && instance.throughput.get(m, w) > 0.0);
@@ -143,7 +155,7 @@ pub(crate) fn solve(
     if jobs.len() > u32::MAX as usize - 1 {
         return Ok(Err("too many jobs".into()));
     }
-    let level = match solve_level(instance, &jobs, capacity, backend, options, true, hint)? {
+    let level = match solve_level(instance, &jobs, capacity, backend, options, true, starts)? {
         Ok(level) => level,
         Err(why) => return Ok(Err(why)),
     };
@@ -259,14 +271,21 @@ fn estimate(
     scale: f64,
     backend: Backend,
     options: &DecompositionOptions,
+    warm: Option<&[f64]>,
 ) -> Result<(Vec<f64>, usize, Classification, f64)> {
     let num_types = capacity.len();
     let step = options.sample_ratio.max(2);
     let sample: Vec<u32> = jobs.iter().skip(step / 2).step_by(step).copied().collect();
     let share = sample.len() as f64 / jobs.len() as f64;
     let sample_capacity: Vec<f64> = capacity.iter().map(|g| g * share).collect();
-    let (mut prices, mut lp_solves, radius) =
-        match solve_level(instance, &sample, &sample_capacity, backend, options, false, None)? {
+    let ceiling = PRICE_CEILING * scale;
+    let warm = warm.map(|w| {
+        let prices = w.iter().zip(&instance.usable).map(|(&p, &on)| if on { p.clamp(0.0, ceiling) } else { 0.0 });
+        (prices.collect(), 0, WARM_TRUST * TRUST * scale)
+    });
+    let (mut prices, mut lp_solves, radius) = match warm {
+        Some(warm) => warm,
+        None => match solve_level(instance, &sample, &sample_capacity, backend, options, false, Starts::default())? {
             // A larger sample's prices are closer: the distance the sample's own refinement
             // moved, scaled down by the square root of the ratio, bounds how far to look first.
             Ok(level) => {
@@ -274,7 +293,8 @@ fn estimate(
                 (level.prices, level.lp_solves, radius.clamp(GAP * scale, TRUST * scale))
             }
             Err(_) => (vec![0.0; num_types], 0, TRUST * scale),
-        };
+        },
+    };
     let start = prices.clone();
     let classes = match refine(instance, jobs, capacity, &prices, scale, radius, backend) {
         Ok((refined, solves, classes)) => {
@@ -303,7 +323,7 @@ fn solve_level(
     backend: Backend,
     options: &DecompositionOptions,
     top: bool,
-    hint: Option<&[f64]>,
+    starts: Starts,
 ) -> Result<std::result::Result<Level, String>> {
     let num_types = capacity.len();
     let scale = price_scale(instance, jobs);
@@ -333,14 +353,16 @@ fn solve_level(
             Err(e) => Err(fatal(e)?),
         });
     }
-    let hinted = match (top, hint) {
+    let hinted = match (top, starts.ray) {
         (true, Some(hint)) => prices_from_hint(instance, jobs, capacity, hint, scale),
         _ => None,
     };
+    let warm = starts.warm.filter(|w| top && hinted.is_none() && w.len() == num_types);
     let (mut prices, mut lp_solves, mut classes, moved) = match hinted {
         Some(prices) => (prices, 0, Classification::default(), None),
         None => {
-            let (prices, lp_solves, classes, moved) = estimate(instance, jobs, capacity, scale, backend, options)?;
+            let (prices, lp_solves, classes, moved) =
+                estimate(instance, jobs, capacity, scale, backend, options, warm)?;
             (prices, lp_solves, classes, Some(moved))
         }
     };
@@ -349,7 +371,11 @@ fn solve_level(
         return Ok(Ok(Level { prices, moved, fixed: Vec::new(), ambiguous: Vec::new(), rounds: 0, lp_solves }));
     }
     let rounds_allowed = options.max_rounds;
-    let first_band = DecompositionOptions { band: Band::first_width(jobs.len(), options.band), ..*options };
+    // Warm prices are near the optimum already: fewer jobs sit near a change of vertex (failures
+    // still join the band).
+    let width = Band::first_width(jobs.len(), options.band);
+    let width = if warm.is_some() { (width / 4).max(1) } else { width };
+    let first_band = DecompositionOptions { band: width, ..*options };
     let mut band = Band::new(jobs.len(), &first_band);
     let mut margins: Vec<(f64, u32)> = Vec::with_capacity(jobs.len());
     for round in 1..=rounds_allowed.max(1) {

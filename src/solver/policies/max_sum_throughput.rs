@@ -69,7 +69,8 @@ fn decomposed(
         &vec![0.0; n],
         backend,
         &Default::default(),
-        None,
+        // A session's last solve's prices, when it had one.
+        decomposition::Starts { ray: None, warm: problem.warm_prices.as_deref() },
     )? {
         Ok(found) => found,
         Err(why) => return Ok(Err(why)),

@@ -532,7 +532,7 @@ impl<'a> Pricing<'a> {
             usable: capacity.iter().map(|&c| c > 0.0).collect(),
         };
         let options = crate::max_min_ratio::DecompositionOptions::default();
-        let found = decomposition::solve(&instance, capacity, backend, &options, None).ok()?.ok()?;
+        let found = decomposition::solve(&instance, capacity, backend, &options, Default::default()).ok()?.ok()?;
         let whole = |e: usize| {
             let (g, w) = self.entries[e];
             found.allocation.get(g as usize, w as usize) > 1.0 - 1e-9

@@ -193,10 +193,14 @@ fn throughput_on<'p>(
     // A floor the optimum itself does not meet (round-off) is the optimum's throughput.
     let floor: Vec<f64> =
         floor.iter().zip(&thr).map(|(&f, &t)| if f.is_finite() { f.min(t) } else { t } * (1.0 - slack)).collect();
-    // The optimum's GPU prices, when a decomposition found them: the second solve's start.
-    let hint = outcome.method.as_ref().and_then(|m| m.prices.as_deref());
+    // The optimum's GPU prices, when a decomposition found them, give the second solve's
+    // direction; a session's last second solve, its prices.
+    let starts = decomposition::Starts {
+        ray: outcome.method.as_ref().and_then(|m| m.prices.as_deref()),
+        warm: problem.warm_tie_break_prices.as_deref(),
+    };
     let (allocation, lp_solves, report) =
-        match decomposition::solve_problem(problem, &value, &floor, backend, options, hint)? {
+        match decomposition::solve_problem(problem, &value, &floor, backend, options, starts)? {
             Ok(found) => {
                 let report = found.report();
                 (found.allocation, found.lp_solves, report)
