@@ -363,21 +363,27 @@ fn a_recovered_ratio_of_zero_is_not_a_certificate() {
 
 /// A session's next solve starts from the last one's GPU prices (`Problem::warm_prices`): after
 /// an arrival the warm solve certifies the same optimum as a cold one.
-#[test]
-fn a_solve_warm_started_from_earlier_prices_finds_the_same_optimum() {
+/// `n` max-min fairness jobs of distinct rows on `gpus` V100, P100 and K80 GPUs: a session before
+/// and after an arrival.
+fn arrivals(n: usize, gpus: [u32; 3]) -> arbiter::Problem {
     let job = |m: usize| {
         let f = 1.0 + (m as f64 * 0.37).sin() * 0.3;
         json!({"id": format!("j{m}"), "throughput": {"v100": 10.0 * f, "p100": 6.0 * f.sqrt(), "k80": 3.0 / f + m as f64 * 1e-4},
                "scale_factor": 1 + m % 2, "steps_remaining": 1000 + 10 * m})
     };
-    let request = |n: usize| {
-        let jobs: Vec<_> = (0..n).map(job).collect();
-        json!({"policy": "max_min_fairness", "cluster": {"worker_types": {"v100": {"count": 400}, "p100": {"count": 500}, "k80": {"count": 900}}}, "jobs": jobs})
-    };
-    let first = problem(&request(3000).to_string());
+    let jobs: Vec<_> = (0..n).map(job).collect();
+    let [v100, p100, k80] = gpus;
+    let cluster = json!({"v100": {"count": v100}, "p100": {"count": p100}, "k80": {"count": k80}});
+    problem(&json!({"policy": "max_min_fairness", "cluster": {"worker_types": cluster}, "jobs": jobs}).to_string())
+}
+
+#[test]
+fn a_solve_warm_started_from_earlier_prices_finds_the_same_optimum() {
+    let request = |n: usize| arrivals(n, [400, 500, 900]);
+    let first = request(3000);
     let earlier = arbiter::policies::solve(&first, Backend::default()).unwrap();
     let prices = earlier.method.and_then(|m| m.prices).expect("the decomposition's prices");
-    let cold = problem(&request(3001).to_string());
+    let cold = request(3001);
     let warm = arbiter::Problem { warm_prices: Some(prices), ..cold.clone() };
     let (a, b) = (
         arbiter::policies::solve(&warm, Backend::default()).unwrap(),
@@ -394,20 +400,12 @@ fn a_solve_warm_started_from_earlier_prices_finds_the_same_optimum() {
 /// first, while every job's fastest type is still too small for all of them.
 #[test]
 fn a_tie_break_warm_started_from_earlier_prices_finds_the_same_optimum() {
-    let job = |m: usize| {
-        let f = 1.0 + (m as f64 * 0.37).sin() * 0.3;
-        json!({"id": format!("j{m}"), "throughput": {"v100": 10.0 * f, "p100": 6.0 * f.sqrt(), "k80": 3.0 / f + m as f64 * 1e-4},
-               "scale_factor": 1 + m % 2, "steps_remaining": 1000 + 10 * m})
-    };
-    let request = |n: usize| {
-        let jobs: Vec<_> = (0..n).map(job).collect();
-        json!({"policy": "max_min_fairness", "cluster": {"worker_types": {"v100": {"count": 2000}, "p100": {"count": 2000}, "k80": {"count": 2000}}}, "jobs": jobs})
-    };
-    let earlier = arbiter::solver::tie_break::solve(&problem(&request(3000).to_string()), Backend::default()).unwrap();
+    let request = |n: usize| arrivals(n, [2000, 2000, 2000]);
+    let earlier = arbiter::solver::tie_break::solve(&request(3000), Backend::default()).unwrap();
     let method = earlier.method.expect("the second solve's method");
     assert_eq!(method.method, "decomposition");
     let prices = method.prices.expect("the decomposition's prices");
-    let cold = problem(&request(3001).to_string());
+    let cold = request(3001);
     let warm = arbiter::Problem { warm_tie_break_prices: Some(prices), ..cold.clone() };
     let (a, b) = (
         arbiter::solver::tie_break::solve(&warm, Backend::default()).unwrap(),
