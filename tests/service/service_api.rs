@@ -162,6 +162,7 @@ fn a_fractional_session_leaves_no_gpu_idle_that_a_job_could_use() {
         let base = format!("/v1/sessions/{}", reply.json()["id"].as_str().unwrap());
         assert_eq!(c.post(&format!("{base}/rounds"), b"").unwrap().status, 200);
         let view = c.get(&format!("{base}/allocation")).unwrap().json();
+        assert_eq!(view["tie_break"], tie_break.unwrap_or("throughput"), "{view}");
         let allocation = view["allocation"].as_object().unwrap();
         let mut used = serde_json::Map::new();
         for (id, row) in allocation {

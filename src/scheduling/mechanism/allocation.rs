@@ -25,6 +25,8 @@ pub struct Allocation {
     pub prices: Option<Vec<f64>>,
     /// The same for the tie-break's second solve.
     pub tie_break_prices: Option<Vec<f64>>,
+    /// The tie-break that followed the optimum (`none` for the policies it does not apply to).
+    pub tie_break: Option<crate::solver::tie_break::TieBreak>,
     /// With a realizable solve (`Problem::realizable`): what it did, and the allocation's
     /// decomposition into round configurations when it made one.
     pub realized: Option<Realized>,
@@ -148,10 +150,31 @@ impl Session {
         self.set_warm_prices(solved.prices.clone(), solved.tie_break_prices.clone());
         // A realizable solve's decomposition covers jobs alone: it is made only when no pair has time.
         if solved.realized.as_ref().is_some_and(|r| r.configurations.is_some()) {
-            return self.set_realized_allocation(&solved.allocation, solved.realized);
+            self.set_realized_allocation(&solved.allocation, solved.realized)?;
+        } else {
+            self.reset(&solved.allocation, &solved.colocated);
+            self.realized = solved.realized;
         }
-        self.reset(&solved.allocation, &solved.colocated);
-        self.realized = solved.realized;
+        self.tie_break = solved.tie_break;
+        Ok(())
+    }
+
+    /// Which tie-break followed the optimum of the current allocation's solve (`None`: an
+    /// allocation installed from elsewhere).
+    pub fn tie_break(&self) -> Option<crate::solver::tie_break::TieBreak> {
+        self.tie_break
+    }
+
+    /// Installs an allocation solved elsewhere (`solve_colocated_allocation`, a stored event) with
+    /// what its solve did: its realizable solve and the tie-break that ran.
+    pub fn set_solved_allocation(
+        &mut self,
+        allocation: &Matrix,
+        realized: Option<Realized>,
+        tie_break: Option<crate::solver::tie_break::TieBreak>,
+    ) -> Result<()> {
+        self.set_realized_allocation(allocation, realized)?;
+        self.tie_break = tie_break;
         Ok(())
     }
 
@@ -200,6 +223,7 @@ impl Session {
                 colocated: y,
                 prices: None,
                 tie_break_prices: None,
+                tie_break: None,
                 realized: None,
             });
         }
@@ -239,6 +263,7 @@ impl Session {
         // use), then, where it runs, the realizable solve from it.
         let applied = crate::solver::tie_break::solve(&problem, backend)?;
         let tie_break_prices = applied.method.as_ref().and_then(|m| m.prices.clone());
+        let tie_break = Some(applied.tie_break);
         let (outcome, realized) = if !problem.realizable.runs_for(problem.policy) {
             (applied.outcome, None)
         } else {
@@ -304,7 +329,7 @@ impl Session {
         }
         self.normalize(&mut x, &mut y);
         let prices = outcome.method.and_then(|m| m.prices);
-        Ok(Allocation { allocation: x, colocated: y, prices, tie_break_prices, realized })
+        Ok(Allocation { allocation: x, colocated: y, prices, tie_break_prices, tie_break, realized })
     }
 
     /// Scales down the time of any job whose fractions, alone and in pairs, sum above 1 (solver
@@ -353,5 +378,6 @@ impl Session {
         self.last_solve = Some(self.time);
         self.schedule = None;
         self.realized = None;
+        self.tie_break = None;
     }
 }

@@ -92,6 +92,8 @@ pub struct Session {
     pub(super) schedule: Option<Schedule>,
     /// What the realizable solve of the current allocation did (`Problem::realizable`).
     pub(super) realized: Option<super::allocation::Realized>,
+    /// The tie-break that followed the current allocation's optimum, when a solve made it.
+    pub(super) tie_break: Option<crate::solver::tie_break::TieBreak>,
     /// Jobs removed so far (for the metrics).
     pub(super) completed: Vec<Completed>,
     pub(super) usage: Usage,
@@ -174,6 +176,7 @@ impl Session {
             composed: None,
             schedule: None,
             realized: None,
+            tie_break: None,
             completed: Vec::new(),
             usage: Usage::default(),
         })

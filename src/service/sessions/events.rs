@@ -95,6 +95,9 @@ pub struct Stored {
     pub prices: Option<Vec<f64>>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub tie_break_prices: Option<Vec<f64>>,
+    /// The tie-break that followed the solve's optimum.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tie_break: Option<crate::solver::tie_break::TieBreak>,
 }
 
 /// A realizable solve's report and its decomposition: configurations of `(job row, type)` runs
@@ -124,6 +127,7 @@ impl Stored {
             realized,
             prices: allocation.prices.clone(),
             tie_break_prices: allocation.tie_break_prices.clone(),
+            tie_break: allocation.tie_break,
             ..Stored::new(&allocation.allocation)
         }
     }
@@ -151,7 +155,15 @@ impl Stored {
                 }
             }
         }
-        Stored { rows: x.rows(), cols: x.cols(), entries, realized: None, prices: None, tie_break_prices: None }
+        Stored {
+            rows: x.rows(),
+            cols: x.cols(),
+            entries,
+            realized: None,
+            prices: None,
+            tie_break_prices: None,
+            tie_break: None,
+        }
     }
 
     pub fn matrix(&self) -> ApiResult<Matrix> {
@@ -281,7 +293,7 @@ fn at_job(mut e: ArbiterError, job: &str) -> ArbiterError {
 
 /// Installs a solved allocation, and its prices as the next solve's start.
 fn install(session: &mut Session, allocation: &Stored) -> ApiResult<()> {
-    session.set_realized_allocation(&allocation.matrix()?, allocation.realized())?;
+    session.set_solved_allocation(&allocation.matrix()?, allocation.realized(), allocation.tie_break)?;
     session.set_warm_prices(allocation.prices.clone(), allocation.tie_break_prices.clone());
     Ok(())
 }
@@ -298,6 +310,7 @@ mod tests {
             colocated: Matrix::zeros(0, 2),
             prices: Some(vec![0.125, 0.0]),
             tie_break_prices: Some(vec![1.5, 0.75]),
+            tie_break: Some(crate::solver::tie_break::TieBreak::Throughput),
             realized: None,
         };
         let stored = Stored::of(&allocation);
@@ -306,6 +319,6 @@ mod tests {
         assert_eq!(read.tie_break_prices, Some(vec![1.5, 0.75]));
         // An event stored before prices were: no warm start, the same matrix.
         let old: Stored = serde_json::from_str(r#"{"rows": 1, "cols": 2, "entries": []}"#).unwrap();
-        assert_eq!((old.prices, old.tie_break_prices), (None, None));
+        assert_eq!((old.prices, old.tie_break_prices, old.tie_break), (None, None, None));
     }
 }

@@ -230,6 +230,10 @@ pub struct AllocationView {
     /// configurations, and how far it is from the fractional optimum.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub realizable_solve: Option<crate::solver::realizable::RealizableReport>,
+    /// The tie-break that followed the solve's optimum (the creation's `tie_break`; `none` for
+    /// the policies it does not apply to), as a request's `stats.tie_break`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub tie_break: Option<crate::solver::tie_break::TieBreak>,
     /// In mode `configurations`: why the last round chose jobs by priority instead of following
     /// the decomposition (none is certified, or the check does not cover the allocation).
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -454,6 +458,7 @@ pub fn allocation(id: &str, session: &Session) -> ApiResult<AllocationView> {
         received_fraction,
         realizable: crate::mechanism::realizability(session),
         realizable_solve: session.realizable_solve().cloned(),
+        tie_break: session.tie_break(),
         decomposition_skipped: session.decomposition_skipped().map(str::to_string),
     })
 }

@@ -247,6 +247,7 @@ class AllocationView(WireModel):
     received_fraction: Dict[str, Dict[str, float]]
     realizable: RealizabilityReport
     realizable_solve: Optional[RealizableReport] = None
+    tie_break: Optional[str] = None
     decomposition_skipped: Optional[str] = None
 
 
