@@ -182,12 +182,8 @@ fn measured_columns(reference: &ReferenceMatrix, job: &PartialRow, i: usize) -> 
         }
     }
     for &(_, value) in &measured {
-        if !(value.is_finite() && value >= 0.0) {
-            return Err(ArbiterError::at(
-                ErrorCode::InvalidNumber,
-                format!("jobs[{i}]"),
-                format!("a measured throughput must be a finite number ≥ 0, got {value}"),
-            ));
+        if let Some(why) = crate::problem::refusal(value, 0.0, "a measured throughput") {
+            return Err(ArbiterError::at(ErrorCode::InvalidNumber, format!("jobs[{i}]"), why));
         }
     }
     Ok(measured)

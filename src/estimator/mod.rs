@@ -117,12 +117,8 @@ impl Estimator {
                     format!("column {j} is not in the reference"),
                 ));
             }
-            if !(value.is_finite() && value >= 0.0) {
-                return Err(ArbiterError::at(
-                    ErrorCode::InvalidNumber,
-                    "measured",
-                    format!("a measured throughput must be a finite number ≥ 0, got {value}"),
-                ));
+            if let Some(why) = crate::problem::refusal(value, 0.0, "a measured throughput") {
+                return Err(ArbiterError::at(ErrorCode::InvalidNumber, "measured", why));
             }
             given[j] = Some(value);
         }

@@ -342,8 +342,12 @@ fn explain(oasis: &Oasis, job: &Job, decision: &Decision) -> OasisDecision {
     }
 }
 
-/// `x` to six decimals at most, without trailing zeros.
+/// `x` to six decimals at most, without trailing zeros; in scientific notation from 10¹⁵ up (a
+/// sentence is no place for a number's every digit).
 fn number(x: f64) -> String {
+    if x.abs() >= 1e15 && x.is_finite() {
+        return format!("{x:.6e}");
+    }
     let text = format!("{x:.6}");
     text.trim_end_matches('0').trim_end_matches('.').to_string()
 }
@@ -474,4 +478,15 @@ pub async fn submit(
 ) -> ApiResult<Json<OasisDecision>> {
     let job: JobSpec = parse(body.text()?)?;
     Ok(Json(state.oasis.update(&id, &caller, Event::Submit(job)).await?))
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn explanations_write_large_numbers_in_scientific_notation() {
+        assert_eq!(super::number(13.0), "13");
+        assert_eq!(super::number(-0.1250004), "-0.125");
+        assert_eq!(super::number(1e20), "1.000000e20");
+        assert_eq!(super::number(-2.5e99), "-2.500000e99");
+    }
 }

@@ -165,7 +165,14 @@ fn session_events_are_validated() {
     let mut create = demo_request();
     create["round_seconds"] = json!(0);
     assert_error(&c.post("/v1/sessions", &bytes(&create)).unwrap(), 400, "invalid_number", Some("round_seconds"));
+    // The knobs keep within the contract's range of magnitudes too.
+    create["round_seconds"] = json!(1e300);
+    assert_error(&c.post("/v1/sessions", &bytes(&create)).unwrap(), 400, "invalid_number", Some("round_seconds"));
     create["round_seconds"] = json!(60);
+    create["throughput_smoothing"] = json!(5e-324);
+    let reply = c.post("/v1/sessions", &bytes(&create)).unwrap();
+    assert_error(&reply, 400, "invalid_number", Some("throughput_smoothing"));
+    create.as_object_mut().unwrap().remove("throughput_smoothing");
     create["tie_break"] = json!("fair");
     assert_error(&c.post("/v1/sessions", &bytes(&create)).unwrap(), 400, "malformed_request", Some("tie_break"));
     create["tie_break"] = json!("water_filling");

@@ -62,6 +62,19 @@ fn a_te_job_preempts_with_a_grace_deadline_and_starts_when_it_ends() {
     assert_error(&client.get("/v1/fitgpp/sessions/nope").unwrap(), 404, "unknown_session", None);
     let bad = json!({"nodes": [{"cpus": 8, "memory_gb": 64, "gpus": 2}], "preemption": "sjf"});
     assert_error(&post(&mut client, "/v1/fitgpp/sessions", bad), 400, "unknown_policy", Some("preemption"));
+    // Numbers past the contract's range (1e-100 to 1e100 in magnitude): a run of 5e-324 s made
+    // a slowdown of 1e300 and more; λ = 1e300 and a clock at 1e300 are refused the same way.
+    let tiny = json!({"id": "tiny", "kind": "be", "cpus": 1, "memory_gb": 1, "gpus": 0, "duration_seconds": 5e-324});
+    assert_error(&post(&mut client, &path, tiny), 400, "invalid_number", Some("job.duration_seconds"));
+    let lambda = json!({"nodes": [{"cpus": 8, "memory_gb": 64, "gpus": 2}], "lambda": 1e300});
+    assert_error(&post(&mut client, "/v1/fitgpp/sessions", lambda), 400, "invalid_number", Some("lambda"));
+    let far = json!({"to": 1e300});
+    assert_error(
+        &post(&mut client, &format!("/v1/fitgpp/sessions/{id}/advance"), far),
+        400,
+        "invalid_number",
+        Some("time"),
+    );
 
     // Killed before the grace period ends; the restarted server replays to the same state.
     server.kill();

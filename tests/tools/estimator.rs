@@ -320,6 +320,12 @@ fn the_service_estimates_and_solves_with_its_reference() {
     let reply =
         c.post("/v1/throughputs/estimate", &bytes(&json!({"jobs": [{"id": "x", "throughput": {"a": -2.0}}]}))).unwrap();
     assert_error(&reply, 400, "invalid_number", Some("jobs[0]"));
+    // Past the contract's range of magnitudes, as a request's throughput.
+    for value in [1e300, 5e-324] {
+        let body = json!({"jobs": [{"id": "x", "throughput": {"a": value}}]});
+        let reply = c.post("/v1/throughputs/estimate", &bytes(&body)).unwrap();
+        assert_error(&reply, 400, "invalid_number", Some("jobs[0]"));
+    }
     let reply = c.post("/v1/throughputs/estimate", &bytes(&json!({"jobs": [{"id": "x", "speed": 1}]}))).unwrap();
     assert_eq!(reply.status, 400);
 

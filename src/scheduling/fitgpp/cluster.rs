@@ -189,6 +189,9 @@ impl Cluster {
                 format!("the clock moves forward only: now {}, asked {time}", self.now),
             ));
         }
+        if let Some(why) = crate::problem::refusal(time, f64::MIN, "time") {
+            return Err(ArbiterError::at(ErrorCode::InvalidNumber, "time", why));
+        }
         let mut pass = Pass::default();
         while let Some(instant) = self.next_event().filter(|&t| t <= time) {
             self.now = instant;

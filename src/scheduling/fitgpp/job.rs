@@ -55,11 +55,21 @@ impl JobSpec {
                 format!("job {:?}: {field} must be {what}, got {v}", self.id),
             ))
         };
-        if !(self.duration_seconds > 0.0 && self.duration_seconds <= MAX_SECONDS) {
-            return bad("duration_seconds", "> 0 and at most 10⁹ (about 31 years)", self.duration_seconds);
+        // Above 0, at least the contract's smallest magnitude (`problem::SMALLEST`).
+        let tiny = |v: f64| v != 0.0 && v.abs() < crate::problem::SMALLEST;
+        if !(self.duration_seconds > 0.0 && self.duration_seconds <= MAX_SECONDS) || tiny(self.duration_seconds) {
+            return bad(
+                "duration_seconds",
+                "> 0, at least 1e-100 and at most 10⁹ (about 31 years)",
+                self.duration_seconds,
+            );
         }
-        if !(0.0..=MAX_SECONDS).contains(&self.grace_period_seconds) {
-            return bad("grace_period_seconds", "≥ 0 and at most 10⁹ (about 31 years)", self.grace_period_seconds);
+        if !(0.0..=MAX_SECONDS).contains(&self.grace_period_seconds) || tiny(self.grace_period_seconds) {
+            return bad(
+                "grace_period_seconds",
+                "0, or between 1e-100 and 10⁹ (about 31 years)",
+                self.grace_period_seconds,
+            );
         }
         if !capacities.iter().any(|c| self.demand.fits_in(c)) {
             return Err(ArbiterError::at(

@@ -157,12 +157,8 @@ pub fn named(
     random_fallback: bool,
     seed: u64,
 ) -> Result<Box<dyn Preemptor>> {
-    if !(lambda.is_finite() && lambda >= 0.0) {
-        return Err(ArbiterError::at(
-            ErrorCode::InvalidNumber,
-            "lambda",
-            format!("λ must be a finite number ≥ 0, got {lambda}"),
-        ));
+    if let Some(why) = crate::problem::refusal(lambda, 0.0, "λ") {
+        return Err(ArbiterError::at(ErrorCode::InvalidNumber, "lambda", why));
     }
     Ok(match name {
         "fitgpp" => {

@@ -132,20 +132,23 @@ impl Config {
                 Err(ArbiterError::at(ErrorCode::InvalidNumber, field, what))
             }
         };
+        // Every knob also within the contract's range of magnitudes (`problem::refusal`).
+        let in_range = |field: &str, v: f64| match crate::problem::refusal(v, 0.0, field) {
+            Some(why) => check(false, field, why),
+            None => Ok(()),
+        };
         let r = self.round_seconds;
-        check(
-            r.is_finite() && r > 0.0,
-            "round_seconds",
-            format!("round_seconds must be a finite number > 0, got {r}"),
-        )?;
+        check(r > 0.0, "round_seconds", format!("round_seconds must be a finite number > 0, got {r}"))?;
+        in_range("round_seconds", r)?;
         for (field, v) in [
             ("min_solve_interval", self.min_solve_interval),
             ("resolve_threshold", self.resolve_threshold),
             ("max_deficit_rounds", self.max_deficit_rounds),
         ] {
-            check(v.is_finite() && v >= 0.0, field, format!("{field} must be a finite number ≥ 0, got {v}"))?;
+            in_range(field, v)?;
         }
         let a = self.throughput_smoothing;
-        check(a > 0.0 && a <= 1.0, "throughput_smoothing", format!("throughput_smoothing must be in (0, 1], got {a}"))
+        check(a > 0.0 && a <= 1.0, "throughput_smoothing", format!("throughput_smoothing must be in (0, 1], got {a}"))?;
+        in_range("throughput_smoothing", a)
     }
 }

@@ -26,11 +26,11 @@ pub struct ClusterSpec {
 
 impl ClusterSpec {
     pub fn validate(&self) -> Result<()> {
-        if !(self.slot_seconds.is_finite() && self.slot_seconds > 0.0) {
+        if !(crate::problem::refusal(self.slot_seconds, 0.0, "").is_none() && self.slot_seconds > 0.0) {
             return Err(ArbiterError::at(
                 ErrorCode::InvalidNumber,
                 "cluster.slot_seconds",
-                "must be a finite number > 0",
+                "must be a finite number > 0 of magnitude between 1e-100 and 1e100",
             ));
         }
         if self.slots == 0 {

@@ -30,28 +30,18 @@ impl Utility {
         }
     }
 
+    /// Every number finite, in the contract's range (`problem::refusal`), and at least its minimum.
     fn validate(&self, field: &str) -> Result<()> {
-        let finite = |name: &str, v: f64, min: f64| {
-            if v.is_finite() && v >= min {
-                Ok(())
-            } else {
-                Err(ArbiterError::at(
-                    ErrorCode::InvalidNumber,
-                    format!("{field}.{name}"),
-                    format!("{name} must be a finite number ≥ {min}, got {v}"),
-                ))
-            }
+        let check = |name: &str, v: f64, min: f64| match crate::problem::refusal(v, min, name) {
+            Some(why) => Err(ArbiterError::at(ErrorCode::InvalidNumber, format!("{field}.{name}"), why)),
+            None => Ok(()),
         };
         match *self {
-            Utility::Constant { value } => finite("value", value, 0.0),
+            Utility::Constant { value } => check("value", value, 0.0),
             Utility::Sigmoid { priority, decay, target } => {
-                finite("priority", priority, 0.0)?;
-                finite("decay", decay, 0.0)?;
-                if target.is_finite() {
-                    Ok(())
-                } else {
-                    Err(ArbiterError::at(ErrorCode::InvalidNumber, format!("{field}.target"), "target must be finite"))
-                }
+                check("priority", priority, 0.0)?;
+                check("decay", decay, 0.0)?;
+                check("target", target, f64::MIN)
             }
         }
     }
@@ -121,11 +111,12 @@ impl Job {
         if spec.minibatches_per_chunk == 0 {
             return bad("minibatches_per_chunk", "at least 1");
         }
-        if !(spec.minibatch_seconds.is_finite() && spec.minibatch_seconds > 0.0) {
-            return bad("minibatch_seconds", "a finite number > 0");
+        let in_range = |v: f64| crate::problem::refusal(v, 0.0, "").is_none();
+        if !(in_range(spec.minibatch_seconds) && spec.minibatch_seconds > 0.0) {
+            return bad("minibatch_seconds", "a finite number > 0 of magnitude between 1e-100 and 1e100");
         }
-        if !(spec.gradient_mb.is_finite() && spec.gradient_mb >= 0.0) {
-            return bad("gradient_mb", "a finite number ≥ 0");
+        if !in_range(spec.gradient_mb) {
+            return bad("gradient_mb", "0 or a finite number of magnitude between 1e-100 and 1e100");
         }
         if spec.worker.bandwidth_mbps == 0 {
             return bad("worker.bandwidth_mbps", "at least 1");
@@ -271,6 +262,23 @@ pub(crate) mod tests {
         let mut huge = spec.clone();
         (huge.epochs, huge.chunks) = (u32::MAX, u32::MAX);
         assert_eq!(Job::new(huge, 100.0, 10, "jobs[2]").unwrap_err().code, ErrorCode::Unsupported);
+        // Numbers past the contract's range (`problem::refusal`): a utility of 1.7e308 priced
+        // admission at a payoff of 1.7e308 and wrote out its 309 digits.
+        let field = |spec: JobSpec| Job::new(spec, 100.0, 10, "jobs[2]").unwrap_err().field;
+        for (utility, name) in [
+            (Utility::Constant { value: 1.7e308 }, "value"),
+            (Utility::Sigmoid { priority: 1e-300, decay: 1.0, target: 1.0 }, "priority"),
+            (Utility::Sigmoid { priority: 1.0, decay: 1.0, target: -1e200 }, "target"),
+        ] {
+            let bad = JobSpec { utility, ..spec.clone() };
+            assert_eq!(field(bad).as_deref(), Some(format!("jobs[2].utility.{name}").as_str()));
+        }
+        assert_eq!(field(JobSpec { gradient_mb: 5e-324, ..spec.clone() }).as_deref(), Some("jobs[2].gradient_mb"));
+        assert_eq!(
+            field(JobSpec { minibatch_seconds: 1e-300, ..spec.clone() }).as_deref(),
+            Some("jobs[2].minibatch_seconds")
+        );
+        assert!(Job::new(JobSpec { gradient_mb: 0.0, ..spec.clone() }, 100.0, 10, "jobs[2]").is_ok());
         spec.parameter_server.bandwidth_mbps = 500;
         assert_eq!(
             Job::new(spec, 100.0, 10, "jobs[2]").unwrap_err().field.as_deref(),

@@ -91,17 +91,19 @@ impl PriceParameters {
     /// Price functions given directly (every resource counted as demanded in the bound).
     pub fn new(workers: PriceFunction, parameter_servers: PriceFunction) -> Result<PriceParameters> {
         for (name, f) in [("workers", &workers), ("parameter_servers", &parameter_servers)] {
-            let ok = f.eta.is_finite()
+            let in_range = |v: f64| crate::problem::refusal(v, 0.0, "").is_none();
+            let ok = in_range(f.eta)
                 && f.eta >= 1.0
                 && (0..RESOURCE_TYPES).all(|r| {
                     let (l, u) = (f.lower[r], f.upper[r]);
-                    l.is_finite() && l > 0.0 && u.is_finite() && 2.0 * u * f.eta >= l
+                    in_range(l) && l > 0.0 && in_range(u) && 2.0 * u * f.eta >= l
                 });
             if !ok {
                 return Err(ArbiterError::at(
                     ErrorCode::InvalidNumber,
                     format!("prices.{name}"),
-                    "needs L^r > 0, η ≥ 1 and 2U^rη ≥ L^r, all finite (prices must not fall with use)",
+                    "needs L^r > 0, η ≥ 1 and 2U^rη ≥ L^r, all finite, of magnitude between 1e-100 and 1e100 \
+                     (prices must not fall with use)",
                 ));
             }
         }
