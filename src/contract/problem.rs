@@ -159,13 +159,18 @@ pub const SMALLEST: f64 = 1e-100;
 /// See [`SMALLEST`].
 pub const LARGEST: f64 = 1e100;
 
+/// Whether `value` is 0 or of magnitude within [`SMALLEST`] and [`LARGEST`] (so finite).
+pub fn in_range(value: f64) -> bool {
+    value == 0.0 || (SMALLEST..=LARGEST).contains(&value.abs())
+}
+
 /// Why `value` is not a number the contract takes as `what`, at least `min`: it must be finite,
 /// at least `min`, and 0 or of magnitude within [`SMALLEST`] and [`LARGEST`].
 pub fn refusal(value: f64, min: f64, what: &str) -> Option<String> {
     if !value.is_finite() || value < min {
         return Some(format!("{what} must be a finite number ≥ {min}, got {value}"));
     }
-    if value != 0.0 && !(SMALLEST..=LARGEST).contains(&value.abs()) {
+    if !in_range(value) {
         return Some(format!("{what} must be 0 or of magnitude between {SMALLEST:e} and {LARGEST:e}, got {value}"));
     }
     None
@@ -349,13 +354,7 @@ impl Problem {
         };
         let tie_break = match req.tie_break.as_deref() {
             None => Default::default(),
-            Some(name) => crate::solver::tie_break::TieBreak::from_name(name).ok_or_else(|| {
-                ArbiterError::at(
-                    ErrorCode::MalformedRequest,
-                    "tie_break",
-                    format!("unknown tie_break {name:?}; expected \"throughput\", \"water_filling\" or \"none\""),
-                )
-            })?,
+            Some(name) => crate::solver::tie_break::TieBreak::named(name)?,
         };
         let method = match req.method.as_deref() {
             None => Default::default(),

@@ -156,13 +156,7 @@ pub fn backend_named(name: &str) -> Result<Backend> {
 fn tie_break(name: Option<&str>, realizable: Option<bool>) -> Result<TieBreak> {
     match name {
         None => Ok(SimulationConfig::default_tie_break(Realizable::from_flag(realizable, Realizable::UnlessPaired))),
-        Some(name) => TieBreak::from_name(name).ok_or_else(|| {
-            ArbiterError::at(
-                ErrorCode::MalformedRequest,
-                "tie_break",
-                format!("unknown tie-break {name:?}; expected \"throughput\", \"water_filling\" or \"none\""),
-            )
-        }),
+        Some(name) => TieBreak::named(name),
     }
 }
 

@@ -66,11 +66,9 @@ impl SimulationConfig {
     /// arrival and completion, work-conserving rounds, every job measured; the LP policies solve
     /// over round configurations (`realizable`), so rounds can deliver what they allocate.
     pub fn new(cluster: Vec<WorkerType>, policy: PolicyKind) -> SimulationConfig {
-        SimulationConfig {
-            realizable: Realizable::UnlessPaired,
-            tie_break: TieBreak::Throughput,
-            ..SimulationConfig::gavel(cluster, policy)
-        }
+        let realizable = Realizable::UnlessPaired;
+        let tie_break = SimulationConfig::default_tie_break(realizable);
+        SimulationConfig { realizable, tie_break, ..SimulationConfig::gavel(cluster, policy) }
     }
 
     /// Gavel's settings exactly, as its paper's numbers need: `new` with the fractional
@@ -84,7 +82,7 @@ impl SimulationConfig {
             round_seconds: 360.0,
             ideal: false,
             realizable: Realizable::Off,
-            tie_break: TieBreak::None,
+            tie_break: SimulationConfig::default_tie_break(Realizable::Off),
             configurations: false,
             window: None,
             min_solve_interval: 0.0,

@@ -55,16 +55,18 @@ impl JobSpec {
                 format!("job {:?}: {field} must be {what}, got {v}", self.id),
             ))
         };
-        // Above 0, at least the contract's smallest magnitude (`problem::SMALLEST`).
-        let tiny = |v: f64| v != 0.0 && v.abs() < crate::problem::SMALLEST;
-        if !(self.duration_seconds > 0.0 && self.duration_seconds <= MAX_SECONDS) || tiny(self.duration_seconds) {
+        // Within the contract's range of magnitudes too (`problem::in_range`).
+        let in_range = crate::problem::in_range;
+        let duration = self.duration_seconds;
+        if !(duration > 0.0 && duration <= MAX_SECONDS && in_range(duration)) {
             return bad(
                 "duration_seconds",
                 "> 0, at least 1e-100 and at most 10⁹ (about 31 years)",
                 self.duration_seconds,
             );
         }
-        if !(0.0..=MAX_SECONDS).contains(&self.grace_period_seconds) || tiny(self.grace_period_seconds) {
+        let grace = self.grace_period_seconds;
+        if !((0.0..=MAX_SECONDS).contains(&grace) && in_range(grace)) {
             return bad(
                 "grace_period_seconds",
                 "0, or between 1e-100 and 10⁹ (about 31 years)",

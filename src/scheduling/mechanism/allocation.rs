@@ -145,9 +145,9 @@ impl Session {
 
     /// Solves the session's policy now, whatever the interval, and resets.
     pub fn recompute_allocation(&mut self) -> Result<()> {
-        let solved = self.solve_colocated_allocation(self.config.backend)?;
+        let mut solved = self.solve_colocated_allocation(self.config.backend)?;
         // The next solve starts from this one's GPU prices (when the decomposition found them).
-        self.set_warm_prices(solved.prices.clone(), solved.tie_break_prices.clone());
+        self.set_warm_prices(solved.prices.take(), solved.tie_break_prices.take());
         // A realizable solve's decomposition covers jobs alone: it is made only when no pair has time.
         if solved.realized.as_ref().is_some_and(|r| r.configurations.is_some()) {
             self.set_realized_allocation(&solved.allocation, solved.realized)?;

@@ -26,7 +26,7 @@ pub struct ClusterSpec {
 
 impl ClusterSpec {
     pub fn validate(&self) -> Result<()> {
-        if !(crate::problem::refusal(self.slot_seconds, 0.0, "").is_none() && self.slot_seconds > 0.0) {
+        if !(crate::problem::in_range(self.slot_seconds) && self.slot_seconds > 0.0) {
             return Err(ArbiterError::at(
                 ErrorCode::InvalidNumber,
                 "cluster.slot_seconds",

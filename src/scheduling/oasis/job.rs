@@ -111,11 +111,11 @@ impl Job {
         if spec.minibatches_per_chunk == 0 {
             return bad("minibatches_per_chunk", "at least 1");
         }
-        let in_range = |v: f64| crate::problem::refusal(v, 0.0, "").is_none();
+        let in_range = crate::problem::in_range;
         if !(in_range(spec.minibatch_seconds) && spec.minibatch_seconds > 0.0) {
             return bad("minibatch_seconds", "a finite number > 0 of magnitude between 1e-100 and 1e100");
         }
-        if !in_range(spec.gradient_mb) {
+        if !(in_range(spec.gradient_mb) && spec.gradient_mb >= 0.0) {
             return bad("gradient_mb", "0 or a finite number of magnitude between 1e-100 and 1e100");
         }
         if spec.worker.bandwidth_mbps == 0 {

@@ -91,7 +91,7 @@ impl PriceParameters {
     /// Price functions given directly (every resource counted as demanded in the bound).
     pub fn new(workers: PriceFunction, parameter_servers: PriceFunction) -> Result<PriceParameters> {
         for (name, f) in [("workers", &workers), ("parameter_servers", &parameter_servers)] {
-            let in_range = |v: f64| crate::problem::refusal(v, 0.0, "").is_none();
+            let in_range = crate::problem::in_range;
             let ok = in_range(f.eta)
                 && f.eta >= 1.0
                 && (0..RESOURCE_TYPES).all(|r| {

@@ -39,6 +39,17 @@ impl TieBreak {
         }
     }
 
+    /// [`TieBreak::from_name`], or the contract's error naming the field `tie_break`.
+    pub fn named(name: &str) -> Result<TieBreak> {
+        TieBreak::from_name(name).ok_or_else(|| {
+            ArbiterError::at(
+                ErrorCode::MalformedRequest,
+                "tie_break",
+                format!("unknown tie_break {name:?}; expected \"throughput\", \"water_filling\" or \"none\""),
+            )
+        })
+    }
+
     pub fn name(self) -> &'static str {
         match self {
             TieBreak::Throughput => "throughput",
