@@ -66,7 +66,7 @@ pub fn allocate(problem: &Problem, backend: lp::Backend) -> error::Result<(Respo
 
 /// A solver failure on numbers many orders of magnitude apart says so, with the span: the LP
 /// solves in double precision, and a span of 10¹² or more is where it was seen to fail.
-fn numbers_hint(problem: &Problem, mut e: ArbiterError) -> ArbiterError {
+pub(crate) fn numbers_hint(problem: &Problem, mut e: ArbiterError) -> ArbiterError {
     if e.code != ErrorCode::SolverFailed || e.message.contains("orders of magnitude") {
         return e;
     }

@@ -343,6 +343,45 @@ fn a_dominated_pair_gets_no_time() {
     assert!(close(s.received_fraction("a").unwrap()[0], 0.5, 1e-9));
 }
 
+/// The instance of `an_infeasible_answer_is_refused_not_returned` (tests/solver/numerics.rs) as a
+/// session: a job measured at 10⁻³⁰ steps/s alone and 60 in a pair. Its solve either refuses the
+/// answer (`solver_failed`, saying why) or gives one within every job's time and every type's
+/// GPUs, as a request's does; an answer over the GPUs is never installed rescaled.
+#[test]
+fn a_session_refuses_an_infeasible_answer_as_a_request_does() {
+    let types = [("t0", 4, 4), ("t1", 4, 4), ("t2", 0, 4)].map(|(n, c, p)| worker_type(n, c, p));
+    let mut s = Session::new(PolicyKind::MaxMinFairnessWaterFilling, true, types.to_vec(), Config::default())
+        .expect("a valid cluster");
+    add(&mut s, "j0", 4, &[0.0, 41.9, 0.0]);
+    add(&mut s, "j1", 4, &[84.2, 3.24e-5, 69.2]);
+    add(&mut s, "j3", 1, &[1e-30, 0.0, 1.6e-6]);
+    add(&mut s, "j7", 1, &[70.3, 44.8, 3.1e-9]);
+    s.add_colocation("j3", "j7", &[[59.96, 84.08], [0.0, 0.0], [51.9, 1e30]]).unwrap();
+    s.add_colocation("j1", "j0", &[[0.0, 0.0], [89.2, 1e-30], [97.5, 85.2]]).unwrap();
+    match s.solve_colocated_allocation(arbiter::lp::Backend::default()) {
+        Err(e) => {
+            assert_eq!(e.code, ErrorCode::SolverFailed, "{}", e.to_json());
+            assert!(e.message.contains("infeasible"), "{}", e.to_json());
+        }
+        Ok(solved) => {
+            let (x, y) = (&solved.allocation, &solved.colocated);
+            let pairs = [(2, 3, 0), (1, 0, 1)];
+            for m in 0..4 {
+                let paired: f64 =
+                    pairs.iter().filter(|p| p.0 == m || p.1 == m).map(|p| y.row(p.2).iter().sum::<f64>()).sum();
+                let time = x.row(m).iter().sum::<f64>() + paired;
+                assert!(time <= 1.0 + 1e-6, "job {m} runs {time} of the time");
+            }
+            let sf = [4.0, 4.0, 1.0, 1.0];
+            for (w, count) in [4.0, 4.0, 0.0].into_iter().enumerate() {
+                let alone: f64 = (0..4).map(|m| sf[m] * x.get(m, w)).sum();
+                let used = alone + pairs.iter().map(|p| sf[p.0] * y.get(p.2, w)).sum::<f64>();
+                assert!(used <= count * (1.0 + 1e-6) + 1e-6, "type {w}: {used} GPUs of {count}");
+            }
+        }
+    }
+}
+
 // ---- invariants under random sessions with pairs ----
 
 #[derive(Debug, Clone)]

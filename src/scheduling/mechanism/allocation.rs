@@ -261,7 +261,8 @@ impl Session {
         };
         // As a request's: the tie-break the problem asks for (no GPU left idle that a job could
         // use), then, where it runs, the realizable solve from it.
-        let applied = crate::solver::tie_break::solve(&problem, backend)?;
+        let hinted = |e| crate::numbers_hint(&problem, e);
+        let applied = crate::solver::tie_break::solve(&problem, backend).map_err(hinted)?;
         let tie_break_prices = applied.method.as_ref().and_then(|m| m.prices.clone());
         let tie_break = Some(applied.tie_break);
         let (outcome, realized) = if !problem.realizable.runs_for(problem.policy) {
@@ -283,6 +284,8 @@ impl Session {
             });
             (r.outcome, Some(Realized { report: r.report, configurations }))
         };
+        // As a request's: an answer outside the cluster is refused, never rescaled into it.
+        crate::solver::feasible::check(&problem, &outcome).map_err(hinted)?;
         let failed = |what: String| Err(ArbiterError::new(ErrorCode::SolverFailed, what));
         let (ox, oy) = (&outcome.allocation, &outcome.colocated);
         if ox.rows() != included.len() || ox.cols() != types {
