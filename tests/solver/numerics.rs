@@ -365,3 +365,37 @@ fn numbers_past_double_precision_are_refused_at_the_edge() {
         }
     }
 }
+
+/// A realizable solve whose pricing returns a configuration the master already has (an 8-GPU
+/// job on types of at most 4 GPUs, a job measured at 2.8·10⁻⁷ steps/s beside others near 40): it
+/// came back every time, for 2,000 master solves and 1.7 s (10 s in a loaded session) on 8 jobs.
+/// The column generation now stops there, at the same objective, and says it is not certified.
+#[test]
+fn a_realizable_solve_stops_when_pricing_repeats_a_configuration() {
+    let request = json!({
+        "policy": "max_min_fairness",
+        "realizable": true,
+        "cluster": {"worker_types": {
+            "t0": {"count": 1, "gpus_per_server": 2},
+            "t1": {"count": 4, "gpus_per_server": 4},
+            "t2": {"count": 2, "gpus_per_server": 4}
+        }},
+        "jobs": [
+            {"id": "j0", "throughput": {"t0": 7.903337195478129, "t1": 8.090485628197847, "t2": 12.634376409077253}, "weight": 5.0},
+            {"id": "j1", "throughput": {"t0": 12.56402715099747, "t1": 7.579477369524668}},
+            {"id": "j2", "throughput": {"t0": 40.128465791410115, "t1": 44.42492341253219, "t2": 8.960029994499706}, "scale_factor": 8},
+            {"id": "j3", "throughput": {"t1": 28.900345018933997}},
+            {"id": "j4", "throughput": {"t1": 2.754043653293174e-07, "t2": 30.290155827314702}, "scale_factor": 2, "weight": 5.0},
+            {"id": "j6", "throughput": {"t0": 20.641731838716115, "t1": 38.422526537451496, "t2": 25.476431296487927}},
+            {"id": "j7", "throughput": {"t0": 20.52361385509162, "t1": 83.87507880089106}},
+            {"id": "j10", "throughput": {"t0": 94.27234867927497}}
+        ]
+    });
+    let (_, r, _) = solve_value(&request);
+    let solve = r.stats.realizable_solve.as_ref().expect("the realizable solve ran");
+    assert!(solve.applied, "{solve:?}");
+    assert!(solve.lp_solves < 50, "{} master solves", solve.lp_solves);
+    assert!(solve.reason.as_deref().is_some_and(|why| why.contains("already in the master")), "{solve:?}");
+    // What 2,000 master solves reached.
+    assert_close(r.objective.expect("an objective"), 0.22628229436414654, 1e-9, "the realizable optimum");
+}

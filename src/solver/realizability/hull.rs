@@ -297,7 +297,7 @@ pub fn solve(
             // reached it) and their filled forms.
             seed_master(&mut master);
             for column in decomposition.iter().chain(&filled).map(|(column, _)| column) {
-                if !master.columns.contains(column) {
+                if !master.has(column) {
                     master.add(column.clone());
                 }
             }
