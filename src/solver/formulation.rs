@@ -83,45 +83,32 @@ pub struct BaseLp {
 }
 
 impl BaseLp {
-    /// Base constraints; with `homogenizing = Some(t)` every right-hand side is multiplied by the
-    /// column `t` (the Charnes–Cooper form of a linear-fractional program).
-    pub fn new(problem: &Problem, groups: Groups, sense: Sense, homogenizing: Option<usize>) -> BaseLp {
-        Self::with_lp(problem, groups, LinearProgram::new(sense), homogenizing)
-    }
-
-    pub fn with_lp(problem: &Problem, groups: Groups, lp: LinearProgram, homogenizing: Option<usize>) -> BaseLp {
-        Self::with_pairs(problem, groups, &[], lp, homogenizing)
+    /// Base constraints: each group's time and each type's GPUs.
+    pub fn new(problem: &Problem, groups: Groups, sense: Sense) -> BaseLp {
+        Self::with_pairs(problem, groups, &[], LinearProgram::new(sense))
     }
 
     /// Base constraints with pair columns `Y[i][w]` too: a pair uses `sf` GPUs of `w` and the
     /// time of both its jobs (each of which must be a group of its own).
-    pub fn with_pairs(
-        problem: &Problem,
-        groups: Groups,
-        pairs: &[Pair],
-        mut lp: LinearProgram,
-        homogenizing: Option<usize>,
-    ) -> BaseLp {
+    pub fn with_pairs(problem: &Problem, groups: Groups, pairs: &[Pair], mut lp: LinearProgram) -> BaseLp {
         let num_types = problem.num_types();
         let mut cols = Vec::with_capacity(groups.members.len());
         for members in &groups.members {
             let rep = members[0];
             let n = members.len() as f64;
-            let upper = if homogenizing.is_some() { f64::INFINITY } else { n };
             let row: Vec<Option<usize>> = (0..num_types)
                 .map(|w| {
                     let usable = problem.throughput.get(rep, w) > 0.0 && problem.worker_types[w].count > 0.0;
-                    usable.then(|| lp.add_col(0.0, 0.0, upper))
+                    usable.then(|| lp.add_col(0.0, 0.0, n))
                 })
                 .collect();
             cols.push(row);
         }
-        let upper = if homogenizing.is_some() { f64::INFINITY } else { 1.0 };
         let pair_cols: Vec<Vec<Option<usize>>> = pairs
             .iter()
             .map(|pair| {
                 let mut row = vec![None; num_types];
-                pair.types().for_each(|w| row[w] = Some(lp.add_col(0.0, 0.0, upper)));
+                pair.types().for_each(|w| row[w] = Some(lp.add_col(0.0, 0.0, 1.0)));
                 row
             })
             .collect();
@@ -136,14 +123,8 @@ impl BaseLp {
                 pair_time[group_of[m]].extend(cols.iter().flatten().map(|&c| (c, 1.0)));
             }
         }
-        let bound = |lp: &mut LinearProgram, mut coefs: Vec<(usize, f64)>, rhs: f64| match homogenizing {
-            Some(t) => {
-                coefs.push((t, -rhs));
-                lp.add_row(Row::at_most(0.0, coefs));
-            }
-            None => {
-                lp.add_row(Row::at_most(rhs, coefs));
-            }
+        let bound = |lp: &mut LinearProgram, coefs: Vec<(usize, f64)>, rhs: f64| {
+            lp.add_row(Row::at_most(rhs, coefs));
         };
         for (g, members) in groups.members.iter().enumerate() {
             let mut coefs: Vec<(usize, f64)> = cols[g].iter().flatten().map(|&c| (c, 1.0)).collect();
@@ -178,11 +159,11 @@ impl BaseLp {
         }
     }
 
-    /// Each pair's time per type in `solution` (`pair_time[i][w]`), divided by `scale`.
-    pub fn pair_time(&self, solution: &Solution, scale: f64) -> Vec<Vec<f64>> {
+    /// Each pair's time per type in `solution` (`pair_time[i][w]`).
+    pub fn pair_time(&self, solution: &Solution) -> Vec<Vec<f64>> {
         self.pair_cols
             .iter()
-            .map(|cols| cols.iter().map(|c| c.map_or(0.0, |c| (solution.values[c] / scale).max(0.0))).collect())
+            .map(|cols| cols.iter().map(|c| c.map_or(0.0, |c| solution.values[c].max(0.0))).collect())
             .collect()
     }
 
@@ -191,15 +172,14 @@ impl BaseLp {
         self.cols[g].iter().enumerate().filter_map(|(w, c)| c.map(|c| (c, coef(w)))).collect()
     }
 
-    /// The per-job allocation: each group's column split evenly among its members, divided by
-    /// `scale` (the homogenizing variable's value, or 1).
-    pub fn allocation(&self, solution: &Solution, num_jobs: usize, num_types: usize, scale: f64) -> Matrix {
+    /// The per-job allocation: each group's column split evenly among its members.
+    pub fn allocation(&self, solution: &Solution, num_jobs: usize, num_types: usize) -> Matrix {
         let mut x = Matrix::zeros(num_jobs, num_types);
         for (g, members) in self.groups.members.iter().enumerate() {
             let n = members.len() as f64;
             for (w, col) in self.cols[g].iter().enumerate() {
                 if let Some(c) = col {
-                    let value = (solution.values[*c] / scale / n).max(0.0);
+                    let value = (solution.values[*c] / n).max(0.0);
                     for &m in members {
                         x.set(m, w, value);
                     }

@@ -366,6 +366,34 @@ fn numbers_past_double_precision_are_refused_at_the_edge() {
     }
 }
 
+/// Prices 10⁹ apart under an SLO: Charnes–Cooper's LP, which puts the prices in a constraint
+/// row, was called unbounded (`solver_failed`), and bounded it returned a ratio 9 times below the
+/// optimum (the 8-GPU job on a whole t0 GPU for 10⁻⁶ steps/s of SLO). The optimum runs j4 on t0
+/// and gives j2 the sliver of t0 its SLO needs: `(5375184.56 + 10⁻⁶) / (2.48 + 8·2.48·x)`.
+#[test]
+fn min_cost_slo_with_prices_a_billion_apart_finds_the_best_ratio() {
+    let request = json!({
+        "policy": "min_cost_slo",
+        "cluster": {"worker_types": {
+            "t0": {"count": 1000, "cost_per_hour": 2.48},
+            "t1": {"count": 4, "cost_per_hour": 1e9},
+            "t2": {"count": 100000, "cost_per_hour": 2.48}
+        }},
+        "jobs": [
+            {"id": "j2", "throughput": {"t0": 39.41623167733444, "t1": 23.409460078686884, "t2": 16.779872172537974},
+             "scale_factor": 8, "steps_remaining": 1e6, "slo_seconds": 1e12},
+            {"id": "j4", "throughput": {"t0": 5375184.56030316, "t1": 96.14634348379735, "t2": 18.525057755434432},
+             "steps_remaining": 1e-6}
+        ]
+    });
+    let (p, r, x) = solve_value(&request);
+    let thr: Vec<f64> = (0..2).map(|m| (0..3).map(|w| p.throughput.get(m, w) * x[m][w]).sum()).collect();
+    assert!(thr[0] >= 1e-6 * (1.0 - 1e-6), "j2's SLO needs 1e-6 steps/s, got {}", thr[0]);
+    let sliver = 1e-6 / 39.41623167733444;
+    let best = (5375184.56030316 + 1e-6) / (2.48 + 8.0 * 2.48 * sliver);
+    assert_close(r.objective.expect("a ratio"), best, 1e-6, "steps/s per dollar-hour");
+}
+
 /// A realizable solve whose pricing returns a configuration the master already has (an 8-GPU
 /// job on types of at most 4 GPUs, a job measured at 2.8·10⁻⁷ steps/s beside others near 40): it
 /// came back every time, for 2,000 master solves and 1.7 s (10 s in a loaded session) on 8 jobs.

@@ -38,10 +38,10 @@ fn priority_weights(problem: &Problem) -> Vec<f64> {
 impl Policy for Fifo {
     fn solve(&self, problem: &Problem, backend: Backend) -> Result<Outcome> {
         let weights = priority_weights(problem);
-        let mut base = BaseLp::new(problem, Groups::singletons(problem.num_jobs()), Sense::Maximize, None);
+        let mut base = BaseLp::new(problem, Groups::singletons(problem.num_jobs()), Sense::Maximize);
         base.set_objective(|m, w| weights[m] * problem.throughput.get(m, w));
         let solution = backend.solve(base.lp.clone())?;
-        let allocation = base.allocation(&solution, problem.num_jobs(), problem.num_types(), 1.0);
+        let allocation = base.allocation(&solution, problem.num_jobs(), problem.num_types());
         let objective = throughputs(problem, &allocation).iter().zip(&weights).map(|(t, k)| t * k).sum();
         Ok(Outcome {
             allocation,

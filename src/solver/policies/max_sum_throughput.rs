@@ -22,7 +22,7 @@ impl Policy for MaxSumThroughput {
             Err(why) => why,
         };
         let groups = Groups::identical_jobs(problem, &pairs);
-        let mut base = BaseLp::with_pairs(problem, groups, &pairs, LinearProgram::new(Sense::Maximize), None);
+        let mut base = BaseLp::with_pairs(problem, groups, &pairs, LinearProgram::new(Sense::Maximize));
         base.set_objective(|m, w| problem.throughput.get(m, w));
         for (pair, cols) in pairs.iter().zip(&base.pair_cols) {
             for (w, col) in cols.iter().enumerate() {
@@ -32,8 +32,8 @@ impl Policy for MaxSumThroughput {
             }
         }
         let solution = backend.solve(base.lp.clone())?;
-        let allocation = base.allocation(&solution, problem.num_jobs(), problem.num_types(), 1.0);
-        let pair_time = base.pair_time(&solution, 1.0);
+        let allocation = base.allocation(&solution, problem.num_jobs(), problem.num_types());
+        let pair_time = base.pair_time(&solution);
         let mut objective: f64 = super::throughputs(problem, &allocation).iter().sum();
         for (pair, time) in pairs.iter().zip(&pair_time) {
             objective +=

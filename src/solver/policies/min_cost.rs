@@ -1,18 +1,21 @@
 //! Minimum cost: maximize throughput per dollar, `Σ_m thr_m / Σ_m Σ_w cost_w·sf_m·X[m][w]`, a
-//! linear-fractional program made one LP by Charnes–Cooper (`X' = tX`, denominator fixed to 1).
-//! The ratio does not fix the scale of X, so a second LP then takes, among allocations with the
-//! optimal ratio, the one with the most throughput. See `formulations/min_cost.md`.
+//! linear-fractional program: its optimal ratio is read off the matrix without floors, and found
+//! by Dinkelbach's iteration with them. The ratio does not fix the scale of X, so a last LP on the
+//! same model takes, among allocations with the optimal ratio, the one with the most throughput.
+//! See `formulations/min_cost.md`.
 
 use super::{throughputs, Outcome, Policy};
 use crate::error::Result;
 use crate::formulation::{BaseLp, Groups};
-use crate::lp::{Backend, LinearProgram, Row, Sense};
+use crate::lp::{Backend, LinearProgram, Row, Sense, Session, Solution};
 use crate::problem::{Matrix, Problem};
 
 pub struct MinCost;
 
 /// Relative slack on the optimal ratio in the second stage, so it stays feasible after round-off.
 const RATIO_SLACK: f64 = 1e-9;
+/// A second stage whose answer falls short of the ratio by more than this has lost it.
+const RATIO_KEPT: f64 = 1e-6;
 
 impl Policy for MinCost {
     fn solve(&self, problem: &Problem, backend: Backend) -> Result<Outcome> {
@@ -40,6 +43,51 @@ fn type_cost(problem: &Problem, w: usize) -> f64 {
     problem.worker_types[w].cost_per_hour.unwrap_or(0.0)
 }
 
+/// Dinkelbach's iteration for `max N(X)/D(X)` over `session`'s model (`columns`: each column's
+/// coefficient in N, steps/s, and in D, dollars/h): from `λ = 0`, solve `max N(X) − λ·D(X)` and
+/// take `λ ← N(X)/D(X)` until `N(X) − λ·D(X)` is 0 within [`CONVERGED`] of `N(X)`. Each `λ` is the
+/// ratio of an allocation the model admits, so it rises to the optimum, which it reaches in
+/// finitely many steps (the LP has finitely many vertices), superlinearly. The optimal ratio, the
+/// last LP's solution (an allocation at that ratio) and the LP solves it took. Charnes–Cooper's
+/// single LP puts the prices in a constraint row, where prices 10⁹ apart made HiGHS answer
+/// "unbounded", or, bounded, a ratio 9 times below the optimum; here they are only in the
+/// objective.
+fn best_ratio(session: &mut dyn Session, columns: &[(usize, f64, f64)]) -> Result<(f64, Solution, usize)> {
+    let mut lambda = 0.0;
+    for solves in 1..=MOST_RATIO_STEPS {
+        session.set_costs(&columns.iter().map(|&(c, t, d)| (c, t - lambda * d)).collect::<Vec<_>>());
+        let solution = session.solve()?;
+        let (n, d) = sums(columns, &solution);
+        if d <= 0.0 {
+            // Only the idle allocation pays nothing: the floors are all 0 or met by no GPU time.
+            return Ok((lambda, solution, solves));
+        }
+        let next = n / d;
+        if n - lambda * d <= CONVERGED * n || next <= lambda {
+            return Ok((lambda.max(next), solution, solves));
+        }
+        lambda = next;
+    }
+    Err(crate::error::ArbiterError::new(
+        crate::error::ErrorCode::SolverFailed,
+        format!("the ratio of throughput to cost did not settle in {MOST_RATIO_STEPS} LP solves"),
+    ))
+}
+
+/// `(N(X), D(X))` of `solution`: its steps/s and its dollars/h.
+fn sums(columns: &[(usize, f64, f64)], solution: &Solution) -> (f64, f64) {
+    columns.iter().fold((0.0, 0.0), |(n, d), &(c, t, cost)| {
+        let x = solution.values.get(c).map_or(0.0, |x| x.max(0.0));
+        (n + t * x, d + cost * x)
+    })
+}
+
+/// Dinkelbach's iteration stops when the best allocation gains less than this share of its
+/// throughput over the current ratio.
+const CONVERGED: f64 = 1e-10;
+/// Its LP solves at most (it takes a handful: one per vertex it passes, superlinearly).
+const MOST_RATIO_STEPS: usize = 100;
+
 /// The min-cost allocation where every job m also gets `thr_m ≥ floor[m]`.
 pub(super) fn cheapest(problem: &Problem, backend: Backend, floor: &[f64]) -> Result<Outcome> {
     let floors = floor.iter().any(|&f| f != 0.0);
@@ -57,58 +105,58 @@ pub(super) fn cheapest(problem: &Problem, backend: Backend, floor: &[f64]) -> Re
         base.terms(g, |w| scale * type_cost(problem, w) * sf)
     };
 
-    // Stage 2's model: max Σ T·X over the base rows (its ratio and floor rows come below).
-    let mut base = BaseLp::new(problem, groups(), Sense::Maximize, None);
+    // One model for both stages: the base rows and the floors, `T·X_m ≥ floor_m`.
+    let mut base = BaseLp::new(problem, groups(), Sense::Maximize);
     base.set_objective(|m, w| problem.throughput.get(m, w));
-
-    // Stage 1: the optimal ratio. Without floors it is the best column's own ratio (a ratio of
-    // sums is at most its largest term); with them, Charnes–Cooper's LP:
-    // max Σ T·X'  s.t. base rows × t, Σ cost·sf·X' = 1, T·X'_m ≥ floor_m·t.
-    let ratio = if !floors {
-        (0..base.cols.len())
-            .flat_map(|g| throughput_terms(&base, g).into_iter().zip(cost_terms(&base, g, 1.0)))
-            .map(|((_, thr), (_, cost))| thr / cost)
-            .filter(|r| r.is_finite())
-            .fold(0.0, f64::max)
-    } else {
-        let mut lp = LinearProgram::new(Sense::Maximize);
-        let t = lp.add_col(0.0, 0.0, f64::INFINITY);
-        let mut homogenized = BaseLp::with_lp(problem, groups(), lp, Some(t));
-        homogenized.set_objective(|m, w| problem.throughput.get(m, w));
-        let denominator: Vec<(usize, f64)> =
-            (0..homogenized.cols.len()).flat_map(|g| cost_terms(&homogenized, g, 1.0)).collect();
-        homogenized.lp.add_row(Row::equal(1.0, denominator));
-        for (g, members) in homogenized.groups.members.clone().iter().enumerate() {
-            if floor[members[0]] > 0.0 {
-                let mut coefs = throughput_terms(&homogenized, g);
-                coefs.push((t, -floor[members[0]]));
-                homogenized.lp.add_row(Row::at_least(0.0, coefs));
-            }
-        }
-        backend.solve(homogenized.lp)?.objective
-    };
-
-    // Stage 2: max Σ T·X  s.t. base rows, Σ T·X − ratio·Σ cost·sf·X ≥ 0, T·X_m ≥ floor_m.
-    let keep_ratio: Vec<(usize, f64)> = (0..base.cols.len())
-        .flat_map(|g| {
-            let thr = throughput_terms(&base, g);
-            let cost = cost_terms(&base, g, ratio * (1.0 - RATIO_SLACK));
-            thr.into_iter().zip(cost).map(|((c, a), (_, b))| (c, a - b)).collect::<Vec<_>>()
-        })
-        .collect();
-    base.lp.add_row(Row::at_least(0.0, keep_ratio));
     for (g, members) in base.groups.members.clone().iter().enumerate() {
         if floor[members[0]] > 0.0 {
             base.lp.add_row(Row::at_least(floor[members[0]], throughput_terms(&base, g)));
         }
     }
-    let solution = backend.solve(base.lp.clone())?;
-    let allocation = base.allocation(&solution, problem.num_jobs(), problem.num_types(), 1.0);
+    // Per column: its steps/s and its dollars/h per unit of time.
+    let columns: Vec<(usize, f64, f64)> = (0..base.cols.len())
+        .flat_map(|g| {
+            let thr = throughput_terms(&base, g);
+            thr.into_iter().zip(cost_terms(&base, g, 1.0)).map(|((c, t), (_, d))| (c, t, d)).collect::<Vec<_>>()
+        })
+        .collect();
+    let mut session = backend.open(std::mem::replace(&mut base.lp, LinearProgram::new(Sense::Maximize)));
+
+    // Stage 1: the optimal ratio. Without floors it is the best column's own ratio (a ratio of
+    // sums is at most its largest term); with them, Dinkelbach's iteration on the same model.
+    let (ratio, at_ratio, ratio_solves) = if !floors {
+        let best = columns.iter().map(|&(_, t, d)| t / d).filter(|r| r.is_finite()).fold(0.0, f64::max);
+        (best, None, 0)
+    } else {
+        let (ratio, solution, solves) = best_ratio(session.as_mut(), &columns)?;
+        (ratio, Some(solution), solves)
+    };
+
+    // Stage 2: max Σ T·X  s.t. base rows, floors, Σ T·X − ratio·Σ cost·sf·X ≥ 0.
+    let keep_ratio: Vec<(usize, f64)> =
+        columns.iter().map(|&(c, t, d)| (c, t - ratio * (1.0 - RATIO_SLACK) * d)).collect();
+    session.add_rows(&[Row::at_least(0.0, keep_ratio)]);
+    session.set_costs(&columns.iter().map(|&(c, t, _)| (c, t)).collect::<Vec<_>>());
+    let most = session.solve()?;
+    // A ratio row whose coefficients span more than the LP's tolerance (prices 10⁹ apart) can be
+    // read as met far below the ratio: then stage 1's allocation, at the ratio, is the answer.
+    let solution = match at_ratio {
+        Some(at_ratio)
+            if {
+                let (n, d) = sums(&columns, &most);
+                n < ratio * (1.0 - RATIO_KEPT) * d
+            } =>
+        {
+            at_ratio
+        }
+        _ => most,
+    };
+    let allocation = base.allocation(&solution, problem.num_jobs(), problem.num_types());
     let objective = throughput_per_dollar(problem, &allocation);
     Ok(Outcome {
         allocation,
         objective: Some(objective),
-        lp_solves: if floors { 2 } else { 1 },
+        lp_solves: ratio_solves + 1,
         water_filling: None,
         method: None,
         colocated: Matrix::zeros(0, 0),
