@@ -427,3 +427,28 @@ fn a_realizable_solve_stops_when_pricing_repeats_a_configuration() {
     // What 2,000 master solves reached.
     assert_close(r.objective.expect("an objective"), 0.22628229436414654, 1e-9, "the realizable optimum");
 }
+
+/// A job with 10⁻⁶ steps left after 10⁶ s of isolated time needs 10⁻¹² of its isolated
+/// throughput: below the LP's tolerance, it came back with no time, an infinite ρ and a `null`
+/// objective (`tie_break: "none"`; with the tie-break too, which keeps the optimum's objective).
+/// The objective is the optimum's `1/z`, and the top-up gives the job its sliver, so its ρ is
+/// finite and the objective is the answer's own.
+#[test]
+fn ftf_reports_the_optimum_when_a_job_needs_less_than_the_tolerance() {
+    for tie_break in ["none", "throughput"] {
+        let request = json!({
+            "policy": "finish_time_fairness",
+            "tie_break": tie_break,
+            "cluster": {"worker_types": {"t3": {"count": 64}, "t4": {"count": 3}}},
+            "jobs": [
+                {"id": "j0", "throughput": {"t3": 22.701267264324237, "t4": 79.47554847039856}, "steps_remaining": 1e-6},
+                {"id": "j1", "throughput": {"t3": 1989.408151334399, "t4": 50.79113527104109}, "scale_factor": 2,
+                 "steps_remaining": 1e-6, "isolated_time_elapsed": 1e6}
+            ]
+        });
+        let (p, r, x) = solve_value(&request);
+        let objective = r.objective.unwrap_or_else(|| panic!("{tie_break}: no objective"));
+        assert!(objective.is_finite() && objective > 0.0, "{tie_break}: {objective}");
+        assert_close(max_rho(&p, &x), objective, 1e-6, "the answer's own max ρ");
+    }
+}

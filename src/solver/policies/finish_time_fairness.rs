@@ -94,8 +94,15 @@ pub(crate) fn on_engine(problem: &Problem, engine: &mut Engine) -> Result<Outcom
         let objective = match solution.z {
             // The split left to the tie-break that follows: ρ* = 1/z at the optimum.
             Some(z) if engine.split_deferred() => 1.0 / z,
-            _ => {
-                terms.max_rho(&engine.throughputs(&solution.allocation, &solution.pair_time, &solution.unconsolidated))
+            z => {
+                let thr = engine.throughputs(&solution.allocation, &solution.pair_time, &solution.unconsolidated);
+                match (terms.max_rho(&thr), z) {
+                    // A job whose need is below the LP's tolerance (10⁻⁶ steps left against 10⁶ s
+                    // of isolated time) can come back with no time and an infinite ρ: the optimum
+                    // is still 1/z, and the tie-break's top-up gives that job its sliver.
+                    (rho, Some(z)) if !rho.is_finite() && z > 0.0 => 1.0 / z,
+                    (rho, _) => rho,
+                }
             }
         };
         return Ok(Outcome::of_ratio(problem, engine, solution, objective));
