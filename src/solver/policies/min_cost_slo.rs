@@ -88,7 +88,7 @@ fn keep_slivers(problem: &Problem, outcome: &mut Outcome, floor: &[f64]) -> bool
     let mut time = outcome.time_used(problem);
     let mut used = outcome.gpus_used(problem);
     for m in 0..problem.num_jobs() {
-        if !(floor[m] > 0.0) || thr[m] >= floor[m] {
+        if floor[m] <= 0.0 || thr[m] >= floor[m] {
             continue;
         }
         let sf = problem.jobs[m].scale_factor as f64;
