@@ -452,3 +452,31 @@ fn ftf_reports_the_optimum_when_a_job_needs_less_than_the_tolerance() {
         assert_close(max_rho(&p, &x), objective, 1e-6, "the answer's own max ρ");
     }
 }
+
+/// An SLO that needs 1.2·10⁻⁷ of a GPU (10³ steps in 10⁸ s at 83 steps/s): the ratio's first stage
+/// lets that floor slip below the LP's tolerance, so its ratio is a hair above what meeting the
+/// floor allows, and the second stage (the most throughput at that ratio, with the floor) was
+/// infeasible: `solver_failed`. The first stage's allocation stands, and the top-up gives j0 its
+/// sliver on its cheapest-per-step type.
+#[test]
+fn min_cost_slo_meets_an_slo_below_the_tolerance() {
+    let request = json!({
+        "policy": "min_cost_slo",
+        "cluster": {"worker_types": {
+            "t0": {"count": 4, "cost_per_hour": 0.45},
+            "t1": {"count": 64, "cost_per_hour": 2.48},
+            "t4": {"count": 2, "cost_per_hour": 0.45}
+        }},
+        "jobs": [
+            {"id": "j0", "throughput": {"t0": 83.18342105891614}, "steps_remaining": 1000.0, "slo_seconds": 1e8},
+            {"id": "j1", "throughput": {"t0": 12.316677065562963, "t1": 43.392992230567636, "t4": 85.98316343444263},
+             "steps_remaining": 1000.0}
+        ]
+    });
+    let (p, r, x) = solve_value(&request);
+    let thr: Vec<f64> = (0..2).map(|m| (0..3).map(|w| p.throughput.get(m, w) * x[m][w]).sum()).collect();
+    assert!(thr[0] >= 1e-5 * (1.0 - 1e-6), "j0's SLO needs 1e-5 steps/s, got {}", thr[0]);
+    let sliver = 1e-5 / 83.18342105891614;
+    let best = (85.98316343444263 + 1e-5) / (0.45 + 0.45 * sliver);
+    assert_close(r.objective.expect("a ratio"), best, 1e-6, "steps/s per dollar-hour");
+}

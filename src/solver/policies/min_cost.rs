@@ -7,7 +7,7 @@
 use super::{throughputs, Outcome, Policy};
 use crate::error::Result;
 use crate::formulation::{BaseLp, Groups};
-use crate::lp::{Backend, LinearProgram, Row, Sense, Session, Solution};
+use crate::lp::{Backend, LinearProgram, Row, Sense, Session, Solution, SolveError};
 use crate::problem::{Matrix, Problem};
 
 pub struct MinCost;
@@ -137,11 +137,12 @@ pub(super) fn cheapest(problem: &Problem, backend: Backend, floor: &[f64]) -> Re
         columns.iter().map(|&(c, t, d)| (c, t - ratio * (1.0 - RATIO_SLACK) * d)).collect();
     session.add_rows(&[Row::at_least(0.0, keep_ratio)]);
     session.set_costs(&columns.iter().map(|&(c, t, _)| (c, t)).collect::<Vec<_>>());
-    let most = session.solve()?;
-    // A ratio row whose coefficients span more than the LP's tolerance (prices 10⁹ apart) can be
-    // read as met far below the ratio: then stage 1's allocation, at the ratio, is the answer.
-    let solution = match at_ratio {
-        Some(at_ratio)
+    // Stage 1's allocation is at the ratio, and stands for stage 2 when stage 2 loses it: a ratio
+    // row whose coefficients span more than the LP's tolerance (prices 10⁹ apart) can read as met
+    // far below the ratio, and a floor below the tolerance that stage 1 let slip (its ratio then a
+    // hair above what meeting the floor allows) can leave the row and the floor infeasible.
+    let solution = match (session.solve(), at_ratio) {
+        (Ok(most), Some(at_ratio))
             if {
                 let (n, d) = sums(&columns, &most);
                 n < ratio * (1.0 - RATIO_KEPT) * d
@@ -149,7 +150,9 @@ pub(super) fn cheapest(problem: &Problem, backend: Backend, floor: &[f64]) -> Re
         {
             at_ratio
         }
-        _ => most,
+        (Ok(most), _) => most,
+        (Err(SolveError::Infeasible), Some(at_ratio)) => at_ratio,
+        (Err(e), _) => return Err(e.into()),
     };
     let allocation = base.allocation(&solution, problem.num_jobs(), problem.num_types());
     let objective = throughput_per_dollar(problem, &allocation);
