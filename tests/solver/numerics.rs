@@ -480,3 +480,23 @@ fn min_cost_slo_meets_an_slo_below_the_tolerance() {
     let best = (85.98316343444263 + 1e-5) / (0.45 + 0.45 * sliver);
     assert_close(r.objective.expect("a ratio"), best, 1e-6, "steps/s per dollar-hour");
 }
+
+/// The same on a full cluster: one GPU, which the cheapest ratio gives wholly to j0, and an SLO
+/// of j1 that needs 1.6·10⁻¹¹ of it. The sliver is made room for, pro rata from j0.
+#[test]
+fn min_cost_slo_makes_room_for_an_slo_below_the_tolerance() {
+    let request = json!({
+        "policy": "min_cost_slo",
+        "cluster": {"worker_types": {"t0": {"count": 1, "cost_per_hour": 0.45}}},
+        "jobs": [
+            {"id": "j0", "throughput": {"t0": 83.96693819942644}, "steps_remaining": 1e6},
+            {"id": "j1", "throughput": {"t0": 63.027034316219826}, "steps_remaining": 1e-6, "slo_seconds": 1000.0}
+        ]
+    });
+    let (p, r, x) = solve_value(&request);
+    let thr: Vec<f64> = (0..2).map(|m| p.throughput.get(m, 0) * x[m][0]).collect();
+    assert!(thr[1] >= 1e-9 * (1.0 - 1e-6), "j1's SLO needs 1e-9 steps/s, got {}", thr[1]);
+    assert!(x[0][0] + x[1][0] <= 1.0 + 1e-12, "one GPU: {x:?}");
+    assert_close(r.objective.expect("a ratio"), (thr[0] + thr[1]) / 0.45, 1e-12, "the answer's own ratio");
+    assert_close(r.objective.expect("a ratio"), 83.96693819942644 / 0.45, 1e-9, "j0's ratio, less a sliver");
+}

@@ -79,33 +79,32 @@ const SLIVER: f64 = 1e-6;
 
 /// An SLO whose floor needs less of a GPU than the LP's feasibility tolerance (10⁶ steps in 10¹²
 /// seconds: 2.5·10⁻⁸ of a GPU) can come back with no time at all, its floor row read as met at 0.
-/// Such a job gets the sliver it lacks on the type with the most steps per dollar that has the
-/// GPUs idle for it (the cheapest way to meet the floor); a job with no such type keeps what the
-/// LP gave it. Whether any job was topped up.
+/// Such a job gets the sliver it lacks on the type with the most steps per dollar for it; a type
+/// that is full gives it up pro rata from the others there (`Outcome::make_room`), which moves
+/// their throughputs by at most that sliver's share of the type. Whether any job was topped up.
 fn keep_slivers(problem: &Problem, outcome: &mut Outcome, floor: &[f64]) -> bool {
     let mut topped = false;
-    let thr = outcome.throughputs_under(problem, &problem.throughput);
+    let mut thr = outcome.throughputs_under(problem, &problem.throughput);
     let mut time = outcome.time_used(problem);
-    let mut used = outcome.gpus_used(problem);
     for m in 0..problem.num_jobs() {
         if floor[m] <= 0.0 || thr[m] >= floor[m] {
             continue;
         }
-        let sf = problem.jobs[m].scale_factor as f64;
         let cost = |w: usize| problem.worker_types[w].cost_per_hour.unwrap_or(0.0);
-        let room = |w: usize, x: f64| used[w] + sf * x <= problem.worker_types[w].count && time[m] + x <= 1.0;
         let sliver = |w: usize| (floor[m] - thr[m]) / problem.throughput.get(m, w);
         let best = (0..problem.num_types())
-            .filter(|&w| problem.throughput.get(m, w) > 0.0 && sliver(w) <= SLIVER && room(w, sliver(w)))
+            .filter(|&w| problem.throughput.get(m, w) > 0.0 && problem.worker_types[w].count > 0.0)
+            .filter(|&w| sliver(w) <= SLIVER && time[m] + sliver(w) <= 1.0)
             .max_by(|&a, &b| {
                 let per_dollar = |w: usize| problem.throughput.get(m, w) / cost(w);
                 per_dollar(a).total_cmp(&per_dollar(b))
             });
         if let Some(w) = best {
-            let x = sliver(w);
-            outcome.allocation.set(m, w, outcome.allocation.get(m, w) + x);
-            time[m] += x;
-            used[w] += sf * x;
+            outcome.allocation.set(m, w, outcome.allocation.get(m, w) + sliver(w));
+            outcome.make_room(problem, m, w);
+            // The room made moved the others on `w`: read everyone again.
+            thr = outcome.throughputs_under(problem, &problem.throughput);
+            time = outcome.time_used(problem);
             topped = true;
         }
     }

@@ -197,6 +197,31 @@ impl Outcome {
         used
     }
 
+    /// Brings type `w` back within its GPUs after job `m` was given more of it: every other job's
+    /// and pair's time there shrinks by the same factor.
+    pub fn make_room(&mut self, problem: &Problem, m: usize, w: usize) {
+        let count = problem.worker_types[w].count;
+        let used = self.gpus_used(problem)[w];
+        if used <= count {
+            return;
+        }
+        let ours = problem.jobs[m].scale_factor as f64 * self.allocation.get(m, w);
+        let others = used - ours;
+        if others <= 0.0 {
+            return;
+        }
+        let keep = ((count - ours) / others).clamp(0.0, 1.0);
+        for j in (0..problem.num_jobs()).filter(|&j| j != m) {
+            self.allocation.set(j, w, self.allocation.get(j, w) * keep);
+        }
+        for j in 0..self.unconsolidated.rows() {
+            self.unconsolidated.set(j, w, self.unconsolidated.get(j, w) * keep);
+        }
+        for k in 0..self.colocated.rows() {
+            self.colocated.set(k, w, self.colocated.get(k, w) * keep);
+        }
+    }
+
     /// Each job's share of the time running: its `X`, its `U` and its pairs' `Y`.
     pub fn time_used(&self, problem: &Problem) -> Vec<f64> {
         let mut time: Vec<f64> = self.allocation.row_iter().map(|x| x.iter().sum()).collect();

@@ -39,34 +39,9 @@ pub(super) fn keep_floors(problem: &Problem, outcome: &mut Outcome) {
             continue;
         }
         outcome.allocation.set(m, w, outcome.allocation.get(m, w) + sliver);
-        make_room(problem, outcome, m, w);
+        outcome.make_room(problem, m, w);
         // The room made moved the others on `w`: read everyone again.
         thr = outcome.throughputs_under(problem, &problem.throughput);
         time = outcome.time_used(problem);
-    }
-}
-
-/// Brings type `w` back within its GPUs after job `m` was given more of it: every other job's
-/// and pair's time there shrinks by the same factor.
-fn make_room(problem: &Problem, outcome: &mut Outcome, m: usize, w: usize) {
-    let count = problem.worker_types[w].count;
-    let used = outcome.gpus_used(problem)[w];
-    if used <= count {
-        return;
-    }
-    let ours = problem.jobs[m].scale_factor as f64 * outcome.allocation.get(m, w);
-    let others = used - ours;
-    if others <= 0.0 {
-        return;
-    }
-    let keep = ((count - ours) / others).clamp(0.0, 1.0);
-    for j in (0..problem.num_jobs()).filter(|&j| j != m) {
-        outcome.allocation.set(j, w, outcome.allocation.get(j, w) * keep);
-    }
-    for j in 0..outcome.unconsolidated.rows() {
-        outcome.unconsolidated.set(j, w, outcome.unconsolidated.get(j, w) * keep);
-    }
-    for k in 0..outcome.colocated.rows() {
-        outcome.colocated.set(k, w, outcome.colocated.get(k, w) * keep);
     }
 }
