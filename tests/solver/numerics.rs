@@ -387,7 +387,7 @@ fn min_cost_slo_with_prices_a_billion_apart_finds_the_best_ratio() {
         ]
     });
     let (p, r, x) = solve_value(&request);
-    let thr: Vec<f64> = (0..2).map(|m| (0..3).map(|w| p.throughput.get(m, w) * x[m][w]).sum()).collect();
+    let thr = throughputs(&p, &x);
     assert!(thr[0] >= 1e-6 * (1.0 - 1e-6), "j2's SLO needs 1e-6 steps/s, got {}", thr[0]);
     let sliver = 1e-6 / 39.41623167733444;
     let best = (5375184.56030316 + 1e-6) / (2.48 + 8.0 * 2.48 * sliver);
@@ -474,7 +474,7 @@ fn min_cost_slo_meets_an_slo_below_the_tolerance() {
         ]
     });
     let (p, r, x) = solve_value(&request);
-    let thr: Vec<f64> = (0..2).map(|m| (0..3).map(|w| p.throughput.get(m, w) * x[m][w]).sum()).collect();
+    let thr = throughputs(&p, &x);
     assert!(thr[0] >= 1e-5 * (1.0 - 1e-6), "j0's SLO needs 1e-5 steps/s, got {}", thr[0]);
     let sliver = 1e-5 / 83.18342105891614;
     let best = (85.98316343444263 + 1e-5) / (0.45 + 0.45 * sliver);
@@ -494,7 +494,7 @@ fn min_cost_slo_makes_room_for_an_slo_below_the_tolerance() {
         ]
     });
     let (p, r, x) = solve_value(&request);
-    let thr: Vec<f64> = (0..2).map(|m| p.throughput.get(m, 0) * x[m][0]).collect();
+    let thr = throughputs(&p, &x);
     assert!(thr[1] >= 1e-9 * (1.0 - 1e-6), "j1's SLO needs 1e-9 steps/s, got {}", thr[1]);
     assert!(x[0][0] + x[1][0] <= 1.0 + 1e-12, "one GPU: {x:?}");
     assert_close(r.objective.expect("a ratio"), (thr[0] + thr[1]) / 0.45, 1e-12, "the answer's own ratio");
