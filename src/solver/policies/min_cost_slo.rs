@@ -65,50 +65,17 @@ impl Policy for MinCostSlo {
         // Floors a hair below the requirement so round-off in the LP cannot make them infeasible.
         let floor: Vec<f64> = floor.iter().map(|f| f * FEASIBLE).collect();
         let mut outcome = min_cost::cheapest(problem, backend, &floor)?;
-        if keep_slivers(problem, &mut outcome, &floor) {
+        // An SLO needing less of a GPU than the LP's tolerance (10⁶ steps in 10¹² s: 2.5·10⁻⁸ of a
+        // GPU) can come back with no time: it gets its sliver on its type with the most steps per
+        // dollar.
+        let per_dollar =
+            |m: usize, w: usize| problem.throughput.get(m, w) / problem.worker_types[w].cost_per_hour.unwrap_or(0.0);
+        if outcome.top_up(problem, &floor, 0.0, per_dollar) {
             outcome.objective = Some(min_cost::throughput_per_dollar(problem, &outcome.allocation));
         }
         outcome.lp_solves += check.lp_solves;
         Ok(outcome)
     }
-}
-
-/// The most time a job's floor is topped up by: what the LP's tolerance hides, never a real
-/// shortfall.
-const SLIVER: f64 = 1e-6;
-
-/// An SLO whose floor needs less of a GPU than the LP's feasibility tolerance (10⁶ steps in 10¹²
-/// seconds: 2.5·10⁻⁸ of a GPU) can come back with no time at all, its floor row read as met at 0.
-/// Such a job gets the sliver it lacks on the type with the most steps per dollar for it; a type
-/// that is full gives it up pro rata from the others there (`Outcome::make_room`), which moves
-/// their throughputs by at most that sliver's share of the type. Whether any job was topped up.
-fn keep_slivers(problem: &Problem, outcome: &mut Outcome, floor: &[f64]) -> bool {
-    let mut topped = false;
-    let mut thr = outcome.throughputs_under(problem, &problem.throughput);
-    let mut time = outcome.time_used(problem);
-    for m in 0..problem.num_jobs() {
-        if floor[m] <= 0.0 || thr[m] >= floor[m] {
-            continue;
-        }
-        let cost = |w: usize| problem.worker_types[w].cost_per_hour.unwrap_or(0.0);
-        let sliver = |w: usize| (floor[m] - thr[m]) / problem.throughput.get(m, w);
-        let best = (0..problem.num_types())
-            .filter(|&w| problem.throughput.get(m, w) > 0.0 && problem.worker_types[w].count > 0.0)
-            .filter(|&w| sliver(w) <= SLIVER && time[m] + sliver(w) <= 1.0)
-            .max_by(|&a, &b| {
-                let per_dollar = |w: usize| problem.throughput.get(m, w) / cost(w);
-                per_dollar(a).total_cmp(&per_dollar(b))
-            });
-        if let Some(w) = best {
-            outcome.allocation.set(m, w, outcome.allocation.get(m, w) + sliver(w));
-            outcome.make_room(problem, m, w);
-            // The room made moved the others on `w`: read everyone again.
-            thr = outcome.throughputs_under(problem, &problem.throughput);
-            time = outcome.time_used(problem);
-            topped = true;
-        }
-    }
-    topped
 }
 
 /// Job m's throughput with the cluster to itself.

@@ -168,6 +168,10 @@ pub struct Outcome {
     pub unconsolidated: Matrix,
 }
 
+/// The most time [`Outcome::top_up`] gives a job: what a solver's tolerance hides, never a real
+/// shortfall.
+const SLIVER: f64 = 1e-6;
+
 impl Outcome {
     /// Whether some colocated pair has time (`Y > 0` anywhere).
     pub fn colocates(&self) -> bool {
@@ -197,9 +201,46 @@ impl Outcome {
         used
     }
 
+    /// Gives every job under `(1 − under)` of its `floors[m]` by at most `SLIVER` of its time
+    /// what it lacks, on the type it runs on that `preference(m, w)` ranks highest among those
+    /// where the sliver fits in that bound and in its time: floors the LP's tolerance let slip (a
+    /// job needing less of a GPU than the tolerance can come back with no time, its floor row read
+    /// as met at 0). A type that is full gives the sliver up pro rata from the others there
+    /// (`make_room`), which moves their throughputs by at most that sliver's share of the type.
+    /// Whether any job was topped up.
+    pub fn top_up(
+        &mut self,
+        problem: &Problem,
+        floors: &[f64],
+        under: f64,
+        preference: impl Fn(usize, usize) -> f64,
+    ) -> bool {
+        let mut topped = false;
+        let mut thr = self.throughputs_under(problem, &problem.throughput);
+        let mut time = self.time_used(problem);
+        for (m, &floor) in floors.iter().enumerate() {
+            if !(floor.is_finite() && floor > 0.0) || thr[m] >= floor * (1.0 - under) {
+                continue;
+            }
+            let sliver = |w: usize| (floor - thr[m]) / problem.throughput.get(m, w);
+            let best = (0..problem.num_types())
+                .filter(|&w| problem.throughput.get(m, w) > 0.0 && problem.worker_types[w].count > 0.0)
+                .filter(|&w| sliver(w) <= SLIVER && time[m] + sliver(w) <= 1.0)
+                .max_by(|&a, &b| preference(m, a).total_cmp(&preference(m, b)));
+            let Some(w) = best else { continue };
+            self.allocation.set(m, w, self.allocation.get(m, w) + sliver(w));
+            self.make_room(problem, m, w);
+            // The room made moved the others on `w`: read everyone again.
+            thr = self.throughputs_under(problem, &problem.throughput);
+            time = self.time_used(problem);
+            topped = true;
+        }
+        topped
+    }
+
     /// Brings type `w` back within its GPUs after job `m` was given more of it: every other job's
     /// and pair's time there shrinks by the same factor.
-    pub fn make_room(&mut self, problem: &Problem, m: usize, w: usize) {
+    fn make_room(&mut self, problem: &Problem, m: usize, w: usize) {
         let count = problem.worker_types[w].count;
         let used = self.gpus_used(problem)[w];
         if used <= count {

@@ -10,38 +10,16 @@ use super::floors;
 use crate::policies::{Outcome, PolicyKind};
 use crate::problem::Problem;
 
-/// The most time a job is topped up by: what a solver's tolerance hides, never a real shortfall.
-const SLIVER: f64 = 1e-6;
-
 /// A job under `(1 − UNDER)` of its floor is topped up.
 const UNDER: f64 = 1e-6;
 
 /// Gives every job the policy's optimum keeps at a floor, and that the solve left under it by
-/// no more than a [`SLIVER`] of time, what it lacks.
+/// no more than a sliver of time (`Outcome::top_up`), what it lacks, on its fastest type.
 pub(super) fn keep_floors(problem: &Problem, outcome: &mut Outcome) {
     // SJF's floor is the attaining job's own throughput: nothing there can be under it.
     if problem.policy == PolicyKind::ShortestJobFirst {
         return;
     }
     let Some(floors) = floors(problem, outcome) else { return };
-    let mut thr = outcome.throughputs_under(problem, &problem.throughput);
-    let mut time = outcome.time_used(problem);
-    for (m, &floor) in floors.iter().enumerate() {
-        if !(floor.is_finite() && floor > 0.0) || thr[m] >= floor * (1.0 - UNDER) {
-            continue;
-        }
-        let fastest = (0..problem.num_types())
-            .filter(|&w| problem.throughput.get(m, w) > 0.0 && problem.worker_types[w].count > 0.0)
-            .max_by(|&a, &b| problem.throughput.get(m, a).total_cmp(&problem.throughput.get(m, b)));
-        let Some(w) = fastest else { continue };
-        let sliver = (floor - thr[m]) / problem.throughput.get(m, w);
-        if sliver.is_nan() || sliver > SLIVER || time[m] + sliver > 1.0 {
-            continue;
-        }
-        outcome.allocation.set(m, w, outcome.allocation.get(m, w) + sliver);
-        outcome.make_room(problem, m, w);
-        // The room made moved the others on `w`: read everyone again.
-        thr = outcome.throughputs_under(problem, &problem.throughput);
-        time = outcome.time_used(problem);
-    }
+    outcome.top_up(problem, &floors, UNDER, |m, w| problem.throughput.get(m, w));
 }
