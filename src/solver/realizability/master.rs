@@ -27,12 +27,6 @@ use std::time::Instant;
 
 /// A column must improve the master by more than this to be added.
 const REDUCED_COST_TOL: f64 = 1e-9;
-
-fn sorted(column: &[usize]) -> Vec<usize> {
-    let mut key = column.to_vec();
-    key.sort_unstable();
-    key
-}
 /// Below what is asked by more than this, the decomposition has a shortfall to spread.
 const SHORTFALL_TOL: f64 = 1e-7;
 /// Phase three holds `r` at its optimum less this (the solver's tolerance).
@@ -173,6 +167,13 @@ impl Supply {
             .map(|(terms, &c)| terms.iter().map(|&(r, a)| y[r].max(0.0) * a).sum::<f64>() + c)
             .collect()
     }
+}
+
+/// A column's entries in order: the key by which `Master` knows its columns.
+fn sorted(column: &[usize]) -> Vec<usize> {
+    let mut key = column.to_vec();
+    key.sort_unstable();
+    key
 }
 
 /// A master LP in its solver (the rows a caller built, and the convexity row `Σ_c λ_c ≤ 1`), and
