@@ -91,33 +91,26 @@ const MOST_RATIO_STEPS: usize = 100;
 /// The min-cost allocation where every job m also gets `thr_m ≥ floor[m]`.
 pub(super) fn cheapest(problem: &Problem, backend: Backend, floor: &[f64]) -> Result<Outcome> {
     let floors = floor.iter().any(|&f| f != 0.0);
-    let groups = || {
-        if !floors {
-            Groups::identical_jobs(problem, &[])
-        } else {
-            Groups::singletons(problem.num_jobs())
-        }
-    };
-    let throughput_terms =
-        |base: &BaseLp, g: usize| base.terms(g, |w| problem.throughput.get(base.groups.members[g][0], w));
-    let cost_terms = |base: &BaseLp, g: usize, scale: f64| {
-        let sf = problem.jobs[base.groups.members[g][0]].scale_factor as f64;
-        base.terms(g, |w| scale * type_cost(problem, w) * sf)
-    };
-
-    // One model for both stages: the base rows and the floors, `T·X_m ≥ floor_m`.
-    let mut base = BaseLp::new(problem, groups(), Sense::Maximize);
-    base.set_objective(|m, w| problem.throughput.get(m, w));
+    let groups = if !floors { Groups::identical_jobs(problem, &[]) } else { Groups::singletons(problem.num_jobs()) };
+    // One model for both stages: the base rows and the floors, `T·X_m ≥ floor_m`. Each solve
+    // sets its own objective from `columns`.
+    let mut base = BaseLp::new(problem, groups, Sense::Maximize);
     for (g, members) in base.groups.members.clone().iter().enumerate() {
         if floor[members[0]] > 0.0 {
-            base.lp.add_row(Row::at_least(floor[members[0]], throughput_terms(&base, g)));
+            let thr = base.terms(g, |w| problem.throughput.get(members[0], w));
+            base.lp.add_row(Row::at_least(floor[members[0]], thr));
         }
     }
     // Per column: its steps/s and its dollars/h per unit of time.
-    let columns: Vec<(usize, f64, f64)> = (0..base.cols.len())
-        .flat_map(|g| {
-            let thr = throughput_terms(&base, g);
-            thr.into_iter().zip(cost_terms(&base, g, 1.0)).map(|((c, t), (_, d))| (c, t, d)).collect::<Vec<_>>()
+    let columns: Vec<(usize, f64, f64)> = base
+        .cols
+        .iter()
+        .enumerate()
+        .flat_map(|(g, row)| {
+            let m = base.groups.members[g][0];
+            let sf = problem.jobs[m].scale_factor as f64;
+            let per_type = row.iter().enumerate();
+            per_type.filter_map(move |(w, c)| c.map(|c| (c, problem.throughput.get(m, w), type_cost(problem, w) * sf)))
         })
         .collect();
     let mut session = backend.open(std::mem::replace(&mut base.lp, LinearProgram::new(Sense::Maximize)));
