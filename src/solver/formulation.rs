@@ -88,9 +88,25 @@ impl BaseLp {
         Self::with_pairs(problem, groups, &[], LinearProgram::new(sense))
     }
 
+    /// Base constraints over only the columns `X[g][w]` for which `keep(m, w)` holds (m the
+    /// group's first job), those another formulation's optimum may use at all.
+    pub fn on_columns(problem: &Problem, groups: Groups, sense: Sense, keep: impl Fn(usize, usize) -> bool) -> BaseLp {
+        Self::build(problem, groups, &[], LinearProgram::new(sense), keep)
+    }
+
     /// Base constraints with pair columns `Y[i][w]` too: a pair uses `sf` GPUs of `w` and the
     /// time of both its jobs (each of which must be a group of its own).
-    pub fn with_pairs(problem: &Problem, groups: Groups, pairs: &[Pair], mut lp: LinearProgram) -> BaseLp {
+    pub fn with_pairs(problem: &Problem, groups: Groups, pairs: &[Pair], lp: LinearProgram) -> BaseLp {
+        Self::build(problem, groups, pairs, lp, |_, _| true)
+    }
+
+    fn build(
+        problem: &Problem,
+        groups: Groups,
+        pairs: &[Pair],
+        mut lp: LinearProgram,
+        keep: impl Fn(usize, usize) -> bool,
+    ) -> BaseLp {
         let num_types = problem.num_types();
         let mut cols = Vec::with_capacity(groups.members.len());
         for members in &groups.members {
@@ -99,7 +115,7 @@ impl BaseLp {
             let row: Vec<Option<usize>> = (0..num_types)
                 .map(|w| {
                     let usable = problem.throughput.get(rep, w) > 0.0 && problem.worker_types[w].count > 0.0;
-                    usable.then(|| lp.add_col(0.0, 0.0, n))
+                    (usable && keep(rep, w)).then(|| lp.add_col(0.0, 0.0, n))
                 })
                 .collect();
             cols.push(row);

@@ -8,6 +8,7 @@
 use crate::common::plain::*;
 use crate::common::random::*;
 use crate::common::*;
+use arbiter::lp::{Backend, Row, Sense};
 use arbiter::{ErrorCode, Problem, Response};
 use proptest::prelude::*;
 use proptest::sample::select;
@@ -298,18 +299,33 @@ proptest! {
     }
 
     /// min_cost: a ratio of sums is at most the best single (job, type) ratio T/(cost·sf), and that
-    /// ratio is reached by the column alone, so the optimum is exactly the best column.
+    /// ratio is reached by the column alone, so the optimum is exactly the best column. Its
+    /// throughput is the most a plain per-job LP gets with its ratio row `Σ (T − best·cost·sf)·X ≥ 0`.
     #[test]
     fn min_cost_reaches_the_best_column_ratio(inst in instance()) {
-        let (p, r, _) = run(&inst, "min_cost", true, false);
+        let (p, r, x) = run(&inst, "min_cost", true, false);
+        let cost = |m: usize, w: usize| p.worker_types[w].cost_per_hour.unwrap() * p.jobs[m].scale_factor as f64;
         let mut best: f64 = 0.0;
-        for (m, j) in p.jobs.iter().enumerate() {
-            for (w, wt) in p.worker_types.iter().enumerate() {
-                let ratio = p.measured.get(m, w) / (wt.cost_per_hour.unwrap() * j.scale_factor as f64);
-                best = best.max(ratio);
+        for m in 0..p.num_jobs() {
+            for w in 0..p.num_types() {
+                best = best.max(p.measured.get(m, w) / cost(m, w));
             }
         }
         assert_close(r.objective.unwrap(), best, 1e-6, "throughput per dollar-hour");
+        let (mut lp, cols) = plain_base_lp(&p, Sense::Maximize);
+        let mut keep = Vec::new();
+        for (m, row) in cols.iter().enumerate() {
+            for (w, c) in row.iter().enumerate() {
+                if let Some(c) = *c {
+                    lp.cost[c] = p.measured.get(m, w);
+                    keep.push((c, p.measured.get(m, w) - best * (1.0 - 1e-9) * cost(m, w)));
+                }
+            }
+        }
+        lp.add_row(Row::at_least(0.0, keep));
+        let most = Backend::default().solve(lp).expect("plain ratio-row LP solves").objective;
+        let got: f64 = throughputs(&p, &x).iter().sum();
+        assert_close(got, most, 1e-6, "throughput at the best ratio");
     }
 
     /// shortest_job_first: min_m r_m / thr_m is smallest when the job with the shortest best-case
