@@ -3,7 +3,8 @@
 //! and twenty, a single job, far more jobs than GPUs. Small decomposition options (a base of a few
 //! jobs, a band of one) make every instance go through samples, rounds and certificates. Its
 //! objective must equal the LP's within 1e-7 relative, its allocation must be feasible to 1e-9,
-//! and it must certify (not fall back on) most instances. Also: `method` on the wire.
+//! and it must certify (not fall back on) most instances. Also: `method` on the wire, and
+//! `min_cost_slo`'s decomposition against its LP.
 
 use crate::common::*;
 use arbiter::lp::Backend;
@@ -449,4 +450,57 @@ fn an_optimum_set_by_one_jobs_own_time_certifies_in_the_first_round() {
     assert_close(got.z.unwrap(), want.z.unwrap(), OBJECTIVE, "z");
     assert_close(got.z.unwrap(), 1.0, OBJECTIVE, "z at job 1's ceiling");
     check(&Case { rows, sf, capacity: vec![(n / 4) as f64; 3], demand }, DecompositionOptions::default()).unwrap();
+}
+
+/// `min_cost_slo` on distinct rows by decomposition (Dinkelbach's steps, stage 2 over the tied
+/// jobs) against the plain LP of both stages: the same ratio within 1e-7 (the decomposition's no
+/// lower), every floor met, a feasible allocation, and throughput within 1e-4 of the LP's (whose
+/// ratio row's 1e-9 slack buys a little with columns just below the ratio).
+#[test]
+fn min_cost_slo_by_decomposition_agrees_with_the_lp() {
+    for (n, seed) in [(70, 1u64), (300, 2), (1200, 3)] {
+        let mut state = seed;
+        let mut next = || {
+            state = state.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+            (state >> 11) as f64 / (1u64 << 53) as f64
+        };
+        let jobs: Vec<_> = (0..n)
+            .map(|m| {
+                let v100 = 10f64.powf(0.3 + 2.0 * next());
+                let k80 = v100 / 10f64.powf(0.08 + 0.9 * next());
+                let steps = 1e3 + 1e6 * next();
+                let sf = [1, 1, 2, 4][m % 4];
+                let mut job = json!({"id": format!("j{m}"), "throughput": {"v100": v100, "p100": (v100 + k80) / 2.0, "k80": k80},
+                    "steps_remaining": steps, "scale_factor": sf});
+                if m % 2 == 0 {
+                    job["slo_seconds"] = json!(steps / (k80 * (0.01 + 0.2 * next())));
+                }
+                job
+            })
+            .collect();
+        let count = (n / 4) as f64;
+        let request = |method: &str| {
+            json!({"policy": "min_cost_slo", "method": method, "jobs": jobs, "cluster": {"worker_types": {
+                "v100": {"count": count, "cost_per_hour": 2.48}, "p100": {"count": count, "cost_per_hour": 1.46},
+                "k80": {"count": count, "cost_per_hour": 0.45}}}})
+        };
+        let (_, lp, x_lp) = solve_value(&request("lp"));
+        let (p, fast, x) = solve_value(&request("auto"));
+        let method = fast.stats.method.as_ref().expect("a method report");
+        assert_eq!((method.method.as_str(), &method.fallback), ("decomposition", &None), "{n} jobs");
+        assert_feasible(&p, &x);
+        let (got, want) = (fast.objective.unwrap(), lp.objective.unwrap());
+        assert_close(got, want, 1e-7, "ratio");
+        assert!(got >= want * (1.0 - 1e-9), "{n} jobs: {got} below the LP's {want}");
+        assert_close(throughput_per_dollar(&p, &x), got, 1e-9, "ratio vs its allocation");
+        let thr = throughputs(&p, &x);
+        for (m, job) in p.jobs.iter().enumerate() {
+            if let Some(slo) = job.slo_seconds {
+                let need = job.steps_remaining.unwrap() / slo;
+                assert!(thr[m] >= need * (1.0 - 2e-7), "{n} jobs: {} makes {} < {need}", job.id, thr[m]);
+            }
+        }
+        let (most, lp_most): (f64, f64) = (thr.iter().sum(), throughputs(&p, &x_lp).iter().sum());
+        assert!(most >= lp_most * (1.0 - 1e-4), "{n} jobs: throughput {most} against the LP's {lp_most}");
+    }
 }

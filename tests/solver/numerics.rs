@@ -500,3 +500,55 @@ fn min_cost_slo_makes_room_for_an_slo_below_the_tolerance() {
     assert_close(r.objective.expect("a ratio"), (thr[0] + thr[1]) / 0.45, 1e-12, "the answer's own ratio");
     assert_close(r.objective.expect("a ratio"), 83.96693819942644 / 0.45, 1e-9, "j0's ratio, less a sliver");
 }
+
+/// Found by generated requests with prices and throughputs decades apart (the floors: j0 needs
+/// 5.6·10⁻⁸ steps/s, j1 4.7·10⁻¹⁴, j4 0.05): the engine's decomposition of the feasibility check
+/// read z near 0 and refused every SLO. The plain LP confirms a refusal now, and meets them all.
+#[test]
+fn min_cost_slo_refuses_only_what_the_plain_lp_confirms() {
+    let request = json!({"policy": "min_cost_slo", "method": "decomposition", "jobs": [
+        {"id": "j0", "throughput": {"v100": 213.43184743594, "p100": 1.1544211218920013, "k80": 123.59763510626766}, "steps_remaining": 651865.441939194, "scale_factor": 4, "slo_seconds": 11575819298082.13},
+        {"id": "j1", "throughput": {"v100": 66391.90330765676, "p100": 0.008701344077074088, "k80": 1.4412647758799692e-05}, "steps_remaining": 414562.96673648607, "scale_factor": 1, "slo_seconds": 8.844203945571979e+18},
+        {"id": "j2", "throughput": {"p100": 994.1888603131, "k80": 175301.25057934722}, "steps_remaining": 83444.06805013063, "scale_factor": 1},
+        {"id": "j3", "throughput": {"v100": 231.49303584341797, "p100": 61705.6659670888, "k80": 38348.75496348533}, "steps_remaining": 869725.1330978055, "scale_factor": 4},
+        {"id": "j4", "throughput": {"v100": 120.75638072255386, "p100": 2.366166838130134, "k80": 1681.1942701687803}, "steps_remaining": 746260.6901920182, "scale_factor": 2, "slo_seconds": 15012864.68676157}],
+        "cluster": {"worker_types": {"v100": {"count": 4, "cost_per_hour": 0.0003268207002015879}, "p100": {"count": 0, "cost_per_hour": 0.45747134689204766},
+            "k80": {"count": 2, "cost_per_hour": 57417.46596383154}}}});
+    let (p, r, x) = solve_value(&request);
+    assert_feasible(&p, &x);
+    let thr = throughputs(&p, &x);
+    for (m, job) in p.jobs.iter().enumerate() {
+        if let Some(slo) = job.slo_seconds {
+            let need = job.steps_remaining.unwrap() / slo;
+            assert!(thr[m] >= need * (1.0 - 2e-7), "{} makes {} < {need}", job.id, thr[m]);
+        }
+    }
+    assert_close(throughput_per_dollar(&p, &x), r.objective.unwrap(), 1e-9, "ratio vs its allocation");
+}
+
+/// Found by generated requests: with prices 3·10³ apart and throughputs 10¹¹ apart, the
+/// decomposition's single LP (five jobs) put j4's floor on the K80, 58 times dearer for it than
+/// the P100, for a ratio 6·10⁻⁴ below the optimum, and missed the floor of j2 (5·10⁻¹¹ steps/s)
+/// by more than its tolerance. Such an answer goes to the plain LP, which says why in `fallback`.
+#[test]
+fn min_cost_slo_by_decomposition_falls_back_when_it_cannot_vouch_for_its_answer() {
+    let jobs = json!([
+        {"id": "j0", "throughput": {"v100": 0.0011024202596976514, "p100": 0.17192618555717593, "k80": 702603.8163859344}, "steps_remaining": 482659.40794171003, "scale_factor": 1},
+        {"id": "j1", "throughput": {"k80": 209254.21535287128}, "steps_remaining": 197835.957623279, "scale_factor": 1},
+        {"id": "j2", "throughput": {"v100": 8.884435666937232e-06, "p100": 17486.27963097171, "k80": 0.019059065494674128}, "steps_remaining": 441040.3598296913, "scale_factor": 1, "slo_seconds": 8681156494974315.0},
+        {"id": "j3", "throughput": {"p100": 0.043095981302664725, "k80": 96.47622131395066}, "steps_remaining": 861505.5279014143, "scale_factor": 2},
+        {"id": "j4", "throughput": {"v100": 1002.8515995137132, "p100": 0.5228070400267569, "k80": 25.20446633644896}, "steps_remaining": 774640.5469070023, "scale_factor": 4, "slo_seconds": 551176045798.2838}]);
+    let request = |method: &str| {
+        json!({"policy": "min_cost_slo", "method": method, "jobs": jobs, "cluster": {"worker_types": {
+            "v100": {"count": 0, "cost_per_hour": 0.5918778050769035}, "p100": {"count": 4, "cost_per_hour": 0.15732775560665524},
+            "k80": {"count": 2, "cost_per_hour": 445.92178060834107}}}})
+    };
+    let (_, r, _) = solve_value(&request("decomposition"));
+    let (_, lp, _) = solve_value(&request("lp"));
+    let method = r.stats.method.as_ref().expect("a method report");
+    assert_eq!(method.method, "lp", "{method:?}");
+    assert!(method.fallback.is_some(), "{method:?}");
+    assert_close(r.objective.unwrap(), lp.objective.unwrap(), 1e-12, "the LP's ratio");
+    // j2 all of a P100 (17,486 steps/s for 0.157 $/h) and j4 its floor on a P100.
+    assert!(r.objective.unwrap() > 111_144.0, "{}", r.objective.unwrap());
+}

@@ -293,22 +293,32 @@ fn min_cost_counts_scale_factors() {
 /// 6x + 2y ≥ 4 with x + y ≤ 1. Its ratio (6x + 2y)/(3x + 0.5y) mixes 2 (V100) and 4 (K80) in
 /// proportion to cost, so it is best with y as large and x as small as possible: x = y = 1/2,
 /// thr 4 for 1.75 $/h, ratio 16/7. b has no SLO and at most ratio 2 < 16/7, so it gets nothing.
+/// By decomposition (`method: decomposition`, formulations/min_cost.md) the same.
 #[test]
 fn min_cost_slo_meets_the_slo_at_least_cost() {
-    let (p, r, x) = solve_value(&policy_fixture("min_cost_slo_feasible"));
+    for method in ["lp", "decomposition"] {
+        let mut request = policy_fixture("min_cost_slo_feasible");
+        request["method"] = json!(method);
+        let (p, r, x) = solve_value(&request);
+        assert_eq!(r.stats.method.as_ref().map(|m| (m.method.as_str(), m.fallback.is_none())), Some((method, true)));
+        min_cost_slo_meets_the_slo_at_least_cost_on(&p, &r, &x);
+    }
+}
+
+fn min_cost_slo_meets_the_slo_at_least_cost_on(p: &arbiter::Problem, r: &arbiter::Response, x: &[Vec<f64>]) {
     assert_close(r.objective.unwrap(), 16.0 / 7.0, 1e-6, "throughput per dollar-hour");
-    assert_close(throughput_per_dollar(&p, &x), 16.0 / 7.0, 1e-6, "ratio recomputed");
-    let thr = throughputs(&p, &x);
+    assert_close(throughput_per_dollar(p, x), 16.0 / 7.0, 1e-6, "ratio recomputed");
+    let thr = throughputs(p, x);
     for (m, job) in p.jobs.iter().enumerate() {
         if let Some(slo) = job.slo_seconds {
             let need = job.steps_remaining.unwrap() / slo;
             assert!(thr[m] >= need * (1.0 - 1e-6), "{}: thr {} < r/slo = {need}", job.id, thr[m]);
         }
     }
-    assert_x(&p, &x, "a", "v100", 0.5);
-    assert_x(&p, &x, "a", "k80", 0.5);
-    assert_x(&p, &x, "b", "v100", 0.0);
-    assert_x(&p, &x, "b", "k80", 0.0);
+    assert_x(p, x, "a", "v100", 0.5);
+    assert_x(p, x, "a", "k80", 0.5);
+    assert_x(p, x, "b", "v100", 0.0);
+    assert_x(p, x, "b", "k80", 0.0);
 }
 
 /// a needs 5 steps/s (so at least 3/4 of the V100: 6x + 2(1 − x) ≥ 5) and b needs 2; with at most

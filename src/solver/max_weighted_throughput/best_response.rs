@@ -5,13 +5,15 @@
 //! margin is how far the runner-up (a different allocation) is behind it.
 
 /// A job as the tie-break sees it: its row, scale factor, the value of one step/s (`a = 1 /
-/// thr_equal`, so a unit of time on w is worth `a·T_w`) and its floor.
+/// thr_equal`, so a unit of time on w is worth `a·T_w`), its floor, and the charge per GPU of
+/// each type that every price adds to (`Instance::charge`).
 #[derive(Clone, Copy)]
 pub(super) struct JobView<'a> {
     pub(super) row: &'a [f64],
     pub(super) sf: f64,
     pub(super) value: f64,
     pub(super) floor: f64,
+    pub(super) charge: &'a [f64],
 }
 
 /// A vertex of a job's polytope: time on at most two types (a second entry of 0 time is unused).
@@ -34,9 +36,14 @@ impl Vertex {
 }
 
 impl JobView<'_> {
+    /// The value of a unit of time on `w` net of its charge, before prices.
+    pub(super) fn gain(&self, w: usize) -> f64 {
+        self.value * self.row[w] - self.sf * self.charge[w]
+    }
+
     /// The net value of a unit of time on `w` at prices `p`.
-    fn net(&self, w: usize, p: &[f64]) -> f64 {
-        self.value * self.row[w] - self.sf * p[w]
+    pub(super) fn net(&self, w: usize, p: &[f64]) -> f64 {
+        self.gain(w) - self.sf * p[w]
     }
 
     /// The vertex's net value at prices `p`.
@@ -49,7 +56,7 @@ impl JobView<'_> {
     pub(super) fn scale(&self, usable: &[bool], p: &[f64]) -> f64 {
         (0..self.row.len())
             .filter(|&w| usable[w])
-            .map(|w| self.value * self.row[w] + self.sf * p[w])
+            .map(|w| self.value * self.row[w] + self.sf * (p[w] + self.charge[w]))
             .fold(f64::MIN_POSITIVE, f64::max)
     }
 
@@ -98,7 +105,7 @@ impl JobView<'_> {
     /// none ever does). `None` when the floor is out of reach.
     pub(super) fn first_breakpoint(&self, usable: &[bool], d: &[f64]) -> Option<(f64, Option<(f64, f64)>)> {
         let line = |vertex: &Vertex| -> (f64, f64) {
-            let a = vertex.used().map(|(w, x)| self.value * self.row[w] * x).sum();
+            let a = vertex.used().map(|(w, x)| self.gain(w) * x).sum();
             let b = vertex.used().map(|(w, x)| self.sf * d[w] * x).sum();
             (a, b)
         };
@@ -142,7 +149,7 @@ mod tests {
 
     #[test]
     fn a_job_with_no_floor_and_free_gpus_takes_its_fastest_type() {
-        let job = JobView { row: &[1.0, 4.0, 2.0], sf: 1.0, value: 1.0, floor: 0.0 };
+        let job = JobView { charge: &[0.0; 3], row: &[1.0, 4.0, 2.0], sf: 1.0, value: 1.0, floor: 0.0 };
         let (vertex, worth, margin) = job.best_response(&ALL, &[0.0; 3]).unwrap();
         assert_eq!(vertex, Vertex::one(1, 1.0));
         assert_eq!(worth, 4.0);
@@ -153,7 +160,7 @@ mod tests {
     fn prices_above_the_value_leave_the_job_at_its_floor() {
         // Net values per unit: 1 − 2 = −1, 4 − 8 = −4, 2 − 3 = −1. Floor 2: on type 0 it needs
         // all the time and more (out), on type 1 half a unit (−2), type 2 all of it (−1).
-        let job = JobView { row: &[1.0, 4.0, 2.0], sf: 1.0, value: 1.0, floor: 2.0 };
+        let job = JobView { charge: &[0.0; 3], row: &[1.0, 4.0, 2.0], sf: 1.0, value: 1.0, floor: 2.0 };
         let (vertex, worth, _) = job.best_response(&ALL, &[2.0, 8.0, 3.0]).unwrap();
         assert_eq!(vertex, Vertex::one(2, 1.0));
         assert_eq!(worth, -1.0);
@@ -162,7 +169,7 @@ mod tests {
     #[test]
     fn a_floor_between_two_types_can_take_both() {
         // Floor 3 between T_0 = 2 and T_1 = 4: half and half. Type 1 is dear, type 0 free.
-        let job = JobView { row: &[2.0, 4.0], sf: 1.0, value: 1.0, floor: 3.0 };
+        let job = JobView { charge: &[0.0; 3], row: &[2.0, 4.0], sf: 1.0, value: 1.0, floor: 3.0 };
         let (vertex, worth, _) = job.best_response(&[true, true], &[0.0, 3.9]).unwrap();
         // Vertices: all on 1 (4 − 3.9 = 0.1), floor on 1 (0.75 · 0.1), pair (0.5·2 + 0.5·0.1).
         assert_eq!(vertex, Vertex { time: [(0, 0.5), (1, 0.5)] });
@@ -171,10 +178,10 @@ mod tests {
 
     #[test]
     fn a_floor_out_of_reach_has_no_response() {
-        let job = JobView { row: &[1.0, 2.0], sf: 1.0, value: 1.0, floor: 3.0 };
+        let job = JobView { charge: &[0.0; 3], row: &[1.0, 2.0], sf: 1.0, value: 1.0, floor: 3.0 };
         assert!(job.best_response(&[true, true], &[0.0, 0.0]).is_none());
         // A type with no GPUs does not count.
-        let job = JobView { row: &[1.0, 5.0], sf: 1.0, value: 1.0, floor: 3.0 };
+        let job = JobView { charge: &[0.0; 3], row: &[1.0, 5.0], sf: 1.0, value: 1.0, floor: 3.0 };
         assert!(job.best_response(&[true, false], &[0.0, 0.0]).is_none());
     }
 
@@ -183,7 +190,7 @@ mod tests {
         // Row (2, 4), floor 2, value 1, sf 1, prices c·(1, 1). Vertices: all on 0 (a 2, b 1),
         // floor on 1 (half a unit: a 2, b 0.5), all on 1 (a 4, b 1). Cheapest: floor on 1. All on
         // 1 gains 2 for 0.5 more: it pays below c = 4; all on 0 gains nothing.
-        let job = JobView { row: &[2.0, 4.0], sf: 1.0, value: 1.0, floor: 2.0 };
+        let job = JobView { charge: &[0.0; 3], row: &[2.0, 4.0], sf: 1.0, value: 1.0, floor: 2.0 };
         let (floor_usage, first) = job.first_breakpoint(&[true, true], &[1.0, 1.0]).unwrap();
         assert_eq!(floor_usage, 0.5);
         assert_eq!(first, Some((4.0, 0.5)));
@@ -191,15 +198,15 @@ mod tests {
         assert_eq!(job.best_response(&[true, true], &[4.1, 4.1]).unwrap().0, Vertex::one(1, 0.5));
         assert_eq!(job.best_response(&[true, true], &[3.9, 3.9]).unwrap().0, Vertex::one(1, 1.0));
         // A job whose floor takes all of its time never takes more.
-        let full = JobView { row: &[2.0, 4.0], sf: 1.0, value: 1.0, floor: 4.0 };
+        let full = JobView { charge: &[0.0; 3], row: &[2.0, 4.0], sf: 1.0, value: 1.0, floor: 4.0 };
         assert_eq!(full.first_breakpoint(&[true, true], &[1.0, 1.0]), Some((1.0, None)));
-        let out = JobView { row: &[2.0, 4.0], sf: 1.0, value: 1.0, floor: 5.0 };
+        let out = JobView { charge: &[0.0; 3], row: &[2.0, 4.0], sf: 1.0, value: 1.0, floor: 5.0 };
         assert_eq!(out.first_breakpoint(&[true, true], &[1.0, 1.0]), None);
     }
 
     #[test]
     fn best_worth_is_the_best_response_value() {
-        let job = JobView { row: &[3.0, 1.0, 7.0], sf: 2.0, value: 0.5, floor: 2.0 };
+        let job = JobView { charge: &[0.0; 3], row: &[3.0, 1.0, 7.0], sf: 2.0, value: 0.5, floor: 2.0 };
         let p = [0.3, 0.1, 1.4];
         assert_eq!(job.best_worth(&ALL, &p), job.best_response(&ALL, &p).map(|b| b.1));
     }

@@ -173,6 +173,7 @@ mod tests {
                 value: &self.value,
                 floor: &self.floor,
                 usable: vec![true; 3],
+                charge: &[0.0; 3],
             }
         }
     }

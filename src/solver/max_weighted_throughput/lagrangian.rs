@@ -151,8 +151,14 @@ mod tests {
         let sf: Vec<u32> = (0..n).map(|m| 1 << (m % 3)).collect();
         let value: Vec<f64> = (0..n).map(|_| 0.1 + next()).collect();
         let floor: Vec<f64> = (0..n).map(|m| if m % 4 == 0 { 0.0 } else { 2.0 * next() }).collect();
-        let instance =
-            Instance { throughput: &t, scale_factor: &sf, value: &value, floor: &floor, usable: vec![true; k] };
+        let instance = Instance {
+            throughput: &t,
+            scale_factor: &sf,
+            value: &value,
+            floor: &floor,
+            usable: vec![true; k],
+            charge: &[0.0; 3],
+        };
         let jobs: Vec<u32> = (0..n as u32).collect();
         let capacity = [40.0, 30.0, 20.0];
         let mut lazy = Lagrangian::new(&instance, &jobs, &capacity);

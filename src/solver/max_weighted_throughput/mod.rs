@@ -14,7 +14,10 @@
 mod best_response;
 mod classification;
 mod lagrangian;
+mod per_dollar;
 mod recovery;
+
+pub(crate) use per_dollar::PerDollar;
 
 use crate::error::Result;
 use crate::lp::{Backend, SolveError};
@@ -38,6 +41,9 @@ pub(crate) struct Instance<'a> {
     pub(crate) floor: &'a [f64],
     /// Types with GPUs.
     pub(crate) usable: Vec<bool>,
+    /// What a unit of a GPU's time on each type costs every job before any capacity price:
+    /// `min_cost`'s `λ·cost_w` in Dinkelbach's step `max N − λ·D`; 0 for the tie-break.
+    pub(crate) charge: &'a [f64],
 }
 
 impl Instance<'_> {
@@ -47,6 +53,7 @@ impl Instance<'_> {
             sf: self.scale_factor[m] as f64,
             value: self.value[m],
             floor: self.floor[m],
+            charge: self.charge,
         }
     }
 }
@@ -117,24 +124,31 @@ pub(crate) fn solve_problem(
     starts: Starts,
 ) -> Result<std::result::Result<Decomposed, Option<String>>> {
     let scale_factor = crate::policies::scale_factors(problem);
-    let wanted = problem.unconsolidated.is_none()
-        && match problem.method {
-            Method::Lp => false,
-            Method::Decomposition => true,
-            Method::Auto => mostly_distinct(&problem.throughput, &scale_factor, &vec![1.0; problem.num_jobs()]),
-        };
-    if !wanted {
+    if !wanted(problem, &scale_factor) {
         return Ok(Err(None));
     }
     let capacity = crate::policies::capacities(problem);
+    let charge = vec![0.0; capacity.len()];
     let instance = Instance {
         throughput: &problem.throughput,
         scale_factor: &scale_factor,
         value,
         floor,
         usable: capacity.iter().map(|&g| g > 0.0).collect(),
+        charge: &charge,
     };
     Ok(solve(&instance, &capacity, backend, options, starts)?.map_err(Some))
+}
+
+/// Whether `problem`'s method and rows call for the decomposition (`decomposition`, or `auto` on
+/// mostly distinct rows) and no placement sensitivity is formulated.
+fn wanted(problem: &Problem, scale_factor: &[u32]) -> bool {
+    problem.unconsolidated.is_none()
+        && match problem.method {
+            Method::Lp => false,
+            Method::Decomposition => true,
+            Method::Auto => mostly_distinct(&problem.throughput, scale_factor, &vec![1.0; problem.num_jobs()]),
+        }
 }
 
 /// Solves `max Σ_m a_m·thr_m` over the floors by decomposition. `Ok(Err(why))` when it cannot certify an
@@ -340,7 +354,7 @@ fn solve_level(
                 (None, 0)
             }
         };
-        let solved = recovery::solve(instance, jobs, capacity, &zero, overflow, start.as_deref(), backend);
+        let solved = recovery::solve(instance, jobs, capacity, &zero, overflow, start.as_deref(), backend, None);
         return Ok(match solved {
             Ok(rec) => Ok(Level {
                 prices: rec.prices,
@@ -405,7 +419,7 @@ fn solve_level(
         // From the basis of the current prices' best responses: the estimate's, then the last
         // recovery LP's.
         let start = Some(prices.as_slice());
-        let solved = match recovery::solve(instance, &members, capacity, &fixed_usage, overflow, start, backend) {
+        let solved = match recovery::solve(instance, &members, capacity, &fixed_usage, overflow, start, backend, None) {
             Ok(rec) => Ok(rec),
             Err(e) => {
                 // The fixed jobs' vertices overfill a type, or leave the ambiguous jobs too little
@@ -414,7 +428,7 @@ fn solve_level(
                 // certificate below and join the band.
                 let why = fatal(e)?;
                 lp_solves += 1;
-                recovery::solve(instance, &members, capacity, &fixed_usage, Some(ceiling), start, backend)
+                recovery::solve(instance, &members, capacity, &fixed_usage, Some(ceiling), start, backend, None)
                     .map_err(|_| why)
             }
         };

@@ -17,12 +17,21 @@ pub(super) struct Recovery {
     pub(super) overflowed: bool,
 }
 
-/// Solves `max Σ_{m ∈ ambiguous} a_m·thr_m` over the ambiguous jobs' floors and time rows and
-/// the GPUs the fixed jobs leave (`capacity − fixed_usage`). `overflow`: each type may overflow
-/// at this price per GPU: a sample's GPUs may not hold all of its floors (its prices are all a
-/// sample is for), and at the top level it is the second try of a recovery LP that was
-/// infeasible, whose prices then say which types the fixed jobs overfill. `estimate`: prices
-/// near the optimum's, whose best responses give the simplex its start (`structure_basis`).
+/// A row the ambiguous jobs must keep besides their own and the GPUs': `Σ_m Σ_w (a_m·T_mw −
+/// sf_m·charge_w)·x_mw ≥ at_least` (`min_cost`'s ratio row, the fixed jobs' part moved to the right).
+pub(super) struct Keep<'a> {
+    pub(super) charge: &'a [f64],
+    pub(super) at_least: f64,
+}
+
+/// Solves `max Σ_{m ∈ ambiguous} (a_m·thr_m − charged)` over the ambiguous jobs' floors and time
+/// rows and the GPUs the fixed jobs leave (`capacity − fixed_usage`), and `keep` if given.
+/// `overflow`: each type may overflow at this price per GPU: a sample's GPUs may not hold all of
+/// its floors (its prices are all a sample is for), and at the top level it is the second try of
+/// a recovery LP that was infeasible, whose prices then say which types the fixed jobs overfill.
+/// `estimate`: prices near the optimum's, whose best responses give the simplex its start
+/// (`structure_basis`).
+#[allow(clippy::too_many_arguments)]
 pub(super) fn solve(
     instance: &Instance,
     ambiguous: &[u32],
@@ -31,6 +40,7 @@ pub(super) fn solve(
     overflow: Option<f64>,
     estimate: Option<&[f64]>,
     backend: Backend,
+    keep: Option<Keep>,
 ) -> Result<Recovery, SolveError> {
     let num_types = capacity.len();
     let mut lp = LinearProgram::new(Sense::Maximize);
@@ -40,7 +50,7 @@ pub(super) fn solve(
         let job = instance.job(m as usize);
         let mine: Vec<(usize, usize)> = (0..num_types)
             .filter(|&w| instance.usable[w] && job.row[w] > 0.0)
-            .map(|w| (w, lp.add_col(job.value * job.row[w], 0.0, 1.0)))
+            .map(|w| (w, lp.add_col(job.gain(w), 0.0, 1.0)))
             .collect();
         for &(w, col) in &mine {
             capacity_coefs[w].push((col, job.sf));
@@ -75,6 +85,13 @@ pub(super) fn solve(
             .then(|| lp.add_row(Row::at_least(job.floor, mine.iter().map(|&(w, col)| (col, job.row[w])).collect())));
         let time = lp.add_row(Row::at_most(1.0, mine.iter().map(|&(_, col)| (col, 1.0)).collect()));
         job_rows.push(JobRows { cols: mine, floor, time });
+    }
+    if let Some(keep) = keep {
+        let coefs = ambiguous.iter().zip(&cols).flat_map(|(&m, mine)| {
+            let job = instance.job(m as usize);
+            mine.iter().map(move |&(w, col)| (col, job.value * job.row[w] - job.sf * keep.charge[w]))
+        });
+        lp.add_row(Row::at_least(keep.at_least, coefs.collect()));
     }
     let basis = estimate.map(|prices| structure_basis(instance, ambiguous, &job_rows, &capacity_row, &lp, prices));
     let solution = backend.solve_from(lp, basis)?;
@@ -125,8 +142,8 @@ fn structure_basis(
         let Some((vertex, _, _)) = job.best_response(&instance.usable, prices) else { continue };
         let col_of = |w: usize| rows_of.cols.iter().find(|&&(t, _)| t == w).map(|&(_, c)| c);
         let used: Vec<(usize, f64)> = vertex.used().collect();
-        let net = |w: usize| job.value * job.row[w] - job.sf * prices[w];
-        let size = |w: usize| job.value * job.row[w] + job.sf * prices[w];
+        let net = |w: usize| job.net(w, prices);
+        let size = |w: usize| job.value * job.row[w] + job.sf * (prices[w] + job.charge[w]);
         match used.as_slice() {
             [] => {
                 // Idle: the time row's slack stays basic. A tie with all of its time on a priced type.
@@ -219,8 +236,14 @@ mod tests {
         let sf = [1, 2, 1, 1, 4, 1];
         let value = [1.0, 0.5, 0.25, 1.0, 2.0, 1.0];
         let floor = [2.0, 0.0, 3.0, 1.5, 0.0, 0.0];
-        let instance =
-            Instance { throughput: &t, scale_factor: &sf, value: &value, floor: &floor, usable: vec![true; 3] };
+        let instance = Instance {
+            throughput: &t,
+            scale_factor: &sf,
+            value: &value,
+            floor: &floor,
+            usable: vec![true; 3],
+            charge: &[0.0; 3],
+        };
         let capacity = [3.0, 2.0, 4.0];
         let fixed_usage = [1.0, 0.0, 0.0];
         let ambiguous: [u32; 5] = [0, 1, 2, 3, 4];
@@ -232,14 +255,14 @@ mod tests {
             }
             sum
         };
-        let cold = solve(&instance, &ambiguous, &capacity, &fixed_usage, None, None, backend).expect("solves");
+        let cold = solve(&instance, &ambiguous, &capacity, &fixed_usage, None, None, backend, None).expect("solves");
         // The GPUs bind: a start has priced types to tie.
         assert!(cold.prices.iter().filter(|&&p| p > 0.0).count() >= 2, "{:?}", cold.prices);
         for estimate in
             [cold.prices.clone(), vec![1.0, 0.0, 0.0], vec![0.2, 0.3, 0.5], vec![0.0; 3], vec![0.0, 5.0, 1e-3]]
         {
-            let warm =
-                solve(&instance, &ambiguous, &capacity, &fixed_usage, None, Some(&estimate), backend).expect("solves");
+            let warm = solve(&instance, &ambiguous, &capacity, &fixed_usage, None, Some(&estimate), backend, None)
+                .expect("solves");
             assert!((worth(&warm.time) - worth(&cold.time)).abs() < 1e-9, "{estimate:?}");
             // Every job keeps its floor within its time, and the GPUs hold.
             let mut used = fixed_usage;
@@ -260,8 +283,14 @@ mod tests {
     fn a_start_has_one_basic_per_row_whatever_the_estimate() {
         let t = Matrix::from_rows(&[[1.0, 3.0], [2.0, 2.5], [4.0, 1.0], [1.0, 1.0]]);
         let (sf, value, floor) = ([1, 1, 2, 1], [1.0; 4], [1.0, 0.0, 2.0, 1.0]);
-        let instance =
-            Instance { throughput: &t, scale_factor: &sf, value: &value, floor: &floor, usable: vec![true; 2] };
+        let instance = Instance {
+            throughput: &t,
+            scale_factor: &sf,
+            value: &value,
+            floor: &floor,
+            usable: vec![true; 2],
+            charge: &[0.0; 2],
+        };
         let ambiguous: [u32; 4] = [0, 1, 2, 3];
         // The LP as `solve` lays it out: each job's columns, the capacity rows, then each job's
         // floor row (with a floor) and time row.

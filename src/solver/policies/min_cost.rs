@@ -5,10 +5,12 @@
 //! See `formulations/min_cost.md`.
 
 use super::{throughputs, Outcome, Policy};
-use crate::error::Result;
+use crate::error::{ArbiterError, ErrorCode, Result};
 use crate::formulation::{BaseLp, Groups};
-use crate::lp::{Backend, LinearProgram, Row, Sense, Session, Solution, SolveError};
+use crate::lp::{Backend, LinearProgram, Row, Sense, Solution, SolveError};
+use crate::max_min_ratio::MethodReport;
 use crate::problem::{Matrix, Problem};
+use crate::solver::max_weighted_throughput::PerDollar;
 
 pub struct MinCost;
 
@@ -43,34 +45,40 @@ fn type_cost(problem: &Problem, w: usize) -> f64 {
     problem.worker_types[w].cost_per_hour.unwrap_or(0.0)
 }
 
-/// Dinkelbach's iteration for `max N(X)/D(X)` over `session`'s model (`columns`: each column's
-/// coefficient in N, steps/s, and in D, dollars/h): from `λ = 0`, solve `max N(X) − λ·D(X)` and
-/// take `λ ← N(X)/D(X)` until `N(X) − λ·D(X)` is 0 within [`CONVERGED`] of `N(X)`. Each `λ` is the
-/// ratio of an allocation the model admits, so it rises to the optimum, which it reaches in
+/// One of Dinkelbach's steps at λ: an allocation maximizing `N(X) − λ·D(X)` (`S`: however the
+/// step holds it) with its `N` and `D`, or why it could not be certified.
+type Step<S> = std::result::Result<(S, f64, f64), String>;
+
+/// Dinkelbach's iteration for `max N(X)/D(X)`, `step(λ)` solving `max N(X) − λ·D(X)`: from
+/// `λ = 0`, take `λ ← N(X)/D(X)` until `N(X) − λ·D(X)` is 0 within [`CONVERGED`] of `N(X)`. Each `λ`
+/// is the ratio of an allocation the rows admit, so it rises to the optimum, which it reaches in
 /// finitely many steps (the LP has finitely many vertices), superlinearly. The optimal ratio, the
-/// last LP's solution (an allocation at that ratio) and the LP solves it took. Charnes–Cooper's
-/// single LP puts the prices in a constraint row, where prices 10⁹ apart made HiGHS answer
-/// "unbounded", or, bounded, a ratio 9 times below the optimum; here they are only in the
-/// objective.
-fn best_ratio(session: &mut dyn Session, columns: &[(usize, f64, f64)]) -> Result<(f64, Solution, usize)> {
+/// last step's `S` (an allocation at that ratio), the λ that step solved for and the steps taken;
+/// or why a step could not be certified. Charnes–Cooper's single LP puts the prices in a
+/// constraint row, where prices 10⁹ apart made HiGHS answer "unbounded", or, bounded, a ratio 9
+/// times below the optimum; here they are only in the objective.
+fn best_ratio<S>(
+    mut step: impl FnMut(f64) -> Result<Step<S>>,
+) -> Result<std::result::Result<(f64, S, f64, usize), String>> {
     let mut lambda = 0.0;
-    for solves in 1..=MOST_RATIO_STEPS {
-        session.set_costs(&columns.iter().map(|&(c, t, d)| (c, t - lambda * d)).collect::<Vec<_>>());
-        let solution = session.solve()?;
-        let (n, d) = sums(columns, &solution);
+    for steps in 1..=MOST_RATIO_STEPS {
+        let (solution, n, d) = match step(lambda)? {
+            Ok(solved) => solved,
+            Err(why) => return Ok(Err(why)),
+        };
         if d <= 0.0 {
             // Only the idle allocation pays nothing: the floors are all 0 or met by no GPU time.
-            return Ok((lambda, solution, solves));
+            return Ok(Ok((lambda, solution, lambda, steps)));
         }
         let next = n / d;
         if n - lambda * d <= CONVERGED * n || next <= lambda {
-            return Ok((lambda.max(next), solution, solves));
+            return Ok(Ok((lambda.max(next), solution, lambda, steps)));
         }
         lambda = next;
     }
-    Err(crate::error::ArbiterError::new(
-        crate::error::ErrorCode::SolverFailed,
-        format!("the ratio of throughput to cost did not settle in {MOST_RATIO_STEPS} LP solves"),
+    Err(ArbiterError::new(
+        ErrorCode::SolverFailed,
+        format!("the ratio of throughput to cost did not settle in {MOST_RATIO_STEPS} steps"),
     ))
 }
 
@@ -81,6 +89,12 @@ fn sums(columns: &[(usize, f64, f64)], solution: &Solution) -> (f64, f64) {
         (n + t * x, d + cost * x)
     })
 }
+
+/// The decomposition's ratio stands when the last step's Lagrangian bound puts no allocation's
+/// ratio more than this share above it.
+const RATIO_CERTIFIED: f64 = 1e-9;
+/// The decomposition's answer stands when every floor is met within this share of it.
+const FLOOR_KEPT: f64 = 1e-9;
 
 /// Dinkelbach's iteration stops when the best allocation gains less than this share of its
 /// throughput over the current ratio.
@@ -93,6 +107,78 @@ pub(super) fn cheapest(problem: &Problem, backend: Backend, floor: &[f64]) -> Re
     if floor.iter().all(|&f| f == 0.0) {
         return most_per_dollar(problem, backend);
     }
+    let fallback = match PerDollar::new(problem, floor) {
+        Some(per_dollar) => match decomposed(problem, &per_dollar, backend)? {
+            Ok(outcome) => return Ok(outcome),
+            Err(why) => Some(why),
+        },
+        None => None,
+    };
+    let mut outcome = cheapest_by_lp(problem, backend, floor)?;
+    outcome.method = Some(MethodReport::lp(fallback));
+    Ok(outcome)
+}
+
+/// Both stages by the price decomposition (`max_weighted_throughput::PerDollar`), on mostly
+/// distinct rows: each of Dinkelbach's steps certified, the second stage moving only the jobs
+/// tied at the last step's prices. `Err(why)` when a step could not be certified.
+fn decomposed(
+    problem: &Problem,
+    per_dollar: &PerDollar,
+    backend: Backend,
+) -> Result<std::result::Result<Outcome, String>> {
+    let mut lp_solves = 0;
+    let mut previous: Option<(f64, Vec<f64>)> = None;
+    let found = best_ratio(|lambda| {
+        let warm = previous.as_ref().map(|(at, prices)| (*at, prices.as_slice()));
+        Ok(per_dollar.step(lambda, warm, backend)?.map(|step| {
+            lp_solves += step.lp_solves;
+            previous = Some((lambda, step.prices.clone()));
+            let (n, d) = per_dollar.sums(&step.allocation);
+            (step, n, d)
+        }))
+    })?;
+    let (ratio, last, at, _) = match found {
+        Ok(found) => found,
+        Err(why) => return Ok(Err(why)),
+    };
+    // The certificate of the ratio: at the last step's prices, no allocation meeting the floors
+    // has `N − λ·D` more than `gap` above 0, so none has a ratio above `λ + gap/D_min`. Each step
+    // was certified by its recovery LP, within that LP's tolerances; prices 10⁹ apart can hide a
+    // better vertex there, which this exact enumeration does not.
+    let gap = per_dollar.gap(at, &last.prices, &last.allocation).unwrap_or(f64::INFINITY);
+    let least_cost = per_dollar.least_cost();
+    let certified = gap <= RATIO_CERTIFIED * ratio * least_cost;
+    if !certified {
+        return Ok(Err(format!(
+            "the ratio {ratio:.9e} is certified only within {:.1e} of itself",
+            gap / (ratio * least_cost)
+        )));
+    }
+    // Stage 2; the last step's allocation, which is at the ratio, stands when it fails or loses
+    // the ratio.
+    lp_solves += 1;
+    let allocation = match per_dollar.most_throughput(at, ratio * (1.0 - RATIO_SLACK), &last, backend)? {
+        Ok(most)
+            if {
+                let (n, d) = per_dollar.sums(&most);
+                n >= ratio * (1.0 - RATIO_KEPT) * d
+            } =>
+        {
+            most
+        }
+        _ => last.allocation.clone(),
+    };
+    if !per_dollar.floors_kept(&allocation, FLOOR_KEPT) {
+        return Ok(Err("a floor came back short of the recovery LP's tolerance".into()));
+    }
+    let mut outcome = outcome(problem, allocation, lp_solves);
+    outcome.method = Some(last.report());
+    Ok(Ok(outcome))
+}
+
+/// Both stages on one HiGHS model of every job's columns.
+fn cheapest_by_lp(problem: &Problem, backend: Backend, floor: &[f64]) -> Result<Outcome> {
     let groups = Groups::singletons(problem.num_jobs());
     // One model for both stages: the base rows and the floors, `T·X_m ≥ floor_m`. Each solve
     // sets its own objective from `columns`.
@@ -118,7 +204,13 @@ pub(super) fn cheapest(problem: &Problem, backend: Backend, floor: &[f64]) -> Re
     let mut session = backend.open(std::mem::replace(&mut base.lp, LinearProgram::new(Sense::Maximize)));
 
     // Stage 1: the optimal ratio, by Dinkelbach's iteration on the model.
-    let (ratio, at_ratio, ratio_solves) = best_ratio(session.as_mut(), &columns)?;
+    let found = best_ratio(|lambda| {
+        session.set_costs(&columns.iter().map(|&(c, t, d)| (c, t - lambda * d)).collect::<Vec<_>>());
+        let solution = session.solve()?;
+        let (n, d) = sums(&columns, &solution);
+        Ok(Ok((solution, n, d)))
+    })?;
+    let (ratio, at_ratio, _, ratio_solves) = found.map_err(|why| ArbiterError::new(ErrorCode::SolverFailed, why))?;
 
     // Stage 2: max Σ T·X  s.t. base rows, floors, Σ T·X − ratio·Σ cost·sf·X ≥ 0.
     let keep_ratio: Vec<(usize, f64)> =

@@ -530,6 +530,7 @@ impl<'a> Pricing<'a> {
             value: &vec![1.0; self.gangs.len()],
             floor: &vec![0.0; self.gangs.len()],
             usable: capacity.iter().map(|&c| c > 0.0).collect(),
+            charge: &vec![0.0; capacity.len()],
         };
         let options = crate::max_min_ratio::DecompositionOptions::default();
         let found = decomposition::solve(&instance, capacity, backend, &options, Default::default()).ok()?.ok()?;
