@@ -4,7 +4,7 @@
 //! input — never answered wrongly or with `solver_failed`.
 
 use crate::common::*;
-use arbiter::ErrorCode;
+use arbiter::{ErrorCode, Outcome};
 use serde_json::json;
 
 fn two_jobs_on_two_gpus(policy: &str, a: f64, b: f64, steps: [f64; 2]) -> serde_json::Value {
@@ -551,4 +551,46 @@ fn min_cost_slo_by_decomposition_falls_back_when_it_cannot_vouch_for_its_answer(
     assert_close(r.objective.unwrap(), lp.objective.unwrap(), 1e-12, "the LP's ratio");
     // j2 all of a P100 (17,486 steps/s for 0.157 $/h) and j4 its floor on a P100.
     assert!(r.objective.unwrap() > 111_144.0, "{}", r.objective.unwrap());
+}
+
+/// `Outcome::top_up` on one K80 (cheap, full) and one V100 (idle): b needs a sliver it was left
+/// without. Taking it from the K80 pro rata, as the top-up did, put a, whose floor fills the K80
+/// exactly, under its floor; with thousands of slivers on the one cheapest GPU that came to 0.14%
+/// of a floor (a generated `min_cost_slo` request). The sliver goes where there is room: the
+/// idle V100 here; the K80 once c, with no floor, runs there, and then only c gives it up.
+#[test]
+fn a_top_up_never_takes_a_sliver_from_another_jobs_floor() {
+    use arbiter::problem::Matrix;
+    let request = |jobs: serde_json::Value| {
+        problem(
+            &json!({"policy": "min_cost", "cluster": {"worker_types": {"k80": {"count": 1, "cost_per_hour": 0.45},
+                "v100": {"count": 1, "cost_per_hour": 2.48}}}, "jobs": jobs})
+            .to_string(),
+        )
+    };
+    let job = |id: &str| json!({"id": id, "throughput": {"k80": 1.0, "v100": 1.0}, "steps_remaining": 1.0});
+    let outcome = |rows: &[[f64; 2]]| Outcome {
+        allocation: Matrix::from_rows(rows),
+        objective: None,
+        lp_solves: 0,
+        water_filling: None,
+        method: None,
+        colocated: Matrix::zeros(0, 0),
+        unconsolidated: Matrix::zeros(0, 0),
+    };
+    let cheapest = |_m: usize, w: usize| if w == 0 { 2.0 } else { 1.0 };
+    let (k80, v100) = (0, 1);
+
+    let p = request(json!([job("a"), job("b")]));
+    let mut o = outcome(&[[1.0, 0.0], [0.0, 0.0]]);
+    assert!(o.top_up(&p, &[1.0, 1e-7], 0.0, cheapest));
+    assert_eq!(o.allocation.get(0, k80), 1.0, "a keeps its floor");
+    assert!((o.allocation.get(1, v100) - 1e-7).abs() < 1e-18, "b's sliver on the idle V100: {:?}", o.allocation);
+
+    let p = request(json!([job("a"), job("b"), job("c")]));
+    let mut o = outcome(&[[0.5, 0.0], [0.0, 0.0], [0.5, 0.0]]);
+    assert!(o.top_up(&p, &[0.5, 1e-7, 0.0], 0.0, cheapest));
+    assert_eq!(o.allocation.get(0, k80), 0.5, "a keeps its floor");
+    assert!((o.allocation.get(1, k80) - 1e-7).abs() < 1e-18, "b's sliver on the K80: {:?}", o.allocation);
+    assert!((o.allocation.get(2, k80) - (0.5 - 1e-7)).abs() < 1e-15, "c gives it up: {:?}", o.allocation);
 }

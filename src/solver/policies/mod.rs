@@ -202,11 +202,12 @@ impl Outcome {
     }
 
     /// Gives every job under `(1 − under)` of its `floors[m]` by at most `SLIVER` of its time
-    /// what it lacks, on the type it runs on that `preference(m, w)` ranks highest among those
-    /// where the sliver fits in that bound and in its time: floors the LP's tolerance let slip (a
+    /// what it lacks, on the type that `preference(m, w)` ranks highest among those where the
+    /// sliver fits in that bound, in its time and in the type's idle GPUs (if none has them, among
+    /// the others): floors the LP's tolerance let slip (a
     /// job needing less of a GPU than the tolerance can come back with no time, its floor row read
-    /// as met at 0). A type that is full gives the sliver up pro rata from the others there
-    /// (`make_room`), which moves their throughputs by at most that sliver's share of the type.
+    /// as met at 0). A type that is full gives the sliver up from the others there (`make_room`):
+    /// from what they run above their own floors where that is enough, else pro rata.
     /// Whether any job was topped up.
     pub fn top_up(
         &mut self,
@@ -218,32 +219,59 @@ impl Outcome {
         let mut topped = false;
         let mut thr = self.throughputs_under(problem, &problem.throughput);
         let mut time = self.time_used(problem);
+        let mut used = self.gpus_used(problem);
         for (m, &floor) in floors.iter().enumerate() {
             if !(floor.is_finite() && floor > 0.0) || thr[m] >= floor * (1.0 - under) {
                 continue;
             }
             let sliver = |w: usize| (floor - thr[m]) / problem.throughput.get(m, w);
-            let best = (0..problem.num_types())
+            let fits = (0..problem.num_types())
                 .filter(|&w| problem.throughput.get(m, w) > 0.0 && problem.worker_types[w].count > 0.0)
-                .filter(|&w| sliver(w) <= SLIVER && time[m] + sliver(w) <= 1.0)
-                .max_by(|&a, &b| preference(m, a).total_cmp(&preference(m, b)));
+                .filter(|&w| sliver(w) <= SLIVER && time[m] + sliver(w) <= 1.0);
+            let room = |w: usize| {
+                let spare: f64 =
+                    (0..problem.num_jobs()).filter(|&j| j != m).map(|j| self.spare(problem, j, w, floors, &thr)).sum();
+                problem.worker_types[w].count - used[w] + spare >= problem.jobs[m].scale_factor as f64 * sliver(w)
+            };
+            let by_preference = |&a: &usize, &b: &usize| preference(m, a).total_cmp(&preference(m, b));
+            // A type with room for the sliver first (idle, or run above other floors); else the
+            // others' time there shrinks pro rata.
+            let best = fits.clone().filter(|&w| room(w)).max_by(by_preference).or_else(|| fits.max_by(by_preference));
             let Some(w) = best else { continue };
             self.allocation.set(m, w, self.allocation.get(m, w) + sliver(w));
-            self.make_room(problem, m, w);
+            self.make_room(problem, m, w, floors, &thr);
             // The room made moved the others on `w`: read everyone again.
             thr = self.throughputs_under(problem, &problem.throughput);
             time = self.time_used(problem);
+            used = self.gpus_used(problem);
             topped = true;
         }
         topped
     }
 
-    /// Brings type `w` back within its GPUs after job `m` was given more of it: every other job's
-    /// and pair's time there shrinks by the same factor.
-    fn make_room(&mut self, problem: &Problem, m: usize, w: usize) {
+    /// Brings type `w` back within its GPUs after job `m` was given more of it. The other jobs
+    /// there give up the GPUs in proportion to what they run above their `floors` (`thr`: their
+    /// throughputs), so that no floor a top-up met slips again when the next one makes its room
+    /// (thousands of slivers on the one cheapest GPU took 0.14% of a floor that way); where that is
+    /// not enough, every other job's and pair's time there shrinks by the same factor.
+    fn make_room(&mut self, problem: &Problem, m: usize, w: usize, floors: &[f64], thr: &[f64]) {
         let count = problem.worker_types[w].count;
         let used = self.gpus_used(problem)[w];
         if used <= count {
+            return;
+        }
+        let excess = used - count;
+        let spares: Vec<(usize, f64)> = (0..problem.num_jobs())
+            .filter(|&j| j != m)
+            .map(|j| (j, self.spare(problem, j, w, floors, thr)))
+            .filter(|&(_, g)| g > 0.0)
+            .collect();
+        let total: f64 = spares.iter().map(|&(_, g)| g).sum();
+        if total >= excess {
+            for (j, g) in spares {
+                let give = g * excess / total / problem.jobs[j].scale_factor as f64;
+                self.allocation.set(j, w, (self.allocation.get(j, w) - give).max(0.0));
+            }
             return;
         }
         let ours = problem.jobs[m].scale_factor as f64 * self.allocation.get(m, w);
@@ -261,6 +289,17 @@ impl Outcome {
         for k in 0..self.colocated.rows() {
             self.colocated.set(k, w, self.colocated.get(k, w) * keep);
         }
+    }
+
+    /// The GPUs of `w` job `j` runs above its floor (all it runs there without one): what it can
+    /// give up for a top-up without going under.
+    fn spare(&self, problem: &Problem, j: usize, w: usize, floors: &[f64], thr: &[f64]) -> f64 {
+        let x = self.allocation.get(j, w);
+        if x <= 0.0 {
+            return 0.0;
+        }
+        let above = (thr[j] - floors[j]).max(0.0) / problem.throughput.get(j, w);
+        problem.jobs[j].scale_factor as f64 * x.min(above)
     }
 
     /// Each job's share of the time running: its `X`, its `U` and its pairs' `Y`.
