@@ -569,15 +569,7 @@ fn a_top_up_never_takes_a_sliver_from_another_jobs_floor() {
         )
     };
     let job = |id: &str| json!({"id": id, "throughput": {"k80": 1.0, "v100": 1.0}, "steps_remaining": 1.0});
-    let outcome = |rows: &[[f64; 2]]| Outcome {
-        allocation: Matrix::from_rows(rows),
-        objective: None,
-        lp_solves: 0,
-        water_filling: None,
-        method: None,
-        colocated: Matrix::zeros(0, 0),
-        unconsolidated: Matrix::zeros(0, 0),
-    };
+    let outcome = |rows: &[[f64; 2]]| Outcome::of(Matrix::from_rows(rows), None, 0);
     let cheapest = |_m: usize, w: usize| if w == 0 { 2.0 } else { 1.0 };
     let (k80, v100) = (0, 1);
 

@@ -48,15 +48,7 @@ impl Policy for Allox {
         })?;
         let total: f64 = assignment.iter().enumerate().map(|(m, &s)| cost[m][s]).sum();
         let allocation = heads_of_queues(problem, &processing, |m| slots[assignment[m]].worker_type);
-        Ok(Outcome {
-            allocation,
-            objective: Some(total),
-            lp_solves: 0,
-            water_filling: None,
-            method: None,
-            colocated: Matrix::zeros(0, 0),
-            unconsolidated: Matrix::zeros(0, 0),
-        })
+        Ok(Outcome::of(allocation, Some(total), 0))
     }
 }
 

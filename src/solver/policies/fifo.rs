@@ -6,7 +6,6 @@ use super::{throughputs, Outcome, Policy};
 use crate::error::Result;
 use crate::formulation::{BaseLp, Groups};
 use crate::lp::{Backend, Sense};
-use crate::problem::Matrix;
 use crate::problem::Problem;
 
 pub struct Fifo;
@@ -43,14 +42,6 @@ impl Policy for Fifo {
         let solution = backend.solve(base.lp.clone())?;
         let allocation = base.allocation(&solution, problem.num_jobs(), problem.num_types());
         let objective = throughputs(problem, &allocation).iter().zip(&weights).map(|(t, k)| t * k).sum();
-        Ok(Outcome {
-            allocation,
-            objective: Some(objective),
-            lp_solves: 1,
-            water_filling: None,
-            method: None,
-            colocated: Matrix::zeros(0, 0),
-            unconsolidated: Matrix::zeros(0, 0),
-        })
+        Ok(Outcome::of(allocation, Some(objective), 1))
     }
 }

@@ -274,13 +274,6 @@ fn most_per_dollar(problem: &Problem, backend: Backend) -> Result<Outcome> {
 }
 
 fn outcome(problem: &Problem, allocation: Matrix, lp_solves: usize) -> Outcome {
-    Outcome {
-        objective: Some(throughput_per_dollar(problem, &allocation)),
-        allocation,
-        lp_solves,
-        water_filling: None,
-        method: None,
-        colocated: Matrix::zeros(0, 0),
-        unconsolidated: Matrix::zeros(0, 0),
-    }
+    let objective = throughput_per_dollar(problem, &allocation);
+    Outcome::of(allocation, Some(objective), lp_solves)
 }

@@ -173,6 +173,20 @@ pub struct Outcome {
 const SLIVER: f64 = 1e-6;
 
 impl Outcome {
+    /// An allocation with nothing beside it: no water-filling levels, no method report, no
+    /// colocations, no unconsolidated time.
+    pub fn of(allocation: Matrix, objective: Option<f64>, lp_solves: usize) -> Outcome {
+        Outcome {
+            allocation,
+            objective,
+            lp_solves,
+            water_filling: None,
+            method: None,
+            colocated: Matrix::zeros(0, 0),
+            unconsolidated: Matrix::zeros(0, 0),
+        }
+    }
+
     /// Whether some colocated pair has time (`Y > 0` anywhere).
     pub fn colocates(&self) -> bool {
         (0..self.colocated.rows()).any(|k| self.colocated.row(k).iter().any(|&y| y > 0.0))
@@ -376,15 +390,7 @@ pub trait Policy: Sync {
 /// Runs the problem's policy.
 pub fn solve(problem: &Problem, backend: Backend) -> Result<Outcome> {
     if problem.num_jobs() == 0 {
-        return Ok(Outcome {
-            allocation: Matrix::zeros(0, problem.num_types()),
-            objective: None,
-            lp_solves: 0,
-            water_filling: None,
-            method: None,
-            colocated: Matrix::zeros(0, 0),
-            unconsolidated: Matrix::zeros(0, 0),
-        });
+        return Ok(Outcome::of(Matrix::zeros(0, problem.num_types()), None, 0));
     }
     let policy = problem.policy.policy().ok_or_else(|| {
         ArbiterError::at(

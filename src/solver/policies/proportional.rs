@@ -21,14 +21,6 @@ impl Policy for Proportional {
                 *x = share[w] * s;
             }
         }
-        Ok(Outcome {
-            allocation,
-            objective: None,
-            lp_solves: 0,
-            water_filling: None,
-            method: None,
-            colocated: Matrix::zeros(0, 0),
-            unconsolidated: Matrix::zeros(0, 0),
-        })
+        Ok(Outcome::of(allocation, None, 0))
     }
 }

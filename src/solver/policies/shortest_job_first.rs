@@ -51,14 +51,6 @@ impl Policy for ShortestJobFirst {
         }
         let thr = throughputs(problem, &allocation);
         let objective = order.first().map_or(0.0, |&(_, m)| problem.steps_remaining(m) / thr[m]);
-        Ok(Outcome {
-            allocation,
-            objective: Some(objective),
-            lp_solves: 0,
-            water_filling: None,
-            method: None,
-            colocated: Matrix::zeros(0, 0),
-            unconsolidated: Matrix::zeros(0, 0),
-        })
+        Ok(Outcome::of(allocation, Some(objective), 0))
     }
 }
