@@ -198,3 +198,34 @@ impl<'a> PerDollar<'a> {
         Ok(fit_capacity(&mut allocation, &self.scale_factor, &self.capacity).map(|()| allocation))
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// One K80 at 1 $/h; a makes 2 steps/s and has no floor, b makes 1 and must keep 0.5. At
+    /// λ = 1 a unit of time is worth 2 − 1 = 1 to a and 0 to b. The best `N − λ·D` is b at its
+    /// floor (half the K80) and a on the rest: 0.5. At the K80 price 1 every job's best response
+    /// gives `L = 1 + 0 − 0.5 = 0.5`, no gap; at 0.5, `L = 0.5 + 0.5 − 0.25 = 0.75`, a gap of 0.25.
+    #[test]
+    fn the_gap_is_the_lagrangian_bound_above_the_allocations_value() {
+        let problem = Problem::from_json(
+            r#"{"policy": "min_cost_slo", "method": "decomposition",
+                "cluster": {"worker_types": {"k80": {"count": 1, "cost_per_hour": 1.0}}},
+                "jobs": [{"id": "a", "throughput": {"k80": 2.0}, "steps_remaining": 1},
+                         {"id": "b", "throughput": {"k80": 1.0}, "steps_remaining": 1, "slo_seconds": 2}]}"#,
+        )
+        .unwrap();
+        let floor = [0.0, 0.5];
+        let per_dollar = PerDollar::new(&problem, &floor).expect("method decomposition");
+        let allocation = Matrix::from_rows(&[[0.5], [0.5]]);
+        assert!(per_dollar.gap(1.0, &[1.0], &allocation).unwrap().abs() < 1e-15);
+        assert!((per_dollar.gap(1.0, &[0.5], &allocation).unwrap() - 0.25).abs() < 1e-15);
+        assert_eq!(per_dollar.least_cost(), 0.5);
+        assert!(per_dollar.floors_kept(&allocation, 0.0));
+        assert!(!per_dollar.floors_kept(&Matrix::from_rows(&[[0.6], [0.4]]), 1e-9));
+        // The decomposition finds that optimum at λ = 1.
+        let step = per_dollar.step(1.0, None, Backend::highs()).unwrap().unwrap();
+        assert!((per_dollar.sums(&step.allocation).0 - 1.5).abs() < 1e-9, "{:?}", step.allocation);
+    }
+}

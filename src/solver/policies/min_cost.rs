@@ -155,14 +155,15 @@ fn decomposed(
             gap / (ratio * least_cost)
         )));
     }
-    // Stage 2; the last step's allocation, which is at the ratio, stands when it fails or loses
-    // the ratio.
+    // Stage 2; the last step's allocation, which is at the ratio, stands when it fails, loses
+    // the ratio or misses a floor (its recovery LP can read a floor below its tolerance as met
+    // with no time).
     lp_solves += 1;
     let allocation = match per_dollar.most_throughput(at, ratio * (1.0 - RATIO_SLACK), &last, backend)? {
         Ok(most)
             if {
                 let (n, d) = per_dollar.sums(&most);
-                n >= ratio * (1.0 - RATIO_KEPT) * d
+                n >= ratio * (1.0 - RATIO_KEPT) * d && per_dollar.floors_kept(&most, FLOOR_KEPT)
             } =>
         {
             most
