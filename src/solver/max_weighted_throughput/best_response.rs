@@ -51,13 +51,15 @@ impl JobView<'_> {
         vertex.used().map(|(w, x)| self.net(w, p) * x).sum()
     }
 
+    /// The size of a unit of time on `w` at prices `p`: its value plus everything it is charged.
+    pub(super) fn size(&self, w: usize, p: &[f64]) -> f64 {
+        self.value * self.row[w] + self.sf * (p[w] + self.charge[w])
+    }
+
     /// The scale against which values at `p` are compared: the largest value or price a unit of
     /// the job's time can carry.
     pub(super) fn scale(&self, usable: &[bool], p: &[f64]) -> f64 {
-        (0..self.row.len())
-            .filter(|&w| usable[w])
-            .map(|w| self.value * self.row[w] + self.sf * (p[w] + self.charge[w]))
-            .fold(f64::MIN_POSITIVE, f64::max)
+        (0..self.row.len()).filter(|&w| usable[w]).map(|w| self.size(w, p)).fold(f64::MIN_POSITIVE, f64::max)
     }
 
     /// Calls `visit` with every vertex of the job's polytope (on types with GPUs and a positive

@@ -70,20 +70,6 @@ impl<'a> PerDollar<'a> {
         self.cost.iter().map(|c| lambda * c).collect()
     }
 
-    /// `(N(X), D(X))`: steps/s and dollars per hour of `allocation`.
-    pub(crate) fn sums(&self, allocation: &Matrix) -> (f64, f64) {
-        let mut n = 0.0;
-        let mut d = 0.0;
-        for (m, row) in allocation.row_iter().enumerate() {
-            let sf = self.scale_factor[m] as f64;
-            for (w, &x) in row.iter().enumerate() {
-                n += self.throughput.get(m, w) * x;
-                d += self.cost[w] * sf * x;
-            }
-        }
-        (n, d)
-    }
-
     /// How far `allocation`'s `N − λ·D` lies below the Lagrangian bound at `prices`, `L(p) = G·p +
     /// Σ_m h_m(p)`, each job's best response (with the charge `λ·cost`) enumerated exactly: every
     /// allocation X that meets the floors has `N(X) − λ·D(X) ≤ L(p)`. `None` when a floor is out
@@ -104,18 +90,13 @@ impl<'a> PerDollar<'a> {
 
     /// The least `D` an allocation meeting the floors pays: each floor met the cheapest way.
     pub(crate) fn least_cost(&self) -> f64 {
+        // Worth nothing per step and charged its dollars, a job's best response is its cheapest.
+        let charged = self.instance(&self.cost);
         let zero = vec![0.0; self.capacity.len()];
         (0..self.throughput.rows())
             .filter(|&m| self.floor[m] > 0.0)
             .filter_map(|m| {
-                let job = JobView {
-                    row: self.throughput.row(m),
-                    sf: self.scale_factor[m] as f64,
-                    value: 0.0,
-                    floor: self.floor[m],
-                    charge: &self.cost,
-                };
-                job.best_worth(&self.usable, &zero).map(|worth| -worth)
+                JobView { value: 0.0, ..charged.job(m) }.best_worth(&self.usable, &zero).map(|worth| -worth)
             })
             .sum()
     }
@@ -226,6 +207,7 @@ mod tests {
         assert!(!per_dollar.floors_kept(&Matrix::from_rows(&[[0.6], [0.4]]), 1e-9));
         // The decomposition finds that optimum at λ = 1.
         let step = per_dollar.step(1.0, None, Backend::highs()).unwrap().unwrap();
-        assert!((per_dollar.sums(&step.allocation).0 - 1.5).abs() < 1e-9, "{:?}", step.allocation);
+        let steps: f64 = (0..2).map(|m| step.allocation.get(m, 0) * problem.throughput.get(m, 0)).sum();
+        assert!((steps - 1.5).abs() < 1e-9, "{:?}", step.allocation);
     }
 }

@@ -2,6 +2,7 @@
 //! capacity rows as its usage (a constant: the tie-break has no ratio to move). Its size depends
 //! on the ambiguous set, not on the number of jobs.
 
+use super::best_response::JobView;
 use super::Instance;
 use crate::lp::{Backend, BasisStatus, LinearProgram, Row, Sense, SolveError};
 use crate::solver::ties::Tie;
@@ -89,7 +90,8 @@ pub(super) fn solve(
     if let Some(keep) = keep {
         let coefs = ambiguous.iter().zip(&cols).flat_map(|(&m, mine)| {
             let job = instance.job(m as usize);
-            mine.iter().map(move |&(w, col)| (col, job.value * job.row[w] - job.sf * keep.charge[w]))
+            let kept = JobView { charge: keep.charge, ..job };
+            mine.iter().map(move |&(w, col)| (col, kept.gain(w)))
         });
         lp.add_row(Row::at_least(keep.at_least, coefs.collect()));
     }
@@ -143,7 +145,7 @@ fn structure_basis(
         let col_of = |w: usize| rows_of.cols.iter().find(|&&(t, _)| t == w).map(|&(_, c)| c);
         let used: Vec<(usize, f64)> = vertex.used().collect();
         let net = |w: usize| job.net(w, prices);
-        let size = |w: usize| job.value * job.row[w] + job.sf * (prices[w] + job.charge[w]);
+        let size = |w: usize| job.size(w, prices);
         match used.as_slice() {
             [] => {
                 // Idle: the time row's slack stays basic. A tie with all of its time on a priced type.

@@ -27,6 +27,16 @@ impl Policy for MinCost {
 
 /// `Σ thr / Σ cost` of an allocation: steps/s per dollar-hour of the GPUs it occupies.
 pub fn throughput_per_dollar(problem: &Problem, allocation: &Matrix) -> f64 {
+    let (thr, cost) = steps_and_dollars(problem, allocation);
+    if cost > 0.0 {
+        thr / cost
+    } else {
+        0.0
+    }
+}
+
+/// `(N(X), D(X))` of an allocation: its steps/s and the dollars per hour of the GPUs it occupies.
+fn steps_and_dollars(problem: &Problem, allocation: &Matrix) -> (f64, f64) {
     let thr: f64 = throughputs(problem, allocation).iter().sum();
     let cost: f64 = (0..problem.num_jobs())
         .map(|m| {
@@ -34,11 +44,7 @@ pub fn throughput_per_dollar(problem: &Problem, allocation: &Matrix) -> f64 {
             (0..problem.num_types()).map(|w| type_cost(problem, w) * sf * allocation.get(m, w)).sum::<f64>()
         })
         .sum();
-    if cost > 0.0 {
-        thr / cost
-    } else {
-        0.0
-    }
+    (thr, cost)
 }
 
 fn type_cost(problem: &Problem, w: usize) -> f64 {
@@ -134,7 +140,7 @@ fn decomposed(
         Ok(per_dollar.step(lambda, warm, backend)?.map(|step| {
             lp_solves += step.lp_solves;
             previous = Some((lambda, step.prices.clone()));
-            let (n, d) = per_dollar.sums(&step.allocation);
+            let (n, d) = steps_and_dollars(problem, &step.allocation);
             (step, n, d)
         }))
     })?;
@@ -162,7 +168,7 @@ fn decomposed(
     let allocation = match per_dollar.most_throughput(at, ratio * (1.0 - RATIO_SLACK), &last, backend)? {
         Ok(most)
             if {
-                let (n, d) = per_dollar.sums(&most);
+                let (n, d) = steps_and_dollars(problem, &most);
                 n >= ratio * (1.0 - RATIO_KEPT) * d && per_dollar.floors_kept(&most, FLOOR_KEPT)
             } =>
         {
