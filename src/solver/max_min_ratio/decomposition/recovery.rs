@@ -106,8 +106,14 @@ pub(super) fn solve(
             }
         })
         .collect();
-    let time =
-        members.iter().map(|mine| mine.iter().map(|&(w, col)| (w, solution.values[col].max(0.0))).collect()).collect();
+    let time = ambiguous
+        .iter()
+        .zip(&members)
+        .map(|(&m, mine)| {
+            let unit = time_unit(ratio, m, z0, step);
+            mine.iter().map(|&(w, col)| (w, unit * solution.values[col].max(0.0))).collect()
+        })
+        .collect();
     let need_duals = (0..members.len()).map(|i| solution.row_duals[num_types + 2 * i].abs()).collect();
     let z = z0 + step * zeta;
     Ok(Recovery { z: if ratio.base.is_some() { z } else { z.max(0.0) }, prices, time, need_duals })
@@ -117,23 +123,45 @@ pub(super) fn solve(
 /// row is row w, then each job's need and time rows.
 const ZETA: usize = 0;
 
-/// Adds job `m`'s columns (one per type it can use) and its two rows (need at z₀, and time) to
-/// `lp`; returns its `(type, column)`s.
+/// A job that needs less than this share of its time (on its fastest type) has its columns in
+/// units of that share.
+const SMALL_SHARE: f64 = 1e-3;
+
+/// The unit of job m's time columns: 1, or the share of its time its need at `z₀ + step` (the
+/// scale of the row as z moves) takes on its fastest type when that is below [`SMALL_SHARE`]. In units of time, such a need row reads
+/// `Σ_w T_w·x_w − d·s·ζ ≥ need` with the need and ζ's coefficient far below the throughputs:
+/// equilibrated, they fall under the solver's tolerances, which then meets the row with no time
+/// at all (makespan with steps left 10¹⁰ apart: six jobs left at 0 and a makespan reported as
+/// infinite, or 83% of their need and one 20% above the optimum). In units of its need, every
+/// coefficient of the row is about 1; only its capacity coefficients become negligible, as the
+/// GPUs it uses are.
+fn time_unit(ratio: &Ratio, m: u32, z0: f64, step: f64) -> f64 {
+    let share = ratio.job(m as usize).need(z0 + step) / ratio.fastest(m as usize);
+    if share.is_normal() && share > 0.0 && share < SMALL_SHARE {
+        share
+    } else {
+        1.0
+    }
+}
+
+/// Adds job `m`'s columns (one per type it can use, in [`time_unit`]s) and its two rows (need at
+/// z₀, and time) to `lp`; returns its `(type, column)`s.
 fn add_member(lp: &mut LinearProgram, ratio: &Ratio, m: u32, z0: f64, step: f64) -> Vec<(usize, usize)> {
     let job: JobView = ratio.job(m as usize);
+    let unit = time_unit(ratio, m, z0, step);
     let mine: Vec<(usize, usize)> = (0..ratio.usable.len())
         .filter(|&w| ratio.usable[w] && job.row[w] > 0.0)
         .map(|w| {
-            let col = lp.add_col(0.0, 0.0, 1.0);
-            lp.rows[w].coefs.push((col, job.sf));
+            let col = lp.add_col(0.0, 0.0, 1.0 / unit);
+            lp.rows[w].coefs.push((col, job.sf * unit));
             (w, col)
         })
         .collect();
-    let mut need: Vec<(usize, f64)> = mine.iter().map(|&(w, col)| (col, job.row[w])).collect();
+    let mut need: Vec<(usize, f64)> = mine.iter().map(|&(w, col)| (col, job.row[w] * unit)).collect();
     if job.demand != 0.0 {
         need.push((ZETA, -job.demand * step));
     }
-    let time = mine.iter().map(|&(_, col)| (col, 1.0)).collect();
+    let time = mine.iter().map(|&(_, col)| (col, unit)).collect();
     lp.add_row(Row::at_least(job.need(z0), need));
     lp.add_row(Row::at_most(1.0, time));
     mine
