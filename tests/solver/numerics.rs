@@ -234,6 +234,41 @@ fn makespan_gives_a_sliver_to_a_job_that_needs_almost_no_time() {
     }
 }
 
+/// Weights 10¹⁸ apart: job d's demand `w·thr_equal/sf` is ~10⁻¹⁸ of the others', so its need
+/// row reads as met with no time, and LAS's objective, read off the allocation, was 0: with the
+/// tie-break its floors were all 0, and it gave d and the light jobs nothing. The objective is the
+/// LP's optimum, the one of the same jobs without d, d gets its sliver, and the answer's own
+/// value equals it.
+#[test]
+fn las_keeps_its_optimum_beside_a_job_whose_demand_is_far_below_the_others() {
+    let request = |tie_break: &str, with_d: bool| {
+        let mut jobs = vec![
+            json!({"id": "a", "throughput": {"v100": 95.8, "k80": 70.0}, "weight": 1e9}),
+            json!({"id": "b", "throughput": {"v100": 40.2, "k80": 31.5}, "weight": 1e9, "scale_factor": 2}),
+            json!({"id": "c", "throughput": {"v100": 12.0, "k80": 2.5}, "weight": 2e9}),
+        ];
+        if with_d {
+            jobs.push(json!({"id": "d", "throughput": {"v100": 3.0, "k80": 1.0}, "weight": 1e-9}));
+        }
+        json!({
+            "policy": "max_min_fairness",
+            "tie_break": tie_break,
+            "cluster": {"worker_types": {"v100": {"count": 2}, "k80": {"count": 3}}},
+            "jobs": jobs
+        })
+    };
+    for tie_break in ["none", "throughput"] {
+        let (p, r, x) = solve_value(&request(tie_break, true));
+        let objective = r.objective.expect("an objective");
+        let (_, without, _) = solve_value(&request(tie_break, false));
+        assert_close(objective, without.objective.expect("an objective"), 1e-6, "LAS beside job d");
+        assert_close(las_value(&p, &x), objective, 1e-6, "the answer's own value");
+        for m in 0..p.num_jobs() {
+            assert!(r.effective_throughput[&p.jobs[m].id] > 0.0, "tie_break {tie_break}: job {m} starved");
+        }
+    }
+}
+
 /// Prices 10⁹ apart ($10⁹/h beside $0.45/h): the Charnes–Cooper LP of `min_cost` came back
 /// "unbounded" (`solver_failed`). Without SLO floors its ratio is the best column's own, read
 /// off the matrix, and the one LP left picks the allocation at it.

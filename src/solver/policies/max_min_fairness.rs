@@ -40,10 +40,18 @@ pub(crate) fn on_engine(problem: &Problem, engine: &mut Engine) -> Result<Outcom
     let objective = match solution.z {
         // The split left to the tie-break that follows: the objective is the optimum's z.
         Some(z) if engine.split_deferred() => z,
-        _ => {
+        z => {
             let thr = engine.throughputs(&solution.allocation, &solution.pair_time, &solution.unconsolidated);
             // `(sf_m/w_m)·thr_m/thr_equal_m = thr_m/demand_m`: the objective without a second walk of the jobs.
-            thr.iter().zip(&demand).map(|(t, d)| t / d).fold(f64::INFINITY, f64::min)
+            let level = thr.iter().zip(&demand).map(|(t, d)| t / d).fold(f64::INFINITY, f64::min);
+            match z {
+                // A job whose demand is ~10¹⁸ times below another's (weights and throughputs far
+                // apart) needs less of a GPU than the LP's tolerance and may get none: the
+                // optimum is still z, which the tie-break's floors must keep and whose top-up
+                // gives that job its sliver.
+                Some(z) if level == 0.0 && z > 0.0 => z,
+                _ => level,
+            }
         }
     };
     Ok(Outcome::of_ratio(problem, engine, solution, objective))
