@@ -510,7 +510,10 @@ fn concurrent_solves_per_tenant_are_429_with_retry_after() {
     assert_eq!(a.get("/v1/sessions").unwrap().status, 200);
     let mut b = s.client(&s.tokens[1]);
     assert_eq!(b.post("/v1/allocations", &bytes(&demo_request())).unwrap().status, 200, "b has its own count");
-    assert_eq!(slow.join().unwrap(), 200);
+    // Its answer, or on a machine oversubscribed many times over its budget's 504: either way the
+    // solve has ended and its place must be free.
+    let status = slow.join().unwrap();
+    assert!(status == 200 || status == 504, "the slow solve: {status}");
     assert_eq!(a.post("/v1/allocations", &bytes(&demo_request())).unwrap().status, 200, "the place is free again");
 }
 
