@@ -101,8 +101,8 @@ impl Ratio<'_> {
 /// LP's feasibility tolerance.
 const NEED_TOLERANCE: f64 = 1e-7;
 
-/// How far (relative) the level an allocation gives may fall below the certified one before
-/// the answer goes to the plain LP instead.
+/// How far (relative, or of 10⁻³ near 0) the level an allocation gives may fall below the
+/// certified one before the answer goes to the plain LP instead.
 const READ_BACK_SLACK: f64 = 1e-6;
 
 /// An exact optimum found by decomposition.
@@ -236,8 +236,9 @@ fn solve_from(
             .map(|&m| (given(m) - ratio.job(m as usize).base) / demand[m as usize])
             .fold(f64::INFINITY, f64::min),
     };
-    // The certificate proves `level.z`; an allocation that gives less proves nothing.
-    if z < level.z - READ_BACK_SLACK * level.z.abs() {
+    // The certificate proves `level.z`; an allocation that gives less proves nothing. (z is in
+    // its natural unit, at most about 1: near 0, round-off is absolute.)
+    if z < level.z - READ_BACK_SLACK * level.z.abs().max(1e-3) {
         return Ok(Err(format!("the allocation reaches a level of {z:e}, below the certified {:e}", level.z)));
     }
     let binding = if ratio.base.is_some() { binding(ratio, &level) } else { Vec::new() };
