@@ -89,6 +89,11 @@ fn small_options(base: usize) -> DecompositionOptions {
 
 /// Solves the case both ways, checks the decomposition's answer, and says whether it certified.
 fn check(case: &Case, options: DecompositionOptions) -> Result<bool, TestCaseError> {
+    check_within(case, options, FEASIBLE)
+}
+
+/// [`check`], each need met to `need_tolerance` (relative).
+fn check_within(case: &Case, options: DecompositionOptions, need_tolerance: f64) -> Result<bool, TestCaseError> {
     let t = Matrix::from_rows(&case.rows);
     let instance = || instance(&t, &case.sf, &case.capacity);
     let mut reference = Engine::new(instance(), Backend::default()).with_method(Method::Lp, options);
@@ -117,7 +122,7 @@ fn check(case: &Case, options: DecompositionOptions) -> Result<bool, TestCaseErr
         prop_assert!(time <= 1.0 + FEASIBLE, "job {m}: time {time}");
         let thr: f64 = row.iter().zip(&case.rows[m]).map(|(x, t)| x * t).sum();
         let need = z * case.demand[m];
-        prop_assert!(thr >= need - FEASIBLE * need.max(1e-300), "job {m}: thr {thr} < need {need} ({report:?})");
+        prop_assert!(thr >= need - need_tolerance * need.max(1e-300), "job {m}: thr {thr} < need {need} ({report:?})");
         for (w, &v) in row.iter().enumerate() {
             used[w] += case.sf[m] as f64 * v;
         }
@@ -131,12 +136,23 @@ fn check(case: &Case, options: DecompositionOptions) -> Result<bool, TestCaseErr
 /// Runs `cases` random instances; of those in which some job has a demand (the others are not
 /// the decomposition's to solve), at least `min_certified` must certify.
 fn run(cases: u32, strategy: impl Strategy<Value = Case>, options: DecompositionOptions, min_certified: f64) {
+    run_within(cases, strategy, options, min_certified, FEASIBLE)
+}
+
+/// [`run`], each need met to `need_tolerance` (relative).
+fn run_within(
+    cases: u32,
+    strategy: impl Strategy<Value = Case>,
+    options: DecompositionOptions,
+    min_certified: f64,
+    need_tolerance: f64,
+) {
     let mut runner = TestRunner::new(Config { cases, failure_persistence: None, ..Config::default() });
     let (certified, eligible) = (std::cell::Cell::new(0u32), std::cell::Cell::new(0u32));
     runner
         .run(&strategy, |case| {
             let mine = case.demand.iter().any(|&d| d > 0.0);
-            if check(&case, options)? && mine {
+            if check_within(&case, options, need_tolerance)? && mine {
                 certified.set(certified.get() + 1);
             }
             eligible.set(eligible.get() + u32::from(mine));
@@ -195,6 +211,26 @@ fn agrees_with_the_lp_on_a_single_job() {
 #[test]
 fn agrees_with_the_lp_with_far_more_jobs_than_gpus() {
     run(60, (2usize..=4).prop_flat_map(|k| case(k, 150..=300, 1..=3)), small_options(16), 0.8);
+}
+
+/// Demands ten orders of magnitude apart (makespan's steps left, LAS's weights): the smallest
+/// needs a sliver of its job's time, which the recovery LPs must still meet (`time_unit`), to
+/// their tolerance: 10⁻⁷ of the need (needs of one size are met to 10⁻⁹ in the cases above).
+#[test]
+fn agrees_with_the_lp_with_demands_ten_orders_of_magnitude_apart() {
+    let strategy = (2usize..=3)
+        .prop_flat_map(|k| case(k, 20..=120, 2..=30))
+        .prop_flat_map(|case| {
+            let n = case.demand.len();
+            (Just(case), prop::collection::vec(0.0f64..10.0, n))
+        })
+        .prop_map(|(mut case, exponents)| {
+            for (d, e) in case.demand.iter_mut().zip(exponents) {
+                *d *= 10f64.powf(e);
+            }
+            case
+        });
+    run_within(300, strategy, small_options(8), 0.8, 1e-7);
 }
 
 /// Many jobs on three types with lognormal noise around a few models: the rows `auto` decomposes.
