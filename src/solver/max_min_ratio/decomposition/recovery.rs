@@ -128,13 +128,13 @@ const ZETA: usize = 0;
 const SMALL_SHARE: f64 = 1e-3;
 
 /// The unit of job m's time columns: 1, or the share of its time its need at `z₀ + step` (the
-/// scale of the row as z moves) takes on its fastest type when that is below [`SMALL_SHARE`]. In units of time, such a need row reads
-/// `Σ_w T_w·x_w − d·s·ζ ≥ need` with the need and ζ's coefficient far below the throughputs:
-/// equilibrated, they fall under the solver's tolerances, which then meets the row with no time
-/// at all (makespan with steps left 10¹⁰ apart: six jobs left at 0 and a makespan reported as
-/// infinite, or 83% of their need and one 20% above the optimum). In units of its need, every
-/// coefficient of the row is about 1; only its capacity coefficients become negligible, as the
-/// GPUs it uses are.
+/// scale of the row as z moves) takes on its fastest type when that is below [`SMALL_SHARE`].
+/// In units of time, such a need row reads `Σ_w T_w·x_w − d·s·ζ ≥ need` with the need and ζ's
+/// coefficient far below the throughputs: equilibrated, they fall under the solver's tolerances,
+/// which then meets the row with no time at all (makespan with steps left 10¹⁰ apart: six jobs
+/// left at 0 and a makespan reported as infinite, or 83% of their need and one 20% above the
+/// optimum). In units of that share, every coefficient of the row is about 1; only its capacity
+/// coefficients become negligible, as the GPUs it uses are.
 fn time_unit(ratio: &Ratio, m: u32, z0: f64, step: f64) -> f64 {
     let share = ratio.job(m as usize).need(z0 + step) / ratio.fastest(m as usize);
     if share.is_normal() && share > 0.0 && share < SMALL_SHARE {
