@@ -239,21 +239,25 @@ impl Outcome {
                 continue;
             }
             let sliver = |w: usize| (floor - thr[m]) / problem.throughput.get(m, w);
-            let fits = (0..problem.num_types())
+            let fits: Vec<usize> = (0..problem.num_types())
                 .filter(|&w| problem.throughput.get(m, w) > 0.0 && problem.worker_types[w].count > 0.0)
-                .filter(|&w| sliver(w) <= SLIVER && time[m] + sliver(w) <= 1.0);
-            let room = |w: usize| {
-                let spare: f64 =
-                    (0..problem.num_jobs()).filter(|&j| j != m).map(|j| self.spare(problem, j, w, floors, &thr)).sum();
+                .filter(|&w| sliver(w) <= SLIVER && time[m] + sliver(w) <= 1.0)
+                .collect();
+            // On each type that fits, the GPUs the other jobs run above their floors.
+            let spares: Vec<Vec<(usize, f64)>> =
+                fits.iter().map(|&w| self.spares(problem, m, w, floors, &thr)).collect();
+            let room = |i: usize| {
+                let (w, spare) = (fits[i], spares[i].iter().map(|&(_, g)| g).sum::<f64>());
                 problem.worker_types[w].count - used[w] + spare >= problem.jobs[m].scale_factor as f64 * sliver(w)
             };
-            let by_preference = |&a: &usize, &b: &usize| preference(m, a).total_cmp(&preference(m, b));
+            let by_preference = |&a: &usize, &b: &usize| preference(m, fits[a]).total_cmp(&preference(m, fits[b]));
             // A type with room for the sliver first (idle, or run above other floors); else the
             // others' time there shrinks pro rata.
-            let best = fits.clone().filter(|&w| room(w)).max_by(by_preference).or_else(|| fits.max_by(by_preference));
-            let Some(w) = best else { continue };
+            let best = (0..fits.len()).filter(|&i| room(i)).max_by(by_preference);
+            let Some(i) = best.or_else(|| (0..fits.len()).max_by(by_preference)) else { continue };
+            let w = fits[i];
             self.allocation.set(m, w, self.allocation.get(m, w) + sliver(w));
-            self.make_room(problem, m, w, floors, &thr);
+            self.make_room(problem, m, w, &spares[i]);
             // The room made moved the others on `w`: read everyone again.
             thr = self.throughputs_under(problem, &problem.throughput);
             time = self.time_used(problem);
@@ -264,25 +268,20 @@ impl Outcome {
     }
 
     /// Brings type `w` back within its GPUs after job `m` was given more of it. The other jobs
-    /// there give up the GPUs in proportion to what they run above their `floors` (`thr`: their
-    /// throughputs), so that no floor a top-up met slips again when the next one makes its room
-    /// (thousands of slivers on the one cheapest GPU took 0.14% of a floor that way); where that is
-    /// not enough, every other job's and pair's time there shrinks by the same factor.
-    fn make_room(&mut self, problem: &Problem, m: usize, w: usize, floors: &[f64], thr: &[f64]) {
+    /// there give up the GPUs in proportion to what they run above their floors (`spares`, from
+    /// [`Outcome::spares`]), so that no floor a top-up met slips again when the next one makes its
+    /// room (thousands of slivers on the one cheapest GPU took 0.14% of a floor that way); where
+    /// that is not enough, every other job's and pair's time there shrinks by the same factor.
+    fn make_room(&mut self, problem: &Problem, m: usize, w: usize, spares: &[(usize, f64)]) {
         let count = problem.worker_types[w].count;
         let used = self.gpus_used(problem)[w];
         if used <= count {
             return;
         }
         let excess = used - count;
-        let spares: Vec<(usize, f64)> = (0..problem.num_jobs())
-            .filter(|&j| j != m)
-            .map(|j| (j, self.spare(problem, j, w, floors, thr)))
-            .filter(|&(_, g)| g > 0.0)
-            .collect();
         let total: f64 = spares.iter().map(|&(_, g)| g).sum();
         if total >= excess {
-            for (j, g) in spares {
+            for &(j, g) in spares {
                 let give = g * excess / total / problem.jobs[j].scale_factor as f64;
                 self.allocation.set(j, w, (self.allocation.get(j, w) - give).max(0.0));
             }
@@ -305,15 +304,18 @@ impl Outcome {
         }
     }
 
-    /// The GPUs of `w` job `j` runs above its floor (all it runs there without one): what it can
-    /// give up for a top-up without going under.
-    fn spare(&self, problem: &Problem, j: usize, w: usize, floors: &[f64], thr: &[f64]) -> f64 {
-        let x = self.allocation.get(j, w);
-        if x <= 0.0 {
-            return 0.0;
-        }
-        let above = (thr[j] - floors[j]).max(0.0) / problem.throughput.get(j, w);
-        problem.jobs[j].scale_factor as f64 * x.min(above)
+    /// Every job but `m` that runs GPUs of `w` above its floor (all it runs there without one,
+    /// `thr`: the jobs' throughputs), and how many: what it can give up for `m`'s top-up without
+    /// going under.
+    fn spares(&self, problem: &Problem, m: usize, w: usize, floors: &[f64], thr: &[f64]) -> Vec<(usize, f64)> {
+        (0..problem.num_jobs())
+            .filter(|&j| j != m && self.allocation.get(j, w) > 0.0)
+            .map(|j| {
+                let above = (thr[j] - floors[j]).max(0.0) / problem.throughput.get(j, w);
+                (j, problem.jobs[j].scale_factor as f64 * self.allocation.get(j, w).min(above))
+            })
+            .filter(|&(_, g)| g > 0.0)
+            .collect()
     }
 
     /// Each job's share of the time running: its `X`, its `U` and its pairs' `Y`.
