@@ -103,10 +103,8 @@ impl<'a> PerDollar<'a> {
 
     /// Whether every job keeps its floor in `allocation`, within `share` of it.
     pub(crate) fn floors_kept(&self, allocation: &Matrix, share: f64) -> bool {
-        (0..self.throughput.rows()).all(|m| {
-            let thr: f64 = allocation.row(m).iter().zip(self.throughput.row(m)).map(|(x, t)| x * t).sum();
-            thr >= self.floor[m] * (1.0 - share)
-        })
+        (0..self.throughput.rows())
+            .all(|m| crate::problem::dot(self.throughput.row(m), allocation.row(m)) >= self.floor[m] * (1.0 - share))
     }
 
     /// Dinkelbach's step: `max N(X) − λ·D(X)` over the floors, certified. `previous`: the last

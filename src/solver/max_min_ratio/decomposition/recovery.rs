@@ -67,8 +67,8 @@ pub(super) fn solve(
         let coefs = if alpha != 0.0 { vec![(ZETA, alpha * step)] } else { Vec::new() };
         lp.add_row(Row::at_most(g - fixed, coefs));
     }
-    let members: Vec<Vec<(usize, usize)>> =
-        ambiguous.iter().map(|&m| add_member(&mut lp, ratio, m, z0, step)).collect();
+    let (members, units): (Vec<Vec<(usize, usize)>>, Vec<f64>) =
+        ambiguous.iter().map(|&m| add_member(&mut lp, ratio, m, z0, step)).unzip();
     // Types some ambiguous job may use.
     let mut used = vec![false; num_types];
     for &(w, _) in members.iter().flatten() {
@@ -106,13 +106,10 @@ pub(super) fn solve(
             }
         })
         .collect();
-    let time = ambiguous
+    let time = members
         .iter()
-        .zip(&members)
-        .map(|(&m, mine)| {
-            let unit = time_unit(ratio, m, z0, step);
-            mine.iter().map(|&(w, col)| (w, unit * solution.values[col].max(0.0))).collect()
-        })
+        .zip(&units)
+        .map(|(mine, unit)| mine.iter().map(|&(w, col)| (w, unit * solution.values[col].max(0.0))).collect())
         .collect();
     let need_duals = (0..members.len()).map(|i| solution.row_duals[num_types + 2 * i].abs()).collect();
     let z = z0 + step * zeta;
@@ -145,8 +142,8 @@ fn time_unit(ratio: &Ratio, m: u32, z0: f64, step: f64) -> f64 {
 }
 
 /// Adds job `m`'s columns (one per type it can use, in [`time_unit`]s) and its two rows (need at
-/// z₀, and time) to `lp`; returns its `(type, column)`s.
-fn add_member(lp: &mut LinearProgram, ratio: &Ratio, m: u32, z0: f64, step: f64) -> Vec<(usize, usize)> {
+/// z₀, and time) to `lp`; returns its `(type, column)`s and the unit of their time.
+fn add_member(lp: &mut LinearProgram, ratio: &Ratio, m: u32, z0: f64, step: f64) -> (Vec<(usize, usize)>, f64) {
     let job: JobView = ratio.job(m as usize);
     let unit = time_unit(ratio, m, z0, step);
     let mine: Vec<(usize, usize)> = (0..ratio.usable.len())
@@ -164,7 +161,7 @@ fn add_member(lp: &mut LinearProgram, ratio: &Ratio, m: u32, z0: f64, step: f64)
     let time = mine.iter().map(|&(_, col)| (col, unit)).collect();
     lp.add_row(Row::at_least(job.need(z0), need));
     lp.add_row(Row::at_most(1.0, time));
-    mine
+    (mine, unit)
 }
 
 /// A starting basis from the ambiguous jobs' best responses at the estimate `(z, prices)`:
@@ -285,7 +282,7 @@ mod tests {
             for _ in 0..3 {
                 lp.add_row(Row::at_most(1.0, Vec::new()));
             }
-            ambiguous.iter().map(|&m| add_member(&mut lp, &ratio, m, z0, z0)).collect()
+            ambiguous.iter().map(|&m| add_member(&mut lp, &ratio, m, z0, z0).0).collect()
         };
         let rows = 3 + 2 * ambiguous.len();
         for estimate in
