@@ -111,6 +111,43 @@ pub(super) fn invalid(field: impl Into<String>, message: String) -> ArbiterError
     ArbiterError::at(ErrorCode::InvalidNumber, field, message)
 }
 
+/// The cluster a session tracks GPU by GPU: at least one worker type, unique non-empty names,
+/// whole GPU counts, servers of at least one GPU, and at most [`MAX_GPUS`] GPUs in all.
+fn check_cluster(worker_types: &[WorkerType]) -> Result<()> {
+    if worker_types.is_empty() {
+        return Err(ArbiterError::at(
+            ErrorCode::MissingField,
+            "cluster.worker_types",
+            "the cluster needs at least one worker type",
+        ));
+    }
+    for (w, wt) in worker_types.iter().enumerate() {
+        let field = |f: &str| format!("cluster.worker_types.{}.{f}", wt.name);
+        if wt.name.is_empty() || worker_types[..w].iter().any(|v| v.name == wt.name) {
+            return Err(ArbiterError::at(
+                ErrorCode::MalformedRequest,
+                "cluster.worker_types",
+                format!("worker type names must be unique and non-empty: {:?}", wt.name),
+            ));
+        }
+        if !(wt.count.is_finite() && wt.count >= 0.0 && wt.count.fract() == 0.0) || wt.count > u32::MAX as f64 {
+            return Err(invalid(field("count"), format!("a GPU count must be a whole number ≥ 0, got {}", wt.count)));
+        }
+        if wt.gpus_per_server == 0 {
+            return Err(invalid(field("gpus_per_server"), "gpus_per_server must be at least 1".into()));
+        }
+    }
+    let total: f64 = worker_types.iter().map(|w| w.count).sum();
+    if total > MAX_GPUS as f64 {
+        return Err(ArbiterError::at(
+            ErrorCode::Unsupported,
+            "cluster.worker_types",
+            format!("the mechanism tracks every GPU and takes at most {MAX_GPUS}; this cluster has {total}"),
+        ));
+    }
+    Ok(())
+}
+
 impl Session {
     /// An empty session on a cluster of `worker_types`, run with `policy` (with no entities:
     /// a `hierarchical` session comes from `from_problem`).
@@ -126,40 +163,7 @@ impl Session {
     fn with_base(base: Problem, config: Config) -> Result<Session> {
         config.validate()?;
         let worker_types = &base.worker_types;
-        if worker_types.is_empty() {
-            return Err(ArbiterError::at(
-                ErrorCode::MissingField,
-                "cluster.worker_types",
-                "the cluster needs at least one worker type",
-            ));
-        }
-        for (w, wt) in worker_types.iter().enumerate() {
-            let field = |f: &str| format!("cluster.worker_types.{}.{f}", wt.name);
-            if wt.name.is_empty() || worker_types[..w].iter().any(|v| v.name == wt.name) {
-                return Err(ArbiterError::at(
-                    ErrorCode::MalformedRequest,
-                    "cluster.worker_types",
-                    format!("worker type names must be unique and non-empty: {:?}", wt.name),
-                ));
-            }
-            if !(wt.count.is_finite() && wt.count >= 0.0 && wt.count.fract() == 0.0) || wt.count > u32::MAX as f64 {
-                return Err(invalid(
-                    field("count"),
-                    format!("a GPU count must be a whole number ≥ 0, got {}", wt.count),
-                ));
-            }
-            if wt.gpus_per_server == 0 {
-                return Err(invalid(field("gpus_per_server"), "gpus_per_server must be at least 1".into()));
-            }
-        }
-        let total: f64 = worker_types.iter().map(|w| w.count).sum();
-        if total > MAX_GPUS as f64 {
-            return Err(ArbiterError::at(
-                ErrorCode::Unsupported,
-                "cluster.worker_types",
-                format!("the mechanism tracks every GPU and takes at most {MAX_GPUS}; this cluster has {total}"),
-            ));
-        }
+        check_cluster(worker_types)?;
         Ok(Session {
             cluster: Cluster::new(worker_types),
             base,
@@ -211,6 +215,8 @@ impl Session {
                 "space sharing is Gavel's mechanism's; list-policy compositions place one job per GPU",
             ));
         }
+        // Before the pipeline lays out every GPU.
+        check_cluster(&problem.worker_types)?;
         let composed = Composed::new(composition, &problem.worker_types, &problem.entities)?;
         Session::from_problem_with(problem, config, Some(composed))
     }
