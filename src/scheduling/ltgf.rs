@@ -4,7 +4,8 @@
 //! smallest `ρ_tenant` that still has a pending job; phase 2 its job with the smallest `ρ_job`
 //! (a job that never ran has `ρ = 0`; among those, the newest first). If the job fits (a worker
 //! type it runs on has `scale_factor` GPUs left), it gets a lease, counted in its tenant's `ρ` as
-//! if it ran for the whole term; otherwise its tenant is skipped for the rest of the interval.
+//! if it ran for the whole term; otherwise its tenant is skipped for the rest of the interval
+//! (unless no healthy type could hold the job at all: then only the job is passed over).
 //! Jobs not picked do not run. See `formulations/ltgf.md`.
 
 use super::policies::{Context, Scheduling};
@@ -50,8 +51,15 @@ fn by_job_fairness(jobs: &[JobState], list: &mut [JobIndex]) {
     });
 }
 
-/// The worker type a job would take: its fastest with `scale_factor` GPUs left (the pipeline's rule).
+/// The worker type a job would take: its profiling type, else its fastest, with `scale_factor`
+/// GPUs left (the pipeline's rule).
 fn fitting_type(job: &JobState, capacity: &[u32]) -> Option<usize> {
+    let profile =
+        job.profile_on.filter(|&p| p < capacity.len() && job.throughput[p] > 0.0 && capacity[p] >= job.scale_factor);
+    profile.or_else(|| fastest_fitting(job, capacity))
+}
+
+fn fastest_fitting(job: &JobState, capacity: &[u32]) -> Option<usize> {
     (0..capacity.len())
         .filter(|&w| job.throughput[w] > 0.0 && capacity[w] >= job.scale_factor)
         .max_by(|&a, &b| job.throughput[a].total_cmp(&job.throughput[b]).then(b.cmp(&a)))
@@ -74,7 +82,8 @@ impl Scheduling for Ltgf {
     }
 
     fn order_in(&mut self, active: &[JobIndex], jobs: &[JobState], _: f64, context: &Context) -> Vec<JobIndex> {
-        let mut capacity = context.cluster.healthy_per_type();
+        let healthy = context.cluster.healthy_per_type();
+        let mut capacity = healthy.clone();
         let tenants = context.tenants.len();
         let mut allocated: Vec<f64> = context.tenants.iter().map(|t| t.allocated).collect();
         let fair: Vec<f64> =
@@ -118,7 +127,16 @@ impl Scheduling for Ltgf {
                 None => fitting_type(job, &capacity),
             };
             let Some(w) = fits else {
-                continue; // it does not fit: the tenant waits for the next interval
+                // A job that no healthy type could hold even with every GPU free is passed over;
+                // one that does not fit now makes its tenant wait for the next interval.
+                let never = match running_on {
+                    Some(w) => healthy[w] < job.scale_factor,
+                    None => fitting_type(job, &healthy).is_none(),
+                };
+                if never && !pending[tenant].is_empty() {
+                    heap.push(Candidate { rho: rho(tenant, &allocated), tenant });
+                }
+                continue;
             };
             capacity[w] -= job.scale_factor;
             allocated[tenant] += job.scale_factor as f64 * context.lease_seconds;

@@ -117,6 +117,24 @@ fn among_jobs_that_never_ran_the_newest_comes_first() {
     assert_eq!((d.launched.as_slice(), d.suspended.as_slice()), (&[old][..], &[new][..]));
 }
 
+#[test]
+fn a_job_no_healthy_type_can_hold_is_passed_over_until_the_gpus_return() {
+    // One tenant, 4 GPUs, one of them failed: `big` (4 GPUs, never run, so first by ρ) cannot
+    // run anywhere; `small` runs every interval instead of the cluster standing idle.
+    let mut p = Pipeline::new(&ltgf("lease"), cluster(4.0, 4), 0).unwrap();
+    let small = p.submit(JobState::new("small", 0.0, 1, vec![1.0], 1e6)).unwrap();
+    let big = p.submit(JobState::new("big", 0.0, 4, vec![1.0], 1e6)).unwrap();
+    p.set_health(3, false).unwrap();
+    for _ in 0..3 {
+        let d = round(&mut p, 60.0);
+        assert_eq!(running(&p, &d), ["small"]);
+    }
+    // The GPU is back: `big` (ρ 0) fits and runs; `small` (ρ > 0) waits its turn.
+    p.set_health(3, true).unwrap();
+    let d = round(&mut p, 60.0);
+    assert_eq!((d.launched.as_slice(), d.suspended.as_slice()), (&[big][..], &[small][..]));
+}
+
 proptest! {
     #![proptest_config(ProptestConfig { cases: 256, ..ProptestConfig::default() })]
 
