@@ -270,9 +270,24 @@ impl Pipeline {
         if let Some(&t) = job.throughput.iter().find(|t| !(t.is_finite() && **t >= 0.0)) {
             return invalid("throughput", "finite numbers ≥ 0", t);
         }
-        let healthy = self.cluster.healthy_per_type();
-        let fits = job.throughput.len() == self.cluster.num_types()
-            && job.throughput.iter().zip(&healthy).any(|(&t, &n)| t > 0.0 && n >= job.scale_factor);
+        if job.throughput.len() != self.cluster.num_types() {
+            return Err(ArbiterError::at(
+                ErrorCode::JobCannotRun,
+                "job.throughput",
+                format!(
+                    "job {:?} has {} throughputs for the cluster's {} worker types",
+                    job.id,
+                    job.throughput.len(),
+                    self.cluster.num_types()
+                ),
+            ));
+        }
+        // Against every GPU, healthy or not: a job waits out a failure rather than being refused.
+        let mut gpus = vec![0u32; self.cluster.num_types()];
+        for g in &self.cluster.gpus {
+            gpus[g.worker_type as usize] += 1;
+        }
+        let fits = job.throughput.iter().zip(&gpus).any(|(&t, &n)| t > 0.0 && n >= job.scale_factor);
         if job.tenant >= self.tenants.len() {
             return Err(ArbiterError::at(
                 ErrorCode::InvalidEntity,
@@ -281,9 +296,10 @@ impl Pipeline {
             ));
         }
         if job.scale_factor == 0 || !fits {
+            let runs_somewhere = job.throughput.iter().any(|&t| t > 0.0);
             return Err(ArbiterError::at(
                 ErrorCode::JobCannotRun,
-                "job",
+                if runs_somewhere { "job.scale_factor" } else { "job.throughput" },
                 format!("job {:?} fits on no worker type of the cluster (scale factor {})", job.id, job.scale_factor),
             ));
         }
@@ -376,20 +392,28 @@ impl Pipeline {
         let mut capacity = self.cluster.healthy_per_type();
         let mut keep = vec![false; self.jobs.len()];
         let mut start: Vec<(JobIndex, u32)> = Vec::new();
+        // A job being profiled starts on its next profiling type if it has room, and a running
+        // one moves there (unless its lease term holds it).
         for &j in &order {
             let job = &self.jobs[j];
             let sf = job.scale_factor;
+            let profile =
+                job.profile_on.filter(|&p| p < capacity.len() && job.throughput[p] > 0.0 && capacity[p] >= sf);
             if let Some(&g) = job.gpus.first() {
                 let w = self.cluster.gpus[g as usize].worker_type as usize;
-                if capacity[w] >= sf {
-                    capacity[w] -= sf;
-                    keep[j] = true;
+                if pinned[j] || profile.is_none_or(|p| p == w) {
+                    if capacity[w] >= sf {
+                        capacity[w] -= sf;
+                        keep[j] = true;
+                    }
+                    continue;
                 }
-                continue;
             }
-            let best = (0..capacity.len())
-                .filter(|&w| job.throughput[w] > 0.0 && capacity[w] >= sf)
-                .max_by(|&a, &b| job.throughput[a].total_cmp(&job.throughput[b]).then(b.cmp(&a)));
+            let best = profile.or_else(|| {
+                (0..capacity.len())
+                    .filter(|&w| job.throughput[w] > 0.0 && capacity[w] >= sf)
+                    .max_by(|&a, &b| job.throughput[a].total_cmp(&job.throughput[b]).then(b.cmp(&a)))
+            });
             if let Some(w) = best {
                 capacity[w] -= sf;
                 start.push((j, w as u32));

@@ -62,6 +62,9 @@ pub struct JobState {
     pub fair_share_seconds: f64,
     /// When its current lease term began (launch, or the last renewal at a term's end).
     pub lease_start: f64,
+    /// A type to run on next, before its fastest: a session profiling the job sets the next
+    /// type where its throughput is still an estimate (`None` in simulation).
+    pub profile_on: Option<usize>,
 }
 
 impl JobState {
@@ -94,6 +97,7 @@ impl JobState {
             tenant: 0,
             fair_share_seconds: 0.0,
             lease_start: arrival,
+            profile_on: None,
         }
     }
 

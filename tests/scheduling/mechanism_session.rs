@@ -376,3 +376,45 @@ fn an_empty_session_runs_empty_rounds() {
     assert!(r.placements.is_empty() && r.jobs.is_empty());
     assert_eq!(s.time(), 360.0);
 }
+
+#[test]
+fn a_composed_session_profiles_a_job_on_each_estimated_type_then_returns_it_to_its_fastest() {
+    // v100 (measured, fastest) and k80 and p100 (estimates): under LAS the job runs one round on
+    // k80, one on p100, then goes back to v100, though v100 had room all along.
+    let types = vec![worker_type("v100", 2, 2), worker_type("k80", 2, 2), worker_type("p100", 2, 2)];
+    let problem = arbiter::Problem::empty(PolicyKind::MaxMinFairness, true, types);
+    let las = arbiter::scheduling::Composition::from_flags(None, None, Some("las"), None, None).unwrap();
+    let mut s = Session::composed(&problem, Config::default(), &las).unwrap();
+    s.add_job(job("p", 1), &[4.0, 1.0, 2.0]).unwrap();
+    s.mark_estimated("p", 1).unwrap();
+    s.mark_estimated("p", 2).unwrap();
+    s.mark_for_profiling("p").unwrap();
+    assert_eq!(s.profiling_pending("p").unwrap(), [1, 2]);
+    let on = |s: &mut Session| {
+        let r = round(s);
+        assert_eq!(r.placements.len(), 1, "{r:?}");
+        s.cluster().type_name(r.placements[0].worker_type).to_string()
+    };
+    assert_eq!(on(&mut s), "k80");
+    s.report_progress("p", 1, 10.0, 1.5).unwrap();
+    assert_eq!(on(&mut s), "p100");
+    assert!(s.profiling_pending("p").unwrap().is_empty());
+    assert_eq!(on(&mut s), "v100");
+    assert_eq!(on(&mut s), "v100");
+    // Without profiling the same job starts on v100.
+    let mut plain = Session::composed(&problem, Config::default(), &las).unwrap();
+    plain.add_job(job("q", 1), &[4.0, 1.0, 2.0]).unwrap();
+    plain.mark_estimated("q", 1).unwrap();
+    assert_eq!(on(&mut plain), "v100");
+}
+
+#[test]
+fn a_composed_session_refuses_a_cluster_past_the_gpus_it_tracks_before_laying_it_out() {
+    // 10⁹ GPUs: refused at once (the pipeline would lay out every GPU: tens of GB), as the
+    // mechanism's sessions are.
+    let problem =
+        arbiter::Problem::empty(PolicyKind::MaxMinFairness, true, vec![worker_type("v100", 1_000_000_000, 8)]);
+    let las = arbiter::scheduling::Composition::from_flags(None, None, Some("las"), None, None).unwrap();
+    let e = Session::composed(&problem, Config::default(), &las).unwrap_err();
+    assert_eq!((e.code, e.field.as_deref()), (ErrorCode::Unsupported, Some("cluster.worker_types")));
+}

@@ -102,13 +102,17 @@ fn submit_refuses_bad_numbers_and_jobs_that_cannot_fit() {
     let mut heavy = JobState::new("w", 0.0, 1, vec![1.0], 10.0);
     heavy.weight = -1.0;
     assert_eq!(code(&mut p, heavy).code, arbiter::ErrorCode::InvalidNumber);
-    assert_eq!(code(&mut p, JobState::new("big", 0.0, 8, vec![1.0], 10.0)).code, arbiter::ErrorCode::JobCannotRun);
-    assert_eq!(code(&mut p, JobState::new("nowhere", 0.0, 1, vec![0.0], 10.0)).code, arbiter::ErrorCode::JobCannotRun);
-    assert_eq!(
-        code(&mut p, JobState::new("shape", 0.0, 1, vec![1.0, 1.0], 10.0)).code,
-        arbiter::ErrorCode::JobCannotRun
-    );
-    assert!(p.jobs.is_empty() && p.waiting().is_empty());
+    let cannot = |e: arbiter::ArbiterError| (e.code, e.field);
+    let run = |f: &str| (arbiter::ErrorCode::JobCannotRun, Some(f.to_string()));
+    assert_eq!(cannot(code(&mut p, JobState::new("big", 0.0, 8, vec![1.0], 10.0))), run("job.scale_factor"));
+    assert_eq!(cannot(code(&mut p, JobState::new("nowhere", 0.0, 1, vec![0.0], 10.0))), run("job.throughput"));
+    assert_eq!(cannot(code(&mut p, JobState::new("shape", 0.0, 1, vec![1.0, 1.0], 10.0))), run("job.throughput"));
+    // A job that fits the cluster is taken while GPUs are failed: it waits for them.
+    p.set_health(0, false).unwrap();
+    p.submit(JobState::new("whole", 0.0, 4, vec![1.0], 10.0)).unwrap();
+    p.complete(0, 0.0);
+    p.set_health(0, true).unwrap();
+    assert!(p.waiting().is_empty());
 }
 
 /// One job type on the V100, as Gavel's throughput file has it (these tests need no other).

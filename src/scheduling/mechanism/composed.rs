@@ -30,6 +30,9 @@ pub(super) struct Composed {
     tenant_of: Vec<usize>,
     /// Every tenant's integrals at each hour of session time.
     pub(super) history: Periods,
+    /// Jobs sent to a type to be profiled there last round: once profiled, they go back to
+    /// their fastest type.
+    profiled: HashSet<JobIndex>,
 }
 
 /// The tenants of a session's entities: every leaf (an entity no other names as parent), with
@@ -77,6 +80,7 @@ impl Composed {
             index: HashMap::new(),
             tenant_of: tenants.iter().map(|&(e, _)| e).collect(),
             history: Periods::default(),
+            profiled: HashSet::new(),
         })
     }
 
@@ -215,6 +219,24 @@ impl Session {
         let Some(composed) = self.composed.as_mut() else {
             return (Vec::new(), Vec::new());
         };
+        // Profiling: a job runs next on a type where its throughput is still an estimate; the
+        // round after its last one, it goes back to its fastest type (if that has room).
+        for j in &self.jobs {
+            if let Some(&k) = composed.index.get(&j.id) {
+                let next = j.profile_next();
+                let was_profiled = composed.profiled.remove(&k);
+                let job = &mut composed.pipeline.jobs[k];
+                job.profile_on = next.or_else(|| {
+                    was_profiled.then(|| {
+                        (0..job.throughput.len())
+                            .max_by(|&a, &b| job.throughput[a].total_cmp(&job.throughput[b]).then(b.cmp(&a)))
+                    })?
+                });
+                if next.is_some() {
+                    composed.profiled.insert(k);
+                }
+            }
+        }
         let pipeline = &mut composed.pipeline;
         pipeline.advance_to(now);
         let decision = pipeline.next_round();
