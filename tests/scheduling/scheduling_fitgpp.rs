@@ -223,6 +223,11 @@ fn bad_input_is_refused_with_the_field() {
     assert!(Cluster::new(&[], named("none", 1.0).unwrap()).is_err());
     let mut c = Cluster::new(&[Resources::new(4, 16, 1)], named("fitgpp", 1.0).unwrap()).unwrap();
     let e = c.submit(spec("big", JobKind::Be, (4, 16, 2), 10.0, 0.0)).unwrap_err();
+    assert_eq!((e.code, e.field.as_deref()), (ErrorCode::JobCannotRun, Some("job.gpus")));
+    // Each resource fits some node, not all of them one: the demand is named.
+    let mut two =
+        Cluster::new(&[Resources::new(4, 16, 1), Resources::new(8, 8, 1)], named("fitgpp", 1.0).unwrap()).unwrap();
+    let e = two.submit(spec("odd", JobKind::Be, (8, 16, 1), 10.0, 0.0)).unwrap_err();
     assert_eq!((e.code, e.field.as_deref()), (ErrorCode::JobCannotRun, Some("job.demand")));
     let e = c.submit(spec("neg", JobKind::Te, (1, 1, 1), -1.0, 0.0)).unwrap_err();
     assert_eq!((e.code, e.field.as_deref()), (ErrorCode::InvalidNumber, Some("job.duration_seconds")));

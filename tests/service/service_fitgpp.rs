@@ -12,6 +12,11 @@ fn post(client: &mut Client, path: &str, body: Value) -> crate::service_support:
 
 /// One node of (8 cores, 64 GB, 2 GPUs) under FitGpp; a BE job holding all of it since 0.
 fn session(client: &mut Client) -> String {
+    session_with_grace(client, 30)
+}
+
+/// [`session`] with the BE job's grace period of `grace` seconds.
+fn session_with_grace(client: &mut Client, grace: u32) -> String {
     let created = post(
         client,
         "/v1/fitgpp/sessions",
@@ -21,7 +26,7 @@ fn session(client: &mut Client) -> String {
     let id = created.json()["id"].as_str().unwrap().to_string();
     assert_eq!(created.header("location"), Some(format!("/v1/fitgpp/sessions/{id}").as_str()));
     let be = json!({"id": "be", "kind": "be", "cpus": 8, "memory_gb": 64, "gpus": 2,
-                    "duration_seconds": 1000, "grace_period_seconds": 30});
+                    "duration_seconds": 1000, "grace_period_seconds": grace});
     let pass = post(client, &format!("/v1/fitgpp/sessions/{id}/jobs"), be).json();
     assert_eq!(pass["started"], json!([{"job": "be", "node": 0}]));
     id
@@ -54,11 +59,11 @@ fn a_te_job_preempts_with_a_grace_deadline_and_starts_when_it_ends() {
     assert_error(&post(&mut client, &path, te), 400, "duplicate_job_id", Some("job.id"));
     let past =
         json!({"id": "late", "kind": "be", "cpus": 1, "memory_gb": 1, "gpus": 0, "duration_seconds": 5, "at": 1});
-    assert_error(&post(&mut client, &path, past), 400, "invalid_number", Some("time"));
+    assert_error(&post(&mut client, &path, past), 400, "invalid_number", Some("at"));
     let kind = json!({"id": "x", "kind": "urgent", "cpus": 1, "memory_gb": 1, "gpus": 0, "duration_seconds": 5});
     assert_error(&post(&mut client, &path, kind), 400, "malformed_request", Some("kind"));
     let big = json!({"id": "big", "kind": "be", "cpus": 9, "memory_gb": 1, "gpus": 0, "duration_seconds": 5});
-    assert_error(&post(&mut client, &path, big), 400, "job_cannot_run", Some("job.demand"));
+    assert_error(&post(&mut client, &path, big), 400, "job_cannot_run", Some("job.cpus"));
     assert_error(&client.get("/v1/fitgpp/sessions/nope").unwrap(), 404, "unknown_session", None);
     let bad = json!({"nodes": [{"cpus": 8, "memory_gb": 64, "gpus": 2}], "preemption": "sjf"});
     assert_error(&post(&mut client, "/v1/fitgpp/sessions", bad), 400, "unknown_policy", Some("preemption"));
@@ -73,7 +78,14 @@ fn a_te_job_preempts_with_a_grace_deadline_and_starts_when_it_ends() {
         &post(&mut client, &format!("/v1/fitgpp/sessions/{id}/advance"), far),
         400,
         "invalid_number",
-        Some("time"),
+        Some("to"),
+    );
+    let back = json!({"to": 5});
+    assert_error(
+        &post(&mut client, &format!("/v1/fitgpp/sessions/{id}/advance"), back),
+        400,
+        "invalid_number",
+        Some("to"),
     );
 
     // Killed before the grace period ends; the restarted server replays to the same state.
@@ -92,6 +104,19 @@ fn a_te_job_preempts_with_a_grace_deadline_and_starts_when_it_ends() {
     assert_eq!(view["jobs"][1]["finish"], 140.0);
     assert_eq!(view["jobs"][1]["slowdown"], 1.3);
     assert_eq!((view["jobs"][0]["finish"].clone(), view["jobs"][0]["preemptions"].clone()), (json!(1130.0), json!(1)));
+
+    // A victim with no grace period leaves at once: the TE job starts in the same answer.
+    let other = session_with_grace(&mut client, 0);
+    let te = json!({"id": "te", "kind": "te", "cpus": 2, "memory_gb": 8, "gpus": 1, "duration_seconds": 100, "at": 10});
+    let pass = post(&mut client, &format!("/v1/fitgpp/sessions/{other}/jobs"), te).json();
+    assert_eq!(pass["preemptions"][0]["grace_deadline"], 10.0, "{pass}");
+    assert_eq!(pass["started"], json!([{"job": "te", "node": 0}]), "{pass}");
+    let view = client.get(&format!("/v1/fitgpp/sessions/{other}")).unwrap().json();
+    assert_eq!(
+        (view["jobs"][0]["phase"].clone(), view["jobs"][1]["phase"].clone()),
+        (json!("queued"), json!("running"))
+    );
+    assert_eq!(client.delete(&format!("/v1/fitgpp/sessions/{other}")).unwrap().status, 204);
 
     // The regular sessions do not see it; deleting it is durable.
     let sessions = client.get("/v1/sessions").unwrap().json();

@@ -41,7 +41,8 @@ pub struct Pass {
 }
 
 impl Pass {
-    fn extend(&mut self, other: Pass) {
+    /// Appends what a later pass at the same or a later time did.
+    pub fn extend(&mut self, other: Pass) {
         self.started.extend(other.started);
         self.preemptions.extend(other.preemptions);
         self.reserved.extend(other.reserved);

@@ -55,6 +55,9 @@ impl JobSpec {
                 format!("job {:?}: {field} must be {what}, got {v}", self.id),
             ))
         };
+        if self.id.is_empty() {
+            return Err(ArbiterError::at(ErrorCode::MissingField, "job.id", "a job id must not be empty"));
+        }
         // Within the contract's range of magnitudes too (`problem::in_range`).
         let in_range = crate::problem::in_range;
         let duration = self.duration_seconds;
@@ -74,9 +77,20 @@ impl JobSpec {
             );
         }
         if !capacities.iter().any(|c| self.demand.fits_in(c)) {
+            // The resource no node has enough of, if one alone is the cause (else the demand).
+            let d = self.demand;
+            let most = |of: fn(&Resources) -> u32| capacities.iter().map(of).max().unwrap_or(0);
+            let field = [
+                ("cpus", d.cpus, most(|r| r.cpus)),
+                ("memory_gb", d.memory_gb, most(|r| r.memory_gb)),
+                ("gpus", d.gpus, most(|r| r.gpus)),
+            ]
+            .into_iter()
+            .find(|&(_, want, most)| want > most)
+            .map_or("job.demand".to_string(), |(name, _, _)| format!("job.{name}"));
             return Err(ArbiterError::at(
                 ErrorCode::JobCannotRun,
-                "job.demand",
+                field,
                 format!("job {:?} asks for {} and no node has that much", self.id, self.demand),
             ));
         }

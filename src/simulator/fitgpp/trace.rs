@@ -111,7 +111,7 @@ mod tests {
         let field = |b: &str| read(&workload(b)).unwrap_err().field.unwrap();
         assert_eq!(field(r#""id": "b", "gpus": 1, "duration_seconds": 60"#), "trace.jobs[1].at");
         assert_eq!(field(r#""id": "b", "gpus": 1, "duration_seconds": 60, "at": -1"#), "trace.jobs[1].at");
-        assert_eq!(field(r#""id": "b", "gpus": 9, "duration_seconds": 60, "at": 5"#), "trace.jobs[1].demand");
+        assert_eq!(field(r#""id": "b", "gpus": 9, "duration_seconds": 60, "at": 5"#), "trace.jobs[1].gpus");
         assert_eq!(field(r#""id": "b", "gpus": 1, "duration_seconds": 0, "at": 5"#), "trace.jobs[1].duration_seconds");
         assert_eq!(
             field(r#""id": "b", "gpus": 1, "duration_seconds": 1e308, "at": 5"#),
