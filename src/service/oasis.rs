@@ -70,6 +70,13 @@ fn one() -> f64 {
 pub struct OasisPrices {
     pub workers: PriceFunction,
     pub parameter_servers: PriceFunction,
+    /// Which of the four resources any job demands from workers (as `arbiter oasis` prints
+    /// them): only those count in the competitive bound. Default: all four.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub demanded_by_workers: Option<[bool; 4]>,
+    /// The same for parameter servers.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub demanded_by_ps: Option<[bool; 4]>,
 }
 
 /// A stored event.
@@ -241,7 +248,11 @@ pub type OasisSessions = ReplayedSessions<OasisSession>;
 /// The price functions a creation body gives or implies.
 fn prices(spec: &CreateOasisSession) -> ApiResult<PriceParameters> {
     let given = match (&spec.prices, &spec.expected_jobs) {
-        (Some(p), None) => PriceParameters::new(p.workers, p.parameter_servers)?,
+        (Some(p), None) => {
+            let given = PriceParameters::new(p.workers, p.parameter_servers)?;
+            let (workers, ps) = given.demanded();
+            given.with_demanded(p.demanded_by_workers.unwrap_or(workers), p.demanded_by_ps.unwrap_or(ps))
+        }
         (None, Some(expected)) => {
             spec.cluster.validate()?;
             let lowest = LowestUtility::from_name(&spec.lowest).ok_or_else(|| {
@@ -258,7 +269,12 @@ fn prices(spec: &CreateOasisSession) -> ApiResult<PriceParameters> {
                     Job::new(s.clone(), spec.cluster.slot_seconds, spec.cluster.slots, &format!("expected_jobs[{i}]"))
                 })
                 .collect::<crate::error::Result<Vec<Job>>>()?;
-            PriceParameters::estimate_with(&jobs, &spec.cluster, lowest)?
+            PriceParameters::estimate_with(&jobs, &spec.cluster, lowest).map_err(|mut e| {
+                if e.field.as_deref() == Some("jobs") {
+                    e.field = Some("expected_jobs".into());
+                }
+                e
+            })?
         }
         _ => {
             return Err(ArbiterError::at(
@@ -380,7 +396,15 @@ pub fn view(id: &str, created_at: f64, session: &OasisSession) -> OasisView {
         created_at,
         slot: session.slot,
         slots: oasis.cluster().slots,
-        prices: OasisPrices { workers: prices.workers, parameter_servers: prices.parameter_servers },
+        prices: {
+            let (by_workers, by_ps) = prices.demanded();
+            OasisPrices {
+                workers: prices.workers,
+                parameter_servers: prices.parameter_servers,
+                demanded_by_workers: Some(by_workers),
+                demanded_by_ps: Some(by_ps),
+            }
+        },
         competitive_ratio_bound: prices.competitive_ratio_bound(),
         admitted,
         rejected: session.decisions.len() - admitted,
@@ -467,7 +491,7 @@ pub async fn delete(
     responses(
         (status = 200, description = "Decided (durably): admitted or not, and why", body = OasisDecision),
         (status = 400, description = "Invalid job, a duplicate id or a slot in the past (the field is named)", body = ErrorResponse),
-        (status = 422, description = "A job whose schedule is too large to compute (`unsupported`, on `job.epochs`)", body = ErrorResponse),
+        (status = 422, description = "A job whose schedule is too large to compute (`unsupported`, on `job.epochs` or `job.chunks`)", body = ErrorResponse),
         (status = 404, description = "Unknown session (or another tenant's)", body = ErrorResponse),
     ))]
 pub async fn submit(

@@ -146,3 +146,36 @@ fn admitted_schedules_fit_every_server_and_finish_their_epochs() {
     // The property means something only if many jobs are admitted, and not all of them.
     assert!(admitted > total / 10 && admitted < total, "{admitted} of {total} admitted");
 }
+
+/// A workload whose jobs are not listed in arrival order is decided in arrival order: the same
+/// decisions as the same jobs listed sorted, reported in the order given. Duplicate ids are refused.
+#[test]
+fn a_workload_is_decided_in_arrival_order_whatever_its_listing() {
+    use arbiter::scheduling::oasis::LowestUtility;
+    use arbiter::simulator::oasis::run;
+    let fixture: serde_json::Value = serde_json::from_str(
+        &std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/fixtures/oasis.json")).unwrap(),
+    )
+    .unwrap();
+    let cluster: ClusterSpec = serde_json::from_value(fixture["cluster"].clone()).unwrap();
+    let mut specs: Vec<JobSpec> = serde_json::from_value(fixture["jobs"].clone()).unwrap();
+    specs[0].arrival_slot = 1; // A, listed first, arrives after B and C
+    let decide = |specs: &[JobSpec]| {
+        let jobs = run::validate(&cluster, specs).unwrap();
+        let (outcome, _) = run::oasis(&cluster, &jobs, LowestUtility::AtShortest, 1.0, 1.0).unwrap();
+        outcome.jobs.iter().map(|j| (j.id.clone(), j.admitted, j.completion_slot)).collect::<Vec<_>>()
+    };
+    let given = decide(&specs);
+    assert_eq!(given.iter().map(|j| j.0.as_str()).collect::<Vec<_>>(), ["A", "B", "C"]);
+    let mut sorted = specs.clone();
+    sorted.sort_by_key(|s| s.arrival_slot);
+    let mut by_arrival = decide(&sorted);
+    by_arrival.sort();
+    let mut given_sorted = given.clone();
+    given_sorted.sort();
+    assert_eq!(given_sorted, by_arrival);
+    let mut twice = specs.clone();
+    twice[1].id = "A".into();
+    let e = run::validate(&cluster, &twice).unwrap_err();
+    assert_eq!((e.code, e.field.as_deref()), (arbiter::ErrorCode::DuplicateJobId, Some("jobs[1].id")));
+}

@@ -106,6 +106,13 @@ fn three_jobs_are_decided_with_their_reasons_and_survive_a_restart() {
         "invalid_number",
         Some("job.epochs"),
     );
+    // The field that makes a chunk longer than a slot is the one named.
+    let mut slow = job("S", 1, json!({"kind": "constant", "value": 1}));
+    slow["gradient_mb"] = json!(1e99);
+    let refused = assert_error(&post(&mut client, &path, slow), 400, "job_cannot_run", Some("job.gradient_mb"));
+    assert!(refused["error"]["message"].as_str().unwrap().contains("1.6e101 s"), "in scientific notation: {refused}");
+    let none = json!({"cluster": cluster(), "expected_jobs": []});
+    assert_error(&post(&mut client, "/v1/oasis/sessions", none), 400, "missing_field", Some("expected_jobs"));
     let mut unknown = job("E", 1, json!({"kind": "constant", "value": 1}));
     unknown["priority"] = json!(3);
     assert_error(&post(&mut client, &path, unknown), 400, "malformed_request", None);
@@ -137,7 +144,14 @@ fn three_jobs_are_decided_with_their_reasons_and_survive_a_restart() {
         json!({"cluster": cluster(), "expected_jobs": [job("A", 2, json!({"kind": "constant", "value": 20}))]});
     let other = post(&mut client, "/v1/oasis/sessions", estimated);
     assert_eq!(other.status, 201, "{}", other.text());
-    assert!(other.json()["competitive_ratio_bound"].as_f64().is_some_and(|r| r >= 2.0));
+    let estimated = other.json();
+    assert!(estimated["competitive_ratio_bound"].as_f64().is_some_and(|r| r >= 2.0));
+    // Those prices given back as they are shown (with the resources jobs demand, as `arbiter
+    // oasis` prints them): the same prices and bound.
+    let given = post(&mut client, "/v1/oasis/sessions", json!({"cluster": cluster(), "prices": estimated["prices"]}));
+    assert_eq!(given.status, 201, "{}", given.text());
+    assert_eq!(given.json()["prices"], estimated["prices"]);
+    assert_eq!(given.json()["competitive_ratio_bound"], estimated["competitive_ratio_bound"]);
 
     // Killed; the restarted server replays to the same decisions, and arrivals keep slot order.
     server.kill();

@@ -102,6 +102,9 @@ impl Job {
                 format!("job {:?}: {name} must be {what}", spec.id),
             ))
         };
+        if spec.id.is_empty() {
+            return Err(ArbiterError::at(ErrorCode::MissingField, format!("{field}.id"), "a job id must not be empty"));
+        }
         if spec.epochs == 0 {
             return bad("epochs", "at least 1");
         }
@@ -132,10 +135,22 @@ impl Job {
         let per_chunk = spec.minibatches_per_chunk as f64 * minibatch_time;
         let q = (slot_seconds / per_chunk).floor();
         if !q.is_finite() || q < 1.0 {
+            // What makes the chunk too long: one mini-batch's compute or its gradient exchange, or
+            // the number of mini-batches.
+            let exchange = minibatch_time - spec.minibatch_seconds;
+            let cause = match minibatch_time > slot_seconds {
+                true if exchange > spec.minibatch_seconds => "gradient_mb",
+                true => "minibatch_seconds",
+                false => "minibatches_per_chunk",
+            };
             return Err(ArbiterError::at(
                 ErrorCode::JobCannotRun,
-                format!("{field}.minibatches_per_chunk"),
-                format!("job {:?}: one chunk takes {per_chunk:.1} s, longer than a slot ({slot_seconds} s)", spec.id),
+                format!("{field}.{cause}"),
+                format!(
+                    "job {:?}: one chunk takes {} s, longer than a slot ({slot_seconds} s)",
+                    spec.id,
+                    crate::problem::shown((per_chunk * 10.0).round() / 10.0)
+                ),
             ));
         }
         let chunks_per_worker_slot = q.min(u32::MAX as f64) as u32;
@@ -144,7 +159,7 @@ impl Job {
         if worker_slots > MAX_WORKER_SLOTS {
             return Err(ArbiterError::at(
                 ErrorCode::Unsupported,
-                format!("{field}.epochs"),
+                format!("{field}.{}", if spec.chunks > spec.epochs { "chunks" } else { "epochs" }),
                 format!(
                     "job {:?}: {worker_slots} worker-slots (E·N/q) is more than the {MAX_WORKER_SLOTS} a schedule is computed for",
                     spec.id

@@ -111,6 +111,17 @@ impl PriceParameters {
         Ok(PriceParameters { workers, parameter_servers, demanded_by_workers: all, demanded_by_ps: all })
     }
 
+    /// These prices with the resources jobs demand in each pool (only those count in the
+    /// competitive bound), as `estimate_with` found them and `arbiter oasis` prints them.
+    pub fn with_demanded(self, by_workers: [bool; RESOURCE_TYPES], by_ps: [bool; RESOURCE_TYPES]) -> PriceParameters {
+        PriceParameters { demanded_by_workers: by_workers, demanded_by_ps: by_ps, ..self }
+    }
+
+    /// Which resources jobs demand in the worker pool and in the parameter-server pool.
+    pub fn demanded(&self) -> ([bool; RESOURCE_TYPES], [bool; RESOURCE_TYPES]) {
+        (self.demanded_by_workers, self.demanded_by_ps)
+    }
+
     /// `U`, `L` and `η` of a workload on a cluster (`formulations/oasis.md`), with `L` from
     /// each job's utility at the end of the horizon, as the paper defines it.
     pub fn estimate(jobs: &[Job], cluster: &ClusterSpec) -> Result<PriceParameters> {

@@ -120,6 +120,7 @@ pub fn sweep(args: &SweepArgs) -> Result<()> {
     };
     let points = in_parallel(args.threads, |report| sweep::run(&config, report))?;
     write_output(&args.output, sweep::csv(&points).trim_end())?;
+    crate::simulator::cli::failures(points.iter().map(|p| p.outcome.as_ref().err()))?;
     if let Some(path) = &args.plot {
         write_file(path, &sweep::utility_vs_jobs(&points).to_svg())?;
     }

@@ -64,10 +64,21 @@ impl RunOutcome {
 /// Validates every job (an error names the first bad one).
 pub fn validate(cluster: &ClusterSpec, specs: &[JobSpec]) -> Result<Vec<Job>> {
     cluster.validate()?;
+    let mut ids = std::collections::HashSet::new();
     specs
         .iter()
         .enumerate()
-        .map(|(i, s)| Job::new(s.clone(), cluster.slot_seconds, cluster.slots, &format!("jobs[{i}]")))
+        .map(|(i, s)| {
+            let job = Job::new(s.clone(), cluster.slot_seconds, cluster.slots, &format!("jobs[{i}]"))?;
+            if !ids.insert(s.id.as_str()) {
+                return Err(crate::error::ArbiterError::at(
+                    crate::error::ErrorCode::DuplicateJobId,
+                    format!("jobs[{i}].id"),
+                    format!("job id {:?} appears twice", s.id),
+                ));
+            }
+            Ok(job)
+        })
         .collect()
 }
 
@@ -106,13 +117,17 @@ pub fn oasis_reporting(
 ) -> Result<(RunOutcome, PriceParameters)> {
     let prices = PriceParameters::estimate_with(jobs, cluster, lowest)?.scaled(u, l)?;
     let mut scheduler = Oasis::new(cluster.clone(), prices)?;
-    let mut outcomes: Vec<JobOutcome> = Vec::with_capacity(jobs.len());
+    // Decided in arrival order (ties: the order given); reported in the order given.
+    let mut order: Vec<usize> = (0..jobs.len()).collect();
+    order.sort_by_key(|&i| jobs[i].spec.arrival_slot);
+    let mut outcomes: Vec<Option<JobOutcome>> = vec![None; jobs.len()];
     let mut admitted = 0;
-    for job in jobs {
+    for (decided, &i) in order.iter().enumerate() {
+        let job = &jobs[i];
         let d = scheduler.decide(job)?;
         admitted += usize::from(d.admitted);
         let completion_slot = d.schedule.as_ref().filter(|_| d.admitted).map(|s| s.completion_slot);
-        outcomes.push(JobOutcome {
+        outcomes[i] = Some(JobOutcome {
             id: job.spec.id.clone(),
             admitted: d.admitted,
             completion_slot,
@@ -121,10 +136,10 @@ pub fn oasis_reporting(
         progress(Progress {
             now_seconds: job.spec.arrival_slot as f64 * cluster.slot_seconds,
             rounds: job.spec.arrival_slot as u64,
-            measured_finished: outcomes.len(),
+            measured_finished: decided + 1,
             measured_total: jobs.len(),
             active_jobs: admitted,
         });
     }
-    Ok((RunOutcome::new("oasis", outcomes), prices))
+    Ok((RunOutcome::new("oasis", outcomes.into_iter().flatten().collect()), prices))
 }
