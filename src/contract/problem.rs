@@ -164,14 +164,27 @@ pub fn in_range(value: f64) -> bool {
     value == 0.0 || (SMALLEST..=LARGEST).contains(&value.abs())
 }
 
+/// `value` as a message shows it: in scientific notation when very large or very small, where
+/// the plain form would run to hundreds of digits.
+pub fn shown(value: f64) -> String {
+    if value != 0.0 && value.is_finite() && !(1e-6..1e15).contains(&value.abs()) {
+        format!("{value:e}")
+    } else {
+        format!("{value}")
+    }
+}
+
 /// Why `value` is not a number the contract takes as `what`, at least `min`: it must be finite,
 /// at least `min`, and 0 or of magnitude within [`SMALLEST`] and [`LARGEST`].
 pub fn refusal(value: f64, min: f64, what: &str) -> Option<String> {
     if !value.is_finite() || value < min {
-        return Some(format!("{what} must be a finite number ≥ {min}, got {value}"));
+        return Some(format!("{what} must be a finite number ≥ {}, got {}", shown(min), shown(value)));
     }
     if !in_range(value) {
-        return Some(format!("{what} must be 0 or of magnitude between {SMALLEST:e} and {LARGEST:e}, got {value}"));
+        return Some(format!(
+            "{what} must be 0 or of magnitude between {SMALLEST:e} and {LARGEST:e}, got {}",
+            shown(value)
+        ));
     }
     None
 }
@@ -186,9 +199,12 @@ fn finite_at_least(value: f64, min: f64, field: impl Fn() -> String, what: &str)
 /// [`refusal`] for a number that must be above 0.
 pub fn positive_refusal(value: f64, what: &str) -> Option<String> {
     if !value.is_finite() || value <= 0.0 {
-        return Some(format!("{what} must be a finite number > 0, got {value}"));
+        return Some(format!("{what} must be a finite number > 0, got {}", shown(value)));
     }
-    refusal(value, 0.0, what)
+    if !in_range(value) {
+        return Some(format!("{what} must be of magnitude between {SMALLEST:e} and {LARGEST:e}, got {}", shown(value)));
+    }
+    None
 }
 
 fn positive(value: f64, field: impl Fn() -> String, what: &str) -> Result<f64> {
@@ -237,7 +253,7 @@ fn whole(value: f64, field: impl Fn() -> String, what: &str) -> Result<f64> {
         return Err(ArbiterError::at(
             ErrorCode::InvalidNumber,
             field(),
-            format!("{what} must be a whole number, got {value}"),
+            format!("{what} must be a whole number from 0 to {}, got {}", u32::MAX, shown(value)),
         ));
     }
     Ok(value)
@@ -621,7 +637,8 @@ fn validate_job(m: usize, spec: &JobSpec, policy: PolicyKind) -> Result<Job> {
     let scale_factor = match spec.scale_factor {
         None => 1,
         Some(sf) => {
-            let sf = whole(sf, || field("scale_factor"), "a scale factor")?;
+            let sf =
+                if sf.is_finite() && sf < 1.0 { sf } else { whole(sf, || field("scale_factor"), "a scale factor")? };
             if sf < 1.0 {
                 return Err(ArbiterError::at(
                     ErrorCode::InvalidScaleFactor,
@@ -660,7 +677,7 @@ fn validate_job(m: usize, spec: &JobSpec, policy: PolicyKind) -> Result<Job> {
         "isolated_time_elapsed",
     )?;
     let slo_seconds = spec.slo_seconds.map(|s| positive(s, || field("slo_seconds"), "slo_seconds")).transpose()?;
-    let arrival = finite_at_least(spec.arrival.unwrap_or(m as f64), f64::MIN, || field("arrival"), "arrival")?;
+    let arrival = finite_at_least(spec.arrival.unwrap_or(m as f64), 0.0, || field("arrival"), "arrival")?;
     Ok(Job {
         id: spec.id.clone(),
         scale_factor,
