@@ -112,9 +112,21 @@ fn bad_parameter(slot: &str, message: String) -> ArbiterError {
 
 /// `value`, the parameter of stage `name` in `slot`, as a finite number.
 fn number(slot: &str, name: &str, value: &str) -> Result<f64> {
-    value.trim().parse().ok().filter(|v: &f64| v.is_finite()).ok_or_else(|| {
+    let x: f64 = value.trim().parse().ok().filter(|v: &f64| v.is_finite()).ok_or_else(|| {
         bad_parameter(slot, format!("{slot} parameter of {name:?} must be a finite number, got {value:?}"))
-    })
+    })?;
+    if !crate::problem::in_range(x) {
+        return Err(bad_parameter(
+            slot,
+            format!(
+                "{slot} parameter of {name:?} must be 0 or of magnitude between {:e} and {:e}, got {}",
+                crate::problem::SMALLEST,
+                crate::problem::LARGEST,
+                crate::problem::shown(x)
+            ),
+        ));
+    }
+    Ok(x)
 }
 
 /// Splits `name=value` (value a finite number).
@@ -234,16 +246,26 @@ impl Composition {
                 self.list_scheduling()?;
             }
             SchedulingSpec::Allocation(p) if !self.is_gavel() => {
+                // Named by the first stage that is not Gavel's.
+                let gavel = Composition::gavel(*p);
+                let field = [
+                    ("admission", self.admission == gavel.admission),
+                    ("placement", self.placement == gavel.placement),
+                    ("preemption", self.preemption == gavel.preemption),
+                ]
+                .into_iter()
+                .find_map(|(slot, same)| (!same).then_some(slot))
+                .unwrap_or("scheduling");
                 return Err(ArbiterError::at(
                     ErrorCode::Unsupported,
-                    "scheduling",
+                    field,
                     format!(
                         "the LP policy {} runs as Gavel's mechanism, with accept_all admission, consolidated placement \
                          and lease preemption; other stages compose with the list policies ({})",
                         p.name(),
                         LIST_POLICIES.join(", ")
                     ),
-                ))
+                ));
             }
             SchedulingSpec::Allocation(_) => {}
         }
@@ -269,7 +291,10 @@ impl Composition {
             ("accept_x" | "fifo_threshold", Some(x)) if x > 0.0 => Ok(Box::new(AcceptX { x })),
             ("accept_x" | "fifo_threshold", p) => Err(bad_parameter(
                 "admission",
-                format!("{} needs a threshold x > 0 (e.g. accept_x=1.2), got {p:?}", a.name),
+                match p {
+                    Some(x) => format!("{} needs a threshold x > 0 (e.g. accept_x=1.2), got {x}", a.name),
+                    None => format!("{} needs a threshold x > 0 (e.g. accept_x=1.2)", a.name),
+                },
             )),
             ("accept_all", Some(_)) => Err(bad_parameter("admission", "accept_all takes no parameter".into())),
             (name, _) => Err(unknown("admission", name, &ADMISSIONS)),
@@ -329,10 +354,14 @@ impl Composition {
             "bandwidth" => none(Box::new(Bandwidth)),
             "random" => match p.parameter {
                 None => Ok(Box::new(Random::new(seed))),
-                Some(s) if s >= 0.0 && s.fract() == 0.0 => Ok(Box::new(Random::new(s as u64))),
-                Some(s) => {
-                    Err(bad_parameter("placement", format!("random's seed must be a whole number ≥ 0, got {s}")))
+                // Whole numbers up to 2⁵³ are exact in a JSON number.
+                Some(s) if (0.0..=9_007_199_254_740_992.0).contains(&s) && s.fract() == 0.0 => {
+                    Ok(Box::new(Random::new(s as u64)))
                 }
+                Some(s) => Err(bad_parameter(
+                    "placement",
+                    format!("random's seed must be a whole number from 0 to 2^53, got {}", crate::problem::shown(s)),
+                )),
             },
             "skew" => match p.parameter {
                 None => Ok(Box::new(Skew::default())),
@@ -390,7 +419,8 @@ pub fn parse_scheduling(text: &str) -> Result<SchedulingSpec> {
             return Ok(SchedulingSpec::Allocation(kind));
         }
         let mut known: Vec<&str> = LIST_POLICIES.to_vec();
-        known.extend(PolicyKind::ALL.iter().map(|p| p.name()));
+        // FIFO is both a list policy and an LP policy: named once.
+        known.extend(PolicyKind::ALL.iter().map(|p| p.name()).filter(|p| !LIST_POLICIES.contains(p)));
         return Err(unknown("scheduling", name, &known));
     }
     Ok(SchedulingSpec::List { name: name.to_string(), parameters })

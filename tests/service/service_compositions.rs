@@ -152,7 +152,14 @@ fn compositions_refuse_bad_stages_with_the_contracts_errors() {
         (json!({"scheduling": {"tiresias": [1000, 100]}}), "invalid_number", "composition.scheduling"),
         (json!({"scheduling": {"tiresias": []}}), "invalid_number", "composition.scheduling"),
         (json!({"scheduling": "tiresias=100/x"}), "invalid_number", "composition.scheduling"),
-        (json!({"scheduling": "max_min_fairness", "placement": "random"}), "unsupported", "composition.scheduling"),
+        (json!({"scheduling": "max_min_fairness", "placement": "random"}), "unsupported", "composition.placement"),
+        (json!({"scheduling": "las", "admission": {"accept_x": 1e300}}), "invalid_number", "composition.admission"),
+        (
+            json!({"scheduling": "las", "preemption": {"lease_term": 1e-320}}),
+            "invalid_number",
+            "composition.preemption",
+        ),
+        (json!({"scheduling": "las", "placement": {"random": 1e20}}), "invalid_number", "composition.placement"),
     ];
     for (composition, code, field) in cases {
         let reply = c.post("/v1/sessions", &bytes(&create(composition.clone()))).unwrap();
@@ -168,6 +175,10 @@ fn compositions_refuse_bad_stages_with_the_contracts_errors() {
         "malformed_request",
         Some("composition.scheduling"),
     );
+    // An LP policy with a stage that is not Gavel's: that stage is named.
+    let mut lp = create(json!({"admission": {"accept_x": 2}}));
+    lp["policy"] = json!("max_min_fairness");
+    assert_error(&c.post("/v1/sessions", &bytes(&lp)).unwrap(), 422, "unsupported", Some("composition.admission"));
     let mut neither = create(json!({"placement": "first_free"}));
     neither.as_object_mut().unwrap().remove("policy");
     assert_error(&c.post("/v1/sessions", &bytes(&neither)).unwrap(), 400, "missing_field", Some("policy"));
