@@ -123,7 +123,15 @@ pub fn estimate(request: &EstimateRequest, default_reference: Option<&Throughput
     let with_pairs = request.pairs.unwrap_or(true);
     let mut estimators = ByScaleFactor::new(table, types, with_pairs);
     let mut jobs = Vec::with_capacity(request.jobs.len());
+    let mut ids = std::collections::HashSet::new();
     for (i, job) in request.jobs.iter().enumerate() {
+        if !ids.insert(job.id.as_str()) {
+            return Err(ArbiterError::at(
+                ErrorCode::DuplicateJobId,
+                format!("jobs[{i}].id"),
+                format!("job id {:?} appears twice", job.id),
+            ));
+        }
         let scale_factor = job.scale_factor.unwrap_or(1);
         if scale_factor == 0 {
             return Err(ArbiterError::at(
@@ -147,21 +155,30 @@ pub fn estimate(request: &EstimateRequest, default_reference: Option<&Throughput
 }
 
 fn options(request: &EstimateRequest) -> Result<EstimateOptions> {
-    let regularization = request.regularization.unwrap_or(DEFAULT_REGULARIZATION);
-    if !(regularization.is_finite() && regularization >= 0.0) {
-        return Err(ArbiterError::at(
-            ErrorCode::InvalidNumber,
-            "regularization",
-            "regularization must be a finite number ≥ 0",
-        ));
+    checked_options(request.rank, request.regularization.unwrap_or(DEFAULT_REGULARIZATION))
+}
+
+/// The estimator's options, refused unless the rank is at least 1 and the ridge weight a finite
+/// number ≥ 0 within the contract's range.
+pub fn checked_options(rank: Option<usize>, regularization: f64) -> Result<EstimateOptions> {
+    if let Some(why) = crate::problem::refusal(regularization, 0.0, "regularization") {
+        return Err(ArbiterError::at(ErrorCode::InvalidNumber, "regularization", why));
     }
-    Ok(EstimateOptions { rank: request.rank, regularization })
+    if rank == Some(0) {
+        return Err(ArbiterError::at(ErrorCode::InvalidNumber, "rank", "rank (factors per row) must be at least 1"));
+    }
+    Ok(EstimateOptions { rank, regularization })
 }
 
 fn measured_columns(reference: &ReferenceMatrix, job: &PartialRow, i: usize) -> Result<Vec<(usize, f64)>> {
     let unknown = |field: String, what: String| ArbiterError::at(ErrorCode::UnknownWorkerType, field, what);
     let mut measured = Vec::new();
+    let checked = |field: String, value: f64| match crate::problem::refusal(value, 0.0, "a measured throughput") {
+        Some(why) => Err(ArbiterError::at(ErrorCode::InvalidNumber, field, why)),
+        None => Ok(value),
+    };
     for (w, &value) in &job.throughput {
+        let value = checked(format!("jobs[{i}].throughput.{w}"), value)?;
         let column = Column::Solo { worker_type: w.clone() };
         let j = reference.column_index(&column).ok_or_else(|| {
             unknown(format!("jobs[{i}].throughput.{w}"), format!("worker type {w:?} is not estimated here"))
@@ -170,6 +187,7 @@ fn measured_columns(reference: &ReferenceMatrix, job: &PartialRow, i: usize) -> 
     }
     for (w, partners) in &job.colocated {
         for (partner, &value) in partners {
+            let value = checked(format!("jobs[{i}].colocated.{w}.{partner}"), value)?;
             let column = Column::Pair { worker_type: w.clone(), partner: partner.clone() };
             let j = reference.column_index(&column).ok_or_else(|| {
                 ArbiterError::at(
@@ -179,11 +197,6 @@ fn measured_columns(reference: &ReferenceMatrix, job: &PartialRow, i: usize) -> 
                 )
             })?;
             measured.push((j, value));
-        }
-    }
-    for &(_, value) in &measured {
-        if let Some(why) = crate::problem::refusal(value, 0.0, "a measured throughput") {
-            return Err(ArbiterError::at(ErrorCode::InvalidNumber, format!("jobs[{i}]"), why));
         }
     }
     Ok(measured)

@@ -4,7 +4,7 @@
 
 use super::api::{self, EstimateRequest};
 use super::evaluation::{Accuracy, Method};
-use super::{EstimateOptions, Estimator, ReferenceMatrix, DEFAULT_REGULARIZATION};
+use super::{Estimator, ReferenceMatrix, DEFAULT_REGULARIZATION};
 use crate::error::{ArbiterError, ErrorCode, Result};
 use crate::workload::throughputs::ThroughputTable;
 use std::fmt::Write as _;
@@ -39,7 +39,7 @@ pub struct EstimateArgs {
     #[arg(long)]
     pub rank: Option<usize>,
     /// With --evaluate: ridge weight on the factors.
-    #[arg(long, default_value_t = DEFAULT_REGULARIZATION)]
+    #[arg(long, default_value_t = DEFAULT_REGULARIZATION, allow_negative_numbers = true)]
     pub regularization: f64,
     /// Print JSON (the table's rows with --evaluate).
     #[arg(long)]
@@ -57,9 +57,10 @@ pub fn run(args: &EstimateArgs) -> Result<String> {
                 "--evaluate needs --reference-throughputs FILE",
             )
         })?;
+        let options = api::checked_options(args.rank, args.regularization)?;
         let types = api::worker_types(&table, args.worker_types.as_deref())?;
         let estimator = Estimator::new(ReferenceMatrix::from_table(&table, &types, args.scale_factor, true))?;
-        let rows = estimator.evaluate(EstimateOptions { rank: args.rank, regularization: args.regularization });
+        let rows = estimator.evaluate(options);
         return Ok(if args.json {
             serde_json::to_string_pretty(&rows).expect("rows serialize")
         } else {

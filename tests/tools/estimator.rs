@@ -319,13 +319,17 @@ fn the_service_estimates_and_solves_with_its_reference() {
     assert_error(&reply, 400, "too_few_measurements", Some("rank"));
     let reply =
         c.post("/v1/throughputs/estimate", &bytes(&json!({"jobs": [{"id": "x", "throughput": {"a": -2.0}}]}))).unwrap();
-    assert_error(&reply, 400, "invalid_number", Some("jobs[0]"));
+    assert_error(&reply, 400, "invalid_number", Some("jobs[0].throughput.a"));
     // Past the contract's range of magnitudes, as a request's throughput.
     for value in [1e300, 5e-324] {
         let body = json!({"jobs": [{"id": "x", "throughput": {"a": value}}]});
         let reply = c.post("/v1/throughputs/estimate", &bytes(&body)).unwrap();
-        assert_error(&reply, 400, "invalid_number", Some("jobs[0]"));
+        assert_error(&reply, 400, "invalid_number", Some("jobs[0].throughput.a"));
     }
+    // Two jobs of one id.
+    let twice = json!({"jobs": [{"id": "x", "throughput": {"a": 2.0}}, {"id": "x", "throughput": {"a": 3.0}}]});
+    let reply = c.post("/v1/throughputs/estimate", &bytes(&twice)).unwrap();
+    assert_error(&reply, 400, "duplicate_job_id", Some("jobs[1].id"));
     let reply = c.post("/v1/throughputs/estimate", &bytes(&json!({"jobs": [{"id": "x", "speed": 1}]}))).unwrap();
     assert_eq!(reply.status, 400);
 
