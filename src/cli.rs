@@ -57,6 +57,7 @@ enum Command {
     ///
     /// The request is read and validated like `solve`'s and its policy solved once; servers hold
     /// `gpus_per_server` GPUs of their type. Bad input exits with status 2 and the error on stderr.
+    #[command(allow_negative_numbers = true)]
     Rounds(RoundsArgs),
     /// Serve the HTTP allocation service: `POST /v1/allocations`, durable sessions under the
     /// round-based mechanism, `/healthz`, `/metrics`, `/openapi.json`.
@@ -68,16 +69,18 @@ enum Command {
     /// once; the file keeps its SHA-256 digest), list, revoke, and tenants' quota overrides.
     ///
     /// The file is written atomically with mode 0600; a running server re-reads it within about
-    /// a second. Failures exit with status 1 and a message on stderr.
+    /// a second. Failures exit with status 2 and the contract's error object on stderr.
     #[command(subcommand)]
     Token(crate::service::auth::cli::TokenCommand),
     /// Replay a trace through a policy and the round-based mechanism on a virtual clock, and write
     /// per-job completion times and aggregates as JSON (and a JCT CDF with `--plot`).
     ///
     /// Bad input exits with status 2 and prints the contract's error object on stderr.
+    #[command(allow_negative_numbers = true)]
     Simulate(crate::simulator::cli::SimulateArgs),
     /// Simulate a grid of policies × input loads × seeds on generated traces, in parallel, and
     /// write one CSV row per simulation (and plots of average JCT against load and JCT CDFs).
+    #[command(allow_negative_numbers = true)]
     Sweep(crate::simulator::cli::SweepArgs),
     /// The FitGpp experiment: synthetic trial-and-error (TE) and best-effort (BE) jobs on nodes of
     /// CPU cores, memory and GPUs, under FitGpp's selective preemption and the baselines (LRTP,
@@ -85,6 +88,7 @@ enum Command {
     ///
     /// Its own command, not `simulate --preemption`: that one replays Gavel traces on GPU-type
     /// clusters in rounds, where `--preemption none` already means run-to-completion.
+    #[command(allow_negative_numbers = true)]
     Fitgpp(crate::simulator::fitgpp::cli::FitGppArgs),
     /// OASiS's online admission on a JSON workload (a cluster of worker and parameter-server
     /// servers over slots, jobs of epochs and chunks with utilities): each job's decision with the
@@ -93,6 +97,7 @@ enum Command {
     /// Estimate a job's throughputs on the types (and beside the reference jobs) it was not
     /// measured on, by matrix completion against a reference file; or, with --evaluate, measure
     /// how good those estimates are on the reference itself.
+    #[command(allow_negative_numbers = true)]
     Estimate(crate::estimator::cli::EstimateArgs),
     /// Kueue admission-check controller: Workloads whose ClusterQueue requires an AdmissionCheck
     /// of controller `arbiter.dev/admission` become session jobs; every round, the jobs placed get
@@ -193,7 +198,13 @@ fn run_solve(
     method: Option<String>,
 ) -> ExitCode {
     let response = backend_named(backend).and_then(|backend| {
-        let reference = reference.map(crate::workload::throughputs::ThroughputTable::from_path).transpose()?;
+        let reference =
+            reference.map(crate::workload::throughputs::ThroughputTable::from_path).transpose().map_err(|mut e| {
+                if e.field.as_deref() == Some("throughputs") {
+                    e.field = Some("reference_throughputs".into());
+                }
+                e
+            })?;
         let mut request = crate::Request::from_json(&read_input(input)?)?;
         if method.is_some() {
             request.method = method;

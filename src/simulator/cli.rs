@@ -167,7 +167,31 @@ pub fn write_output(target: &str, text: &str) -> Result<()> {
         let _ = writeln!(std::io::stdout().lock(), "{text}");
         return Ok(());
     }
-    write_file(Path::new(target), text)
+    write_file(Path::new(target), &format!("{text}\n"))
+}
+
+/// After a sweep has written its rows: the runs that failed said so in the `error` column; if
+/// every run failed, the sweep fails with the first reason, and if some did, stderr says how many.
+pub fn failures<'a>(errors: impl Iterator<Item = Option<&'a String>>) -> Result<()> {
+    let (mut total, mut failed, mut first) = (0usize, 0usize, None);
+    for e in errors {
+        total += 1;
+        if let Some(e) = e {
+            failed += 1;
+            first.get_or_insert(e);
+        }
+    }
+    match first {
+        Some(why) if failed == total => Err(ArbiterError::new(
+            ErrorCode::MalformedRequest,
+            format!("every run of the sweep failed ({failed}); the first: {why}"),
+        )),
+        Some(why) => {
+            eprintln!("{failed} of {total} runs failed (the error column says why); the first: {why}");
+            Ok(())
+        }
+        None => Ok(()),
+    }
 }
 
 pub fn write_file(path: &Path, text: &str) -> Result<()> {
@@ -562,6 +586,14 @@ pub fn run_sweep(args: &SweepArgs) -> Result<()> {
     let table = ThroughputTable::from_path(required(args.throughputs.as_deref(), "throughputs")?)?;
     let points = in_parallel(args.threads, |report| sweep::run(&config, &table, report))?;
     write_output(&args.output, sweep::csv(&points).trim_end())?;
+    failures(points.iter().map(|p| p.outcome.as_ref().err()))?;
+    if let Some(load) = args.cdf_load.filter(|l| !loads.contains(l)) {
+        return Err(ArbiterError::at(
+            ErrorCode::InvalidNumber,
+            "cdf_load",
+            format!("--cdf-load {load} is not one of --loads ({})", args.loads.as_deref().unwrap_or("1")),
+        ));
+    }
     let title = format!("{num_jobs} jobs per trace on {cluster_text}");
     if let Some(path) = &args.plot {
         write_file(path, &sweep::jct_vs_load(&points, &title).to_svg())?;

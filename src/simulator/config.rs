@@ -127,9 +127,31 @@ impl SimulationConfig {
                 format!("restart_seconds must be a finite number ≥ 0, got {}", self.restart_seconds),
             );
         }
+        if matches!(self.policy, PolicyKind::MinCost | PolicyKind::MinCostSlo) {
+            if let Some(w) = self.cluster.iter().find(|w| w.cost_per_hour.is_none()) {
+                return Err(ArbiterError::at(
+                    ErrorCode::MissingField,
+                    "prices",
+                    format!(
+                        "{} needs a price for every worker type (--prices); {} has none",
+                        self.policy.name(),
+                        w.name
+                    ),
+                ));
+            }
+        }
         if let Some(k) = self.profiled_types {
             if k == 0 {
                 return invalid("profiled_types", "a job is profiled on at least one worker type".to_string());
+            }
+            if k > self.cluster.len() {
+                return invalid(
+                    "profiled_types",
+                    format!(
+                        "a job can be profiled on at most the cluster's {} worker types, got {k}",
+                        self.cluster.len()
+                    ),
+                );
             }
             if self.space_sharing || self.ideal || self.policy == PolicyKind::Gandiva {
                 return Err(ArbiterError::at(

@@ -155,6 +155,9 @@ fn simulate_refuses_bad_input_with_the_error_object() {
         (vec!["--window", "2:1"], "invalid_number", "window"),
         (vec!["--round-seconds", "0"], "invalid_number", "round_seconds"),
         (vec!["--profiled-types", "0"], "invalid_number", "profiled_types"),
+        (vec!["--profiled-types", "3"], "invalid_number", "profiled_types"),
+        (vec!["--round-seconds", "-1"], "invalid_number", "round_seconds"),
+        (vec!["--policy", "min_cost"], "missing_field", "prices"),
         (vec!["--trace", &unknown_type], "job_cannot_run", "trace.jobs[0]"),
         (vec!["--trace", &short_line], "malformed_request", "trace.line[1]"),
         (vec!["--throughputs", &bad_table], "malformed_request", "throughputs.v100.('a', 1).null"),
@@ -242,6 +245,24 @@ fn sweep_writes_one_row_per_simulation_and_plots() {
     let bad =
         arbiter(&["sweep", "--throughputs", &table, "--cluster", "v100=2", "--policies", "lass", "--output", "-"]);
     assert_eq!(bad.status.code(), Some(2));
+    // Every run failed (a window past the trace): the rows say why, and the sweep fails with it.
+    let sweep = |extra: &[&str]| {
+        let mut args = vec!["sweep", "--throughputs", &table, "--cluster", "v100=2,k80=2", "--policies"];
+        args.extend(["max_min_fairness", "--jobs", "5", "--loads", "1,2", "--output", "-"]);
+        args.extend(extra);
+        arbiter(&args)
+    };
+    let failed = sweep(&["--window", "3:10"]);
+    assert_eq!(failed.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&failed.stdout).contains("window"), "the rows are written first");
+    let error: serde_json::Value = serde_json::from_slice(&failed.stderr).unwrap();
+    assert!(error["error"]["message"].as_str().unwrap().contains("every run of the sweep failed"), "{error}");
+    // A CDF at a load the sweep did not run.
+    let cdf_at = dir.join("cdf3.svg");
+    let off = sweep(&["--cdf-plot", cdf_at.to_str().unwrap(), "--cdf-load", "3"]);
+    assert_eq!(off.status.code(), Some(2));
+    let error: serde_json::Value = serde_json::from_slice(&off.stderr).unwrap();
+    assert_eq!(error["error"]["field"], "cdf_load", "{error}");
 }
 
 /// Gavel's data, when this checkout sits next to it (`ARBITER_GAVEL_DATA` or `../shared/data/gavel`).

@@ -170,8 +170,8 @@ fn the_command_writes_a_csv_a_table_and_plots() {
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
     let csv = String::from_utf8(out.stdout).unwrap();
     let lines: Vec<&str> = csv.lines().collect();
-    // fitgpp at two λ, lrtp, rand, none.
-    assert_eq!(lines.len(), 6, "{csv}");
+    // fitgpp at two λ, lrtp, rand (four runs, as the paper), none.
+    assert_eq!(lines.len(), 9, "{csv}");
     assert!(lines[0].starts_with("variant,policy,lambda,max_preemptions,load,te_share,grace_scale,seed,run"));
     assert!(lines[1].starts_with("\"fitgpp(λ=0,P=1)\",fitgpp,0,1,2,0.3,1,0,0,"), "{}", lines[1]);
     assert!(std::fs::read_to_string(&table).unwrap().contains("| lrtp(P=1) | 0.3 | 1 |"));
@@ -192,15 +192,20 @@ fn the_command_refuses_bad_flags_with_exit_2() {
     for (extra, code, field) in [
         (&["--preemption", "sjf"][..], "unknown_policy", "preemption"),
         (&["--node", "32,256"][..], "malformed_request", "node"),
-        (&["--lambda=-1"][..], "malformed_request", "lambda"),
-        (&["--te-share", "1.5"][..], "malformed_request", "te-share"),
+        (&["--lambda=-1"][..], "invalid_number", "lambda"),
+        (&["--lambda", "-1"][..], "invalid_number", "lambda"),
+        (&["--te-share", "1.5"][..], "invalid_number", "te-share"),
         (&["--load", "0"][..], "invalid_number", "load"),
         (&["--plot-x", "seed"][..], "unsupported", "plot_x"),
-        (&["--grace-scale", "1,-2"][..], "malformed_request", "grace-scale"),
+        (&["--grace-scale", "1,-2"][..], "invalid_number", "grace-scale"),
+        (&["--nodes", "0"][..], "invalid_number", "nodes"),
         (&["--jobs", "5"][..], "invalid_number", "jobs"),
         (&["--distributions", "/nonexistent/d.json"][..], "malformed_request", "distributions"),
     ] {
-        let mut args = vec!["fitgpp", "--seeds", "0", "--nodes", "2", "--output", "-"];
+        let mut args = vec!["fitgpp", "--seeds", "0", "--output", "-"];
+        if !extra.contains(&"--nodes") {
+            args.extend(["--nodes", "2"]);
+        }
         if !extra.contains(&"--jobs") {
             args.extend(["--jobs", "100"]);
         }

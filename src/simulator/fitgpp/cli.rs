@@ -25,8 +25,8 @@ pub struct FitGppArgs {
     #[arg(long)]
     pub random_fallback: bool,
     /// Runs of `rand` (and of FitGpp's random fallback) per workload, each with its own random
-    /// choices; tables and plots average them.
-    #[arg(long, default_value_t = 1)]
+    /// choices; tables and plots average them (four, as the paper runs RAND).
+    #[arg(long, default_value_t = 4)]
     pub random_runs: u32,
     /// Comma-separated shares of TE jobs.
     #[arg(long, default_value = "0.3")]
@@ -79,11 +79,12 @@ pub struct FitGppArgs {
     pub plot_x: String,
 }
 
-fn list<T: std::str::FromStr>(text: &str, field: &str, parse: impl Fn(&str) -> Option<T>) -> Result<Vec<T>> {
+/// A comma-separated list, each item `what` (the message says so when one is not).
+fn list<T>(text: &str, field: &str, what: &str, parse: impl Fn(&str) -> Option<T>) -> Result<Vec<T>> {
     text.split(',')
         .map(|s| {
             parse(s.trim()).ok_or_else(|| {
-                ArbiterError::at(ErrorCode::MalformedRequest, field, format!("--{field}: cannot read {s:?}"))
+                ArbiterError::at(ErrorCode::InvalidNumber, field, format!("--{field}: {s:?} is not {what}"))
             })
         })
         .collect()
@@ -91,7 +92,7 @@ fn list<T: std::str::FromStr>(text: &str, field: &str, parse: impl Fn(&str) -> O
 
 /// `32,256,8` → 32 cores, 256 GB, 8 GPUs.
 pub fn parse_node(text: &str) -> Result<Resources> {
-    let v = list(text, "node", |s| s.parse::<u32>().ok())?;
+    let v = list(text, "node", "a whole number", |s| s.parse::<u32>().ok())?;
     match v[..] {
         [c, m, g] if c + m + g > 0 => Ok(Resources::new(c, m, g)),
         _ => Err(ArbiterError::at(
@@ -105,18 +106,23 @@ pub fn parse_node(text: &str) -> Result<Resources> {
 /// The grid the flags describe.
 pub fn config(args: &FitGppArgs) -> Result<ExperimentConfig> {
     let policies: Vec<String> = args.preemption.split(',').map(|s| s.trim().to_string()).collect();
-    let lambdas = list(&args.lambda, "lambda", |s| s.parse::<f64>().ok().filter(|l| l.is_finite() && *l >= 0.0))?;
-    let caps = list(&args.max_preemptions, "max-preemptions", |s| {
+    let lambdas = list(&args.lambda, "lambda", "a finite number ≥ 0", |s| {
+        s.parse::<f64>().ok().filter(|l| l.is_finite() && *l >= 0.0)
+    })?;
+    let caps = list(&args.max_preemptions, "max-preemptions", "a whole number or inf", |s| {
         if s == "inf" {
             Some(u32::MAX)
         } else {
             s.parse::<u32>().ok()
         }
     })?;
-    let te_shares = list(&args.te_share, "te-share", |s| s.parse::<f64>().ok().filter(|x| (0.0..=1.0).contains(x)))?;
-    let seeds = list(&args.seeds, "seeds", |s| s.parse::<u64>().ok())?;
-    let grace_scales =
-        list(&args.grace_scale, "grace-scale", |s| s.parse::<f64>().ok().filter(|g| g.is_finite() && *g >= 0.0))?;
+    let te_shares = list(&args.te_share, "te-share", "a share from 0 to 1", |s| {
+        s.parse::<f64>().ok().filter(|x| (0.0..=1.0).contains(x))
+    })?;
+    let seeds = list(&args.seeds, "seeds", "a whole number ≥ 0", |s| s.parse::<u64>().ok())?;
+    let grace_scales = list(&args.grace_scale, "grace-scale", "a finite number ≥ 0", |s| {
+        s.parse::<f64>().ok().filter(|g| g.is_finite() && *g >= 0.0)
+    })?;
     let mut variants = Vec::new();
     for p in &policies {
         let at = |lambda: f64, max_preemptions: u32| Variant {
@@ -140,7 +146,7 @@ pub fn config(args: &FitGppArgs) -> Result<ExperimentConfig> {
             }
         }
     }
-    let loads = list(&args.load, "load", |s| s.parse::<f64>().ok())?;
+    let loads = list(&args.load, "load", "a number", |s| s.parse::<f64>().ok())?;
     if let Some(bad) = loads.iter().find(|l| !(l.is_finite() && **l > 0.0)) {
         return Err(ArbiterError::at(ErrorCode::InvalidNumber, "load", format!("--load must be > 0, got {bad}")));
     }
@@ -209,6 +215,9 @@ pub fn run(args: &FitGppArgs) -> Result<()> {
     })?;
     let rows = pool.install(|| experiment::run(&config))?;
     write_output(args.output.as_deref().unwrap_or("-"), experiment::csv(&rows).trim_end())?;
+    for warning in experiment::missed_loads(&rows) {
+        eprintln!("{warning}");
+    }
     if let Some(target) = &args.table {
         write_output(target, experiment::table(&rows).trim_end())?;
     }

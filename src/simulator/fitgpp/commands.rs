@@ -120,6 +120,9 @@ pub fn sweep(args: &SweepArgs) -> Result<()> {
     }
     let rows = in_parallel(args.threads, |report| experiment::run_reporting(&config, report))?;
     write_output(&args.output, experiment::csv(&rows).trim_end())?;
+    for warning in experiment::missed_loads(&rows) {
+        eprintln!("{warning}");
+    }
     if let Some(path) = &args.plot {
         write_file(path, &p95_against_load(&rows, &config).to_svg())?;
     }

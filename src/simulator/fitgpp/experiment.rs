@@ -147,6 +147,23 @@ impl ExperimentConfig {
     }
 }
 
+/// Warnings for the loads FIFO did not reach within 5% at any arrival rate (too few jobs, or a
+/// cluster too large for them): the rows' `fifo_load` says what it reached.
+pub fn missed_loads(rows: &[Row]) -> Vec<String> {
+    let mut out: Vec<String> = Vec::new();
+    for r in rows.iter().filter(|r| (r.fifo_load / r.load - 1.0).abs() > 0.05) {
+        let line = format!(
+            "load {}: FIFO reaches {:.3} on seed {}'s workload at the closest rate (too few jobs for this cluster?); \
+             its rows' fifo_load says so",
+            r.load, r.fifo_load, r.seed
+        );
+        if !out.contains(&line) {
+            out.push(line);
+        }
+    }
+    out
+}
+
 /// One simulation's result.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Row {
@@ -183,11 +200,14 @@ pub struct Calibrated {
 /// The grid's workloads, in (load, TE share, seed, grace scale) order, each at the rate at which
 /// FIFO holds its load (FIFO preempts nothing, so the grace periods do not change it).
 pub fn workloads(config: &ExperimentConfig) -> Result<Vec<Calibrated>> {
-    if config.nodes == 0 || config.jobs < 20 {
+    if config.nodes == 0 {
+        return Err(ArbiterError::at(ErrorCode::InvalidNumber, "nodes", "the experiment needs at least one node"));
+    }
+    if config.jobs < 20 {
         return Err(ArbiterError::at(
             ErrorCode::InvalidNumber,
             "jobs",
-            format!("the experiment needs at least one node and 20 jobs, got {} and {}", config.nodes, config.jobs),
+            format!("the experiment needs at least 20 jobs, got {}", config.jobs),
         ));
     }
     let capacities = vec![config.node; config.nodes];
