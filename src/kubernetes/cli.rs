@@ -108,7 +108,8 @@ pub struct SyncArgs {
 fn init_logging(directives: &str) -> Result<(), String> {
     let filter = tracing_subscriber::EnvFilter::try_new(directives)
         .map_err(|e| format!("--log {directives:?} is not a level or a filter: {e}"))?;
-    let _ = tracing_subscriber::fmt().with_env_filter(filter).with_writer(std::io::stderr).try_init();
+    let ansi = std::io::IsTerminal::is_terminal(&std::io::stderr());
+    let _ = tracing_subscriber::fmt().with_env_filter(filter).with_writer(std::io::stderr).with_ansi(ansi).try_init();
     Ok(())
 }
 

@@ -104,7 +104,9 @@ impl MakeRequestId for RequestIds {
 fn init_logging(config: &Config) -> Result<(), String> {
     let filter = tracing_subscriber::EnvFilter::try_new(&config.log)
         .map_err(|e| format!("--log {:?} is not a level or a filter: {e}", config.log))?;
-    let builder = tracing_subscriber::fmt().with_env_filter(filter).with_writer(std::io::stderr);
+    // Colours only on a terminal: a log file or journal gets plain text.
+    let ansi = std::io::IsTerminal::is_terminal(&std::io::stderr());
+    let builder = tracing_subscriber::fmt().with_env_filter(filter).with_writer(std::io::stderr).with_ansi(ansi);
     let result = match config.log_format {
         LogFormat::Text => builder.try_init(),
         LogFormat::Json => builder.json().flatten_event(true).try_init(),
