@@ -71,6 +71,10 @@ class OasisPrices(WireModel):
     SCHEMA = "OasisPrices"
     workers: OasisPriceFunction
     parameter_servers: OasisPriceFunction
+    # Which of the four resources jobs demand in each pool (only those count in the
+    # competitive bound); all four when left out.
+    demanded_by_workers: Optional[List[bool]] = None
+    demanded_by_ps: Optional[List[bool]] = None
 
 
 @dataclass
