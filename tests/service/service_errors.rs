@@ -71,6 +71,22 @@ fn infeasible_slos_are_422_naming_the_jobs() {
 }
 
 #[test]
+fn a_session_refuses_space_sharing_rather_than_ignore_it() {
+    let f = Fixture::start("space-sharing", &["--no-demo"]);
+    let mut c = f.client();
+    let mut create = demo_request();
+    create["space_sharing"] = json!(true);
+    assert_error(&c.post("/v1/sessions", &bytes(&create)).unwrap(), 422, "unsupported", Some("space_sharing"));
+    let mut pairs = demo_request();
+    pairs["colocations"] = json!([{"jobs": ["resnet50", "a3c"]}]);
+    assert_error(&c.post("/v1/sessions", &bytes(&pairs)).unwrap(), 422, "unsupported", Some("colocations"));
+    // Saying no is fine.
+    let mut off = demo_request();
+    off["space_sharing"] = json!(false);
+    assert_eq!(c.post("/v1/sessions", &bytes(&off)).unwrap().status, 201);
+}
+
+#[test]
 fn oversized_bodies_are_413() {
     let f = Fixture::start("big", &["--no-demo", "--max-body-bytes", "4096"]);
     let mut c = f.client();

@@ -215,6 +215,14 @@ fn k8s_pods_and_nodes_that_do_not_map() {
     let unseen = pod(Some("resnet50"), "resnet50-worker-9", "1f1f1f1f-2e2e-4d4d-8c8c-3b3b3b3b3b3b");
     let refused = ok(&mut c, &format!("{base}/bind"), &binding(&unseen, "gpu-v100-a"));
     assert!(refused["Error"].as_str().unwrap().contains("has not been through filter"), "{refused}");
+    // A UID that went through filter, under another pod's name: refused, not recorded.
+    let mut impostor = binding(&annotated, "gpu-v100-a");
+    impostor["PodNamespace"] = json!("kube-system");
+    impostor["PodName"] = json!("impostor");
+    let refused = ok(&mut c, &format!("{base}/bind"), &impostor);
+    assert!(refused["Error"].as_str().unwrap().contains("went through filter as pod"), "{refused}");
+    let recorded = get(&mut c, &format!("{base}/bindings"));
+    assert!(!recorded.to_string().contains("impostor"), "{recorded}");
 
     // Bodies that are not the scheduler's.
     let mut bad = args(&other);

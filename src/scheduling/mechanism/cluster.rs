@@ -181,7 +181,7 @@ impl Cluster {
                 let gpus = &self.servers[server.0 as usize].gpus;
                 let gpu: u32 =
                     gpu.parse().ok().filter(|g| *g < gpus.len() as u32).ok_or_else(|| {
-                        refuse(format!("{name:?} names no GPU: that server has GPUs 0..{}", gpus.len()))
+                        refuse(format!("{name:?} names no GPU: that server has GPUs 0 to {}", gpus.len().saturating_sub(1)))
                     })?;
                 Worker::Gpu(GpuId(gpus.start + gpu))
             }

@@ -346,6 +346,12 @@ pub fn bind(ctx: &Context, namespace: &str, name: &str, uid: &str, node: &str) -
              job is unknown; the scheduler retries it"
         )));
     };
+    if (seen.namespace.as_str(), seen.name.as_str()) != (namespace, name) {
+        return Ok(BindCheck::Refuse(format!(
+            "arbiter: UID {uid:?} went through filter as pod {}/{}, not {namespace}/{name}",
+            seen.namespace, seen.name
+        )));
+    }
     let Some(job) = seen.job else { return Ok(BindCheck::NotArbiters) };
     if ctx.session.job(&job).is_err() {
         return Ok(BindCheck::Refuse(format!(

@@ -174,6 +174,7 @@ impl Sessions {
     /// Creates a session from a creation body, owned by `owner`, with no more jobs than
     /// `quota` allows (none: no limit); durable when it returns. Runs on a blocking thread.
     pub fn create(&self, id: String, text: &str, owner: Owner, quota: Option<&Limits>) -> ApiResult<Arc<Entry>> {
+        super::spec::refuse_space_sharing(text)?;
         let (spec, session) = Spec::parse(text)?;
         check_jobs(quota, session.num_jobs())?;
         if self.contains(&id) {

@@ -248,6 +248,30 @@ impl Spec {
     }
 }
 
+/// The contract's `space_sharing` and `colocations` are the stateless solve's (and the library's
+/// `Session::add_colocation`, and `arbiter simulate --space-sharing`): a session over HTTP has no
+/// event that adds a colocation for a job added later, so it refuses them rather than ignore them.
+/// Checked at creation only: a session stored before the refusal still replays.
+pub fn refuse_space_sharing(text: &str) -> ApiResult<()> {
+    let Ok(serde_json::Value::Object(body)) = serde_json::from_str::<serde_json::Value>(text) else { return Ok(()) };
+    let asked = |key: &str| match body.get(key) {
+        None | Some(serde_json::Value::Null) | Some(serde_json::Value::Bool(false)) => false,
+        Some(serde_json::Value::Array(a)) => !a.is_empty(),
+        Some(_) => true,
+    };
+    match ["space_sharing", "colocations"].into_iter().find(|k| asked(k)) {
+        Some(field) => Err(ArbiterError::at(
+            ErrorCode::Unsupported,
+            field,
+            "sessions over HTTP do not run space sharing (no event adds a colocation for a job added \
+             later); POST /v1/allocations solves a request with colocations, and `arbiter simulate \
+             --space-sharing` runs them in rounds",
+        )
+        .into()),
+        None => Ok(()),
+    }
+}
+
 /// `jobs[0].throughput.v100` (the request's path) or `job.id` (the session's) → `throughput.v100`, `id`.
 pub fn relative_to_job(mut e: ArbiterError) -> ArbiterError {
     if let Some(field) = e.field.take() {
