@@ -22,6 +22,21 @@ use std::time::Instant;
 const DONE_TOLERANCE: f64 = 1e-9;
 /// Rounds in a row with jobs present, none running and no arrival to wait for, before giving up.
 const MAX_IDLE_ROUNDS: u32 = 10_000;
+/// Rounds a run plays at most (about 95 years of 5-minute rounds, seconds of work): a job whose
+/// steps or restart overhead need more would otherwise keep the run going for hours.
+pub const MAX_ROUNDS: u64 = 10_000_000;
+
+/// The refusal of a run that reached [`MAX_ROUNDS`].
+pub fn too_many_rounds(seconds: f64, unfinished: usize) -> ArbiterError {
+    ArbiterError::new(
+        ErrorCode::Unsupported,
+        format!(
+            "the run reached {MAX_ROUNDS} rounds ({} days simulated) with {unfinished} jobs unfinished: some job's \
+             steps (or restart overhead) need more rounds than a simulation plays",
+            (seconds / 86_400.0).round()
+        ),
+    )
+}
 
 /// What one round did to the jobs.
 pub struct PlayedRound {
@@ -155,6 +170,9 @@ pub fn run_with(
             if pipeline.rounds() > 0 && pipeline.rounds() % synthesizer.every_rounds == 0 {
                 choices.push(synthesizer.choose_and_switch(&mut pipeline, round)?);
             }
+        }
+        if pipeline.rounds() >= MAX_ROUNDS {
+            return Err(too_many_rounds(now - start_time, pipeline.active().len() + pipeline.waiting().len()));
         }
         let played = play_round(&mut pipeline, round);
         preemptions += played.decision.suspended.len() as u64;

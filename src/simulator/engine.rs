@@ -219,6 +219,9 @@ pub fn run(
             }
             continue;
         }
+        if run.session.rounds() >= crate::scheduling::simulation::MAX_ROUNDS {
+            return Err(crate::scheduling::simulation::too_many_rounds(run.now, run.active.len()));
+        }
         let finished = run.round()?;
         if finished.is_empty() && run.last_round_idle {
             idle_rounds += 1;

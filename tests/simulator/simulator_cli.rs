@@ -181,6 +181,32 @@ fn simulate_refuses_bad_input_with_the_error_object() {
 }
 
 #[test]
+fn a_run_past_the_rounds_it_plays_is_refused_not_left_running() {
+    // 10¹² steps at 2 steps/s: 1.4·10¹⁰ rounds of 6 minutes. The run stops at 10⁷ rounds and
+    // says why (it used to run for hours).
+    let dir = scratch("endless");
+    let trace = write(&dir, "t.trace", "a\tpython3 a.py\tdir\t--steps\t1\t1000000000000\t1\t1\t-1.000000\t0\n");
+    let table = write(&dir, "t.json", TABLE);
+    let out = arbiter(&[
+        "simulate",
+        "--trace",
+        &trace,
+        "--throughputs",
+        &table,
+        "--cluster",
+        "v100=1,k80=1",
+        "--scheduling",
+        "las",
+        "--output",
+        "-",
+    ]);
+    assert_eq!(out.status.code(), Some(2));
+    let error: serde_json::Value = serde_json::from_slice(&out.stderr).unwrap();
+    assert_eq!(error["error"]["code"], "unsupported", "{error}");
+    assert!(error["error"]["message"].as_str().unwrap().contains("10000000 rounds"), "{error}");
+}
+
+#[test]
 fn sweep_writes_one_row_per_simulation_and_plots() {
     let dir = scratch("sweep");
     let table = write(&dir, "t.json", TABLE);

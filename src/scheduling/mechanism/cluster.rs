@@ -179,10 +179,9 @@ impl Cluster {
             None => Worker::Server(server),
             Some(gpu) => {
                 let gpus = &self.servers[server.0 as usize].gpus;
-                let gpu: u32 =
-                    gpu.parse().ok().filter(|g| *g < gpus.len() as u32).ok_or_else(|| {
-                        refuse(format!("{name:?} names no GPU: that server has GPUs 0 to {}", gpus.len().saturating_sub(1)))
-                    })?;
+                let gpu: u32 = gpu.parse().ok().filter(|g| *g < gpus.len() as u32).ok_or_else(|| {
+                    refuse(format!("{name:?} names no GPU: that server has GPUs 0 to {}", gpus.len().saturating_sub(1)))
+                })?;
                 Worker::Gpu(GpuId(gpus.start + gpu))
             }
         };
