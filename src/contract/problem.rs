@@ -333,7 +333,7 @@ impl Problem {
                 }
             }
         }
-        if policy == PolicyKind::MinCostSlo && jobs.iter().all(|j| j.slo_seconds.is_none()) {
+        if policy == PolicyKind::MinCostSlo && !jobs.is_empty() && jobs.iter().all(|j| j.slo_seconds.is_none()) {
             return Err(ArbiterError::at(
                 ErrorCode::MissingField,
                 "jobs[0].slo_seconds",

@@ -298,11 +298,13 @@ pub fn csv(points: &[SweepPoint]) -> String {
         );
         match &p.outcome {
             Ok(r) => {
-                let h = |s: f64| s / 3600.0;
+                // Hours to 4 places; empty where there is no value (no job measured), as the
+                // report's null.
+                let h = |s: f64| if s.is_finite() { format!("{:.4}", s / 3600.0) } else { String::new() };
                 let q = r.jct_percentiles_seconds;
                 let _ = writeln!(
                     out,
-                    "{},{},{},{},{:.4},{:.4},{:.4},{:.4},{:.4},{:.4},{},{},{:.3},{:.4},{:.4},{},{},{},{},",
+                    "{},{},{},{},{},{},{},{},{},{:.4},{},{},{:.3},{},{:.4},{},{},{},{},",
                     r.jobs_total,
                     r.jobs_arrived,
                     r.jobs_measured,
