@@ -37,6 +37,9 @@ pub use policies::{Outcome, PolicyKind};
 pub use problem::Problem;
 pub use request::Request;
 pub use response::Response;
+pub use scheduling::{Composition, CompositionRequest, Pipeline};
+pub use solver::realizable::Realizable;
+pub use solver::tie_break::TieBreak;
 
 use std::time::Instant;
 

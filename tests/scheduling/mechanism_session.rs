@@ -418,3 +418,28 @@ fn a_composed_session_refuses_a_cluster_past_the_gpus_it_tracks_before_laying_it
     let e = Session::composed(&problem, Config::default(), &las).unwrap_err();
     assert_eq!((e.code, e.field.as_deref()), (ErrorCode::Unsupported, Some("cluster.worker_types")));
 }
+
+#[test]
+fn session_metrics_count_from_when_a_job_was_added_not_from_its_fifo_arrival() {
+    // The demo's jobs give no arrival: FIFO orders them by index (0, 1, …), which is not a time.
+    // Responsiveness and JCT count from session time 0, when they were added.
+    let mut s = Session::from_problem(&fixture("demo.json"), Config::default()).unwrap();
+    run(&mut s, 3);
+    let m = s.metrics();
+    assert!(m.average_responsiveness_seconds.is_some_and(|r| r >= 0.0), "{m:?}");
+    let id = "a3c";
+    s.remove_job(id).unwrap();
+    let m = s.metrics();
+    assert_eq!(m.average_jct_seconds, Some(3.0 * Config::default().round_seconds), "{m:?}");
+}
+
+#[test]
+fn a_composed_session_of_gavels_composition_is_the_mechanisms_session() {
+    // What `Composition::from_request` gives for {"scheduling": "min_makespan"}: the LP policy
+    // with the default stages. `Session::composed` runs it as `from_problem` does, with that policy.
+    let gavel = arbiter::Composition::gavel(PolicyKind::MinMakespan);
+    let mut s = Session::composed(&fixture("demo.json"), Config::default(), &gavel).unwrap();
+    assert_eq!(s.policy(), PolicyKind::MinMakespan);
+    let r = round(&mut s);
+    assert!(r.allocation_recomputed && !r.placements.is_empty(), "{r:?}");
+}

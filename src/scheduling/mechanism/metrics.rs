@@ -10,7 +10,9 @@ use crate::simulator::report::percentile;
 /// A job that left the session: what its completion time and responsiveness are read from.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub(super) struct Completed {
-    pub(super) arrival: f64,
+    /// Session time it was added: the contract's `arrival` orders FIFO and need not be session
+    /// time (a request's jobs without one arrive at their index).
+    pub(super) added_at: f64,
     pub(super) left: f64,
     pub(super) first_run: Option<f64>,
     pub(super) preemptions: u32,
@@ -28,11 +30,11 @@ pub(super) struct Usage {
 pub struct SessionMetrics {
     /// Jobs removed from the session (finished or withdrawn).
     pub completed_jobs: usize,
-    /// Over the removed jobs: removal − arrival, in seconds.
+    /// Over the removed jobs: removal − the session time they were added, in seconds.
     pub average_jct_seconds: Option<f64>,
     /// Median, 95th and 99th percentile of those completion times.
     pub jct_percentiles_seconds: Option<[f64; 3]>,
-    /// Over every job that has run: first round run − arrival, in seconds.
+    /// Over every job that has run: first round run − the session time it was added, in seconds.
     pub average_responsiveness_seconds: Option<f64>,
     /// Checkpoint-restarts (a running job preempted or moved) per job, removed and active.
     pub preemptions_per_job: Option<f64>,
@@ -71,13 +73,13 @@ impl Session {
 
     /// JCT, responsiveness, preemptions and utilization so far.
     pub fn metrics(&self) -> SessionMetrics {
-        let mut jcts: Vec<f64> = self.completed.iter().map(|c| c.left - c.arrival).collect();
+        let mut jcts: Vec<f64> = self.completed.iter().map(|c| c.left - c.added_at).collect();
         jcts.sort_by(f64::total_cmp);
         let arrival_first: Vec<(f64, Option<f64>)> = self
             .completed
             .iter()
-            .map(|c| (c.arrival, c.first_run))
-            .chain(self.jobs.iter().map(|j| (j.job.arrival, j.first_run)))
+            .map(|c| (c.added_at, c.first_run))
+            .chain(self.jobs.iter().map(|j| (j.added_at, j.first_run)))
             .collect();
         let responsiveness: Vec<f64> = arrival_first.iter().filter_map(|&(a, f)| Some(f? - a)).collect();
         let preemptions: Vec<f64> = self

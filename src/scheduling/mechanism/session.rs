@@ -195,12 +195,20 @@ impl Session {
 
     /// A session of a problem's cluster and jobs whose rounds a composition of list-policy stages
     /// decides (`crate::scheduling::Pipeline`); the problem's policy is never solved. Rounds
-    /// place whole jobs (`Mode::Rounds`); space sharing is Gavel's mechanism's.
+    /// place whole jobs (`Mode::Rounds`); space sharing is Gavel's mechanism's. Gavel's own
+    /// composition (an LP policy with the default stages) gives `from_problem`'s session, with
+    /// that policy.
     pub fn composed(
         problem: &Problem,
         config: Config,
         composition: &crate::scheduling::Composition,
     ) -> Result<Session> {
+        // Gavel's composition (an LP policy, the default stages) is the mechanism's session.
+        if let (true, crate::scheduling::SchedulingSpec::Allocation(policy)) =
+            (composition.is_gavel(), &composition.scheduling)
+        {
+            return Session::from_problem(&Problem { policy: *policy, ..problem.clone() }, config);
+        }
         if config.mode != super::Mode::Rounds {
             return Err(ArbiterError::at(
                 ErrorCode::Unsupported,
@@ -539,7 +547,7 @@ impl Session {
             composed.remove(id, self.time);
         }
         self.completed.push(Completed {
-            arrival: removed.job.arrival,
+            added_at: removed.added_at,
             left: self.time,
             first_run: removed.first_run,
             preemptions: removed.preemptions,

@@ -274,7 +274,9 @@ impl Backend {
 
     /// The same backend, bound to finish within `seconds` from now.
     pub fn within(self, seconds: f64) -> Backend {
-        match Instant::now().checked_add(Duration::from_secs_f64(seconds.clamp(0.0, 1e9))) {
+        // NaN is no budget at all, as 0 (`clamp` keeps NaN, which `Duration` refuses).
+        let seconds = if seconds.is_nan() { 0.0 } else { seconds.clamp(0.0, 1e9) };
+        match Instant::now().checked_add(Duration::from_secs_f64(seconds)) {
             Some(deadline) => self.until(deadline),
             None => self,
         }
@@ -427,6 +429,17 @@ mod tests {
         bounded.start_from(&[BasisStatus::Basic], &[BasisStatus::Lower, BasisStatus::Upper]);
         bounded.set_costs(&[(3, 2.5)]);
         assert_eq!(*calls.borrow(), ["tolerance 0.000000001", "basis 1 2", "costs [(3, 2.5)]"]);
+    }
+
+    /// A budget of NaN seconds (a config value gone wrong) is no budget, not a panic; infinite
+    /// and negative ones are bounded and spent.
+    #[test]
+    fn a_budget_of_nan_seconds_is_none() {
+        let before = Instant::now();
+        let deadline = |seconds: f64| Backend::default().within(seconds).deadline;
+        assert!(deadline(f64::NAN).is_some_and(|d| d <= Instant::now() && d >= before));
+        assert!(deadline(-1.0).is_some_and(|d| d <= Instant::now()));
+        assert!(deadline(f64::INFINITY).is_some_and(|d| d > Instant::now() + Duration::from_secs(3600)));
     }
 
     /// The unit tests' backend is the one `ARBITER_TEST_LP_BACKEND` names (`scripts/test` runs
