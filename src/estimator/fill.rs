@@ -85,32 +85,26 @@ pub fn fill_missing(request: &mut Request, reference: Option<&ThroughputTable>) 
             .iter()
             .filter_map(|(w, v)| Some((reference.column_index(&Column::Solo { worker_type: w.clone() })?, (*v)?)))
             .collect();
-        let estimate = estimator.estimate(&measured, EstimateOptions::default()).map_err(|e| ArbiterError {
-            message: match measured.iter().any(|&(_, v)| v > 0.0) {
-                // Measured only on types the reference does not know: say so.
-                false if job.throughput.values().any(|v| v.is_some_and(|v| v > 0.0)) => format!(
-                    "job {:?} is measured only on worker types the reference throughputs do not have ({});                      estimate_missing needs a positive throughput on one of {}",
+        let estimate = estimator.estimate(&measured, EstimateOptions::default()).map_err(|e| {
+            // Measured only on types the reference does not know: say so.
+            let unknown: Vec<&str> = job
+                .throughput
+                .iter()
+                .filter(|(w, v)| v.is_some_and(|v| v > 0.0) && !types.contains(w))
+                .map(|(w, _)| w.as_str())
+                .collect();
+            let message = if !unknown.is_empty() && !measured.iter().any(|&(_, v)| v > 0.0) {
+                format!(
+                    "job {:?} is measured only on worker types the reference throughputs do not have ({}); \
+                     estimate_missing needs a positive throughput on one of {}",
                     job.id,
-                    job.throughput
-                        .iter()
-                        .filter(|(w, v)| v.is_some_and(|v| v > 0.0) && reference.column_index(&Column::Solo { worker_type: (*w).clone() }).is_none())
-                        .map(|(w, _)| w.as_str())
-                        .collect::<Vec<_>>()
-                        .join(", "),
-                    reference
-                        .columns
-                        .iter()
-                        .filter_map(|c| match c {
-                            Column::Solo { worker_type } => Some(worker_type.as_str()),
-                            _ => None,
-                        })
-                        .collect::<Vec<_>>()
-                        .join(", ")
-                ),
-                _ => format!("{} (job {:?}, estimate_missing)", e.message, job.id),
-            },
-            field: Some(field.clone()),
-            ..e
+                    unknown.join(", "),
+                    types.join(", ")
+                )
+            } else {
+                format!("{} (job {:?}, estimate_missing)", e.message, job.id)
+            };
+            ArbiterError { message, field: Some(field.clone()), ..e }
         })?;
         let mut row = IndexMap::new();
         for w in missing {

@@ -286,6 +286,13 @@ fn estimate_missing_fills_the_throughput_matrix_before_the_policy_runs() {
     let e = arbiter::solve_request(request, None, arbiter::lp::Backend::default()).unwrap_err();
     assert_eq!(e.code, ErrorCode::MissingField);
     assert_eq!(e.field.as_deref(), Some("estimate_missing"));
+    // A job measured only on a type the reference lacks is told so, in one readable sentence.
+    let mut outside = partial_request();
+    outside["cluster"]["worker_types"]["z"] = json!({"count": 1});
+    outside["jobs"][0]["throughput"] = json!({"z": 2.0});
+    let outside: arbiter::Request = serde_json::from_value(outside).unwrap();
+    let e = arbiter::solve_request(outside, Some(&table), arbiter::lp::Backend::default()).unwrap_err();
+    assert!(e.message.contains("measured only on worker types the reference throughputs do not have (z); estimate_missing needs a positive throughput on one of a, b, c, d, e, f"), "{}", e.message);
 }
 
 #[test]
