@@ -51,20 +51,6 @@ fn by_job_fairness(jobs: &[JobState], list: &mut [JobIndex]) {
     });
 }
 
-/// The worker type a job would take: its profiling type, else its fastest, with `scale_factor`
-/// GPUs left (the pipeline's rule).
-fn fitting_type(job: &JobState, capacity: &[u32]) -> Option<usize> {
-    let profile =
-        job.profile_on.filter(|&p| p < capacity.len() && job.throughput[p] > 0.0 && capacity[p] >= job.scale_factor);
-    profile.or_else(|| fastest_fitting(job, capacity))
-}
-
-fn fastest_fitting(job: &JobState, capacity: &[u32]) -> Option<usize> {
-    (0..capacity.len())
-        .filter(|&w| job.throughput[w] > 0.0 && capacity[w] >= job.scale_factor)
-        .max_by(|&a, &b| job.throughput[a].total_cmp(&job.throughput[b]).then(b.cmp(&a)))
-}
-
 impl Scheduling for Ltgf {
     fn name(&self) -> String {
         if self.quota {
@@ -124,14 +110,14 @@ impl Scheduling for Ltgf {
             let running_on = job.gpus.first().map(|&g| context.cluster.gpus[g as usize].worker_type as usize);
             let fits = match running_on {
                 Some(w) => (capacity[w] >= job.scale_factor).then_some(w),
-                None => fitting_type(job, &capacity),
+                None => job.type_to_start(&capacity),
             };
             let Some(w) = fits else {
                 // A job that no healthy type could hold even with every GPU free is passed over;
                 // one that does not fit now makes its tenant wait for the next interval.
                 let never = match running_on {
                     Some(w) => healthy[w] < job.scale_factor,
-                    None => fitting_type(job, &healthy).is_none(),
+                    None => job.type_to_start(&healthy).is_none(),
                 };
                 if never && !pending[tenant].is_empty() {
                     heap.push(Candidate { rho: rho(tenant, &allocated), tenant });

@@ -283,11 +283,8 @@ impl Pipeline {
             ));
         }
         // Against every GPU, healthy or not: a job waits out a failure rather than being refused.
-        let mut gpus = vec![0u32; self.cluster.num_types()];
-        for g in &self.cluster.gpus {
-            gpus[g.worker_type as usize] += 1;
-        }
-        let fits = job.throughput.iter().zip(&gpus).any(|(&t, &n)| t > 0.0 && n >= job.scale_factor);
+        let fits =
+            job.throughput.iter().zip(self.cluster.gpus_per_type()).any(|(&t, n)| t > 0.0 && n >= job.scale_factor);
         if job.tenant >= self.tenants.len() {
             return Err(ArbiterError::at(
                 ErrorCode::InvalidEntity,
@@ -397,11 +394,11 @@ impl Pipeline {
         for &j in &order {
             let job = &self.jobs[j];
             let sf = job.scale_factor;
-            let profile =
-                job.profile_on.filter(|&p| p < capacity.len() && job.throughput[p] > 0.0 && capacity[p] >= sf);
             if let Some(&g) = job.gpus.first() {
                 let w = self.cluster.gpus[g as usize].worker_type as usize;
-                if pinned[j] || profile.is_none_or(|p| p == w) {
+                let moves =
+                    !pinned[j] && job.profile_on.is_some_and(|p| p != w && job.type_to_start(&capacity) == Some(p));
+                if !moves {
                     if capacity[w] >= sf {
                         capacity[w] -= sf;
                         keep[j] = true;
@@ -409,12 +406,7 @@ impl Pipeline {
                     continue;
                 }
             }
-            let best = profile.or_else(|| {
-                (0..capacity.len())
-                    .filter(|&w| job.throughput[w] > 0.0 && capacity[w] >= sf)
-                    .max_by(|&a, &b| job.throughput[a].total_cmp(&job.throughput[b]).then(b.cmp(&a)))
-            });
-            if let Some(w) = best {
+            if let Some(w) = job.type_to_start(&capacity) {
                 capacity[w] -= sf;
                 start.push((j, w as u32));
             }

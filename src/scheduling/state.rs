@@ -111,6 +111,22 @@ impl JobState {
         !self.gpus.is_empty()
     }
 
+    /// Its fastest type among those `fit` admits (ties: the lower index).
+    pub fn fastest_type(&self, fit: impl Fn(usize) -> bool) -> Option<usize> {
+        (0..self.throughput.len())
+            .filter(|&w| self.throughput[w] > 0.0 && fit(w))
+            .max_by(|&a, &b| self.throughput[a].total_cmp(&self.throughput[b]).then(b.cmp(&a)))
+    }
+
+    /// The type it starts on with `capacity` GPUs free per type (the pipeline's rule): its
+    /// profiling type (`profile_on`) when it runs there and that has room, else its fastest with room.
+    pub fn type_to_start(&self, capacity: &[u32]) -> Option<usize> {
+        let room = |w: usize| w < capacity.len() && capacity[w] >= self.scale_factor;
+        self.profile_on
+            .filter(|&p| self.throughput.get(p).is_some_and(|&t| t > 0.0) && room(p))
+            .or_else(|| self.fastest_type(room))
+    }
+
     /// The fastest steps/s the job has on any type.
     pub fn best_throughput(&self) -> f64 {
         self.throughput.iter().copied().fold(0.0, f64::max)
@@ -331,8 +347,17 @@ impl ClusterState {
 
     /// Healthy GPUs of each type.
     pub fn healthy_per_type(&self) -> Vec<u32> {
+        self.count_per_type(|g| g.healthy)
+    }
+
+    /// GPUs of each type, healthy or not.
+    pub fn gpus_per_type(&self) -> Vec<u32> {
+        self.count_per_type(|_| true)
+    }
+
+    fn count_per_type(&self, counted: impl Fn(&Gpu) -> bool) -> Vec<u32> {
         let mut n = vec![0; self.num_types()];
-        for g in self.gpus.iter().filter(|g| g.healthy) {
+        for g in self.gpus.iter().filter(|g| counted(g)) {
             n[g.worker_type as usize] += 1;
         }
         n

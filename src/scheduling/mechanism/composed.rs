@@ -226,12 +226,7 @@ impl Session {
                 let next = j.profile_next();
                 let was_profiled = composed.profiled.remove(&k);
                 let job = &mut composed.pipeline.jobs[k];
-                job.profile_on = next.or_else(|| {
-                    was_profiled.then(|| {
-                        (0..job.throughput.len())
-                            .max_by(|&a, &b| job.throughput[a].total_cmp(&job.throughput[b]).then(b.cmp(&a)))
-                    })?
-                });
+                job.profile_on = next.or_else(|| was_profiled.then(|| job.fastest_type(|_| true))?);
                 if next.is_some() {
                     composed.profiled.insert(k);
                 }
