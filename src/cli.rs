@@ -198,13 +198,10 @@ fn run_solve(
     method: Option<String>,
 ) -> ExitCode {
     let response = backend_named(backend).and_then(|backend| {
-        let reference =
-            reference.map(crate::workload::throughputs::ThroughputTable::from_path).transpose().map_err(|mut e| {
-                if e.field.as_deref() == Some("throughputs") {
-                    e.field = Some("reference_throughputs".into());
-                }
-                e
-            })?;
+        let reference = reference
+            .map(crate::workload::throughputs::ThroughputTable::from_path)
+            .transpose()
+            .map_err(|e| e.field_renamed("throughputs", "reference_throughputs"))?;
         let mut request = crate::Request::from_json(&read_input(input)?)?;
         if method.is_some() {
             request.method = method;

@@ -85,6 +85,15 @@ impl ArbiterError {
         self
     }
 
+    /// The same error, named at `to` where it was named at `from`: a field of the library's call
+    /// under the name the caller's input gives it.
+    pub fn field_renamed(mut self, from: &str, to: &str) -> Self {
+        if self.field.as_deref() == Some(from) {
+            self.field = Some(to.to_string());
+        }
+        self
+    }
+
     /// The wire form: `{"error": {...}}`.
     pub fn to_json(&self) -> serde_json::Value {
         serde_json::json!({ "error": self })

@@ -11,7 +11,6 @@ use super::error::{ApiResult, ErrorResponse};
 use super::extract::{Body, Params, QueryParams};
 use super::replayed::{parse, Replayed, ReplayedSessions, SessionEntries};
 use super::state::SharedState;
-use crate::error::ArbiterError;
 pub use crate::scheduling::fitgpp::input::{FitGppJob, FitGppNodeGroup};
 use crate::scheduling::fitgpp::{input, preemption, Cluster, Pass, Phase, Resources};
 use axum::extract::State;
@@ -203,20 +202,13 @@ pub(crate) fn build(spec: &CreateFitGppSession) -> ApiResult<Cluster> {
     Ok(Cluster::new(&capacities, policy)?)
 }
 
-/// The clock's error (`time`) under the field of the body that set it.
-fn renamed(mut error: ArbiterError, field: &str) -> ArbiterError {
-    if error.field.as_deref() == Some("time") {
-        error.field = Some(field.to_string());
-    }
-    error
-}
-
 /// Applies one event to the cluster.
 pub(crate) fn apply(cluster: &mut Cluster, event: &Event) -> ApiResult<Pass> {
     match event {
-        Event::Advance(a) => Ok(cluster.advance_to(a.to).map_err(|e| renamed(e, "to"))?),
+        Event::Advance(a) => Ok(cluster.advance_to(a.to).map_err(|e| e.field_renamed("time", "to"))?),
         Event::Submit(job) => {
-            let mut pass = cluster.advance_to(job.at.unwrap_or(cluster.now())).map_err(|e| renamed(e, "at"))?;
+            let mut pass =
+                cluster.advance_to(job.at.unwrap_or(cluster.now())).map_err(|e| e.field_renamed("time", "at"))?;
             cluster.submit(job.spec())?;
             pass.extend(cluster.schedule());
             // Grace periods of 0 s end now: their victims leave and the TE job starts in this pass.

@@ -269,12 +269,8 @@ fn prices(spec: &CreateOasisSession) -> ApiResult<PriceParameters> {
                     Job::new(s.clone(), spec.cluster.slot_seconds, spec.cluster.slots, &format!("expected_jobs[{i}]"))
                 })
                 .collect::<crate::error::Result<Vec<Job>>>()?;
-            PriceParameters::estimate_with(&jobs, &spec.cluster, lowest).map_err(|mut e| {
-                if e.field.as_deref() == Some("jobs") {
-                    e.field = Some("expected_jobs".into());
-                }
-                e
-            })?
+            PriceParameters::estimate_with(&jobs, &spec.cluster, lowest)
+                .map_err(|e| e.field_renamed("jobs", "expected_jobs"))?
         }
         _ => {
             return Err(ArbiterError::at(

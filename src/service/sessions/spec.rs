@@ -253,13 +253,28 @@ impl Spec {
 /// event that adds a colocation for a job added later, so it refuses them rather than ignore them.
 /// Checked at creation only: a session stored before the refusal still replays.
 pub fn refuse_space_sharing(text: &str) -> ApiResult<()> {
-    let Ok(serde_json::Value::Object(body)) = serde_json::from_str::<serde_json::Value>(text) else { return Ok(()) };
-    let asked = |key: &str| match body.get(key) {
+    /// Only those two keys are read; the rest of the body is skipped, not built.
+    #[derive(Deserialize)]
+    struct Pairs {
+        #[serde(default)]
+        space_sharing: Option<serde_json::Value>,
+        #[serde(default)]
+        colocations: Option<serde_json::Value>,
+    }
+    let Ok(body) = serde_json::from_str::<Pairs>(text) else { return Ok(()) };
+    let asked = |value: &Option<serde_json::Value>| match value {
         None | Some(serde_json::Value::Null) | Some(serde_json::Value::Bool(false)) => false,
         Some(serde_json::Value::Array(a)) => !a.is_empty(),
         Some(_) => true,
     };
-    match ["space_sharing", "colocations"].into_iter().find(|k| asked(k)) {
+    let field = if asked(&body.space_sharing) {
+        Some("space_sharing")
+    } else if asked(&body.colocations) {
+        Some("colocations")
+    } else {
+        None
+    };
+    match field {
         Some(field) => Err(ArbiterError::at(
             ErrorCode::Unsupported,
             field,
