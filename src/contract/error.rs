@@ -85,11 +85,14 @@ impl ArbiterError {
         self
     }
 
-    /// The same error, named at `to` where it was named at `from`: a field of the library's call
-    /// under the name the caller's input gives it.
+    /// The same error, named at `to` where it was named at `from` or inside it (`from.x` becomes
+    /// `to.x`, `from[0]` becomes `to[0]`): a field of the library's call under the name the
+    /// caller's input gives it.
     pub fn field_renamed(mut self, from: &str, to: &str) -> Self {
-        if self.field.as_deref() == Some(from) {
-            self.field = Some(to.to_string());
+        if let Some(rest) = self.field.as_deref().and_then(|f| f.strip_prefix(from)) {
+            if rest.is_empty() || rest.starts_with('.') || rest.starts_with('[') {
+                self.field = Some(format!("{to}{rest}"));
+            }
         }
         self
     }
@@ -120,5 +123,22 @@ impl From<crate::lp::SolveError> for ArbiterError {
             _ => ErrorCode::SolverFailed,
         };
         ArbiterError::new(code, e.to_string())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_renamed_field_keeps_the_path_inside_it() {
+        let named = |field: &str| ArbiterError::at(ErrorCode::MalformedRequest, field, "bad");
+        let renamed = |field: &str| named(field).field_renamed("throughputs", "reference").field;
+        assert_eq!(renamed("throughputs").as_deref(), Some("reference"));
+        assert_eq!(renamed("throughputs.v100.A").as_deref(), Some("reference.v100.A"));
+        assert_eq!(renamed("throughputs[2]").as_deref(), Some("reference[2]"));
+        // Another field that only starts with the same letters is left alone.
+        assert_eq!(renamed("throughputs_total").as_deref(), Some("throughputs_total"));
+        assert_eq!(renamed("jobs[0].throughputs").as_deref(), Some("jobs[0].throughputs"));
     }
 }

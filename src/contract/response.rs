@@ -158,9 +158,11 @@ impl Response {
         }
         let objective = match outcome.objective {
             // The makespan of the allocation answered: infinite (null) if a job with steps left
-            // gets no time, as the LP's tolerance allows for one that needs almost none.
+            // gets no time, as the LP's tolerance allows for one that needs almost none. With the
+            // throughputs the policy saw (all 1 when type-blind), as the contract defines it.
             Some(o) if problem.policy == PolicyKind::MinMakespan => {
-                Some(o).filter(|_| crate::policies::min_makespan::makespan(problem, &thr).is_finite())
+                let seen = outcome.throughputs_under(problem, &problem.throughput);
+                Some(o).filter(|_| crate::policies::min_makespan::makespan(problem, &seen).is_finite())
             }
             other => other,
         };

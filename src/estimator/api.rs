@@ -103,10 +103,8 @@ pub fn estimate(request: &EstimateRequest, default_reference: Option<&Throughput
     let posted;
     let table = match (&request.reference, default_reference) {
         (Some(value), _) => {
-            posted = ThroughputTable::from_json_str(&value.to_string()).map_err(|e| ArbiterError {
-                field: Some(format!("reference{}", e.field.as_deref().map_or(String::new(), |f| format!(".{f}")))),
-                ..e
-            })?;
+            posted = ThroughputTable::from_json_str(&value.to_string())
+                .map_err(|e| e.field_renamed("throughputs", "reference"))?;
             &posted
         }
         (None, Some(table)) => table,
@@ -114,7 +112,7 @@ pub fn estimate(request: &EstimateRequest, default_reference: Option<&Throughput
             return Err(ArbiterError::at(
                 ErrorCode::MissingField,
                 "reference",
-                "no reference matrix: post one as `reference`, or start with --reference-throughputs FILE",
+                "no reference matrix: give one as the request's `reference`, or --reference-throughputs FILE to the server or `arbiter estimate`",
             ))
         }
     };

@@ -48,7 +48,12 @@ pub struct EstimateArgs {
 
 /// Runs the command and returns what it prints.
 pub fn run(args: &EstimateArgs) -> Result<String> {
-    let table = args.reference_throughputs.as_deref().map(ThroughputTable::from_path).transpose()?;
+    let table = args
+        .reference_throughputs
+        .as_deref()
+        .map(ThroughputTable::from_path)
+        .transpose()
+        .map_err(|e| e.field_renamed("throughputs", "reference_throughputs"))?;
     if args.evaluate {
         let table = table.ok_or_else(|| {
             ArbiterError::at(
@@ -60,6 +65,7 @@ pub fn run(args: &EstimateArgs) -> Result<String> {
         let options = api::checked_options(args.rank, args.regularization)?;
         let types = api::worker_types(&table, args.worker_types.as_deref())?;
         let estimator = Estimator::new(ReferenceMatrix::from_table(&table, &types, args.scale_factor, true))?;
+        estimator.check_rank(options.rank)?;
         let rows = estimator.evaluate(options);
         return Ok(if args.json {
             serde_json::to_string_pretty(&rows).expect("rows serialize")

@@ -161,19 +161,28 @@ impl Estimator {
             .collect()
     }
 
-    fn rank_for(&self, known: usize, requested: Option<usize>) -> Result<usize> {
-        let available = self.model.rank;
+    /// Refuses a requested rank above what the reference's factors support.
+    pub fn check_rank(&self, requested: Option<usize>) -> Result<()> {
         match requested {
-            _ if known == 0 => Err(ArbiterError::at(
+            Some(r) if r > self.model.rank => Err(ArbiterError::at(
+                ErrorCode::TooFewMeasurements,
+                "rank",
+                format!("rank {r} is above what the reference supports ({})", self.model.rank),
+            )),
+            _ => Ok(()),
+        }
+    }
+
+    fn rank_for(&self, known: usize, requested: Option<usize>) -> Result<usize> {
+        if known == 0 {
+            return Err(ArbiterError::at(
                 ErrorCode::TooFewMeasurements,
                 "measured",
                 "at least one positive measured throughput is needed to estimate the others",
-            )),
-            Some(r) if r > available => Err(ArbiterError::at(
-                ErrorCode::TooFewMeasurements,
-                "rank",
-                format!("rank {r} is above what the reference supports ({available})"),
-            )),
+            ));
+        }
+        self.check_rank(requested)?;
+        match requested {
             Some(r) if known < r + 1 => Err(ArbiterError::at(
                 ErrorCode::TooFewMeasurements,
                 "rank",
@@ -183,7 +192,7 @@ impl Estimator {
                 ),
             )),
             Some(r) => Ok(r),
-            None => Ok((known - 1).min(available)),
+            None => Ok((known - 1).min(self.model.rank)),
         }
     }
 

@@ -60,7 +60,7 @@ impl Client {
     /// service account's token and CA.
     pub fn in_cluster() -> Result<Client, String> {
         let host = std::env::var("KUBERNETES_SERVICE_HOST")
-            .map_err(|_| "not in a cluster (no KUBERNETES_SERVICE_HOST): give --api-server".to_string())?;
+            .map_err(|_| "not in a cluster (no KUBERNETES_SERVICE_HOST): give --kube-api-server URL".to_string())?;
         let port = std::env::var("KUBERNETES_SERVICE_PORT").unwrap_or_else(|_| "443".to_string());
         let host = if host.contains(':') { format!("[{host}]") } else { host };
         let account = Path::new(SERVICE_ACCOUNT);

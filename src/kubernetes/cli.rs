@@ -139,8 +139,12 @@ fn connect(c: &Connection) -> Result<Clients, String> {
         _ => Client::in_cluster()?,
     };
     let arbiter = ArbiterClient::new(&c.arbiter, c.arbiter_token.as_deref())?;
-    let reference =
-        c.reference_throughputs.as_deref().map(ThroughputTable::from_path).transpose().map_err(|e| e.message)?;
+    let reference = c
+        .reference_throughputs
+        .as_deref()
+        .map(ThroughputTable::from_path)
+        .transpose()
+        .map_err(|e| e.field_renamed("throughputs", "reference_throughputs").to_string())?;
     Ok(Clients { kube, arbiter, reference })
 }
 

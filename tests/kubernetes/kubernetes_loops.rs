@@ -288,5 +288,5 @@ fn the_commands_run_one_step_with_once_and_refuse_bad_flags() {
     }
     let out = run(&["kueue", "--once", "--arbiter", &arbiter_url]);
     let stderr = String::from_utf8_lossy(&out.stderr);
-    assert!(stderr.contains("not in a cluster (no KUBERNETES_SERVICE_HOST): give --api-server"), "{stderr}");
+    assert!(stderr.contains("not in a cluster (no KUBERNETES_SERVICE_HOST): give --kube-api-server URL"), "{stderr}");
 }

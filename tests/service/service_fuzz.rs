@@ -145,8 +145,8 @@ fn input() -> impl Strategy<Value = String> {
         mutated_request().prop_map(|v| {
             // Cut short somewhere: malformed JSON.
             let text = v.to_string();
-            let cut = text.len() * 2 / 3;
-            text[..text.floor_char_boundary(cut)].to_string()
+            let cut = (0..=text.len() * 2 / 3).rev().find(|&i| text.is_char_boundary(i)).unwrap_or(0);
+            text[..cut].to_string()
         }),
         "\\PC{0,64}",
     ]

@@ -626,3 +626,70 @@ fn a_top_up_never_takes_a_sliver_from_another_jobs_floor() {
     assert!((o.allocation.get(1, k80) - 1e-7).abs() < 1e-18, "b's sliver on the K80: {:?}", o.allocation);
     assert!((o.allocation.get(2, k80) - (0.5 - 1e-7)).abs() < 1e-15, "c gives it up: {:?}", o.allocation);
 }
+
+/// Rows of 10⁻⁷ steps/s (the contract takes down to 10⁻¹⁰⁰): the solver's optimality tolerance is
+/// absolute, and an objective of such coefficients read as worth nothing, so `max_sum_throughput`
+/// and `min_cost` gave the one job no time. In units of the largest gain it gets the GPU.
+#[test]
+fn tiny_throughputs_still_earn_their_gpu() {
+    for tiny in [1e-7, 1e-30, 1e-100] {
+        for policy in ["max_sum_throughput", "min_cost"] {
+            let request = json!({"policy": policy,
+                "cluster": {"worker_types": {"t4": {"count": 1, "cost_per_hour": 1.0}}},
+                "jobs": [{"id": "a", "throughput": {"t4": tiny}}]});
+            let (_, r, x) = solve_value(&request);
+            assert_close(x[0][0], 1.0, 1e-9, &format!("{policy} at {tiny:e}: a's time"));
+            // Steps/s, and steps/s per dollar-hour of one GPU at $1/h: the same number.
+            assert_close(r.objective.unwrap(), tiny, 1e-9, &format!("{policy} at {tiny:e}: objective"));
+        }
+    }
+}
+
+/// Time on a type where the job cannot run adds nothing to any objective; a degenerate vertex
+/// left it there (finite-time fairness with `tie_break: "none"` answered with the equal share,
+/// a job with no V100 throughput holding V100 time).
+#[test]
+fn no_time_where_a_job_cannot_run() {
+    for method in ["lp", "decomposition", "auto"] {
+        for tie_break in ["none", "throughput"] {
+            let request = json!({"policy": "finish_time_fairness", "method": method, "tie_break": tie_break,
+                "cluster": {"worker_types": {"v100": {"count": 2}, "p100": {"count": 1000}}},
+                "jobs": [
+                    {"id": "a", "throughput": {"p100": 164.3}, "steps_remaining": 100, "time_elapsed": 94561.3},
+                    {"id": "b", "throughput": {"v100": 178.9, "p100": 0.0876}, "steps_remaining": 10,
+                     "isolated_time_elapsed": 772.57}]});
+            let (p, r, x) = solve_value(&request);
+            let v100 = p.worker_types.iter().position(|w| w.name == "v100").unwrap();
+            assert_eq!(x[0][v100], 0.0, "{method}, {tie_break}: a has no V100 throughput: {x:?}");
+            assert_close(r.objective.unwrap(), max_rho(&p, &x), 1e-6, "the objective is the allocation's");
+        }
+    }
+}
+
+/// A type-blind makespan whose allocation gives a job time only where its measured throughput
+/// is 0: the policy took every throughput as 1 (the contract), so its makespan is finite and
+/// the answer carries it (it was null, computed with the measured throughputs).
+#[test]
+fn a_type_blind_makespan_is_answered_with_the_throughputs_it_saw() {
+    let request = json!({"policy": "min_makespan", "heterogeneity_aware": false, "method": "decomposition",
+        "cluster": {"worker_types": {"a100": {"count": 4}, "k80": {"count": 4}}},
+        "jobs": [
+            {"id": "j28", "throughput": {"k80": 40.442456}, "steps_remaining": 45},
+            {"id": "j34", "throughput": {"a100": 27.224258, "k80": 5.430124}, "scale_factor": 2, "steps_remaining": 361166},
+            {"id": "j37", "throughput": {"a100": 74.333492}, "steps_remaining": 1e12},
+            {"id": "j38", "throughput": {"a100": 0.320279, "k80": 0.940907}, "steps_remaining": 1000},
+            {"id": "j39", "throughput": {"a100": 50.954323}, "steps_remaining": 577364},
+            {"id": "j40", "throughput": {"a100": 35.931579, "k80": 0.872025}, "steps_remaining": 1e12},
+            {"id": "j41", "throughput": {"k80": 0.161}, "steps_remaining": 75551},
+            {"id": "j42", "throughput": {"a100": 1.642887}, "steps_remaining": 31},
+            {"id": "j43", "throughput": {"a100": 2.05729, "k80": 161.688575}, "steps_remaining": 100},
+            {"id": "j46", "throughput": {"a100": 1.058566, "k80": 0.259993}, "steps_remaining": 0},
+            {"id": "j47", "throughput": {"a100": 27.444934, "k80": 1.18546}, "steps_remaining": 141955},
+            {"id": "j48", "throughput": {"k80": 91.97046}, "steps_remaining": 1113},
+            {"id": "j49", "throughput": {"k80": 20.729375}, "steps_remaining": 169035},
+            {"id": "j50", "throughput": {"a100": 1.265962, "k80": 0.354164}, "steps_remaining": 106},
+            {"id": "j52", "throughput": {"k80": 0.246735}, "steps_remaining": 100}]});
+    let (p, r, x) = solve_value(&request);
+    let objective = r.objective.expect("a finite makespan");
+    assert_close(objective, makespan(&p, &x), 1e-6, "the allocation's makespan, every throughput 1");
+}

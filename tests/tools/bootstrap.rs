@@ -29,12 +29,25 @@ impl FakeRoot {
         self
     }
 
-    /// A machine with every build tool except libclang.
+    /// An executable shell script.
+    fn script(&self, path: &str, body: &str) -> &Self {
+        self.file(path);
+        fs::write(self.0.join(path), format!("#!/bin/sh\n{body}\n")).unwrap();
+        self
+    }
+
+    /// A machine with every build tool except libclang, and a Rust as new as the build needs.
     fn with_tools(self) -> Self {
         for tool in ["cmake", "make", "g++", "cargo", "curl"] {
             self.file(&format!("usr/bin/{tool}"));
         }
+        self.rustc("usr/bin", "1.95.0");
         self
+    }
+
+    /// A `rustc` in `dir` that reports `version`.
+    fn rustc(&self, dir: &str, version: &str) -> &Self {
+        self.script(&format!("{dir}/rustc"), &format!("echo 'rustc {version} (0000000 2026-01-01)'"))
     }
 
     /// Clang's resource headers, as libclang-common-*-dev ships them.
@@ -107,5 +120,40 @@ fn libclang_path_is_the_only_place_looked_when_set() {
 #[test]
 fn an_empty_machine_needs_every_build_tool() {
     let root = FakeRoot::new("empty");
-    assert_eq!(root.would_install(&[]), ["cmake", "make", "g++", "libclang-dev", "curl"]);
+    assert_eq!(root.would_install(&[]), ["cmake", "make", "g++", "libclang-dev", "curl", "rustup"]);
+}
+
+#[test]
+fn a_distribution_rust_older_than_the_build_needs_gets_rustup() {
+    // Debian 12's and Ubuntu 24.04's packaged toolchains: cargo is there, but too old.
+    for old in ["1.63.0", "1.75.0"] {
+        let root = FakeRoot::new("old-rust").with_tools().with_clang_headers();
+        root.file("usr/lib/llvm-14/lib/libclang.so.1").rustc("usr/bin", old);
+        assert_eq!(root.would_install(&[]), ["rustup"], "rustc {old}");
+        // rustup's newer toolchain in $HOME/.cargo/bin is the one the scripts use.
+        root.rustc(".cargo/bin", "1.95.0");
+        assert!(root.would_install(&[]).is_empty(), "rustc {old} beside rustup's");
+    }
+    // The version the build needs is Cargo.toml's rust-version.
+    let manifest = fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("Cargo.toml")).unwrap();
+    let required = manifest.lines().find_map(|l| l.strip_prefix("rust-version = ")).expect("rust-version is set");
+    let required = required.trim_matches('"');
+    let root = FakeRoot::new("exact-rust").with_tools().with_clang_headers();
+    root.file("usr/lib/llvm-14/lib/libclang.so.1").rustc("usr/bin", &format!("{required}.0"));
+    assert!(root.would_install(&[]).is_empty());
+}
+
+#[test]
+fn clang_headers_beside_a_given_libclang_count() {
+    // An LLVM outside the distribution's paths, named by LIBCLANG_PATH: its headers are in its
+    // own lib/clang/*/include.
+    let root = FakeRoot::new("llvm-elsewhere").with_tools();
+    root.file("opt/llvm/lib/libclang.so").file("opt/llvm/lib/clang/17/include/stddef.h");
+    let lib = root.0.join("opt/llvm/lib");
+    assert!(root.would_install(&[("LIBCLANG_PATH", lib.to_str().unwrap())]).is_empty());
+    // The same LLVM without its headers still needs them.
+    let bare = FakeRoot::new("llvm-no-headers").with_tools();
+    bare.file("opt/llvm/lib/libclang.so");
+    let lib = bare.0.join("opt/llvm/lib");
+    assert_eq!(bare.would_install(&[("LIBCLANG_PATH", lib.to_str().unwrap())]), ["libclang-dev"]);
 }

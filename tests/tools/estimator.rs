@@ -232,6 +232,24 @@ fn the_cli_completes_rows_and_evaluates() {
     let table = String::from_utf8(out.stdout).unwrap();
     assert!(table.contains("| 2 | none | estimator |"), "{table}");
 
+    // A rank the reference cannot support is refused, as in a request, not a table of dashes.
+    let out = Command::new(bin)
+        .args(["estimate", "--reference-throughputs", reference.to_str().unwrap(), "--evaluate", "--rank", "50"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2), "{}", String::from_utf8_lossy(&out.stdout));
+    let error: Value = serde_json::from_slice(&out.stderr).unwrap();
+    assert_eq!(error["error"]["field"], "rank", "{error}");
+    // A bad reference file is named as the flag that gave it, with the path inside it.
+    let bad = dir.join("bad.json");
+    std::fs::write(&bad, r#"{"v100": {"A": {"null": 1}}}"#).unwrap();
+    let out = Command::new(bin)
+        .args(["estimate", "--reference-throughputs", bad.to_str().unwrap(), "--evaluate"])
+        .output()
+        .unwrap();
+    let error: Value = serde_json::from_slice(&out.stderr).unwrap();
+    assert_eq!(error["error"]["field"], "reference_throughputs.v100.A", "{error}");
+
     let out = Command::new(bin).args(["estimate", "--evaluate"]).output().unwrap();
     assert_eq!(out.status.code(), Some(2));
     let error: Value = serde_json::from_slice(&out.stderr).unwrap();
@@ -339,6 +357,12 @@ fn the_service_estimates_and_solves_with_its_reference() {
     assert_error(&reply, 400, "duplicate_job_id", Some("jobs[1].id"));
     let reply = c.post("/v1/throughputs/estimate", &bytes(&json!({"jobs": [{"id": "x", "speed": 1}]}))).unwrap();
     assert_eq!(reply.status, 400);
+    // A bad posted reference is named where it is in the body.
+    let bad = json!({"reference": {"v100": {"A": {"null": 1}}}, "jobs": [{"id": "x", "throughput": {"v100": 5.0}}]});
+    let reply = c.post("/v1/throughputs/estimate", &bytes(&bad)).unwrap();
+    assert_error(&reply, 400, "malformed_request", Some("reference.v100.A"));
+    let reply = c.post("/v1/throughputs/estimate", &bytes(&json!({"reference": [], "jobs": []}))).unwrap();
+    assert_eq!(reply.json()["error"]["field"], "reference", "{}", reply.text());
 
     // A server without a reference says what to do.
     let bare = Fixture::start("estimate-bare", &["--no-demo"]);

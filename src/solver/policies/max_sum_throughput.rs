@@ -23,11 +23,19 @@ impl Policy for MaxSumThroughput {
         };
         let groups = Groups::identical_jobs(problem, &pairs);
         let mut base = BaseLp::with_pairs(problem, groups, &pairs, LinearProgram::new(Sense::Maximize));
-        base.set_objective(|m, w| problem.throughput.get(m, w));
+        // In units of the largest gain: the solver's optimality tolerance is absolute, so rows of
+        // 10⁻⁷ steps/s would read as worth nothing and get no time.
+        let pair_gain = |pair: &crate::space_sharing::Pair, w: usize| pair.throughput[w][0] + pair.throughput[w][1];
+        let largest = (problem.throughput.row_iter().flatten().copied())
+            .chain(pairs.iter().flat_map(|pair| (0..problem.num_types()).map(move |w| pair_gain(pair, w))))
+            .filter(|v| v.is_finite())
+            .fold(0.0, f64::max);
+        let unit = if largest > 0.0 { largest } else { 1.0 };
+        base.set_objective(|m, w| problem.throughput.get(m, w) / unit);
         for (pair, cols) in pairs.iter().zip(&base.pair_cols) {
             for (w, col) in cols.iter().enumerate() {
                 if let Some(c) = col {
-                    base.lp.cost[*c] = pair.throughput[w][0] + pair.throughput[w][1];
+                    base.lp.cost[*c] = pair_gain(pair, w) / unit;
                 }
             }
         }

@@ -274,7 +274,13 @@ fn most_per_dollar(problem: &Problem, backend: Backend) -> Result<Outcome> {
     let mut groups = Groups::identical_jobs(problem, &[]);
     groups.members.retain(|members| (0..num_types).any(|w| reaches(members[0], w)));
     let mut base = BaseLp::on_columns(problem, groups, Sense::Maximize, reaches);
-    base.set_objective(|m, w| problem.throughput.get(m, w));
+    // In units of the largest throughput kept: the solver's optimality tolerance is absolute, so
+    // rows of 10⁻⁷ steps/s would read as worth nothing and get no time.
+    let largest = (0..problem.num_jobs())
+        .flat_map(|m| (0..num_types).filter(move |&w| reaches(m, w)).map(move |w| problem.throughput.get(m, w)))
+        .fold(0.0, f64::max);
+    let unit = if largest > 0.0 { largest } else { 1.0 };
+    base.set_objective(|m, w| problem.throughput.get(m, w) / unit);
     let solution = backend.solve(std::mem::replace(&mut base.lp, LinearProgram::new(Sense::Maximize)))?;
     let allocation = base.allocation(&solution, problem.num_jobs(), num_types);
     Ok(outcome(problem, allocation, 1))

@@ -403,6 +403,7 @@ pub fn solve(problem: &Problem, backend: Backend) -> Result<Outcome> {
     })?;
     let mut outcome = policy.solve(problem, backend)?;
     spread_if_type_blind(problem, &mut outcome);
+    drop_time_where_it_cannot_run(problem, &mut outcome);
     Ok(outcome)
 }
 
@@ -421,7 +422,27 @@ pub fn solve_keeping_engine(problem: &Problem, backend: Backend) -> Result<(Outc
     let mut engine = engine(problem, backend).keeping_models();
     let mut outcome = on_engine(problem, &mut engine)?;
     spread_if_type_blind(problem, &mut outcome);
+    drop_time_where_it_cannot_run(problem, &mut outcome);
     Ok((outcome, Some(engine)))
+}
+
+/// Takes away a job's time on types where it cannot run (its throughput there 0, or absent): it
+/// adds nothing to any objective, and a degenerate vertex (`tie_break: "none"`, or an allocation
+/// built from the equal share) can leave it there, holding GPUs another job could use. Type-blind
+/// policies take every throughput as 1 (the contract), and `isolated` and `proportional` are
+/// defined by the equal share itself: theirs is kept.
+pub(crate) fn drop_time_where_it_cannot_run(problem: &Problem, outcome: &mut Outcome) {
+    if !problem.heterogeneity_aware || matches!(problem.policy, PolicyKind::Isolated | PolicyKind::Proportional) {
+        return;
+    }
+    let rows = outcome.allocation.rows().min(problem.num_jobs());
+    for m in 0..rows {
+        for w in 0..outcome.allocation.cols() {
+            if outcome.allocation.get(m, w) != 0.0 && problem.throughput.get(m, w) <= 0.0 {
+                outcome.allocation.set(m, w, 0.0);
+            }
+        }
+    }
 }
 
 /// Spreads a type-blind allocation over the types when its objective allows (see below).

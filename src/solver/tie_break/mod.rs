@@ -331,6 +331,7 @@ pub fn apply_on<'p>(
 ) -> Result<Applied> {
     let mut applied = chosen(problem, outcome, engine, backend)?;
     top_up::keep_floors(problem, &mut applied.outcome);
+    crate::policies::drop_time_where_it_cannot_run(problem, &mut applied.outcome);
     Ok(applied)
 }
 
