@@ -576,15 +576,20 @@ proptest! {
     }
 }
 
+/// A fixed pseudo-random sequence in [0, 1) from `seed`.
+fn sequence(seed: u64) -> impl FnMut() -> f64 {
+    let mut state = seed;
+    move || {
+        state = state.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+        (state >> 33) as f64 / (1u64 << 31) as f64
+    }
+}
+
 /// 24 jobs of scale factors 1, 2 and 4 on 6 + 5 GPUs, each asking a pseudo-random share of its
 /// time on each type (a fixed sequence): an allocation the greedy decomposition does not deliver
 /// whole, so the column generation runs for several master solves.
 fn many_solves() -> Instance {
-    let mut state = 7u64;
-    let mut next = move || {
-        state = state.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
-        (state >> 33) as f64 / (1u64 << 31) as f64
-    };
+    let mut next = sequence(7);
     let scale_factors: Vec<u32> = (0..24).map(|m| [1, 1, 2, 4][m % 4]).collect();
     let mut requested = Matrix::zeros(24, 2);
     for m in 0..24 {
@@ -647,4 +652,38 @@ fn a_responses_check_is_the_same_on_a_busy_machine() {
         busy
     });
     assert_eq!(busy, quiet);
+}
+
+/// The realizable solve (sessions' and the simulator's default) on 140 jobs with distinct rows,
+/// whose fractional optimum no round configuration delivers: it stops at its work budget, not at
+/// its 10 s backstop (which it took on every re-solve), and twice gives the same allocation.
+#[test]
+fn the_realizable_solve_stops_at_its_work_budget() {
+    let mut unit = sequence(11);
+    let jobs: Vec<serde_json::Value> = (0..140)
+        .map(|m| {
+            let v100 = 10f64.powf(0.3 + 2.0 * unit());
+            let k80 = v100 / 10f64.powf(0.08 + 0.9 * unit());
+            let sf = [1, 1, 1, 2, 4][(unit() * 5.0) as usize % 5];
+            serde_json::json!({"id": format!("j{m}"), "scale_factor": sf,
+                "throughput": {"v100": v100 * sf as f64, "p100": (v100 + k80) / 2.0 * sf as f64, "k80": k80 * sf as f64}})
+        })
+        .collect();
+    let types: serde_json::Map<String, serde_json::Value> = ["v100", "p100", "k80"]
+        .iter()
+        .map(|w| (w.to_string(), serde_json::json!({"count": 35, "gpus_per_server": 4})))
+        .collect();
+    let request = serde_json::json!({"policy": "max_min_fairness", "realizable": true,
+        "cluster": {"worker_types": types}, "jobs": jobs});
+    let problem = arbiter::Problem::from_json(&request.to_string()).expect("a valid request");
+    let solve = || {
+        let response = arbiter::solve(&problem, Backend::default()).expect("solves");
+        let report = response.stats.realizable_solve.clone().expect("solved over round configurations");
+        (response.allocation, response.objective, report)
+    };
+    let (allocation, objective, report) = solve();
+    let why = report.reason.clone().unwrap_or_default();
+    assert!(why.contains("work budget"), "{why}");
+    let (again, objective_again, _) = solve();
+    assert_eq!((again, objective_again), (allocation, objective));
 }
