@@ -299,10 +299,7 @@ fn run_token(command: &crate::service::auth::cli::TokenCommand) -> ExitCode {
             let _ = write!(std::io::stdout().lock(), "{text}");
             ExitCode::SUCCESS
         }
-        Err(e) => {
-            eprintln!("arbiter token: {e}");
-            ExitCode::FAILURE
-        }
+        Err(e) => fail(&e),
     }
 }
 

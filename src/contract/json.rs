@@ -22,8 +22,20 @@ impl Refusal {
     }
 }
 
-/// `text` as a `T`, with nothing but whitespace after it.
+/// The UTF-8 byte-order mark some editors (Windows Notepad, PowerShell's `Out-File`) put before
+/// a document.
+pub const BYTE_ORDER_MARK: char = '\u{feff}';
+
+/// `text` without a leading byte-order mark. JSON has no place for one (RFC 8259 lets a reader
+/// ignore it), and serde reads it as a stray character: every reader of a document the contract
+/// takes strips it first.
+pub fn without_bom(text: &str) -> &str {
+    text.strip_prefix(BYTE_ORDER_MARK).unwrap_or(text)
+}
+
+/// `text` (after any byte-order mark) as a `T`, with nothing but whitespace after it.
 pub fn read<T: DeserializeOwned>(text: &str) -> Result<T, Refusal> {
+    let text = without_bom(text);
     serde_json::from_str(text).map_err(|_| refusal::<T>(text))
 }
 
@@ -75,6 +87,16 @@ mod tests {
         let e = read::<Body>("{").unwrap_err();
         assert_eq!(e.path, None);
         assert!(e.message.contains("EOF"), "{}", e.message);
+    }
+
+    #[test]
+    fn a_leading_byte_order_mark_is_ignored() {
+        let body: Body = read("\u{feff}{\"jobs\": []}").unwrap();
+        assert_eq!(body, Body { jobs: vec![] });
+        assert_eq!(without_bom("\u{feff}{}"), "{}");
+        assert_eq!(without_bom("{}"), "{}");
+        // Only at the start: anywhere else it is a stray character.
+        assert!(read::<Body>("{\"jobs\": []}\u{feff}").is_err());
     }
 
     #[test]

@@ -9,3 +9,4 @@ pub mod json;
 pub mod problem;
 pub mod request;
 pub mod response;
+pub mod unique_keys;

@@ -1,6 +1,7 @@
 //! The contract's request as it arrives on the wire (serde), before any validation.
 //! Nothing here is trusted: `problem::Problem::from_request` is the only way in.
 
+use super::unique_keys;
 use crate::error::{ArbiterError, ErrorCode, Result};
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
@@ -16,7 +17,7 @@ pub struct Request {
     pub jobs: Vec<JobSpec>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub colocations: Option<Vec<ColocationSpec>>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[serde(default, skip_serializing_if = "Option::is_none", deserialize_with = "unique_keys::optional")]
     pub entities: Option<BTreeMap<String, EntitySpec>>,
     /// Solve budget in seconds; past it the request fails with `timeout` (HTTP 504).
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -56,6 +57,7 @@ pub struct Request {
 
 #[derive(Debug, Clone, Default, Serialize, Deserialize, utoipa::ToSchema)]
 pub struct ClusterSpec {
+    #[serde(deserialize_with = "unique_keys::map")]
     pub worker_types: BTreeMap<String, WorkerTypeSpec>,
 }
 
@@ -73,7 +75,7 @@ pub struct WorkerTypeSpec {
 pub struct JobSpec {
     pub id: String,
     /// Steps/s alone on `scale_factor` GPUs of each type; 0, null or absent: cannot run there.
-    #[serde(default)]
+    #[serde(default, deserialize_with = "unique_keys::map")]
     pub throughput: BTreeMap<String, Option<f64>>,
     /// GPUs the job occupies while it runs: a whole number from 1 to 2^20 (default 1). A number
     /// with no fraction (`2.0`) is read as that whole number; `2.5` is refused.
@@ -96,7 +98,7 @@ pub struct JobSpec {
     pub arrival: Option<f64>,
     /// Placement sensitivity: steps/s on each type when the job's `scale_factor` GPUs are spread
     /// over servers (`throughput` is then the consolidated rate). Only read for multi-GPU jobs.
-    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty", deserialize_with = "unique_keys::map")]
     pub unconsolidated_throughput: BTreeMap<String, Option<f64>>,
 }
 
@@ -104,7 +106,7 @@ pub struct JobSpec {
 pub struct ColocationSpec {
     pub jobs: [String; 2],
     /// Per worker type, each job's steps/s while the pair shares the GPUs.
-    #[serde(default)]
+    #[serde(default, deserialize_with = "unique_keys::map")]
     pub throughput: BTreeMap<String, [f64; 2]>,
 }
 
@@ -125,6 +127,7 @@ pub struct EntitySpec {
 impl Request {
     /// Parses a request from JSON text; a syntax or type error names the field it found it at.
     pub fn from_json(text: &str) -> Result<Request> {
+        let text = super::json::without_bom(text);
         // serde would also read a struct from a JSON array in field order; the contract is an object.
         if !text.trim_start().starts_with('{') {
             return Err(ArbiterError::new(ErrorCode::MalformedRequest, "malformed request: expected a JSON object"));

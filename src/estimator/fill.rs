@@ -9,7 +9,7 @@ use crate::request::Request;
 use crate::workload::throughputs::ThroughputTable;
 use indexmap::IndexMap;
 use serde::{Deserialize, Serialize};
-use std::collections::{HashMap, HashSet};
+use std::collections::{BTreeMap, HashMap, HashSet};
 
 /// One estimated entry of the request's throughput matrix.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, utoipa::ToSchema)]
@@ -40,6 +40,15 @@ pub struct Filled {
     pub colocations: Vec<EstimatedColocation>,
 }
 
+/// `estimate_missing` without a reference matrix to estimate from.
+pub fn no_reference() -> ArbiterError {
+    ArbiterError::at(
+        ErrorCode::MissingField,
+        "estimate_missing",
+        "estimate_missing needs a reference matrix: start the server or `arbiter solve` with --reference-throughputs FILE",
+    )
+}
+
 /// Fills the throughputs `request` leaves out when it asks (`estimate_missing: true`); a no-op
 /// otherwise. Worker types the reference lacks are left as the request has them. A colocation's
 /// missing worker types are filled from each job's completed row beside the reference job that is
@@ -49,13 +58,15 @@ pub fn fill_missing(request: &mut Request, reference: Option<&ThroughputTable>) 
     if request.estimate_missing != Some(true) {
         return Ok(filled);
     }
-    let table = reference.ok_or_else(|| {
-        ArbiterError::at(
-            ErrorCode::MissingField,
-            "estimate_missing",
-            "estimate_missing needs a reference matrix: start the server or `arbiter solve` with --reference-throughputs FILE",
-        )
-    })?;
+    let Some(table) = reference else {
+        // Rows that lack nothing need no reference (a session that estimates, replayed by a
+        // server started without one, still takes them).
+        let measured = |row: &BTreeMap<String, Option<f64>>, w: &String| row.get(w).copied().flatten().is_some();
+        let types = || request.cluster.worker_types.keys();
+        let complete = request.jobs.iter().all(|job| types().all(|w| measured(&job.throughput, w)))
+            && request.colocations.iter().flatten().all(|c| types().all(|w| c.throughput.contains_key(w)));
+        return if complete { Ok(filled) } else { Err(no_reference()) };
+    };
     let known_types = table.worker_types();
     let types: Vec<String> = request.cluster.worker_types.keys().filter(|w| known_types.contains(w)).cloned().collect();
     let colocations = request.colocations.clone().unwrap_or_default();

@@ -35,8 +35,9 @@ pub struct Config {
     #[arg(long, env = "ARBITER_MAX_BODY_BYTES", default_value_t = 16 * 1024 * 1024)]
     pub max_body_bytes: usize,
 
-    /// Solves running at once (each on its own thread); default: the number of cores.
-    #[arg(long, env = "ARBITER_MAX_CONCURRENT_SOLVES", value_parser = clap::value_parser!(u32).range(1..))]
+    /// Solves running at once, 1 to 1024 (each on its own thread); default: the number of cores
+    /// (at most 1024).
+    #[arg(long, env = "ARBITER_MAX_CONCURRENT_SOLVES", value_parser = solver_threads)]
     pub max_concurrent_solves: Option<u32>,
 
     /// Solves waiting for a free solver beyond those running; past it, 429 with Retry-After.
@@ -63,9 +64,9 @@ pub struct Config {
     #[arg(long, env = "ARBITER_SHUTDOWN_GRACE_SECONDS", default_value_t = 90.0, value_parser = positive_seconds)]
     pub shutdown_grace_seconds: f64,
 
-    /// Log filter: a level (`error`, `warn`, `info`, `debug`, `trace`) or `tracing` directives
-    /// such as `info,arbiter::service=debug`. Every request is logged at `debug`.
-    #[arg(long, env = "ARBITER_LOG", default_value = "info")]
+    /// Log filter: a level (`trace`, `debug`, `info`, `warn`, `error`, `off`) or `tracing`
+    /// directives such as `info,arbiter::service=debug`. Every request is logged at `debug`.
+    #[arg(long, env = "ARBITER_LOG", default_value = "info", value_parser = log_filter)]
     pub log: String,
 
     /// Log line format.
@@ -127,6 +128,46 @@ pub struct Config {
     /// With tokens: requests one tenant may make at once after a quiet spell.
     #[arg(long, env = "ARBITER_TENANT_BURST", default_value_t = quotas::DEFAULT_BURST, value_parser = clap::value_parser!(u64).range(1..))]
     pub tenant_burst: u64,
+}
+
+/// The most solves `--max-concurrent-solves` lets run at once. Each has a thread of its own,
+/// started with the server: a bound far above any machine's cores keeps a typo (or `u32::MAX`)
+/// from exhausting the process's threads at start.
+pub const MAX_CONCURRENT_SOLVES: u32 = 1024;
+
+/// A number of solver threads, 1 to [`MAX_CONCURRENT_SOLVES`].
+fn solver_threads(text: &str) -> Result<u32, String> {
+    match text.trim().parse::<u64>() {
+        Ok(n) if (1..=u64::from(MAX_CONCURRENT_SOLVES)).contains(&n) => Ok(n as u32),
+        _ => Err(format!(
+            "expected a whole number of solves from 1 to {MAX_CONCURRENT_SOLVES} (each runs on a thread of its own), \
+             got {text:?}"
+        )),
+    }
+}
+
+/// The levels `--log` takes alone.
+const LOG_LEVELS: [&str; 6] = ["trace", "debug", "info", "warn", "error", "off"];
+
+/// `--log`: a level, or `tracing` directives. A bare word that is not a level is refused:
+/// `tracing` reads it as the name of a target to log, so `warning` or `verbose` would log
+/// nothing of the server at all. Directives with a `=` or a span (`arbiter=debug`,
+/// `tower_http=info`) are read as written.
+pub fn log_filter(text: &str) -> Result<String, String> {
+    for directive in text.split(',').map(str::trim).filter(|d| !d.is_empty()) {
+        let bare = !directive.contains(['=', '[']);
+        if bare && !LOG_LEVELS.iter().any(|level| level.eq_ignore_ascii_case(directive)) {
+            return Err(format!(
+                "{directive:?} is not a level: expected one of {}, or directives that give a target \
+                 its level, such as `info,arbiter=debug`",
+                LOG_LEVELS.join(", ")
+            ));
+        }
+    }
+    match tracing_subscriber::EnvFilter::try_new(text) {
+        Ok(_) => Ok(text.to_string()),
+        Err(e) => Err(format!("{text:?} is not a level or a filter: {e}")),
+    }
 }
 
 fn positive_rate(text: &str) -> Result<f64, String> {
@@ -200,15 +241,19 @@ impl Config {
         Ok(())
     }
 
-    /// Solves that run at once: the flag, or the number of cores.
+    /// Solves that run at once: the flag, or the number of cores; 1 to [`MAX_CONCURRENT_SOLVES`]
+    /// either way (the flag's parser refuses more; an embedding program's `Config` or a machine
+    /// of more cores is held to it).
     pub fn concurrent_solves(&self) -> u32 {
         self.max_concurrent_solves
-            .unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get() as u32))
-            .max(1)
+            .unwrap_or_else(|| {
+                std::thread::available_parallelism().map_or(1, |n| u32::try_from(n.get()).unwrap_or(u32::MAX))
+            })
+            .clamp(1, MAX_CONCURRENT_SOLVES)
     }
 
     /// Solves that may wait: the flag, or 8 per concurrent solve.
     pub fn queued_solves(&self) -> u32 {
-        self.max_queued_solves.unwrap_or_else(|| 8 * self.concurrent_solves())
+        self.max_queued_solves.unwrap_or_else(|| self.concurrent_solves().saturating_mul(8))
     }
 }

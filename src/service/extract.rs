@@ -16,8 +16,12 @@ use serde::de::DeserializeOwned;
 pub struct Body(Bytes);
 
 impl Body {
+    /// The body as text, without a leading byte-order mark (a file saved by some editors starts
+    /// with one): every handler, and whatever a session stores of the body, sees the document.
     pub fn text(&self) -> Result<&str, ApiError> {
-        std::str::from_utf8(&self.0).map_err(|e| ApiError::malformed(format!("the request body is not UTF-8: {e}")))
+        let text = std::str::from_utf8(&self.0)
+            .map_err(|e| ApiError::malformed(format!("the request body is not UTF-8: {e}")))?;
+        Ok(json::without_bom(text))
     }
 
     pub fn into_bytes(self) -> Bytes {

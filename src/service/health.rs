@@ -51,8 +51,18 @@ pub async fn openapi(State(state): State<SharedState>) -> Response {
 }
 
 /// A map of the API, for a person with `curl`.
+///
+/// The service, its version and the routes to start with (this document has them all); no token
+/// needed.
+#[utoipa::path(get, path = "/", tag = "operations",
+    responses((status = 200, description = "The service, its version and the routes to start with", body = Object)))]
 pub async fn index() -> Json<serde_json::Value> {
-    Json(serde_json::json!({
+    Json(landing())
+}
+
+/// `GET /`'s answer (the OpenAPI document's example too).
+pub fn landing() -> serde_json::Value {
+    serde_json::json!({
         "service": "arbiter",
         "version": env!("CARGO_PKG_VERSION"),
         "endpoints": {
@@ -65,5 +75,5 @@ pub async fn index() -> Json<serde_json::Value> {
             "metrics": "GET /metrics",
             "openapi": "GET /openapi.json",
         }
-    }))
+    })
 }

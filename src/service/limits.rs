@@ -4,6 +4,7 @@
 //! The solver threads take the next job themselves as soon as they finish one: no round trip
 //! through the async runtime between two solves, so the cores stay busy under load.
 
+use super::config::MAX_CONCURRENT_SOLVES;
 use super::error::{ApiError, ApiResult};
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
@@ -41,28 +42,36 @@ pub struct SolveLimiter {
 }
 
 impl SolveLimiter {
-    /// Starts `running` solver threads, `nice` steps below the calling thread's priority, with
-    /// room for `queued` more jobs that wait at most `max_wait` for a thread.
+    /// Starts `running` solver threads (1 to `MAX_CONCURRENT_SOLVES`), `nice` steps below the
+    /// calling thread's priority, with room for `queued` more jobs that wait at most `max_wait`
+    /// for a thread.
     pub fn new(running: u32, queued: u32, max_wait: Duration, nice: i32) -> SolveLimiter {
-        let max_running = running.max(1) as usize;
+        // One thread per unit: the bound keeps a huge count from exhausting the process's threads.
+        let wanted = running.clamp(1, MAX_CONCURRENT_SOLVES) as usize;
         let (sender, receiver) = channel::<Job>();
         let receiver = Arc::new(Mutex::new(receiver));
         let counts = Arc::new(Counts::default());
-        for i in 0..max_running {
+        let mut max_running = 0;
+        for i in 0..wanted {
             let (receiver, counts) = (receiver.clone(), counts.clone());
             let spawned = std::thread::Builder::new()
                 .name(format!("arbiter-solver-{i}"))
                 .stack_size(SOLVER_STACK_BYTES)
                 .spawn(move || solver_thread(&receiver, &counts, nice));
-            if let Err(e) = spawned {
-                tracing::error!(error = %e, "cannot start a solver thread");
+            match spawned {
+                Ok(_) => max_running += 1,
+                Err(e) => tracing::error!(error = %e, "cannot start a solver thread"),
             }
+        }
+        if max_running < wanted {
+            // Admission counts the threads there are, so the queue bound still holds.
+            tracing::warn!(wanted, started = max_running, "fewer solver threads than asked for");
         }
         SolveLimiter {
             jobs: Mutex::new(sender),
             counts,
             max_running,
-            max_admitted: max_running + queued as usize,
+            max_admitted: max_running.saturating_add(queued as usize),
             max_wait,
         }
     }

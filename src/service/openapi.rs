@@ -4,7 +4,7 @@
 //! The examples go through the same functions the handlers call. Only what varies between runs
 //! is pinned: `stats.solve_seconds`, `stats.realizable.seconds` and `created_at`.
 //!
-//! Every operation but the open ones (`/healthz`, `/openapi.json`) carries the `bearer` security
+//! Every operation but the open ones (`/`, `/healthz`, `/openapi.json`) carries the `bearer` security
 //! requirement with the scope the middleware asks for (`auth::layer::required`, the same
 //! function), and its 401, 403 and 429 answers.
 
@@ -62,6 +62,7 @@ use utoipa::OpenApi;
         super::oasis::delete,
         super::oasis::submit,
         super::throughputs::estimate,
+        super::health::index,
         super::health::healthz,
         super::metrics::metrics,
         super::health::openapi,
@@ -75,7 +76,7 @@ use utoipa::OpenApi;
         (name = "fitgpp", description = "Nodes of cores, memory and GPUs under FIFO and FitGpp's selective preemption of best-effort jobs for trial-and-error jobs, on the client's clock; durable like sessions"),
         (name = "oasis", description = "Two pools of servers over a horizon of slots under OASiS's online admission at prices that rise with use: each job admitted iff its best schedule pays, with the reason; durable like sessions"),
         (name = "throughputs", description = "Throughputs a job was not measured on, estimated against a reference matrix"),
-        (name = "operations", description = "Health, metrics and this document"),
+        (name = "operations", description = "A map of the API, health, metrics and this document"),
         (name = "admin", description = "Operating the server: a consistent copy of its database"),
     )
 )]
@@ -421,6 +422,7 @@ fn add_storage_full_responses(doc: &mut Document) {
 
 fn add_examples(doc: &mut Document) -> Result<(), ApiError> {
     add_storage_full_responses(doc);
+    response_example(doc, "/", "get", "200", super::health::landing());
     add_fitgpp_examples(doc)?;
     add_oasis_examples(doc)?;
     // POST /v1/allocations: the demo request and its real response.
@@ -462,6 +464,12 @@ fn add_examples(doc: &mut Document) -> Result<(), ApiError> {
     request_example(doc, "/v1/sessions", "post", value(&create));
     let created = views::session(id, EXAMPLE_CREATED_AT, &spec, &session)?;
     response_example(doc, "/v1/sessions", "post", "201", value(&created));
+    // What sessions do not do, refused as creation refuses it.
+    let mut paired = value(&create);
+    paired["space_sharing"] = json!(true);
+    if let Err(e) = super::sessions::spec::refuse_space_sharing(&paired.to_string()) {
+        response_example(doc, "/v1/sessions", "post", "422", error_example(e));
+    }
     let summary = views::summary(id, EXAMPLE_CREATED_AT, &session);
     response_example(doc, "/v1/sessions", "get", "200", json!({ "sessions": [summary] }));
     response_example(doc, "/v1/sessions/{id}", "get", "404", error_example(ApiError::UnknownSession("nope".into())));

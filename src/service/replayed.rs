@@ -8,7 +8,7 @@ use super::auth::Principal;
 use super::error::{ApiError, ApiResult};
 use super::limits::blocking;
 use super::quotas::check_jobs;
-use super::sessions::registry::{now, Broken};
+use super::sessions::registry::{now, Broken, Serving};
 use super::store::{Owner, Store, StoredSession};
 use serde::de::DeserializeOwned;
 use serde::Serialize;
@@ -102,6 +102,7 @@ pub struct SessionEntries {
 pub struct ReplayedSessions<M: Replayed> {
     map: RwLock<HashMap<String, Held<M>>>,
     store: Arc<Store>,
+    serving: Serving,
 }
 
 impl<M: Replayed> ReplayedSessions<M> {
@@ -116,7 +117,7 @@ impl<M: Replayed> ReplayedSessions<M> {
 
     /// Rebuilds this machine's `stored` sessions (those `kind_of` gives its key) by replaying
     /// their events; the ids of those that could not be, with why.
-    pub fn load(store: Arc<Store>, stored: Vec<StoredSession>) -> (ReplayedSessions<M>, Vec<Broken>) {
+    pub fn load(store: Arc<Store>, stored: Vec<StoredSession>, serving: Serving) -> (ReplayedSessions<M>, Vec<Broken>) {
         let mut map = HashMap::new();
         let mut broken = Vec::new();
         for stored in stored {
@@ -145,7 +146,7 @@ impl<M: Replayed> ReplayedSessions<M> {
                 Err(e) => broken.push(Broken { id: stored.id, error: e.body().error.message }),
             }
         }
-        (ReplayedSessions { map: RwLock::new(map), store }, broken)
+        (ReplayedSessions { map: RwLock::new(map), store, serving }, broken)
     }
 
     /// Stores a new session `id` of `spec` (already built into `machine`) durably, then holds it.
@@ -172,7 +173,7 @@ impl<M: Replayed> ReplayedSessions<M> {
             .filter(|held| caller.can_see(held.tenant.as_deref()))
             .map(|held| held.live.clone())
             .ok_or_else(|| ApiError::UnknownSession(id.to_string()))?;
-        let live = live.lock_owned().await;
+        let live = self.serving.lock(live).await?;
         if live.deleted || !caller.can_see(live.owner.tenant.as_deref()) {
             return Err(ApiError::UnknownSession(id.to_string()));
         }
@@ -228,6 +229,7 @@ impl<M: Replayed> ReplayedSessions<M> {
             check_jobs(caller.counted(), jobs)?;
         }
         let (store, id, token) = (self.store.clone(), id.to_string(), caller.token_id.clone());
+        let metrics = self.serving.metrics.clone();
         blocking(move || -> ApiResult<M::Answer> {
             let mut next = live.machine.clone();
             let answer = next.apply(&event)?;
@@ -237,6 +239,7 @@ impl<M: Replayed> ReplayedSessions<M> {
                 .map_err(ApiError::from)?;
             live.next_seq += 1;
             live.machine = next;
+            metrics.observe_event(M::event_name(&event));
             Ok(answer)
         })
         .await?

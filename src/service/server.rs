@@ -102,7 +102,9 @@ impl MakeRequestId for RequestIds {
 }
 
 fn init_logging(config: &Config) -> Result<(), String> {
-    let filter = tracing_subscriber::EnvFilter::try_new(&config.log)
+    // `--log` was checked when parsed; a `Config` built by an embedding program was not.
+    let directives = super::config::log_filter(&config.log).map_err(|e| format!("--log: {e}"))?;
+    let filter = tracing_subscriber::EnvFilter::try_new(&directives)
         .map_err(|e| format!("--log {:?} is not a level or a filter: {e}", config.log))?;
     // Colours only on a terminal: a log file or journal gets plain text.
     let ansi = std::io::IsTerminal::is_terminal(&std::io::stderr());
@@ -162,6 +164,11 @@ pub async fn serve(config: Config) -> Result<(), String> {
     let addr = config.addr;
     let db = config.db.display().to_string();
     config.check_exposure()?;
+    let removed = backup::remove_leftovers();
+    if removed > 0 {
+        let dir = std::env::temp_dir();
+        tracing::info!(files = removed, dir = %dir.display(), "removed backup copies left by servers killed mid-backup");
+    }
     let (state, broken) = AppState::open(config.clone())?;
     for b in &broken {
         tracing::error!(session = %b.id, error = %b.error, "a stored session could not be rebuilt; it stays in the store and is not served");
@@ -220,16 +227,24 @@ pub async fn serve(config: Config) -> Result<(), String> {
 
 fn print_urls(addr: std::net::SocketAddr, demo: bool, auth: &str, tokens: bool) {
     let base = format!("http://{addr}");
-    // With tokens, the demo session is seen by `admin` tokens only.
     let curl = if tokens { "curl -H \"Authorization: Bearer $ARBITER_TOKEN\"" } else { "curl" };
+    // The demo session belongs to no tenant: with tokens, only an `admin` token sees it, and a
+    // hint with any other token would answer 404.
+    let admin_curl = if tokens { "curl -H \"Authorization: Bearer $ARBITER_ADMIN_TOKEN\"" } else { "curl" };
     let mut out = std::io::stdout().lock();
     let _ = writeln!(out, "arbiter {} listening on {base}", env!("CARGO_PKG_VERSION"));
     let _ = writeln!(out, "authentication: {auth}");
     let _ = writeln!(out, "try:");
     if demo {
-        let _ = writeln!(out, "  {curl} {base}/v1/sessions/{DEMO_SESSION}/allocation");
-        let _ = writeln!(out, "  {curl} -X POST {base}/v1/sessions/{DEMO_SESSION}/rounds");
-        let _ = writeln!(out, "  {curl} {base}/v1/sessions/{DEMO_SESSION}");
+        if tokens {
+            let _ = writeln!(
+                out,
+                "  # the demo session is seen by `admin` tokens only (`arbiter token create --scope admin`)"
+            );
+        }
+        let _ = writeln!(out, "  {admin_curl} {base}/v1/sessions/{DEMO_SESSION}/allocation");
+        let _ = writeln!(out, "  {admin_curl} -X POST {base}/v1/sessions/{DEMO_SESSION}/rounds");
+        let _ = writeln!(out, "  {admin_curl} {base}/v1/sessions/{DEMO_SESSION}");
     }
     let _ = writeln!(out, "  {curl} -d @fixtures/demo.json {base}/v1/allocations");
     let _ = writeln!(out, "  curl {base}/healthz");

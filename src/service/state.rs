@@ -12,7 +12,7 @@ use super::metrics::Metrics;
 use super::oasis::OasisSessions;
 use super::quotas::{Quotas, Reservation};
 use super::replayed;
-use super::sessions::registry::{Broken, Sessions};
+use super::sessions::registry::{Broken, Serving, Sessions};
 use super::store::{Opened, Store};
 use crate::workload::throughputs::ThroughputTable;
 use axum::body::Bytes;
@@ -30,7 +30,7 @@ pub struct AppState {
     pub oasis: OasisSessions,
     /// The store itself, for what concerns the whole database (`GET /v1/admin/backup`).
     pub store: Arc<Store>,
-    pub metrics: Metrics,
+    pub metrics: Arc<Metrics>,
     /// `GET /openapi.json`, rendered once.
     pub openapi: Bytes,
     pub started: Instant,
@@ -83,9 +83,11 @@ impl AppState {
                 _ => plain.push(stored),
             }
         }
-        let (sessions, mut broken) = Sessions::load(store.clone(), plain);
-        let (fitgpp, broken_fitgpp) = FitGppSessions::load(store.clone(), fitgpp);
-        let (oasis, broken_oasis) = OasisSessions::load(store.clone(), oasis);
+        let metrics = Arc::new(Metrics::default());
+        let serving = Serving { max_wait: Duration::from_secs_f64(config.max_queue_seconds), metrics: metrics.clone() };
+        let (sessions, mut broken) = Sessions::load(store.clone(), plain, serving.clone());
+        let (fitgpp, broken_fitgpp) = FitGppSessions::load(store.clone(), fitgpp, serving.clone());
+        let (oasis, broken_oasis) = OasisSessions::load(store.clone(), oasis, serving);
         broken.extend(broken_fitgpp.into_iter().chain(broken_oasis));
         let limiter = SolveLimiter::new(
             config.concurrent_solves(),
@@ -100,7 +102,7 @@ impl AppState {
             fitgpp,
             oasis,
             store,
-            metrics: Metrics::default(),
+            metrics,
             openapi: Bytes::from(super::openapi::json()),
             started: Instant::now(),
             reference,

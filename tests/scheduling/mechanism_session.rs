@@ -367,6 +367,12 @@ fn bad_events_are_refused_with_the_contracts_errors() {
     let huge = vec![worker_type("v100", u32::MAX, 8)];
     let err = Session::new(PolicyKind::MaxMinFairness, true, huge, Config::default()).unwrap_err();
     assert_eq!(err.code, ErrorCode::Unsupported);
+    // 2^20 GPUs in all, and no more: one GPU past it, split over two types, is refused.
+    let most = vec![worker_type("v100", 1 << 19, 8), worker_type("k80", 1 << 19, 8)];
+    assert!(Session::new(PolicyKind::MaxMinFairness, true, most, Config::default()).is_ok());
+    let past = vec![worker_type("v100", 1 << 19, 8), worker_type("k80", (1 << 19) + 1, 1)];
+    let err = Session::new(PolicyKind::MaxMinFairness, true, past, Config::default()).unwrap_err();
+    assert_eq!(err.code, ErrorCode::Unsupported, "{err}");
 }
 
 #[test]

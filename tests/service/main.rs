@@ -11,6 +11,7 @@ mod service_compositions;
 mod service_errors;
 mod service_fitgpp;
 mod service_fuzz;
+mod service_hardening;
 mod service_k8s;
 mod service_oasis;
 mod service_openapi;

@@ -136,7 +136,7 @@ fn a_session_in_configurations_mode_follows_the_decomposition() {
     follows_the_decomposition(&mut c, &create, false);
     create["mode"] = json!("deficit");
     let reply = c.post("/v1/sessions", &bytes(&create)).unwrap();
-    assert_error(&reply, 400, "invalid_number", Some("mode"));
+    assert_error(&reply, 400, "malformed_request", Some("mode"));
     assert!(reply.text().contains("configurations"), "{}", reply.text());
 }
 

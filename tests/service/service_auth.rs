@@ -12,23 +12,6 @@ use std::path::Path;
 use std::process::Command;
 use std::time::{Duration, Instant};
 
-/// Runs `command`, which must exit by itself (a server refusing to start); one still running
-/// after 20 s is killed and the test fails, rather than waiting for it forever.
-fn must_exit(command: &mut Command) -> std::process::Output {
-    use std::process::Stdio;
-    let mut child = command.stdout(Stdio::piped()).stderr(Stdio::piped()).spawn().expect("run arbiter");
-    let start = Instant::now();
-    while child.try_wait().expect("wait for arbiter").is_none() {
-        if start.elapsed() > Duration::from_secs(20) {
-            let _ = child.kill();
-            let out = child.wait_with_output().expect("collect its output");
-            panic!("arbiter kept running instead of refusing to start:\n{}", String::from_utf8_lossy(&out.stdout));
-        }
-        std::thread::sleep(Duration::from_millis(20));
-    }
-    child.wait_with_output().expect("collect its output")
-}
-
 fn arbiter(args: &[&str]) -> std::process::Output {
     Command::new(env!("CARGO_BIN_EXE_arbiter")).args(args).output().expect("run arbiter")
 }
@@ -668,7 +651,7 @@ fn the_token_command_line_creates_lists_and_revokes() {
         assert!(!text.contains(secret.as_str()), "list shows no secret or digest: {text}");
     }
 
-    // Refusals: exit 1, a message, the file unchanged.
+    // Refusals: exit 2, the error object, the file unchanged.
     let before = std::fs::read(&file).unwrap();
     for (args, says) in [
         (vec!["token", "create", "--file", f, "--tenant", "x", "--scope", "solve", "--id", "ci"], "already"),
@@ -678,7 +661,7 @@ fn the_token_command_line_creates_lists_and_revokes() {
         (vec!["token", "revoke", "--file", f, "nobody"], "nobody"),
     ] {
         let out = arbiter(&args);
-        assert_eq!(out.status.code(), Some(1), "{args:?}");
+        assert_eq!(out.status.code(), Some(2), "{args:?}");
         assert!(out.stdout.is_empty(), "{args:?}");
         assert!(
             String::from_utf8_lossy(&out.stderr).contains(says),
@@ -688,7 +671,7 @@ fn the_token_command_line_creates_lists_and_revokes() {
     }
     assert_eq!(std::fs::read(&file).unwrap(), before);
     let bad = arbiter(&["token", "list", "--file", dir.path("none.json").to_str().unwrap()]);
-    assert_eq!(bad.status.code(), Some(1));
+    assert_eq!(bad.status.code(), Some(2));
 
     let out = arbiter(&["token", "revoke", "--file", f, "ci"]);
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));

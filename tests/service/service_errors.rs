@@ -285,3 +285,38 @@ fn solve_budget_is_504_and_the_server_keeps_serving() {
     assert_eq!(view["stale"], true);
     assert!(c.get("/metrics").unwrap().text().contains("arbiter_errors_total{code=\"timeout\"} 4"));
 }
+
+/// A request on a session waits for another request changing it (here a round's solve over round
+/// configurations, cut at its 1.5 s budget) no longer than `--max-queue-seconds`, then is turned away with 429, as a
+/// solve waiting for a solver thread is: nothing queues without bound. Events are counted in
+/// `/metrics` where they are stored, FitGpp's too.
+#[test]
+fn a_request_waits_for_a_busy_session_a_bounded_time() {
+    let flags = ["--no-demo", "--max-queue-seconds", "0.1", "--max-solve-seconds", "1.5"];
+    let f = Fixture::start("session-queue", &flags);
+    let mut c = f.client();
+    let created = c.post("/v1/sessions", &bytes(&slow_request(300))).unwrap();
+    assert_eq!(created.status, 201, "{}", created.text());
+    let base = format!("/v1/sessions/{}", created.json()["id"].as_str().unwrap());
+    let addr = f.server.addr;
+    let rounds = format!("{base}/rounds");
+    let busy = std::thread::spawn(move || crate::service_support::http::Client::new(addr).post(&rounds, b""));
+    std::thread::sleep(Duration::from_millis(400));
+    let start = std::time::Instant::now();
+    let progress = json!({"worker_type": "v100", "steps": 10, "throughput": 5.0});
+    let reply = c.post(&format!("{base}/jobs/j0/progress"), &bytes(&progress)).unwrap();
+    assert_error(&reply, 429, "overloaded", None);
+    assert_eq!(reply.header("retry-after"), Some("1"));
+    assert!(start.elapsed() < Duration::from_millis(900), "turned away after the queue's wait: {:?}", start.elapsed());
+    assert_eq!(busy.join().unwrap().unwrap().status, 200);
+    // Free again: the report is applied and counted.
+    assert_eq!(c.post(&format!("{base}/jobs/j0/progress"), &bytes(&progress)).unwrap().status, 200);
+    let fitgpp = json!({"nodes": [{"count": 1, "cpus": 8, "memory_gb": 64, "gpus": 2}]});
+    let created = c.post("/v1/fitgpp/sessions", &bytes(&fitgpp)).unwrap();
+    let job = json!({"id": "be", "kind": "be", "cpus": 1, "memory_gb": 1, "gpus": 1, "duration_seconds": 10});
+    let path = format!("/v1/fitgpp/sessions/{}/jobs", created.json()["id"].as_str().unwrap());
+    assert_eq!(c.post(&path, &bytes(&job)).unwrap().status, 200);
+    let metrics = c.get("/metrics").unwrap().text();
+    assert!(metrics.contains("arbiter_session_events_total{kind=\"progress\"} 1"), "{metrics}");
+    assert!(metrics.contains("arbiter_session_events_total{kind=\"fitgpp_submit\"} 1"), "{metrics}");
+}

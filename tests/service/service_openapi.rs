@@ -92,7 +92,7 @@ fn document_is_openapi_3_1_with_every_route_and_real_examples() {
     assert_eq!((bearer["type"].as_str(), bearer["scheme"].as_str()), (Some("http"), Some("bearer")), "{bearer}");
     for (path, item) in paths {
         for (method, op) in item.as_object().unwrap() {
-            let open = path == "/healthz" || path == "/openapi.json";
+            let open = path == "/" || path == "/healthz" || path == "/openapi.json";
             assert_eq!(op.get("security").is_none(), open, "{method} {path}: {:?}", op.get("security"));
             if open {
                 continue;

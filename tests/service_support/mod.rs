@@ -242,3 +242,21 @@ pub fn slow_request(n: usize) -> Value {
         "jobs": jobs
     })
 }
+
+/// Runs `command`, which must exit by itself (a server refusing to start); one still running
+/// after 20 s is killed and the test fails, rather than waiting for it forever.
+pub fn must_exit(command: &mut std::process::Command) -> std::process::Output {
+    use std::process::Stdio;
+    use std::time::{Duration, Instant};
+    let mut child = command.stdout(Stdio::piped()).stderr(Stdio::piped()).spawn().expect("run arbiter");
+    let start = Instant::now();
+    while child.try_wait().expect("wait for arbiter").is_none() {
+        if start.elapsed() > Duration::from_secs(20) {
+            let _ = child.kill();
+            let out = child.wait_with_output().expect("collect its output");
+            panic!("arbiter kept running instead of refusing to start:\n{}", String::from_utf8_lossy(&out.stdout));
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    child.wait_with_output().expect("collect its output")
+}

@@ -485,3 +485,32 @@ fn infeasible() {
     assert_eq!(err.to_json()["error"]["jobs"], json!(["a"]));
     refused(&text, ErrorCode::Infeasible, None);
 }
+
+/// JSON lets an object repeat a key and a reader keeps the last; the contract's maps refuse it,
+/// naming the map: a second `v100` of 64 GPUs is not silently the cluster.
+#[test]
+fn a_map_that_repeats_a_key_is_malformed() {
+    let cases = [
+        (
+            r#"{"policy": "max_min_fairness", "cluster": {"worker_types": {"v100": {"count": 4}, "v100": {"count": 64}}},
+            "jobs": [{"id": "a", "throughput": {"v100": 1}}]}"#,
+            "cluster.worker_types",
+        ),
+        (
+            r#"{"policy": "max_min_fairness", "cluster": {"worker_types": {"v100": {"count": 4}}},
+            "jobs": [{"id": "a", "throughput": {"v100": 1, "v100": 2}}]}"#,
+            "jobs[0].throughput",
+        ),
+        (
+            r#"{"policy": "hierarchical", "cluster": {"worker_types": {"v100": {"count": 4}}},
+            "entities": {"t": {"weight": 1}, "t": {"weight": 2}},
+            "jobs": [{"id": "a", "entity": "t", "throughput": {"v100": 1}}]}"#,
+            "entities",
+        ),
+    ];
+    for (text, field) in cases {
+        let e = solve_err(text);
+        assert_error(&e, ErrorCode::MalformedRequest, Some(field));
+        assert!(e.message.contains("duplicate key"), "{}", e.message);
+    }
+}

@@ -449,6 +449,17 @@ fn sessions_estimate_new_jobs_and_let_measured_progress_win() {
     let reply =
         c.post(&format!("/v1/sessions/{id}/jobs"), &bytes(&json!({"id": "late", "throughput": {"a": 2.0}}))).unwrap();
     assert_error(&reply, 400, "missing_field", Some("estimate_missing"));
+    // A job measured on every type needs no estimate, and is taken.
+    let row: serde_json::Map<String, Value> = TYPES.iter().map(|w| (w.to_string(), json!(1.5))).collect();
+    let complete = json!({"id": "measured", "throughput": row});
+    let reply = c.post(&format!("/v1/sessions/{id}/jobs"), &bytes(&complete)).unwrap();
+    assert_eq!(reply.status, 201, "{}", reply.text());
+    // Such a server refuses to create a session that estimates, naming the field.
+    let create = json!({"policy": "max_min_fairness", "estimate_missing": true, "cluster": {"worker_types": types},
+        "jobs": [{"id": "first", "throughput": {"a": 3.0, "b": 2.0}}]});
+    assert_error(&c.post("/v1/sessions", &bytes(&create)).unwrap(), 400, "missing_field", Some("estimate_missing"));
+    let empty = json!({"policy": "max_min_fairness", "estimate_missing": true, "cluster": {"worker_types": types}});
+    assert_error(&c.post("/v1/sessions", &bytes(&empty)).unwrap(), 400, "missing_field", Some("estimate_missing"));
 }
 
 /// A colocation that gives no worker type is filled from each job's completed row beside the

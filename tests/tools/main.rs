@@ -8,5 +8,6 @@ mod service_support;
 
 mod bootstrap;
 mod cli;
+mod cli_hardening;
 mod estimator;
 mod oasis_cli;

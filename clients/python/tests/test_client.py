@@ -77,6 +77,7 @@ CLIENT_OPERATIONS = {
     ("GET", "/v1/oasis/sessions/{id}"): "get_oasis_session",
     ("DELETE", "/v1/oasis/sessions/{id}"): "delete_oasis_session",
     ("POST", "/v1/oasis/sessions/{id}/jobs"): "submit_oasis_job",
+    ("GET", "/"): "index",
     ("GET", "/healthz"): "healthz",
     ("GET", "/metrics"): "metrics",
     ("GET", "/openapi.json"): "openapi",
@@ -108,6 +109,11 @@ class Operations(unittest.TestCase):
             self.assertTrue(callable(getattr(Client, name)), name)
         checked_in = json.loads((REPO / "openapi" / "openapi.json").read_text())
         self.assertEqual(set(document["paths"]), set(checked_in["paths"]), "the binary and openapi/openapi.json differ")
+
+    def test_index_maps_the_api(self):
+        landing = self.client.index()
+        self.assertEqual(landing["service"], "arbiter")
+        self.assertEqual(landing["endpoints"]["solve"], "POST /v1/allocations")
 
     def test_healthz_and_metrics(self):
         health = self.client.healthz()

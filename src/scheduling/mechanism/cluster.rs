@@ -167,20 +167,20 @@ impl Cluster {
             )
         })?;
         let layout = &self.types[w];
-        let server: u32 = parts
-            .next()
-            .and_then(|s| s.parse().ok())
-            .filter(|s| *s < layout.servers.len() as u32)
-            .ok_or_else(|| {
-                refuse(format!("{name:?} names no server: type {type_name} has servers 0..{}", layout.servers.len()))
-            })?;
+        let server: u32 =
+            parts.next().and_then(|s| s.parse().ok()).filter(|s| *s < layout.servers.len() as u32).ok_or_else(
+                || {
+                    let servers = numbered("server", "servers", layout.servers.len());
+                    refuse(format!("{name:?} names no server: type {type_name} has {servers}"))
+                },
+            )?;
         let server = ServerId(layout.servers.start + server);
         let worker = match parts.next() {
             None => Worker::Server(server),
             Some(gpu) => {
                 let gpus = &self.servers[server.0 as usize].gpus;
                 let gpu: u32 = gpu.parse().ok().filter(|g| *g < gpus.len() as u32).ok_or_else(|| {
-                    refuse(format!("{name:?} names no GPU: that server has GPUs 0 to {}", gpus.len().saturating_sub(1)))
+                    refuse(format!("{name:?} names no GPU: that server has {}", numbered("GPU", "GPUs", gpus.len())))
                 })?;
                 Worker::Gpu(GpuId(gpus.start + gpu))
             }
@@ -228,5 +228,15 @@ impl Cluster {
             }
         }
         changed
+    }
+}
+
+/// The indices `0..n` of a kind of worker, as a person reads them: `servers 0 to 3`, `one
+/// server, 0`, `no servers` (a range such as `0..1` reads as two servers to most).
+fn numbered(one: &str, many: &str, n: usize) -> String {
+    match n {
+        0 => format!("no {many}"),
+        1 => format!("one {one}, 0"),
+        n => format!("{many} 0 to {}", n - 1),
     }
 }

@@ -16,8 +16,10 @@ use crate::problem::{Job, Matrix, Problem, WorkerType};
 use std::borrow::Cow;
 use std::collections::HashMap;
 
-/// The most GPUs a session tracks one by one (a few bytes each, per round).
-pub const MAX_GPUS: u32 = 1 << 24;
+/// The most GPUs a session tracks one by one: 2^20, ten times the largest clusters built. Each
+/// GPU costs a few dozen bytes per copy of the session, and every event works on a copy: at 2^24
+/// one small request made a session of half a gigabyte.
+pub const MAX_GPUS: u32 = 1 << 20;
 
 #[derive(Debug, Clone)]
 pub(super) struct JobState {

@@ -1,10 +1,12 @@
 //! `arbiter token`: create a token (printed once, stored as its digest), list the tokens (never a
 //! digest or a secret), revoke one, set or clear a tenant's quota overrides. Every change rewrites
 //! the file atomically with mode 0600; a running server sees it within about a second.
+//! A refusal is the contract's error object, naming the flag or argument at fault.
 
 use super::file::{check_name, now_rfc3339, TenantQuotas, TokenFile, TokenRecord};
 use super::secret::{digest, generate, random_hex};
 use super::Scope;
+use crate::error::{ArbiterError, ErrorCode};
 use clap::{Args, Subcommand};
 use std::fmt::Write;
 use std::path::PathBuf;
@@ -83,17 +85,41 @@ pub struct CreateArgs {
 }
 
 /// Runs a token command; what to print on standard output, or why it failed.
-pub fn run(command: &TokenCommand) -> Result<String, String> {
+pub fn run(command: &TokenCommand) -> Result<String, ArbiterError> {
     match command {
         TokenCommand::Create(args) => create(args),
-        TokenCommand::List { file } => list(&TokenFile::read(&file.file)?),
+        TokenCommand::List { file } => list(&TokenFile::read(&file.file).map_err(refused("file"))?),
         TokenCommand::Revoke { file, id } => revoke(&file.file, id),
         TokenCommand::Quota(args) => quota(args),
     }
 }
 
-fn quota(args: &QuotaArgs) -> Result<String, String> {
-    check_name("tenant", &args.tenant)?;
+/// A refusal of the command line at `field` (the flag or argument, as `arbiter solve` names its
+/// own): `malformed_request` with `message`.
+fn refused(field: &'static str) -> impl Fn(String) -> ArbiterError {
+    move |message| ArbiterError::at(ErrorCode::MalformedRequest, field, message)
+}
+
+/// The operating system gave no randomness for a token or an id.
+fn no_randomness(message: String) -> ArbiterError {
+    ArbiterError::new(ErrorCode::MalformedRequest, message)
+}
+
+/// The overrides the file would refuse, refused before it is touched, at their flags.
+fn check_overrides(args: &QuotaArgs) -> Result<(), ArbiterError> {
+    if let Some(rate) = args.requests_per_second.filter(|r| !(r.is_finite() && *r > 0.0)) {
+        let why = format!("requests per second must be a finite number > 0, got {rate}");
+        return Err(ArbiterError::at(ErrorCode::InvalidNumber, "requests_per_second", why));
+    }
+    if args.burst == Some(0) {
+        return Err(ArbiterError::at(ErrorCode::InvalidNumber, "burst", "the burst must be at least 1"));
+    }
+    Ok(())
+}
+
+fn quota(args: &QuotaArgs) -> Result<String, ArbiterError> {
+    check_name("tenant", &args.tenant).map_err(refused("tenant"))?;
+    check_overrides(args)?;
     let set = TenantQuotas {
         max_sessions: args.max_sessions,
         max_jobs_per_session: args.max_jobs_per_session,
@@ -101,15 +127,15 @@ fn quota(args: &QuotaArgs) -> Result<String, String> {
         requests_per_second: args.requests_per_second,
         burst: args.burst,
     };
-    let shown = |q: Option<&TenantQuotas>| -> Result<String, String> {
+    let shown = |q: Option<&TenantQuotas>| {
         let text = match q {
-            Some(q) => serde_json::to_string(q).map_err(|e| e.to_string())?,
+            Some(q) => quotas_json(q),
             None => "none (the server's flags)".to_string(),
         };
         Ok(format!("tenant {}: {text}\n", args.tenant))
     };
     if !args.clear && set == TenantQuotas::default() {
-        return shown(TokenFile::read_or_new(&args.file.file)?.tenants.get(&args.tenant));
+        return shown(TokenFile::read_or_new(&args.file.file).map_err(refused("file"))?.tenants.get(&args.tenant));
     }
     let now = TokenFile::update(&args.file.file, |file| {
         if args.clear {
@@ -123,25 +149,32 @@ fn quota(args: &QuotaArgs) -> Result<String, String> {
         q.requests_per_second = set.requests_per_second.or(q.requests_per_second);
         q.burst = set.burst.or(q.burst);
         Ok(Some(*q))
-    })?;
+    })
+    .map_err(refused("file"))?;
     shown(now.as_ref())
 }
 
-fn create(args: &CreateArgs) -> Result<String, String> {
-    check_name("tenant", &args.tenant)?;
-    let scopes = Scope::parse_list(&args.scopes)?;
+/// A tenant's overrides as one line of JSON.
+fn quotas_json(q: &TenantQuotas) -> String {
+    serde_json::to_string(q).unwrap_or_default()
+}
+
+fn create(args: &CreateArgs) -> Result<String, ArbiterError> {
+    check_name("tenant", &args.tenant).map_err(refused("tenant"))?;
+    let scopes = Scope::parse_list(&args.scopes).map_err(refused("scope"))?;
     if let Some(id) = &args.id {
-        check_name("token id", id)?;
+        check_name("token id", id).map_err(refused("id"))?;
     }
-    let token = generate()?;
-    let id = TokenFile::update(&args.file.file, |file| {
+    let token = generate().map_err(no_randomness)?;
+    let id = TokenFile::try_update(&args.file.file, |file| {
         let id = match &args.id {
             Some(id) if file.tokens.iter().any(|t| &t.id == id) => {
-                return Err(format!("a token with id {id:?} is already in {}", args.file.file.display()))
+                let why = format!("a token with id {id:?} is already in {}", args.file.file.display());
+                return Err(refused("id")(why));
             }
             Some(id) => id.clone(),
             None => loop {
-                let id = format!("tok-{}", random_hex(4)?);
+                let id = format!("tok-{}", random_hex(4).map_err(no_randomness)?);
                 if !file.tokens.iter().any(|t| t.id == id) {
                     break id;
                 }
@@ -156,7 +189,8 @@ fn create(args: &CreateArgs) -> Result<String, String> {
             revoked: None,
         });
         Ok(id)
-    })?;
+    })
+    .map_err(refused("file"))??;
     let names: Vec<&str> = scopes.iter().map(|s| s.name()).collect();
     eprintln!(
         "token {id:?} for tenant {:?} ({}) added to {}; it is printed once, below, and cannot be shown again",
@@ -167,7 +201,7 @@ fn create(args: &CreateArgs) -> Result<String, String> {
     Ok(format!("{token}\n"))
 }
 
-fn list(file: &TokenFile) -> Result<String, String> {
+fn list(file: &TokenFile) -> Result<String, ArbiterError> {
     let rows: Vec<[String; 5]> = file
         .tokens
         .iter()
@@ -195,19 +229,18 @@ fn list(file: &TokenFile) -> Result<String, String> {
         let _ = writeln!(out, "{}", line.join("  ").trim_end());
     }
     for (tenant, q) in &file.tenants {
-        let text = serde_json::to_string(q).map_err(|e| e.to_string())?;
-        let _ = writeln!(out, "tenant {tenant}: {text}");
+        let _ = writeln!(out, "tenant {tenant}: {}", quotas_json(q));
     }
     Ok(out)
 }
 
-fn revoke(path: &std::path::Path, id: &str) -> Result<String, String> {
-    let already = TokenFile::update(path, |file| {
+fn revoke(path: &std::path::Path, id: &str) -> Result<String, ArbiterError> {
+    let already = TokenFile::try_update(path, |file| -> Result<Option<String>, ArbiterError> {
         let token = file
             .tokens
             .iter_mut()
             .find(|t| t.id == id)
-            .ok_or_else(|| format!("no token with id {id:?} in {}", path.display()))?;
+            .ok_or_else(|| refused("id")(format!("no token with id {id:?} in {}", path.display())))?;
         Ok(match &token.revoked {
             Some(when) => Some(when.clone()),
             None => {
@@ -215,7 +248,8 @@ fn revoke(path: &std::path::Path, id: &str) -> Result<String, String> {
                 None
             }
         })
-    })?;
+    })
+    .map_err(refused("file"))??;
     Ok(match already {
         Some(when) => format!("token {id:?} was already revoked at {when}\n"),
         None => format!("token {id:?} revoked\n"),

@@ -200,11 +200,23 @@ impl TokenFile {
     /// Reads the file at `path` (or an empty one), lets `change` edit it, writes it back; all
     /// under the lock, so concurrent commands apply one after the other.
     pub fn update<R>(path: &Path, change: impl FnOnce(&mut TokenFile) -> Result<R, String>) -> Result<R, String> {
+        TokenFile::try_update(path, change)?
+    }
+
+    /// As `update`, with `change`'s own refusal kept apart from the file's failures (which are
+    /// the outer error), so each can name what was wrong: `Ok(Err(refusal))` writes nothing.
+    pub fn try_update<R, E>(
+        path: &Path,
+        change: impl FnOnce(&mut TokenFile) -> Result<R, E>,
+    ) -> Result<Result<R, E>, String> {
         let _lock = Lock::take(path)?;
         let mut file = TokenFile::read_or_new(path)?;
-        let answer = change(&mut file)?;
+        let answer = match change(&mut file) {
+            Ok(answer) => answer,
+            Err(refusal) => return Ok(Err(refusal)),
+        };
         file.write(path)?;
-        Ok(answer)
+        Ok(Ok(answer))
     }
 }
 

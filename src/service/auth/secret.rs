@@ -56,7 +56,8 @@ fn hex(bytes: &[u8]) -> String {
 pub enum BadHeader {
     /// No `Authorization` header at all.
     Missing,
-    /// There is one, but it is not `Bearer <token>` (the reason).
+    /// There is one, but it is not `Bearer <token>`: why (not what is expected, which the
+    /// caller's message says).
     Malformed(&'static str),
 }
 
@@ -65,7 +66,13 @@ pub enum BadHeader {
 pub fn bearer(header: Option<&[u8]>) -> Result<&str, BadHeader> {
     let value = header.ok_or(BadHeader::Missing)?;
     let value = std::str::from_utf8(value).map_err(|_| BadHeader::Malformed("the header is not ASCII"))?;
-    let (scheme, rest) = value.trim().split_once(' ').ok_or(BadHeader::Malformed("expected `Bearer <token>`"))?;
+    let value = value.trim();
+    // The reason only: the caller says what is expected, once.
+    let (scheme, rest) = value.split_once(' ').ok_or(if value.eq_ignore_ascii_case("bearer") {
+        BadHeader::Malformed("the token is empty")
+    } else {
+        BadHeader::Malformed("the scheme or the token is missing")
+    })?;
     if !scheme.eq_ignore_ascii_case("bearer") {
         return Err(BadHeader::Malformed("the scheme is not Bearer"));
     }
@@ -130,5 +137,8 @@ mod tests {
         }
         let long = format!("Bearer {}", "a".repeat(MAX_TOKEN_CHARS + 1));
         assert!(bearer(Some(long.as_bytes())).is_err());
+        // A bare scheme has no token (HTTP trims the space after it); a bare word has no scheme.
+        assert_eq!(bearer(Some(b"Bearer ")), Err(BadHeader::Malformed("the token is empty")));
+        assert_eq!(bearer(Some(b"arb_abc")), Err(BadHeader::Malformed("the scheme or the token is missing")));
     }
 }

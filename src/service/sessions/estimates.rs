@@ -75,6 +75,10 @@ pub fn fill_created(body: &str, reference: Option<&ThroughputTable>) -> ApiResul
     if create.get("estimate_missing") != Some(&Value::Bool(true)) {
         return Ok(body.to_string());
     }
+    // Every job added later would need it too: refused at creation, not at the first add.
+    if reference.is_none() {
+        return Err(crate::estimator::fill::no_reference().into());
+    }
     let Some(cluster) = create.get("cluster").and_then(|c| serde_json::from_value::<ClusterSpec>(c.clone()).ok())
     else {
         return Ok(body.to_string());

@@ -198,6 +198,7 @@ pub struct Progress {
 #[derive(Debug, Clone, Serialize, Deserialize, ToSchema)]
 pub struct Throughputs {
     #[schema(example = json!({"resnet50": {"v100": 10.5, "p100": 6.1, "k80": 1.0}}))]
+    #[serde(deserialize_with = "crate::contract::unique_keys::map")]
     pub throughputs: IndexMap<String, BTreeMap<String, Option<f64>>>,
 }
 

@@ -45,8 +45,8 @@ where
     F: FnOnce(&Entry, &mut Session) -> ApiResult<(Event, R)> + Send + 'static,
 {
     let limiter = solver.then_some(&state.limiter);
-    let (event, answer) = state.sessions.update(id, caller, limiter, decide).await?;
-    state.metrics.observe_event(event.kind());
+    // The event is counted where it is made durable (`Sessions::update`).
+    let (_, answer) = state.sessions.update(id, caller, limiter, decide).await?;
     Ok(answer)
 }
 
@@ -66,6 +66,7 @@ pub async fn list(State(state): State<SharedState>, Caller(caller): Caller) -> J
         (status = 201, description = "Created; `Location` is its URL", body = SessionView,
             headers(("Location" = String, description = "/v1/sessions/{id}"))),
         (status = 400, description = "Malformed or invalid (the field is named)", body = ErrorResponse),
+        (status = 422, description = "Asks for what a session does not do (`unsupported`, the field named): space sharing (`space_sharing`, `colocations`), an LP policy with other stages in `composition`", body = ErrorResponse),
         (status = 429, description = "Overloaded; see `Retry-After`", body = ErrorResponse),
         (status = 500, description = "The store could not make it durable", body = ErrorResponse),
     ))]

@@ -9,13 +9,15 @@ use crate::service::auth::Principal;
 use crate::service::error::{ApiError, ApiResult};
 use crate::service::k8s::bindings::Bindings;
 use crate::service::k8s::observed::Observed;
-use crate::service::limits::{blocking, SolveLimiter};
+use crate::service::limits::{blocking, SolveLimiter, RETRY_AFTER_SECONDS};
+use crate::service::metrics::Metrics;
 use crate::service::quotas::{check_jobs, Limits};
 use crate::service::store::{Owner, Store, StoredSession};
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, RwLock};
-use std::time::{SystemTime, UNIX_EPOCH};
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+use tokio::sync::{Mutex as AsyncMutex, OwnedMutexGuard};
 
 /// Seconds since the Unix epoch.
 pub fn now() -> f64 {
@@ -87,6 +89,27 @@ pub struct Sessions {
     map: RwLock<HashMap<String, Arc<Entry>>>,
     store: Arc<Store>,
     ids: AtomicU64,
+    serving: Serving,
+}
+
+/// What a registry of sessions takes from the server: how long a request may wait for a session
+/// that another request is changing (a solve can take seconds), and where the events made
+/// durable are counted (in the work that stores them, so an event whose client has gone is
+/// counted too).
+#[derive(Debug, Clone)]
+pub struct Serving {
+    pub max_wait: Duration,
+    pub metrics: Arc<Metrics>,
+}
+
+impl Serving {
+    /// `mutex` locked, or `overloaded` (429, `Retry-After`) once `max_wait` has passed: a request
+    /// waits behind another one on the same session no longer than it would for a solver thread.
+    pub async fn lock<T>(&self, mutex: Arc<AsyncMutex<T>>) -> ApiResult<OwnedMutexGuard<T>> {
+        tokio::time::timeout(self.max_wait, mutex.lock_owned())
+            .await
+            .map_err(|_| ApiError::Overloaded { retry_after: RETRY_AFTER_SECONDS })
+    }
 }
 
 /// A stored session that could not be rebuilt (left in the store, not served).
@@ -99,7 +122,7 @@ pub struct Broken {
 impl Sessions {
     /// Rebuilds the `stored` sessions by replaying their events (FitGpp and OASiS sessions share
     /// the store; `service::replayed` rebuilds those).
-    pub fn load(store: Arc<Store>, stored: Vec<StoredSession>) -> (Sessions, Vec<Broken>) {
+    pub fn load(store: Arc<Store>, stored: Vec<StoredSession>, serving: Serving) -> (Sessions, Vec<Broken>) {
         let mut map = HashMap::new();
         let mut broken = Vec::new();
         for stored in stored {
@@ -111,7 +134,7 @@ impl Sessions {
                 Err(e) => broken.push(Broken { id, error: e.body().error.message }),
             }
         }
-        (Sessions { map: RwLock::new(map), store, ids: AtomicU64::new(0) }, broken)
+        (Sessions { map: RwLock::new(map), store, ids: AtomicU64::new(0), serving }, broken)
     }
 
     pub fn len(&self) -> usize {
@@ -204,11 +227,11 @@ impl Sessions {
     {
         let entry = self.get(id, caller)?;
         let token = caller.token_id.clone();
-        let mut writer = entry.writer.clone().lock_owned().await;
+        let mut writer = self.serving.lock(entry.writer.clone()).await?;
         if writer.deleted {
             return Err(ApiError::UnknownSession(id.to_string()));
         }
-        let store = self.store.clone();
+        let (store, metrics) = (self.store.clone(), self.serving.metrics.clone());
         let work = move || -> ApiResult<(Event, R)> {
             let current = entry.snapshot();
             let mut next = Session::clone(&current.session);
@@ -220,6 +243,7 @@ impl Sessions {
                 .append(&entry.id, writer.next_seq, event.kind(), now(), &payload, token.as_deref())
                 .map_err(ApiError::from)?;
             writer.next_seq += 1;
+            metrics.observe_event(event.kind());
             entry.publish(next, bindings);
             Ok((event, answer))
         };
@@ -232,7 +256,7 @@ impl Sessions {
     /// Deletes session `id` and its events; durable when it returns.
     pub async fn delete(&self, id: &str, caller: &Principal) -> ApiResult<()> {
         let entry = self.get(id, caller)?;
-        let mut writer = entry.writer.clone().lock_owned().await;
+        let mut writer = self.serving.lock(entry.writer.clone()).await?;
         if writer.deleted {
             return Err(ApiError::UnknownSession(id.to_string()));
         }

@@ -184,8 +184,9 @@ impl Spec {
         let mode = match create.mode.as_deref() {
             None => Mode::Rounds,
             Some(name) => Mode::from_name(name).ok_or_else(|| {
+                // A name, not a number: refused as an unknown `tie_break` is.
                 ArbiterError::at(
-                    ErrorCode::InvalidNumber,
+                    ErrorCode::MalformedRequest,
                     "mode",
                     format!("unknown mode {name:?}; expected \"rounds\", \"ideal\" or \"configurations\""),
                 )

@@ -220,6 +220,10 @@ class AsyncClient:
         """``POST /v1/oasis/sessions/{id}/jobs``."""
         return await self._run(self.sync.submit_oasis_job, session_id, job)
 
+    async def index(self) -> Dict[str, Any]:
+        """``GET /``."""
+        return await self._run(self.sync.index)
+
     async def healthz(self) -> Health:
         """``GET /healthz``."""
         return await self._run(self.sync.healthz)

@@ -304,6 +304,14 @@ class Client:
 
     # Operations.
 
+    def index(self) -> Dict[str, Any]:
+        """``GET /``: a map of the API (the service, its version, the routes to start with); no
+        token needed."""
+        landing = self.request("GET", "/").json()
+        if not isinstance(landing, dict):
+            raise ArbiterProtocolError("the map of the API is not a JSON object")
+        return landing
+
     def healthz(self) -> Health:
         """``GET /healthz``: liveness and load."""
         return _model(Health, self.request("GET", "/healthz"))

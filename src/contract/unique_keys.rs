@@ -1,0 +1,104 @@
+//! Maps whose keys must be unique. JSON lets an object repeat a key, and a reader keeps the last
+//! one; the contract's maps (worker types, a job's throughputs, entities, pairs' throughputs)
+//! refuse it instead: a body that says two things about one worker type is malformed, not a
+//! silent choice of the second. Used as `#[serde(deserialize_with = "unique_keys::map")]`.
+
+use serde::de::{Deserialize, Deserializer, Error, MapAccess, Visitor};
+use std::collections::HashSet;
+use std::fmt;
+use std::marker::PhantomData;
+
+/// A map read from a JSON object, refusing a key it has already read.
+pub fn map<'de, D, M, V>(deserializer: D) -> Result<M, D::Error>
+where
+    D: Deserializer<'de>,
+    M: FromIterator<(String, V)>,
+    V: Deserialize<'de>,
+{
+    deserializer.deserialize_map(Unique(PhantomData))
+}
+
+/// [`map`] for an optional field (absent or `null`: `None`).
+pub fn optional<'de, D, M, V>(deserializer: D) -> Result<Option<M>, D::Error>
+where
+    D: Deserializer<'de>,
+    M: FromIterator<(String, V)>,
+    V: Deserialize<'de>,
+{
+    deserializer.deserialize_option(Optional(PhantomData))
+}
+
+struct Unique<M, V>(PhantomData<(M, V)>);
+
+impl<'de, M: FromIterator<(String, V)>, V: Deserialize<'de>> Visitor<'de> for Unique<M, V> {
+    type Value = M;
+
+    fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+        f.write_str("a JSON object")
+    }
+
+    fn visit_map<A: MapAccess<'de>>(self, mut access: A) -> Result<M, A::Error> {
+        let mut seen = HashSet::new();
+        let mut entries = Vec::with_capacity(access.size_hint().unwrap_or(0));
+        while let Some(key) = access.next_key::<String>()? {
+            if !seen.insert(key.clone()) {
+                return Err(A::Error::custom(format!("duplicate key {key:?}")));
+            }
+            entries.push((key, access.next_value()?));
+        }
+        Ok(entries.into_iter().collect())
+    }
+}
+
+struct Optional<M, V>(PhantomData<(M, V)>);
+
+impl<'de, M: FromIterator<(String, V)>, V: Deserialize<'de>> Visitor<'de> for Optional<M, V> {
+    type Value = Option<M>;
+
+    fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+        f.write_str("a JSON object or null")
+    }
+
+    fn visit_none<E: Error>(self) -> Result<Option<M>, E> {
+        Ok(None)
+    }
+
+    fn visit_unit<E: Error>(self) -> Result<Option<M>, E> {
+        Ok(None)
+    }
+
+    fn visit_some<D: Deserializer<'de>>(self, deserializer: D) -> Result<Option<M>, D::Error> {
+        map(deserializer).map(Some)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use indexmap::IndexMap;
+    use serde::Deserialize;
+    use std::collections::BTreeMap;
+
+    #[derive(Debug, Deserialize)]
+    struct Body {
+        #[serde(deserialize_with = "map")]
+        types: BTreeMap<String, f64>,
+        #[serde(default, deserialize_with = "optional")]
+        entities: Option<IndexMap<String, f64>>,
+    }
+
+    #[test]
+    fn a_repeated_key_is_refused_and_distinct_ones_read() {
+        let body: Body = serde_json::from_str(r#"{"types": {"a": 1, "b": 2}, "entities": {"x": 3}}"#).unwrap();
+        assert_eq!(body.types.len(), 2);
+        assert_eq!(body.entities.unwrap()["x"], 3.0);
+        let body: Body = serde_json::from_str(r#"{"types": {}, "entities": null}"#).unwrap();
+        assert!(body.entities.is_none());
+        let body: Body = serde_json::from_str(r#"{"types": {}}"#).unwrap();
+        assert!(body.entities.is_none());
+        let e = serde_json::from_str::<Body>(r#"{"types": {"a": 1, "a": 2}}"#).unwrap_err();
+        assert!(e.to_string().contains("duplicate key \"a\""), "{e}");
+        let e = serde_json::from_str::<Body>(r#"{"types": {}, "entities": {"x": 1, "x": 1}}"#).unwrap_err();
+        assert!(e.to_string().contains("duplicate key \"x\""), "{e}");
+    }
+}

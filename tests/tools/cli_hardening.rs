@@ -1,0 +1,91 @@
+//! `arbiter token` refusals as its help promises (status 2, the contract's error object on
+//! stderr naming the flag at fault, the file untouched), and `arbiter solve` on a file that
+//! starts with a byte-order mark.
+
+use crate::service_support::TempDir;
+use serde_json::Value;
+use std::path::Path;
+use std::process::{Command, Output};
+
+fn arbiter(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_arbiter")).args(args).env_remove("ARBITER_TOKENS").output().expect("run arbiter")
+}
+
+/// Status 2, nothing on stdout, exactly one `{"error": {...}}` on stderr with `code` and `field`.
+fn refused(out: &Output, code: &str, field: &str) -> String {
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{stderr}");
+    assert!(out.stdout.is_empty(), "nothing on stdout: {}", String::from_utf8_lossy(&out.stdout));
+    let error: Value =
+        serde_json::from_str(stderr.trim()).unwrap_or_else(|e| panic!("not one JSON object ({e}): {stderr}"));
+    assert_eq!(error.as_object().unwrap().len(), 1, "{error}");
+    assert_eq!(error["error"]["code"], code, "{error}");
+    assert_eq!(error["error"]["field"], field, "{error}");
+    error["error"]["message"].as_str().unwrap().to_string()
+}
+
+fn create(file: &Path, tenant: &str, scopes: &str, id: &str) -> Output {
+    let file = file.to_str().unwrap();
+    arbiter(&["token", "create", "--file", file, "--tenant", tenant, "--scope", scopes, "--id", id])
+}
+
+#[test]
+fn token_refusals_exit_2_with_the_error_object_and_change_nothing() {
+    let help = arbiter(&["token", "--help"]);
+    assert!(String::from_utf8_lossy(&help.stdout).contains("Failures exit with status 2"));
+
+    let dir = TempDir::new("cli-hardening-tokens");
+    let file = dir.path("tokens.json");
+    let f = file.to_str().unwrap();
+    assert!(create(&file, "team-a", "solve", "ci").status.success());
+    let before = std::fs::read(&file).unwrap();
+
+    let says = refused(&create(&file, "team-b", "solve", "ci"), "malformed_request", "id");
+    assert!(says.contains("\"ci\" is already in"), "{says}");
+    let says = refused(&create(&file, "team-b", "solve,root", "other"), "malformed_request", "scope");
+    assert!(says.contains("unknown scope \"root\"") && says.contains("sessions:read"), "{says}");
+    let says = refused(&create(&file, "team b", "solve", "other"), "malformed_request", "tenant");
+    assert!(says.contains("tenant \"team b\""), "{says}");
+    let says = refused(&create(&file, "team-b", "solve", "a/b"), "malformed_request", "id");
+    assert!(says.contains("token id \"a/b\""), "{says}");
+    let says = refused(&arbiter(&["token", "revoke", "--file", f, "nobody"]), "malformed_request", "id");
+    assert!(says.contains("no token with id \"nobody\""), "{says}");
+    let says = refused(&arbiter(&["token", "quota", "--file", f, "team-a", "--burst", "0"]), "invalid_number", "burst");
+    assert!(says.contains("at least 1"), "{says}");
+    let out = arbiter(&["token", "quota", "--file", f, "team-a", "--requests-per-second", "0"]);
+    refused(&out, "invalid_number", "requests_per_second");
+    assert_eq!(std::fs::read(&file).unwrap(), before, "a refusal writes nothing");
+
+    let missing = dir.path("none.json");
+    let says = refused(&arbiter(&["token", "list", "--file", missing.to_str().unwrap()]), "malformed_request", "file");
+    assert!(says.contains("none.json"), "{says}");
+    std::fs::write(dir.path("bad.json"), "{\"version\": 9}").unwrap();
+    let out = arbiter(&[
+        "token",
+        "create",
+        "--file",
+        dir.path("bad.json").to_str().unwrap(),
+        "--tenant",
+        "a",
+        "--scope",
+        "solve",
+    ]);
+    assert!(refused(&out, "malformed_request", "file").contains("version 9"));
+
+    // What succeeds still exits 0 and prints what it did.
+    let out = arbiter(&["token", "revoke", "--file", f, "ci"]);
+    assert!(out.status.success() && String::from_utf8_lossy(&out.stdout).contains("revoked"));
+}
+
+#[test]
+fn solve_reads_a_file_that_starts_with_a_byte_order_mark() {
+    let dir = TempDir::new("cli-hardening-bom");
+    let demo = std::fs::read(concat!(env!("CARGO_MANIFEST_DIR"), "/fixtures/demo.json")).unwrap();
+    let marked = dir.path("demo.json");
+    std::fs::write(&marked, [&b"\xef\xbb\xbf"[..], &demo].concat()).unwrap();
+    let out = arbiter(&["solve", marked.to_str().unwrap()]);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let plain = arbiter(&["solve", concat!(env!("CARGO_MANIFEST_DIR"), "/fixtures/demo.json")]);
+    let allocation = |out: &Output| serde_json::from_slice::<Value>(&out.stdout).unwrap()["allocation"].clone();
+    assert_eq!(allocation(&out), allocation(&plain));
+}
