@@ -17,9 +17,20 @@ impl Refusal {
     /// The contract's error object for it: `malformed_request` at its path, its message after
     /// `prefix`.
     pub fn into_error(self, prefix: &str) -> ArbiterError {
+        // A required field that is absent is named itself, under the object that lacks it.
+        if let Some(name) = absent_field(&self.message) {
+            let field = self.path.as_deref().map_or_else(|| name.to_string(), |object| format!("{object}.{name}"));
+            return ArbiterError::at(ErrorCode::MissingField, field, format!("{prefix}{}", self.message));
+        }
         let error = ArbiterError::new(ErrorCode::MalformedRequest, format!("{prefix}{}", self.message));
         ArbiterError { field: self.path, ..error }
     }
+}
+
+/// The field serde reports absent (its message starts "missing field `name`").
+fn absent_field(message: &str) -> Option<&str> {
+    let name = message.strip_prefix("missing field `")?.split('`').next()?;
+    (!name.is_empty()).then_some(name)
 }
 
 /// The UTF-8 byte-order mark some editors (Windows Notepad, PowerShell's `Out-File`) put before
@@ -80,6 +91,15 @@ mod tests {
         let e = read::<Body>(r#"{"jobs": [{"id": "a", "weight": 1}, {"id": "b", "weight": "x"}]}"#).unwrap_err();
         assert_eq!(e.path.as_deref(), Some("jobs[1].weight"));
         assert!(e.message.contains("invalid type"), "{}", e.message);
+    }
+
+    #[test]
+    fn an_absent_required_field_is_named_under_its_object() {
+        let e = read::<Body>(r#"{"jobs": [{"id": "a", "weight": 1}, {"id": "b"}]}"#).unwrap_err().into_error("");
+        assert_eq!(e.code, ErrorCode::MissingField);
+        assert_eq!(e.field.as_deref(), Some("jobs[1].weight"));
+        let e = read::<Body>("{}").unwrap_err().into_error("");
+        assert_eq!((e.code, e.field.as_deref()), (ErrorCode::MissingField, Some("jobs")));
     }
 
     #[test]

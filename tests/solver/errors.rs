@@ -102,18 +102,16 @@ fn malformed_request() {
     let huge = base().to_string().replacen("4.0", "1e400", 1);
     assert!(huge.contains("1e400"));
     refused(&huge, ErrorCode::MalformedRequest, Some("jobs[0].throughput.v100"));
-    // A required field missing from the JSON: the message names it.
+    // A required field missing from the JSON: `missing_field`, named under its object.
     let err = solve_err(&with(|v| {
         v.as_object_mut().unwrap().remove("policy");
     }));
-    assert_eq!(err.code, ErrorCode::MalformedRequest);
+    assert_error(&err, ErrorCode::MissingField, Some("policy"));
     assert!(err.message.contains("policy"), "{}", err.to_json());
     let err = solve_err(&with(|v| {
         v["jobs"][1].as_object_mut().unwrap().remove("id");
     }));
-    assert_eq!(err.code, ErrorCode::MalformedRequest);
-    assert!(err.message.contains("id"), "{}", err.to_json());
-    assert_eq!(err.field.as_deref(), Some("jobs[1]"), "{}", err.to_json());
+    assert_error(&err, ErrorCode::MissingField, Some("jobs[1].id"));
 }
 
 #[test]
