@@ -449,3 +449,37 @@ fn a_composed_session_of_gavels_composition_is_the_mechanisms_session() {
     let r = round(&mut s);
     assert!(r.allocation_recomputed && !r.placements.is_empty(), "{r:?}");
 }
+
+/// A session whose jobs give their throughputs with GPUs spread over servers (placement
+/// sensitivity) keeps each job's row with the job: adding one (its own row taken) and removing
+/// another re-solve without a panic and without shifting rows onto other jobs. The session held
+/// the creation's matrix, indexed past its end once a job was added.
+#[test]
+fn placement_sensitive_jobs_keep_their_rows_as_jobs_come_and_go() {
+    let request = serde_json::json!({"policy": "max_min_fairness",
+        "cluster": {"worker_types": {"v100": {"count": 8, "gpus_per_server": 4}}},
+        "jobs": [
+            {"id": "a", "scale_factor": 4, "throughput": {"v100": 4.0}, "unconsolidated_throughput": {"v100": 1.0}},
+            {"id": "b", "throughput": {"v100": 1.0}}]});
+    let problem = arbiter::Problem::from_json(&request.to_string()).unwrap();
+    let mut s = Session::from_problem(&problem, Config::default()).unwrap();
+    let backend = arbiter::lp::Backend::default();
+    let alone = s.solve_allocation(backend).expect("solves");
+    let job = |id: &str, sf: u32| {
+        let mut job = problem.jobs[0].clone();
+        job.id = id.to_string();
+        job.scale_factor = sf;
+        job
+    };
+    // A second 4-GPU job, with its own row spread.
+    s.add_job_spread(job("c", 4), &[4.0], Some(&[3.9])).unwrap();
+    let three = s.solve_allocation(backend).expect("re-solves after an add");
+    assert_eq!(three.rows(), 3);
+    s.remove_job("a").unwrap();
+    let two = s.solve_allocation(backend).expect("re-solves after a removal");
+    assert_eq!(two.rows(), 2);
+    assert_eq!(alone.rows(), 2);
+    // A row of the wrong length is refused.
+    let err = s.add_job_spread(job("d", 4), &[4.0], Some(&[1.0, 2.0])).unwrap_err();
+    assert_eq!(err.code, ErrorCode::InvalidNumber);
+}

@@ -249,6 +249,15 @@ impl Session {
             colocations.push(Colocation { jobs: [ra, rb], throughput: p.throughput.clone() });
         }
         let jobs: Vec<Job> = included.iter().map(|&m| self.jobs[m].job.clone()).collect();
+        // The included jobs' rows with their GPUs spread, when any has one.
+        let unconsolidated =
+            included.iter().any(|&m| self.jobs[m].unconsolidated.iter().any(|&v| v > 0.0)).then(|| {
+                let mut spread = Matrix::zeros(included.len(), types);
+                for (r, &m) in included.iter().enumerate() {
+                    spread.row_mut(r).copy_from_slice(&self.jobs[m].unconsolidated);
+                }
+                spread
+            });
         let problem = Problem {
             worker_types,
             job_entity: jobs.iter().map(|j| j.entity.as_deref().and_then(|e| self.entity(e))).collect(),
@@ -257,6 +266,7 @@ impl Session {
             throughput,
             space_sharing: !colocations.is_empty() && self.base.policy.supports_space_sharing(),
             colocations,
+            unconsolidated,
             ..self.base.clone()
         };
         // As a request's: the tie-break the problem asks for (no GPU left idle that a job could

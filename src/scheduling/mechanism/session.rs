@@ -27,6 +27,8 @@ pub(super) struct JobState {
     pub(super) job: Job,
     /// Measured steps/s per type, smoothed by the progress reports.
     pub(super) throughput: Vec<f64>,
+    /// Placement sensitivity: steps/s per type with its GPUs spread over servers (0: not given).
+    pub(super) unconsolidated: Vec<f64>,
     /// The job alone: `X[m][·]` and the time it ran alone.
     pub(super) share: Share,
     pub(super) added_at: f64,
@@ -240,12 +242,15 @@ impl Session {
             throughput: Matrix::zeros(0, types),
             colocations: Vec::new(),
             job_entity: Vec::new(),
+            // Each job's row is kept with the job: jobs come and go.
+            unconsolidated: None,
             ..problem.clone()
         };
         let mut session = Session::with_base(base, config)?;
         session.composed = composed;
         for (m, job) in problem.jobs.iter().enumerate() {
-            session.add_job(job.clone(), problem.measured.row(m)).map_err(|mut e| {
+            let unconsolidated = problem.unconsolidated.as_ref().map(|u| u.row(m));
+            session.add_job_spread(job.clone(), problem.measured.row(m), unconsolidated).map_err(|mut e| {
                 // A job's fields as the request names them: `job.x` is `jobs[m].x` there.
                 if let Some(rest) = e.field.as_deref().and_then(|f| f.strip_prefix("job")) {
                     e.field = Some(format!("jobs[{m}]{rest}"));
@@ -408,17 +413,36 @@ impl Session {
     /// A job arrives, with its measured steps/s per worker type (in the cluster's type order; 0:
     /// cannot run there). It has no allocation, and does not run, until the next recomputation.
     pub fn add_job(&mut self, job: Job, throughput: &[f64]) -> Result<()> {
+        self.add_job_spread(job, throughput, None)
+    }
+
+    /// [`Session::add_job`] with the job's steps/s per type when its GPUs are spread over
+    /// servers (placement sensitivity; 0 where not given), for the policies that model it.
+    pub fn add_job_spread(&mut self, job: Job, throughput: &[f64], unconsolidated: Option<&[f64]>) -> Result<()> {
         self.validate_job(&job, throughput)?;
+        let types = self.cluster.num_types();
+        if let Some(row) = unconsolidated {
+            if row.len() != types || row.iter().any(|v| !v.is_finite() || *v < 0.0) {
+                return Err(ArbiterError::at(
+                    ErrorCode::InvalidNumber,
+                    "job.unconsolidated_throughput",
+                    format!("expected {types} finite, non-negative steps/s, one per worker type"),
+                ));
+            }
+        }
         let id: JobId = job.id.as_str().into();
         if let Some(composed) = self.composed.as_mut() {
             composed.submit(&id, &job, throughput)?;
         }
-        let types = self.cluster.num_types();
         self.index.insert(id.clone(), self.jobs.len());
         self.jobs.push(JobState {
             id,
-            job,
             throughput: throughput.to_vec(),
+            // One GPU is always consolidated: only multi-GPU jobs have the second column.
+            unconsolidated: unconsolidated
+                .filter(|_| job.scale_factor > 1)
+                .map_or_else(|| vec![0.0; types], <[f64]>::to_vec),
+            job,
             share: Share::new(types),
             added_at: self.time,
             lease: None,

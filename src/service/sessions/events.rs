@@ -215,8 +215,8 @@ pub fn apply(spec: &Spec, session: &mut Session, event: &Event) -> ApiResult<App
     match event {
         Event::AddJob { body } => {
             let job: JobSpec = parse_object(body)?;
-            let (job, throughput) = spec.job(&job, session.time())?;
-            session.add_job(job, &throughput).map_err(relative_to_job)?;
+            let (job, throughput, spread) = spec.job(&job, session.time())?;
+            session.add_job_spread(job, &throughput, spread.as_deref()).map_err(relative_to_job)?;
             super::estimates::mark(session, body)?;
         }
         Event::RemoveJob { job } => {

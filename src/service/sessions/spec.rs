@@ -224,9 +224,10 @@ impl Spec {
     }
 
     /// A job of the contract validated as `Problem::from_request` validates one, against this
-    /// session's cluster and entities; with no `arrival`, it arrives now (session time).
-    /// Field paths are relative to the job object.
-    pub fn job(&self, spec: &JobSpec, now: f64) -> ApiResult<(Job, Vec<f64>)> {
+    /// session's cluster and entities; with no `arrival`, it arrives now (session time). Its
+    /// fields, its steps/s per type, and per type with its GPUs spread over servers if it gives
+    /// that (placement sensitivity). Field paths are relative to the job object.
+    pub fn job(&self, spec: &JobSpec, now: f64) -> ApiResult<(Job, Vec<f64>, Option<Vec<f64>>)> {
         let request = Request {
             policy: validation_policy(&self.policy, std::slice::from_ref(spec)),
             heterogeneity_aware: self.create.heterogeneity_aware,
@@ -240,7 +241,8 @@ impl Spec {
         if spec.arrival.is_none() {
             job.arrival = now;
         }
-        Ok((job, problem.measured.row(0).to_vec()))
+        let unconsolidated = problem.unconsolidated.as_ref().map(|u| u.row(0).to_vec());
+        Ok((job, problem.measured.row(0).to_vec(), unconsolidated))
     }
 
     /// The server ceiling combined with this session's own budget: the smaller wins.
