@@ -207,10 +207,16 @@ fn with_tokens_the_hints_send_an_admin_token_for_the_demo_session() {
 fn a_bearer_header_without_a_token_says_what_is_expected_once() {
     let dir = TempDir::new("hardening-bearer");
     let tokens = dir.path("tokens.json");
-    create_token(&tokens, "ops", "admin", "ops");
+    let token = create_token(&tokens, "ops", "admin", "ops");
     let server =
         Server::start(&dir.path("arbiter.db"), &dir.path("server.log"), &["--tokens", tokens.to_str().unwrap()]);
     let mut c = server.client();
+    // Two credentials are refused, whichever one is good; one is taken.
+    let bearer = format!("Bearer {token}");
+    let twice = [("Authorization", bearer.as_str()), ("Authorization", "Bearer arb_other")];
+    let body = assert_error(&c.send("GET", "/v1/sessions", &[], &twice).unwrap(), 401, "unauthorized", None);
+    assert!(body["error"]["message"].as_str().unwrap().contains("more than one Authorization header"), "{body}");
+    assert_eq!(c.send("GET", "/v1/sessions", &[], &twice[..1]).unwrap().status, 200);
     for (header, why) in [
         ("Bearer", "the token is empty"),
         ("Bearer    ", "the token is empty"),

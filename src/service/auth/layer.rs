@@ -74,7 +74,15 @@ pub async fn authenticate(State(state): State<SharedState>, mut request: Request
     if need == Need::Open {
         return next.run(request).await;
     }
-    let principal = match keyring.authenticate(request.headers().get(header::AUTHORIZATION).map(|v| v.as_bytes())) {
+    // Two credentials are one too many: which one a proxy or this server reads would decide who
+    // the caller is.
+    let mut credentials = request.headers().get_all(header::AUTHORIZATION).iter();
+    let (first, second) = (credentials.next(), credentials.next());
+    if second.is_some() {
+        let message = "more than one Authorization header; send one `Bearer <token>`".to_string();
+        return crate::service::error::ApiError::Unauthorized { message, invalid: true }.into_response();
+    }
+    let principal = match keyring.authenticate(first.map(|v| v.as_bytes())) {
         Ok(p) => p,
         Err(e) => return e.into_response(),
     };
