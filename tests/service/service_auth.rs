@@ -16,16 +16,6 @@ fn arbiter(args: &[&str]) -> std::process::Output {
     Command::new(env!("CARGO_BIN_EXE_arbiter")).args(args).output().expect("run arbiter")
 }
 
-/// `arbiter token create`: the token it prints.
-fn create_token(file: &Path, tenant: &str, scopes: &str, id: &str) -> String {
-    let file = file.to_str().unwrap();
-    let out = arbiter(&["token", "create", "--file", file, "--tenant", tenant, "--scope", scopes, "--id", id]);
-    assert!(out.status.success(), "token create failed: {}", String::from_utf8_lossy(&out.stderr));
-    let stdout = String::from_utf8(out.stdout).unwrap();
-    assert_eq!(stdout.lines().count(), 1, "only the token on stdout: {stdout:?}");
-    stdout.trim().to_string()
-}
-
 /// Adds per-tenant quota overrides to a token file.
 fn set_tenants(file: &Path, tenants: Value) {
     let mut doc: Value = serde_json::from_str(&std::fs::read_to_string(file).unwrap()).unwrap();

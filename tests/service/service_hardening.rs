@@ -81,16 +81,6 @@ impl Drop for Started {
     }
 }
 
-/// `arbiter token create`: the token it prints.
-fn create_token(file: &Path, tenant: &str, scopes: &str, id: &str) -> String {
-    let out = Command::new(env!("CARGO_BIN_EXE_arbiter"))
-        .args(["token", "create", "--file", file.to_str().unwrap(), "--tenant", tenant, "--scope", scopes, "--id", id])
-        .output()
-        .expect("run arbiter token create");
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
-    String::from_utf8(out.stdout).unwrap().trim().to_string()
-}
-
 #[test]
 fn more_concurrent_solves_than_threads_allow_are_refused_at_start() {
     let help = Command::new(env!("CARGO_BIN_EXE_arbiter")).args(["serve", "--help"]).output().unwrap();

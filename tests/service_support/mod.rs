@@ -260,3 +260,16 @@ pub fn must_exit(command: &mut std::process::Command) -> std::process::Output {
     }
     child.wait_with_output().expect("collect its output")
 }
+
+/// `arbiter token create`: the token it prints (and nothing else on stdout).
+pub fn create_token(file: &std::path::Path, tenant: &str, scopes: &str, id: &str) -> String {
+    let file = file.to_str().unwrap();
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_arbiter"))
+        .args(["token", "create", "--file", file, "--tenant", tenant, "--scope", scopes, "--id", id])
+        .output()
+        .expect("run arbiter token create");
+    assert!(out.status.success(), "token create failed: {}", String::from_utf8_lossy(&out.stderr));
+    let stdout = String::from_utf8(out.stdout).unwrap();
+    assert_eq!(stdout.lines().count(), 1, "only the token on stdout: {stdout:?}");
+    stdout.trim().to_string()
+}
