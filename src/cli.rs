@@ -198,10 +198,8 @@ fn run_solve(
     method: Option<String>,
 ) -> ExitCode {
     let response = backend_named(backend).and_then(|backend| {
-        let reference = reference
-            .map(crate::workload::throughputs::ThroughputTable::from_path)
-            .transpose()
-            .map_err(|e| e.field_renamed("throughputs", "reference_throughputs"))?;
+        let reference =
+            reference.map(crate::workload::throughputs::ThroughputTable::from_reference_path).transpose()?;
         let mut request = crate::Request::from_json(&read_input(input)?)?;
         if method.is_some() {
             request.method = method;

@@ -48,12 +48,7 @@ pub struct EstimateArgs {
 
 /// Runs the command and returns what it prints.
 pub fn run(args: &EstimateArgs) -> Result<String> {
-    let table = args
-        .reference_throughputs
-        .as_deref()
-        .map(ThroughputTable::from_path)
-        .transpose()
-        .map_err(|e| e.field_renamed("throughputs", "reference_throughputs"))?;
+    let table = args.reference_throughputs.as_deref().map(ThroughputTable::from_reference_path).transpose()?;
     if args.evaluate {
         let table = table.ok_or_else(|| {
             ArbiterError::at(

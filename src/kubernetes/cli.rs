@@ -142,9 +142,9 @@ fn connect(c: &Connection) -> Result<Clients, String> {
     let reference = c
         .reference_throughputs
         .as_deref()
-        .map(ThroughputTable::from_path)
+        .map(ThroughputTable::from_reference_path)
         .transpose()
-        .map_err(|e| e.field_renamed("throughputs", "reference_throughputs").to_string())?;
+        .map_err(|e| e.to_string())?;
     Ok(Clients { kube, arbiter, reference })
 }
 

@@ -60,10 +60,7 @@ impl AppState {
     /// not be rebuilt too.
     pub fn open(config: Config) -> Result<(SharedState, Vec<Broken>), String> {
         let reference = match &config.reference_throughputs {
-            Some(path) => Some(Arc::new(
-                ThroughputTable::from_path(path)
-                    .map_err(|e| e.field_renamed("throughputs", "reference_throughputs").to_string())?,
-            )),
+            Some(path) => Some(Arc::new(ThroughputTable::from_reference_path(path).map_err(|e| e.to_string())?)),
             None => None,
         };
         let binder = binder::from_config(&config)?;

@@ -250,14 +250,9 @@ impl Session {
         }
         let jobs: Vec<Job> = included.iter().map(|&m| self.jobs[m].job.clone()).collect();
         // The included jobs' rows with their GPUs spread, when any has one.
+        let spread: Vec<&[f64]> = included.iter().map(|&m| self.jobs[m].unconsolidated.as_slice()).collect();
         let unconsolidated =
-            included.iter().any(|&m| self.jobs[m].unconsolidated.iter().any(|&v| v > 0.0)).then(|| {
-                let mut spread = Matrix::zeros(included.len(), types);
-                for (r, &m) in included.iter().enumerate() {
-                    spread.row_mut(r).copy_from_slice(&self.jobs[m].unconsolidated);
-                }
-                spread
-            });
+            spread.iter().flat_map(|row| row.iter()).any(|&v| v > 0.0).then(|| Matrix::from_rows(&spread));
         let problem = Problem {
             worker_types,
             job_entity: jobs.iter().map(|j| j.entity.as_deref().and_then(|e| self.entity(e))).collect(),

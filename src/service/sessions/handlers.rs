@@ -46,8 +46,7 @@ where
 {
     let limiter = solver.then_some(&state.limiter);
     // The event is counted where it is made durable (`Sessions::update`).
-    let (_, answer) = state.sessions.update(id, caller, limiter, decide).await?;
-    Ok(answer)
+    state.sessions.update(id, caller, limiter, decide).await
 }
 
 /// List the sessions (with tokens: the tenant's own; every tenant's for `admin`).

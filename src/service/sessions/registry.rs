@@ -212,15 +212,15 @@ impl Sessions {
 
     /// Applies one event of `caller` to session `id`: `decide` looks at a copy of the session and
     /// returns the event (solving first if it must) and the answer; the event is applied to the
-    /// copy, made durable with the caller's token id, then published. With a `limiter`, this runs
-    /// in a solver slot.
+    /// copy, made durable with the caller's token id, counted, then published, and the answer
+    /// returned. With a `limiter`, this runs in a solver slot.
     pub async fn update<R, F>(
         &self,
         id: &str,
         caller: &Principal,
         limiter: Option<&SolveLimiter>,
         decide: F,
-    ) -> ApiResult<(Event, R)>
+    ) -> ApiResult<R>
     where
         R: Send + 'static,
         F: FnOnce(&Entry, &mut Session) -> ApiResult<(Event, R)> + Send + 'static,
@@ -232,7 +232,7 @@ impl Sessions {
             return Err(ApiError::UnknownSession(id.to_string()));
         }
         let (store, metrics) = (self.store.clone(), self.serving.metrics.clone());
-        let work = move || -> ApiResult<(Event, R)> {
+        let work = move || -> ApiResult<R> {
             let current = entry.snapshot();
             let mut next = Session::clone(&current.session);
             let (event, answer) = decide(&entry, &mut next)?;
@@ -245,7 +245,7 @@ impl Sessions {
             writer.next_seq += 1;
             metrics.observe_event(event.kind());
             entry.publish(next, bindings);
-            Ok((event, answer))
+            Ok(answer)
         };
         match limiter {
             Some(limiter) => limiter.run(work).await?,

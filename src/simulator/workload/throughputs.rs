@@ -67,6 +67,12 @@ impl ThroughputTable {
         ThroughputTable::from_json_str(&text)
     }
 
+    /// The reference matrix a command was given with `--reference-throughputs FILE`: a refusal
+    /// names that flag, with the key path inside the file (`reference_throughputs.v100.A`).
+    pub fn from_reference_path(path: &Path) -> Result<ThroughputTable> {
+        ThroughputTable::from_path(path).map_err(|e| e.field_renamed("throughputs", "reference_throughputs"))
+    }
+
     /// Parses the JSON text of a throughput file. Every refusal names the key path it is about.
     pub fn from_json_str(text: &str) -> Result<ThroughputTable> {
         let root: serde_json::Value = serde_json::from_str(text)
