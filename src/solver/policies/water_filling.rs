@@ -11,7 +11,7 @@ use super::trajectory::{Forest, Trajectory};
 use super::{capacities, colocated, engine, scale_factors, Outcome, WaterFillingReport};
 use crate::error::{ErrorCode, Result};
 use crate::lp::{Backend, Sense};
-use crate::max_min_ratio::{ceiling, Engine, MethodReport, Need, Program, Terms};
+use crate::max_min_ratio::{ceiling, Engine, MethodReport, Need, Program, Solved, Terms};
 use crate::problem::{Matrix, Problem};
 use crate::space_sharing::kept_pairs;
 
@@ -21,8 +21,8 @@ pub trait Reweighting {
     fn weights(&self, problem: &Problem, frozen: &[bool]) -> Vec<f64>;
 
     /// The unfrozen jobs in the forest of entities their weights come from, if they do (then a
-    /// level may run on past jobs that reach their own ceiling: `Levels::gallop`). `None`: the
-    /// decomposition is not to be used.
+    /// level may run on past jobs that reach their own ceiling: `Levels::gallop`). `None`: levels
+    /// go one at a time.
     fn forest(&self, _problem: &Problem, _frozen: &[bool]) -> Option<Forest> {
         None
     }
@@ -319,14 +319,24 @@ impl Levels<'_, '_> {
             needs[m].terms.push((v, ceiling[m]));
         }
         program.needs = needs;
-        let solved = self.engine.solve_program(&program)?;
+        let solved = self.solve_at_floors(floor, &mut program)?;
         Ok((solved.vars.iter().all(|&v| v <= START_TOLERANCE), solved.lp_solves))
     }
 
-    /// The engine's exact group test of which `which` jobs cannot rise from `floor`.
+    /// The engine's exact group test of which `which` jobs cannot rise from `floor` (lowered as
+    /// `solve_at_floors` lowers them should they have drifted out of reach).
     fn bottlenecks(&mut self, floor: &mut [f64], which: &[bool]) -> Result<(Vec<bool>, usize)> {
         self.hand_over(floor);
-        self.engine.bottlenecks(floor, which)
+        let mut attempt = 0;
+        loop {
+            match self.engine.bottlenecks(floor, which) {
+                Err(error) if error.code == ErrorCode::SolverFailed && attempt < 2 => {
+                    self.lower_drifted(floor, attempt);
+                    attempt += 1;
+                }
+                other => return other,
+            }
+        }
     }
 
     /// `raise` on the engine's kept model.
@@ -336,36 +346,47 @@ impl Levels<'_, '_> {
         self.decomposed = None;
         let unit = self.engine.natural_unit(&rate).filter(|&u| u > 0.0).unwrap_or(1.0);
         let mut program = level_program(floor, &rate, unit);
-        // Each level meets the floors only to HiGHS' tolerance (1e-7) and the next one raises
-        // from there, so over many levels floors can drift above what any allocation meets (seen
-        // with `fifo` entities, whose next job starts when the GPUs are full). Lowered first to
-        // what the last program's allocation gives (as little as the drift needs), then, should
-        // that not do, by `DRIFT_SLACK`, the program solves again: a blanket 1e-6 alone put 500
-        // jobs' levels 7e-6 off.
+        let solved = self.solve_at_floors(floor, &mut program)?;
+        Ok(Level { c: solved.vars[0].max(0.0) * unit, binding: solved.binding, lp_solves: solved.lp_solves })
+    }
+
+    /// Solves `program`, whose needs' bases are `floor`. Each level meets the floors only to the
+    /// LP's tolerance and the next one raises from there, so over many levels floors can drift
+    /// above what any allocation meets (seen with `fifo` entities, whose next job starts when the
+    /// GPUs are full: the level's program, and the test of whether any waiting job can start at
+    /// all). When the LP finds the floors infeasible they are lowered (`lower_drifted`) and the
+    /// program solves again, twice at most.
+    fn solve_at_floors(&mut self, floor: &mut [f64], program: &mut Program) -> Result<Solved> {
         let mut attempt = 0;
-        let solved = loop {
-            match self.engine.solve_program(&program) {
+        loop {
+            match self.engine.solve_program(program) {
                 Err(error) if error.code == ErrorCode::SolverFailed && attempt < 2 => {
-                    if attempt == 0 {
-                        let given = self.engine.throughputs(
-                            &self.engine.last_allocation(),
-                            &self.engine.last_pair_time(),
-                            &self.engine.last_unconsolidated(),
-                        );
-                        // Never by more than `DRIFT_SLACK`: the last program may predate the
-                        // floors (the first on the engine after decomposed levels).
-                        let lower = |f: f64, g: f64| f.min(g).max(f * (1.0 - DRIFT_SLACK)) * (1.0 - HANDOVER_SLACK);
-                        floor.iter_mut().zip(&given).for_each(|(f, &g)| *f = lower(*f, g));
-                    } else {
-                        floor.iter_mut().for_each(|f| *f *= 1.0 - DRIFT_SLACK);
-                    }
+                    self.lower_drifted(floor, attempt);
                     program.needs.iter_mut().zip(floor.iter()).for_each(|(need, &f)| need.base = f);
                     attempt += 1;
                 }
-                other => break other?,
+                other => return other,
             }
-        };
-        Ok(Level { c: solved.vars[0].max(0.0) * unit, binding: solved.binding, lp_solves: solved.lp_solves })
+        }
+    }
+
+    /// Lowers floors that drifted out of reach: at the first attempt to what the last program's
+    /// allocation gives (as little as the drift needs) but never by more than `DRIFT_SLACK`
+    /// (the last program may predate the floors: the first on the engine after decomposed
+    /// levels), at the second by `DRIFT_SLACK`. A blanket 1e-6 alone put 500 jobs' levels 7e-6
+    /// off.
+    fn lower_drifted(&self, floor: &mut [f64], attempt: usize) {
+        if attempt == 0 {
+            let given = self.engine.throughputs(
+                &self.engine.last_allocation(),
+                &self.engine.last_pair_time(),
+                &self.engine.last_unconsolidated(),
+            );
+            let lower = |f: f64, g: f64| f.min(g).max(f * (1.0 - DRIFT_SLACK)) * (1.0 - HANDOVER_SLACK);
+            floor.iter_mut().zip(&given).for_each(|(f, &g)| *f = lower(*f, g));
+        } else {
+            floor.iter_mut().for_each(|f| *f *= 1.0 - DRIFT_SLACK);
+        }
     }
 }
 
