@@ -28,6 +28,28 @@ where
     deserializer.deserialize_option(Optional(PhantomData))
 }
 
+/// [`map`] of maps: neither the outer keys nor any inner object's keys may repeat (a throughputs
+/// update's rows: job → type → steps/s).
+pub fn nested<'de, D, M, N, V>(deserializer: D) -> Result<M, D::Error>
+where
+    D: Deserializer<'de>,
+    M: FromIterator<(String, N)>,
+    N: FromIterator<(String, V)>,
+    V: Deserialize<'de>,
+{
+    let rows: Vec<(String, Inner<N, V>)> = map(deserializer)?;
+    Ok(rows.into_iter().map(|(key, Inner(row, _))| (key, row)).collect())
+}
+
+/// An inner object of [`nested`], read by [`map`].
+struct Inner<N, V>(N, PhantomData<V>);
+
+impl<'de, N: FromIterator<(String, V)>, V: Deserialize<'de>> Deserialize<'de> for Inner<N, V> {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        map(deserializer).map(|row| Inner(row, PhantomData))
+    }
+}
+
 struct Unique<M, V>(PhantomData<(M, V)>);
 
 impl<'de, M: FromIterator<(String, V)>, V: Deserialize<'de>> Visitor<'de> for Unique<M, V> {
@@ -100,5 +122,22 @@ mod tests {
         assert!(e.to_string().contains("duplicate key \"a\""), "{e}");
         let e = serde_json::from_str::<Body>(r#"{"types": {}, "entities": {"x": 1, "x": 1}}"#).unwrap_err();
         assert!(e.to_string().contains("duplicate key \"x\""), "{e}");
+    }
+
+    #[derive(Debug, Deserialize)]
+    struct Rows {
+        #[serde(deserialize_with = "nested")]
+        rows: IndexMap<String, BTreeMap<String, f64>>,
+    }
+
+    #[test]
+    fn a_repeated_key_inside_a_row_is_refused() {
+        let rows: Rows = serde_json::from_str(r#"{"rows": {"j": {"a": 1, "b": 2}, "k": {}}}"#).unwrap();
+        assert_eq!(rows.rows["j"]["b"], 2.0);
+        assert!(rows.rows["k"].is_empty());
+        let e = serde_json::from_str::<Rows>(r#"{"rows": {"j": {"a": 1, "a": 2}}}"#).unwrap_err();
+        assert!(e.to_string().contains("duplicate key \"a\""), "{e}");
+        let e = serde_json::from_str::<Rows>(r#"{"rows": {"j": {}, "j": {}}}"#).unwrap_err();
+        assert!(e.to_string().contains("duplicate key \"j\""), "{e}");
     }
 }

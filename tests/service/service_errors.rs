@@ -174,6 +174,12 @@ fn session_events_are_validated() {
     let progress = json!({"worker_type": "tpu", "steps": 5, "throughput": 1.0});
     let reply = c.post(&format!("{base}/jobs/a3c/progress"), &bytes(&progress)).unwrap();
     assert_error(&reply, 400, "unknown_worker_type", Some("worker_type"));
+    // A row that names a type twice says two things about it: malformed, not the last one kept.
+    let reply =
+        c.put(&format!("{base}/throughputs"), br#"{"throughputs": {"a3c": {"v100": 1.0, "v100": 2.0}}}"#).unwrap();
+    assert_error(&reply, 400, "malformed_request", None);
+    let message = reply.json()["error"]["message"].as_str().unwrap_or_default().to_string();
+    assert!(message.contains("duplicate key \"v100\""), "{message}");
     // All or nothing: a bad row anywhere leaves every row as it was.
     let update = json!({"throughputs": {"a3c": {"v100": 7.0}, "recsys": {"v100": -1.0}}});
     let reply = c.put(&format!("{base}/throughputs"), &bytes(&update)).unwrap();

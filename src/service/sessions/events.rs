@@ -189,7 +189,11 @@ pub struct Progress {
     pub throughput: f64,
     /// Metrics the job reports (`loss`, `iteration_seconds`, ...), finite numbers; the latest
     /// value of each is kept, and a composition's stages read them (Optimus its loss curve).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[serde(
+        default,
+        skip_serializing_if = "Option::is_none",
+        deserialize_with = "crate::contract::unique_keys::optional"
+    )]
     pub metrics: Option<BTreeMap<String, f64>>,
 }
 
@@ -198,7 +202,7 @@ pub struct Progress {
 #[derive(Debug, Clone, Serialize, Deserialize, ToSchema)]
 pub struct Throughputs {
     #[schema(example = json!({"resnet50": {"v100": 10.5, "p100": 6.1, "k80": 1.0}}))]
-    #[serde(deserialize_with = "crate::contract::unique_keys::map")]
+    #[serde(deserialize_with = "crate::contract::unique_keys::nested")]
     pub throughputs: IndexMap<String, BTreeMap<String, Option<f64>>>,
 }
 
