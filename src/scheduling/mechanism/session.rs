@@ -250,13 +250,10 @@ impl Session {
         session.composed = composed;
         for (m, job) in problem.jobs.iter().enumerate() {
             let unconsolidated = problem.unconsolidated.as_ref().map(|u| u.row(m));
-            session.add_job_spread(job.clone(), problem.measured.row(m), unconsolidated).map_err(|mut e| {
-                // A job's fields as the request names them: `job.x` is `jobs[m].x` there.
-                if let Some(rest) = e.field.as_deref().and_then(|f| f.strip_prefix("job")) {
-                    e.field = Some(format!("jobs[{m}]{rest}"));
-                }
-                e
-            })?;
+            // A job's fields as the request names them: `job.x` is `jobs[m].x` there.
+            session
+                .add_job_spread(job.clone(), problem.measured.row(m), unconsolidated)
+                .map_err(|e| e.field_renamed("job", &format!("jobs[{m}]")))?;
         }
         if problem.space_sharing {
             for c in &problem.colocations {

@@ -244,16 +244,7 @@ impl Levels<'_, '_> {
     /// `solve_at_floors` lowers them should they have drifted out of reach).
     fn bottlenecks(&mut self, floor: &mut [f64], which: &[bool]) -> Result<(Vec<bool>, usize)> {
         self.hand_over(floor);
-        let mut attempt = 0;
-        loop {
-            match self.engine.bottlenecks(floor, which) {
-                Err(error) if error.code == ErrorCode::SolverFailed && attempt < 2 => {
-                    self.lower_drifted(floor, attempt);
-                    attempt += 1;
-                }
-                other => return other,
-            }
-        }
+        self.at_floors(floor, |engine, floor| engine.bottlenecks(floor, which))
     }
 
     /// `raise` on the engine's kept model.
@@ -267,19 +258,30 @@ impl Levels<'_, '_> {
         Ok(Level { c: solved.vars[0].max(0.0) * unit, binding: solved.binding, lp_solves: solved.lp_solves })
     }
 
-    /// Solves `program`, whose needs' bases are `floor`. Each level meets the floors only to the
-    /// LP's tolerance and the next one raises from there, so over many levels floors can drift
-    /// above what any allocation meets (seen with `fifo` entities, whose next job starts when the
-    /// GPUs are full: the level's program, and the test of whether any waiting job can start at
-    /// all). When the LP finds the floors infeasible they are lowered (`lower_drifted`) and the
-    /// program solves again, twice at most.
+    /// Solves `program`, whose needs' bases are `floor` (`at_floors`).
     fn solve_at_floors(&mut self, floor: &mut [f64], program: &mut Program) -> Result<Solved> {
+        self.at_floors(floor, |engine, floor| {
+            program.needs.iter_mut().zip(floor).for_each(|(need, &f)| need.base = f);
+            engine.solve_program(program)
+        })
+    }
+
+    /// `solve` at `floor`. Each level meets the floors only to the LP's tolerance and the next
+    /// one raises from there, so over many levels floors can drift above what any allocation
+    /// meets (seen with `fifo` entities, whose next job starts when the GPUs are full: in a
+    /// level's program, the test of whether any waiting job can start at all, and the bottleneck
+    /// test). When the LP finds the floors infeasible they are lowered (`lower_drifted`) and
+    /// `solve` runs again, twice at most.
+    fn at_floors<T>(
+        &mut self,
+        floor: &mut [f64],
+        mut solve: impl FnMut(&mut Engine, &[f64]) -> Result<T>,
+    ) -> Result<T> {
         let mut attempt = 0;
         loop {
-            match self.engine.solve_program(program) {
+            match solve(self.engine, floor) {
                 Err(error) if error.code == ErrorCode::SolverFailed && attempt < 2 => {
                     self.lower_drifted(floor, attempt);
-                    program.needs.iter_mut().zip(floor.iter()).for_each(|(need, &f)| need.base = f);
                     attempt += 1;
                 }
                 other => return other,
