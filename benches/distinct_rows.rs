@@ -39,6 +39,8 @@ const POLICIES: [PolicyKind; 4] =
 /// Water-filling and hierarchical in the table (not the smoke test: their plain LPs take seconds
 /// at 2,048 jobs), up to this size.
 const WATER_FILLING_MAX: usize = 65536;
+/// The placement-sensitive variants up to this size (every level is an LP over all the jobs).
+const SPREAD_MAX: usize = 16384;
 /// Hierarchical's entities: 5 `fairness` roots of these weights.
 const ENTITY_WEIGHTS: [f64; 5] = [1.0, 2.0, 3.0, 4.0, 5.0];
 /// The nested variant's orgs above them: weight and teams.
@@ -47,6 +49,12 @@ const ORGS: [(f64, &[usize]); 2] = [(1.0, &[0, 1]), (2.0, &[2, 3, 4])];
 const NESTED: &str = "hierarchical_nested";
 /// FTF on jobs under way: its name in the table and in `ARBITER_BENCH_CASE`.
 const UNDER_WAY: &str = "finish_time_fairness_under_way";
+/// The placement-sensitive variants' names in the table and in `ARBITER_BENCH_CASE`.
+const WATER_FILLING_SPREAD: &str = "max_min_fairness_water_filling_spread";
+const HIERARCHICAL_SPREAD: &str = "hierarchical_spread";
+/// A multi-GPU job's throughput spread over servers, as a share of its consolidated one (drawn
+/// per job).
+const SPREAD: (f64, f64) = (0.5, 0.9);
 /// The jobs under way have run up to this long (seconds).
 const LONGEST_ELAPSED: f64 = 36_000.0;
 /// σ of the per-entry lognormal noise.
@@ -68,6 +76,10 @@ enum Variant {
     Nested,
     /// The jobs are under way (time elapsed, some of it in isolation).
     UnderWay,
+    /// Placement sensitivity: every multi-GPU job also gives its throughput spread over servers
+    /// (`SPREAD` of the consolidated one). The decomposition does not formulate it, so the fast
+    /// path is `method: auto`: water-filling's levels galloping on the plain LP.
+    Spread,
 }
 
 impl Case {
@@ -77,12 +89,28 @@ impl Case {
 
     const NESTED: Case = Case { policy: PolicyKind::Hierarchical, variant: Variant::Nested };
     const UNDER_WAY: Case = Case { policy: PolicyKind::FinishTimeFairness, variant: Variant::UnderWay };
+    const SPREAD: [Case; 2] = [
+        Case { policy: PolicyKind::MaxMinFairnessWaterFilling, variant: Variant::Spread },
+        Case { policy: PolicyKind::Hierarchical, variant: Variant::Spread },
+    ];
+
+    /// The method timed against `method: lp`.
+    fn fast(self) -> Method {
+        match self.variant {
+            Variant::Spread => Method::Auto,
+            _ => Method::Decomposition,
+        }
+    }
 
     fn name(self) -> &'static str {
         match self.variant {
             Variant::Plain => self.policy.name(),
             Variant::Nested => NESTED,
             Variant::UnderWay => UNDER_WAY,
+            Variant::Spread => match self.policy {
+                PolicyKind::Hierarchical => HIERARCHICAL_SPREAD,
+                _ => WATER_FILLING_SPREAD,
+            },
         }
     }
 
@@ -90,6 +118,8 @@ impl Case {
         match name {
             NESTED => Some(Case::NESTED),
             UNDER_WAY => Some(Case::UNDER_WAY),
+            WATER_FILLING_SPREAD => Some(Case::SPREAD[0]),
+            HIERARCHICAL_SPREAD => Some(Case::SPREAD[1]),
             _ => PolicyKind::from_name(name).map(Case::of),
         }
     }
@@ -131,6 +161,14 @@ fn problem(case: Case, n: usize, method: Method) -> Problem {
             job.isolated_time_elapsed = Some(elapsed * rng.uniform(0.2, 0.9));
         }
     }
+    if case.variant == Variant::Spread {
+        let mut rng = workload::Rng(0x005B_8EAD ^ n as u64);
+        for job in request.jobs.iter_mut().filter(|j| j.scale_factor.unwrap_or(1.0) > 1.0) {
+            let share = rng.uniform(SPREAD.0, SPREAD.1);
+            job.unconsolidated_throughput =
+                job.throughput.iter().map(|(w, t)| (w.clone(), t.map(|t| t * share))).collect();
+        }
+    }
     let mut problem = Problem::from_request(&request).expect("the generated request is valid");
     problem.method = method;
     problem
@@ -152,7 +190,7 @@ fn run(problem: &Problem) -> Run {
             Some(why) => format!("{} (fallback: {why})", report.method),
             None => report.method.clone(),
         },
-        None => "none".into(),
+        None => "lp".into(),
     };
     Run { time, objective: outcome.objective.expect("an objective"), method }
 }
@@ -236,15 +274,32 @@ fn table() {
         Ok(list) => list.split(',').filter_map(|s| s.trim().parse().ok()).collect(),
         Err(_) => SIZES.to_vec(),
     };
-    println!("| policy | jobs | decomposition | method | plain LP (`method: lp`) | speedup | objectives agree | peak memory |");
+    println!(
+        "| policy | jobs | decomposition (`_spread`: `method: auto`) | method | plain LP (`method: lp`) | speedup | objectives agree | peak memory |"
+    );
     println!("|---|---:|---:|---|---:|---:|---|---:|");
-    let levels = [Case::of(PolicyKind::MaxMinFairnessWaterFilling), Case::of(PolicyKind::Hierarchical), Case::NESTED];
-    for case in cases().into_iter().chain(levels) {
+    let levels = [
+        Case::of(PolicyKind::MaxMinFairnessWaterFilling),
+        Case::of(PolicyKind::Hierarchical),
+        Case::NESTED,
+        Case::SPREAD[0],
+        Case::SPREAD[1],
+    ];
+    // `ARBITER_BENCH_POLICIES=hierarchical_spread,...` narrows the table to those cases.
+    let only: Option<Vec<String>> = std::env::var("ARBITER_BENCH_POLICIES")
+        .ok()
+        .map(|list| list.split(',').map(|s| s.trim().to_string()).collect());
+    let wanted = |case: &Case| only.as_ref().is_none_or(|names| names.iter().any(|n| n == case.name()));
+    for case in cases().into_iter().chain(levels).filter(wanted) {
         let mut times = Vec::new();
-        let largest = if levels.contains(&case) { WATER_FILLING_MAX } else { usize::MAX };
+        let largest = match case.variant {
+            Variant::Spread => SPREAD_MAX,
+            _ if levels.contains(&case) => WATER_FILLING_MAX,
+            _ => usize::MAX,
+        };
         for &n in sizes.iter().filter(|&&n| n <= largest) {
             let (t, objective, peak, method) =
-                spawn(case, n, Method::Decomposition, Duration::from_secs(600)).expect("the decomposition finishes");
+                spawn(case, n, case.fast(), Duration::from_secs(600)).expect("the fast path finishes");
             eprintln!("{} n={n}: {} {method}", case.name(), millis(t));
             let (plain, speedup, agree) =
                 match (n <= REFERENCE_MAX).then(|| spawn(case, n, Method::Lp, REFERENCE_LIMIT)) {

@@ -4,8 +4,8 @@
 //! weights) and `hierarchical` (weights re-derived from the entity tree after every freeze).
 //! Each level is one exact program of the `max_min_ratio` engine, or, when most rows are distinct
 //! and the weights come from a forest of entities, a few solves of its price decomposition with
-//! the floors as bases, running on past jobs' ceilings (`trajectory`); each bottleneck test is a
-//! program.
+//! the floors as bases (or, where the decomposition does not formulate the model, of the engine's
+//! LP), running on past jobs' ceilings (`trajectory`); each bottleneck test is a program.
 
 use super::trajectory::{Forest, Trajectory};
 use super::{capacities, colocated, engine, scale_factors, Outcome, WaterFillingReport};
@@ -13,6 +13,7 @@ use crate::error::{ErrorCode, Result};
 use crate::lp::{Backend, Sense};
 use crate::max_min_ratio::{ceiling, Engine, MethodReport, Need, Program, Solved, Terms};
 use crate::problem::{Matrix, Problem};
+use crate::space_sharing::kept_pairs;
 
 /// Derives each job's weight for the next level from which jobs are frozen; weight 0 means the
 /// job keeps its floor but does not rise at this level.
@@ -47,8 +48,18 @@ struct Galloped {
     rising: Vec<bool>,
     rate: Vec<f64>,
     weights: Vec<f64>,
-    /// The rising jobs the duals prove stuck at the level's end.
-    binding: Vec<bool>,
+    /// The rising jobs the duals prove stuck at the level's end (`None`: no duals).
+    binding: Option<Vec<bool>>,
+    lp_solves: usize,
+}
+
+/// One probe of a galloping level: the further common rise, the jobs its duals prove stuck
+/// (`None`: no duals), and its allocation when the decomposition solved it (on the engine it is
+/// the kept model's last).
+struct Probe {
+    c: f64,
+    binding: Option<Vec<bool>>,
+    allocation: Option<Matrix>,
     lp_solves: usize,
 }
 
@@ -57,10 +68,28 @@ fn rates_of(rate: &[f64], rising: &[bool]) -> Vec<f64> {
     rate.iter().zip(rising).map(|(&r, &on)| if on { r } else { 0.0 }).collect()
 }
 
-/// Every job's ceiling (`max_min_ratio::ceiling`): a job there is stuck whatever the others get.
+/// Every job's ceiling: its largest throughput on a type with GPUs, consolidated
+/// (`max_min_ratio::ceiling`), spread over servers or paired (space sharing). No allocation gives
+/// it more, so a job there is stuck whatever the others get. A ceiling no allocation reaches
+/// (consolidated time the servers cannot hold) is only never met: the level stops where the job
+/// is stuck, by its duals.
 fn ceilings(problem: &Problem) -> Vec<f64> {
     let capacity = capacities(problem);
-    (0..problem.num_jobs()).map(|m| ceiling(problem.throughput.row(m), &capacity)).collect()
+    let mut ceilings: Vec<f64> =
+        (0..problem.num_jobs()).map(|m| ceiling(problem.throughput.row(m), &capacity)).collect();
+    if let Some(spread) = problem.unconsolidated_throughput() {
+        for (m, c) in ceilings.iter_mut().enumerate() {
+            *c = c.max(ceiling(spread.row(m), &capacity));
+        }
+    }
+    for pair in kept_pairs(problem) {
+        for w in pair.types().filter(|&w| capacity[w] > 0.0) {
+            for (&m, &t) in pair.jobs.iter().zip(&pair.throughput[w]) {
+                ceilings[m] = ceilings[m].max(t);
+            }
+        }
+    }
+    ceilings
 }
 
 /// Relative slack under which a level counts as reaching a ceiling, or a probe's rise as 0.
@@ -83,6 +112,9 @@ const START_TOLERANCE: f64 = 1e-8;
 struct Levels<'e, 'a> {
     engine: &'e mut Engine<'a>,
     decompose: bool,
+    /// Whether levels gallop with the engine's LP as the probe where the decomposition does not
+    /// (`Engine::gallops_on_lp`).
+    gallop_on_lp: bool,
     /// The allocation of the last level, when the decomposition solved it.
     decomposed: Option<Matrix>,
     /// Whether the floors come from the decomposition and the engine has not yet taken over.
@@ -90,24 +122,42 @@ struct Levels<'e, 'a> {
 }
 
 impl Levels<'_, '_> {
-    /// A level on the decomposition. When every row is its own, most levels end where one job
+    /// A level run on past ceilings. When every row is its own, most levels end where one job
     /// reaches its own ceiling, so there would be about as many levels as jobs. Instead the level
     /// runs on past ceilings, along `path`: after its first j freezes (at time `τ_j`, with those
     /// jobs at their ceilings, the others where their clocks put them, and the weights re-derived
     /// in their groups), a probe solves for the further rise `c_j` at the rates after the j-th
     /// freeze (negative: `τ_j` is out of reach). The level is the largest j whose probe is
-    /// feasible: the Lagrangian finds the first j whose needs provably do not fit, and probes step
-    /// from the one before it. That probe's rise stops short of the next freeze, so its binding
-    /// jobs are the level's stuck ones. Exact: up to `τ_j` no job is stuck but by its ceiling (the
-    /// needs at any earlier time are at most those the probe meets). `None` when the first probe
-    /// does not certify (the decomposition is then off for good).
+    /// feasible. The Lagrangian over types finds the first j whose needs provably do not fit, and
+    /// probes step from the one before it; on the engine's LP (`gallop_on_lp`) where that
+    /// Lagrangian does not relax the model, probes double from 0 until one fails. Then
+    /// bisection. That probe's rise stops short of the
+    /// next freeze, so its binding jobs are the level's stuck ones. Exact: up to `τ_j` no job is
+    /// stuck but by its ceiling (the needs at any earlier time are at most those the probe meets).
+    /// `None` when the first probe does not certify (the decomposition is then off for good; on
+    /// the engine the level is solved the plain way, which lowers floors that drifted).
     fn gallop(&mut self, path: &Trajectory) -> Result<Option<Galloped>> {
         let total = path.freezes();
+        let on_lp = !self.decompose;
         let mut lp_solves = 0;
-        // Probe j: its start τ_j, and the decomposition's answer (None: not certified, or out of reach).
-        let mut probe = |levels: &mut Self, j: usize| -> Result<Option<(f64, crate::max_min_ratio::Raised)>> {
+        // The probe the engine's kept model solved last (on the LP).
+        let mut last_probe = None;
+        // Probe j: its start τ_j, and its answer (None: not certified, infeasible, or out of reach).
+        let mut probe = |levels: &mut Self, j: usize| -> Result<Option<(f64, Probe)>> {
             let start = path.time(j);
-            let raised = levels.engine.raise_floors(&path.needs(j), &path.rates(j).0)?;
+            let (needs, rates) = (path.needs(j), path.rates(j).0);
+            let raised = match on_lp {
+                true => {
+                    last_probe = Some(j);
+                    levels.probe_on_engine(&needs, &rates)?
+                }
+                false => levels.engine.raise_floors(&needs, &rates)?.map(|r| Probe {
+                    c: r.c,
+                    binding: Some(r.binding),
+                    allocation: Some(r.allocation),
+                    lp_solves: r.lp_solves,
+                }),
+            };
             if let Some(r) = &raised {
                 lp_solves += r.lp_solves;
             }
@@ -118,29 +168,36 @@ impl Levels<'_, '_> {
         // Whether probe j's level reaches the next freeze (it cannot pass it).
         let reaches_next =
             |j: usize, start: f64, c: f64| j < total && start + c >= path.time(j + 1) * (1.0 - CEILING_TOLERANCE);
-        // Where the GPUs stop the level, from the Lagrangian: the first j whose needs provably
-        // do not fit (bisection; the needs only grow with j). No decomposition is solved for it,
-        // so the first probe is made where the level ends, not from the floors (a probe from the
-        // floors of every job is the hardest: its optimum sits at the first ceiling).
-        let mut prices = self.engine.method_report().and_then(|r| r.prices).unwrap_or_default();
-        let (mut low, mut high) = (1, total + 1);
-        while low < high {
-            let mid = low + (high - low) / 2;
-            let (excess, at) = self.engine.capacity_excess(&path.needs(mid), &prices, EXCESS_TOLERANCE)?;
-            if excess > EXCESS_TOLERANCE {
-                high = mid;
-                prices = at;
-            } else {
-                low = mid + 1;
+        // Where the GPUs stop the level, from the Lagrangian over types: the first j whose needs
+        // provably do not fit (bisection; the needs only grow with j). Nothing is solved for it,
+        // so the first probe is made where the level ends, not from the floors (on the
+        // decomposition a probe from the floors of every job is the hardest: its optimum sits at
+        // the first ceiling). On the engine's LP it needs the Lagrangian to relax the model
+        // (`Engine::types_relax`); otherwise probes start from probe 0, the plain level.
+        let lagrangian = !on_lp || self.engine.types_relax();
+        let mut high = 1;
+        if lagrangian {
+            let mut prices = self.engine.method_report().and_then(|r| r.prices).unwrap_or_default();
+            let mut low = 1;
+            high = total + 1;
+            while low < high {
+                let mid = low + (high - low) / 2;
+                let (excess, at) = self.engine.capacity_excess(&path.needs(mid), &prices, EXCESS_TOLERANCE)?;
+                if excess > EXCESS_TOLERANCE {
+                    high = mid;
+                    prices = at;
+                } else {
+                    low = mid + 1;
+                }
+            }
+            if !on_lp && !prices.is_empty() {
+                self.engine.warm_start(prices);
             }
         }
-        // Probes from the last j that fits, with the prices where the next did not. `lo` is the
-        // last feasible probe (`best` its answer) and its level reaches the next freeze; `out` is
-        // the smallest j known out of reach (or not certified). Steps are +1 until a probe fails,
-        // then bisection, down to probe 0, which must certify.
-        if !prices.is_empty() {
-            self.engine.warm_start(prices);
-        }
+        // Probes from the last j that fits. `lo` is the last feasible probe (`best` its answer)
+        // and its level reaches the next freeze; `out` is the smallest j known out of reach (or
+        // not certified). Steps are +1 after the Lagrangian, doubling without it, until a probe
+        // fails, then bisection, down to probe 0, which must certify.
         let (mut lo, mut best) = (0, None);
         let mut out: Option<usize> = None;
         let mut j = high - 1;
@@ -163,6 +220,7 @@ impl Levels<'_, '_> {
                 Some(out) if out > lo + 1 => lo + (out - lo) / 2,
                 Some(_) if best.is_some() => break,
                 Some(_) => 0,
+                None if !lagrangian => (2 * lo).clamp(lo + 1, total),
                 None => lo + 1,
             };
         }
@@ -170,18 +228,23 @@ impl Levels<'_, '_> {
             self.decompose = false;
             return Ok(None);
         };
+        // The allocation at the end is the kept model's last: it must be the level's probe.
+        if on_lp && last_probe != Some(lo) {
+            let again = self.probe_on_engine(&path.needs(lo), &path.rates(lo).0)?;
+            lp_solves += again.map_or(0, |r| r.lp_solves);
+        }
         // A level that reaches the next freeze but whose next probe did not certify ends at that
         // freeze, with no job proven stuck (the next level goes on from there).
         let at_next = reaches_next(lo, start, raised.c);
         let (end, c, binding) = match at_next {
-            true => (lo + 1, 0.0, vec![false; raised.binding.len()]),
+            true => (lo + 1, 0.0, Some(vec![false; path.needs(0).len()])),
             false => (lo, raised.c.max(0.0), raised.binding),
         };
         let (rate, weights) = path.rates(end);
         let mut floor = path.needs(end);
         floor.iter_mut().zip(&rate).for_each(|(f, &r)| *f += c * r);
-        self.decomposed = Some(raised.allocation);
-        self.unhanded = true;
+        self.decomposed = raised.allocation;
+        self.unhanded = !on_lp;
         Ok(Some(Galloped {
             floor,
             capped: path.frozen(end),
@@ -191,6 +254,26 @@ impl Levels<'_, '_> {
             binding,
             lp_solves,
         }))
+    }
+
+    /// One probe of a level galloping on the engine's kept model: `max c` with every job at
+    /// `need_m + c·rate_m`. `None` when no job rises, or the LP finds no allocation (the jobs
+    /// held at their ceilings do not fit).
+    fn probe_on_engine(&mut self, need: &[f64], rate: &[f64]) -> Result<Option<Probe>> {
+        let Some(unit) = self.engine.natural_unit(rate).filter(|&u| u > 0.0) else {
+            return Ok(None);
+        };
+        self.decomposed = None;
+        match self.engine.solve_program(&level_program(need, rate, unit)) {
+            Ok(solved) => Ok(Some(Probe {
+                c: solved.vars[0] * unit,
+                binding: solved.binding,
+                allocation: None,
+                lp_solves: solved.lp_solves,
+            })),
+            Err(error) if error.code == ErrorCode::SolverFailed => Ok(None),
+            Err(error) => Err(error),
+        }
     }
 
     /// The largest `c` such that every `rising` job can get `floor + c·rate` while every job keeps
@@ -363,8 +446,10 @@ fn fill(problem: &Problem, backend: Backend, reweighting: &dyn Reweighting, deco
     let class_of = engine.class_of();
     // Levels gallop past ceilings when the reweighting is a forest of entities; level by level,
     // the decomposition is no faster than the engine's kept model.
-    let decompose = decompose && reweighting.forest(problem, &vec![false; n]).is_some();
-    let mut levels = Levels { engine: &mut engine, decompose, decomposed: None, unhanded: false };
+    let forest = reweighting.forest(problem, &vec![false; n]).is_some();
+    let gallop_on_lp = forest && engine.gallops_on_lp();
+    let decompose = decompose && forest;
+    let mut levels = Levels { engine: &mut engine, decompose, gallop_on_lp, decomposed: None, unhanded: false };
     let ceiling = ceilings(problem);
     let thr_equal = problem.equal_share_throughput();
     let rate_unit: Vec<f64> = (0..n).map(|m| thr_equal[m] / sf[m] as f64).collect();
@@ -388,14 +473,20 @@ fn fill(problem: &Problem, backend: Backend, reweighting: &dyn Reweighting, deco
         first_weights.get_or_insert_with(|| weights.clone());
         // (sf/w)·Δnt = c for every active job  ⟺  Δthr_m = c · w_m·thr_equal_m/sf_m.
         let mut rate: Vec<f64> = (0..n).map(|m| if active[m] { weights[m] * rate_unit[m] } else { 0.0 }).collect();
-        let galloped = match levels.decompose.then(|| reweighting.forest(problem, &frozen)).flatten() {
-            Some(forest) => match Trajectory::new(&forest, &floor, &ceiling, &rate_unit) {
-                Some(path) => levels.gallop(&path)?,
-                None => {
-                    levels.decompose = false;
-                    None
+        let gallops = levels.decompose || levels.gallop_on_lp;
+        let galloped = match gallops.then(|| reweighting.forest(problem, &frozen)).flatten() {
+            Some(forest) => {
+                if !levels.decompose {
+                    levels.hand_over(&mut floor);
                 }
-            },
+                match Trajectory::new(&forest, &floor, &ceiling, &rate_unit) {
+                    Some(path) => levels.gallop(&path)?,
+                    None => {
+                        (levels.decompose, levels.gallop_on_lp) = (false, false);
+                        None
+                    }
+                }
+            }
             None => None,
         };
         let before = floor.clone();
@@ -407,7 +498,7 @@ fn fill(problem: &Problem, backend: Backend, reweighting: &dyn Reweighting, deco
                 // The level ends after its freezes: the rising jobs are those left, at their
                 // weights and rates there.
                 (floor, capped, active, rate, weights) = (g.floor, g.capped, g.rising, g.rate, g.weights);
-                Some(g.binding)
+                g.binding
             }
             None => {
                 let Level { c, binding, lp_solves: solves } = levels.raise_on_engine(&mut floor, &active, &rate)?;
