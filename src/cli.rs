@@ -360,6 +360,14 @@ fn refuse_arguments(error: clap::Error) -> ExitCode {
             let _ = error.print();
             return ExitCode::from(2);
         }
+        // `arbiter help --help`: clap's `help` takes only command names, and `--help` asks for
+        // the help of `arbiter` itself.
+        ErrorKind::InvalidSubcommand if matches!(error.get(ContextKind::InvalidSubcommand), Some(ContextValue::String(arg)) if arg == "--help" || arg == "-h") =>
+        {
+            use clap::CommandFactory;
+            let _ = Cli::command().print_long_help();
+            return ExitCode::SUCCESS;
+        }
         _ => {}
     }
     let code = match error.kind() {

@@ -202,6 +202,14 @@ fn help_mentions_the_subcommands() {
     let text = String::from_utf8_lossy(&out.stdout);
     assert!(text.contains("--input"), "{text}");
     assert!(text.contains("--pretty"), "{text}");
+
+    // `help --help` was clap's "unrecognized subcommand", as a JSON error.
+    for flag in ["--help", "-h"] {
+        let out = arbiter(&["help", flag]);
+        assert!(out.status.success(), "{flag}: {}", String::from_utf8_lossy(&out.stderr));
+        let text = String::from_utf8_lossy(&out.stdout);
+        assert!(text.contains("solve") && text.contains("Usage"), "{flag}: {text}");
+    }
 }
 
 #[test]
