@@ -4,10 +4,7 @@
 //! lognormal factor, σ = 0.1, per job and type; 3 types, scale factors 1/2/4/8, n/4 GPUs of each
 //! type): the price decomposition against the plain LP over classes (`method: lp`), same run.
 //! FTF runs twice: on jobs that just arrived (one max-min ratio), and on jobs under way (each has
-//! run up to 10 hours, 20–90% of that time in isolation), where it searches on ρ. The table adds
-//! water-filling and hierarchical with placement sensitivity (`_spread`) and hierarchical with 2
-//! of its 5 teams `fifo` (`hierarchical_fifo`), whose fast path is `method: auto`: levels
-//! galloping on the plain LP, which the decomposition does not take.
+//! run up to 10 hours, 20–90% of that time in isolation), where it searches on ρ.
 //!
 //! With no environment this is a smoke test (`cargo test --benches`): one size, both methods, the
 //! objectives agree and the decomposition certified its optimum. `ARBITER_BENCH_TABLE=1` prints the
@@ -55,10 +52,6 @@ const UNDER_WAY: &str = "finish_time_fairness_under_way";
 /// The placement-sensitive variants' names in the table and in `ARBITER_BENCH_CASE`.
 const WATER_FILLING_SPREAD: &str = "max_min_fairness_water_filling_spread";
 const HIERARCHICAL_SPREAD: &str = "hierarchical_spread";
-/// `hierarchical` with `fifo` teams: its name in the table and in `ARBITER_BENCH_CASE`.
-const FIFO: &str = "hierarchical_fifo";
-/// The teams that are `fifo` in that variant (2 of the 5).
-const FIFO_TEAMS: [usize; 2] = [1, 3];
 /// A multi-GPU job's throughput spread over servers, as a share of its consolidated one (drawn
 /// per job).
 const SPREAD: (f64, f64) = (0.5, 0.9);
@@ -87,9 +80,6 @@ enum Variant {
     /// (`SPREAD` of the consolidated one). The decomposition does not formulate it, so the fast
     /// path is `method: auto`: water-filling's levels galloping on the plain LP.
     Spread,
-    /// `hierarchical` with 2 of the 5 teams `fifo`: the decomposition keeps out, so the fast
-    /// path is `method: auto`, levels galloping on the plain LP.
-    Fifo,
 }
 
 impl Case {
@@ -103,12 +93,11 @@ impl Case {
         Case { policy: PolicyKind::MaxMinFairnessWaterFilling, variant: Variant::Spread },
         Case { policy: PolicyKind::Hierarchical, variant: Variant::Spread },
     ];
-    const FIFO: Case = Case { policy: PolicyKind::Hierarchical, variant: Variant::Fifo };
 
     /// The method timed against `method: lp`.
     fn fast(self) -> Method {
         match self.variant {
-            Variant::Spread | Variant::Fifo => Method::Auto,
+            Variant::Spread => Method::Auto,
             _ => Method::Decomposition,
         }
     }
@@ -118,7 +107,6 @@ impl Case {
             Variant::Plain => self.policy.name(),
             Variant::Nested => NESTED,
             Variant::UnderWay => UNDER_WAY,
-            Variant::Fifo => FIFO,
             Variant::Spread => match self.policy {
                 PolicyKind::Hierarchical => HIERARCHICAL_SPREAD,
                 _ => WATER_FILLING_SPREAD,
@@ -132,7 +120,6 @@ impl Case {
             UNDER_WAY => Some(Case::UNDER_WAY),
             WATER_FILLING_SPREAD => Some(Case::SPREAD[0]),
             HIERARCHICAL_SPREAD => Some(Case::SPREAD[1]),
-            FIFO => Some(Case::FIFO),
             _ => PolicyKind::from_name(name).map(Case::of),
         }
     }
@@ -153,11 +140,6 @@ fn problem(case: Case, n: usize, method: Method) -> Problem {
         let entity = |w: f64| EntitySpec { weight: Some(w), policy: Some("fairness".into()), parent: None };
         let mut entities: std::collections::BTreeMap<String, EntitySpec> =
             ENTITY_WEIGHTS.iter().enumerate().map(|(e, &w)| (name(e), entity(w))).collect();
-        if case.variant == Variant::Fifo {
-            for team in FIFO_TEAMS {
-                entities.get_mut(&name(team)).expect("a team").policy = Some("fifo".into());
-            }
-        }
         if case.variant == Variant::Nested {
             for (o, &(weight, teams)) in ORGS.iter().enumerate() {
                 entities.insert(format!("org{o}"), entity(weight));
@@ -293,7 +275,7 @@ fn table() {
         Err(_) => SIZES.to_vec(),
     };
     println!(
-        "| policy | jobs | decomposition (`_spread`, `_fifo`: `method: auto`) | method | plain LP (`method: lp`) | speedup | objectives agree | peak memory |"
+        "| policy | jobs | decomposition (`_spread`: `method: auto`) | method | plain LP (`method: lp`) | speedup | objectives agree | peak memory |"
     );
     println!("|---|---:|---:|---|---:|---:|---|---:|");
     let levels = [
@@ -302,7 +284,6 @@ fn table() {
         Case::NESTED,
         Case::SPREAD[0],
         Case::SPREAD[1],
-        Case::FIFO,
     ];
     // `ARBITER_BENCH_POLICIES=hierarchical_spread,...` narrows the table to those cases.
     let only: Option<Vec<String>> = std::env::var("ARBITER_BENCH_POLICIES")
@@ -312,7 +293,7 @@ fn table() {
     for case in cases().into_iter().chain(levels).filter(wanted) {
         let mut times = Vec::new();
         let largest = match case.variant {
-            Variant::Spread | Variant::Fifo => SPREAD_MAX,
+            Variant::Spread => SPREAD_MAX,
             _ if levels.contains(&case) => WATER_FILLING_MAX,
             _ => usize::MAX,
         };

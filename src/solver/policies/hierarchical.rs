@@ -115,18 +115,14 @@ impl Reweighting for EntityTree {
         out
     }
 
-    /// The entity tree as it is, with only the unfrozen jobs.
+    /// The entity tree as it is, with only the unfrozen jobs. Not with `fifo` entities: a job
+    /// whose turn comes when the GPUs are full gets nothing, and the decomposition, whose LPs
+    /// meet the GPUs to 1e-7 of them, can hand it that slack, which jobs moving between types
+    /// multiply; on random ill-conditioned trees the two methods differed by several percent of
+    /// such a job's best level (`formulations/hierarchical.md`), so the engine's levels keep them.
     fn forest(&self, problem: &Problem, frozen: &[bool]) -> Option<Forest> {
-        Some(self.forest_of(problem, frozen))
-    }
-
-    /// Not with `fifo` entities: a job whose turn comes when the GPUs are full gets nothing, and
-    /// the decomposition, whose LPs meet the GPUs to 1e-7 of them, can hand it that slack, which
-    /// jobs moving between types multiply; on random ill-conditioned trees the two methods
-    /// differed by several percent of such a job's best level (`formulations/hierarchical.md`).
-    /// Their levels gallop on the engine's LP instead.
-    fn decomposes(&self, problem: &Problem) -> bool {
-        !problem.entities.iter().any(|e| e.sharing == Sharing::Fifo)
+        let fifo = problem.entities.iter().any(|e| e.sharing == Sharing::Fifo);
+        (!fifo).then(|| self.forest_of(problem, frozen))
     }
 }
 
