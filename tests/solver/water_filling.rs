@@ -477,7 +477,8 @@ fn assert_fixtures_agree(cases: &[(&str, DecompositionOptions)]) {
 
 /// Placement sensitivity keeps the decomposition out, so on mostly distinct rows the levels
 /// gallop past ceilings on the engine's own LP (`method: auto`); `method: lp` raises them one at
-/// a time. The two agree job by job (`gallop_agrees`), on random instances with spread rows
+/// a time. The two agree job by job (`gallop_agrees`), on random instances (water-filling, flat
+/// and nested `fairness` trees) with spread rows
 /// slower than the consolidated ones (the Lagrangian over types then bounds where a level ends)
 /// and, in some, faster on a type (it does not; the probes double). Some instance must show the
 /// gallop: fewer LPs than levels one at a time. `PROPTEST_CASES=N` for a longer run.
@@ -485,7 +486,11 @@ fn assert_fixtures_agree(cases: &[(&str, DecompositionOptions)]) {
 fn placement_sensitive_levels_gallop_on_the_lp() {
     let spread = prop_oneof![4 => 0.3f64..1.0, 1 => 1.0f64..1.3];
     let strategy = (
-        prop_oneof![distinct_case(64..=160, 8..=120, 0..=0), distinct_case(64..=160, 8..=120, 1..=4)],
+        prop_oneof![
+            distinct_case(64..=160, 8..=120, 0..=0),
+            distinct_case(64..=160, 8..=120, 1..=4),
+            distinct_case_of(64..=160, 8..=120, 2..=8, true)
+        ],
         prop::sample::select(vec![2u32, 4, 8]),
         prop::collection::vec(spread, 160),
     );

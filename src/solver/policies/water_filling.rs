@@ -420,16 +420,18 @@ fn binding_only(stuck: &[bool], active: &[bool], frozen: &[bool]) -> bool {
 /// Runs water-filling with the given reweighting.
 pub fn water_fill(problem: &Problem, backend: Backend, reweighting: &dyn Reweighting) -> Result<Outcome> {
     match fill(problem, backend, reweighting, true) {
-        // Floors the decomposition built that the engine cannot take over (seen once in many
-        // random hierarchies: HiGHS calls them infeasible although an allocation meets them to
-        // 1e-9): water-filling runs again on the engine alone.
+        // Floors galloping levels built that the engine cannot take over (seen once in many
+        // random hierarchies, from the decomposition: HiGHS calls them infeasible although an
+        // allocation meets them to 1e-9): water-filling runs again on the engine alone, one
+        // level at a time.
         Err(error)
             if error.code == ErrorCode::SolverFailed
                 && reweighting.forest(problem, &vec![false; problem.num_jobs()]).is_some() =>
         {
             let mut outcome = fill(problem, backend, reweighting, false)?;
-            let why =
-                format!("the decomposition's levels could not be continued on the LP ({error}); solved on the LP");
+            let why = format!(
+                "the galloping levels could not be continued on the LP ({error}); solved one level at a time on the LP"
+            );
             outcome.method = Some(MethodReport::lp(Some(why)));
             Ok(outcome)
         }
@@ -437,18 +439,18 @@ pub fn water_fill(problem: &Problem, backend: Backend, reweighting: &dyn Reweigh
     }
 }
 
-/// Water-filling, with the decomposition's galloping levels where `decompose` and the
-/// reweighting allow.
-fn fill(problem: &Problem, backend: Backend, reweighting: &dyn Reweighting, decompose: bool) -> Result<Outcome> {
+/// Water-filling, with levels galloping past ceilings (on the decomposition, or on the engine's
+/// LP) where `gallop`, the reweighting and the rows allow; otherwise one level at a time.
+fn fill(problem: &Problem, backend: Backend, reweighting: &dyn Reweighting, gallop: bool) -> Result<Outcome> {
     let n = problem.num_jobs();
     let sf = scale_factors(problem);
     let mut engine = engine(problem, backend);
     let class_of = engine.class_of();
     // Levels gallop past ceilings when the reweighting is a forest of entities; level by level,
     // the decomposition is no faster than the engine's kept model.
-    let forest = reweighting.forest(problem, &vec![false; n]).is_some();
+    let forest = gallop && reweighting.forest(problem, &vec![false; n]).is_some();
     let gallop_on_lp = forest && engine.gallops_on_lp();
-    let decompose = decompose && forest;
+    let decompose = forest;
     let mut levels = Levels { engine: &mut engine, decompose, gallop_on_lp, decomposed: None, unhanded: false };
     let ceiling = ceilings(problem);
     let thr_equal = problem.equal_share_throughput();
