@@ -3,6 +3,13 @@
 use proptest::prelude::*;
 use serde_json::{json, Map, Value};
 
+/// `cases` per property, or `PROPTEST_CASES` when set (for a longer run by hand); no failures
+/// persisted.
+pub fn config(cases: u32) -> ProptestConfig {
+    let cases = std::env::var("PROPTEST_CASES").ok().and_then(|v| v.parse().ok()).unwrap_or(cases);
+    ProptestConfig { cases, failure_persistence: None, ..ProptestConfig::default() }
+}
+
 /// Worker type names of random instances, in type order.
 pub const TYPE_NAMES: [&str; 4] = ["v100", "p100", "k80", "t4"];
 

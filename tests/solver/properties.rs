@@ -153,7 +153,6 @@ fn run(inst: &Instance, policy: &str, aware: bool, elapsed: bool) -> (Problem, R
     solve_value(&request(inst, policy, aware, elapsed))
 }
 
-/// `cases` per property, or `PROPTEST_CASES` when set (for a longer run by hand).
 /// FTF with elapsed time (the bisection path): the reported max ρ is its allocation's, no worse
 /// than isolation, and optimal — at a ρ 1e-5 below it, a plain per-job LP cannot meet every
 /// job's demand `r_m / (ρ·D_m − t_m)`.
@@ -179,11 +178,6 @@ fn check_ftf_optimal(inst: &Instance, aware: bool) -> Result<(), TestCaseError> 
     let z = plain_max_ratio(&p, &demand);
     prop_assert!(z < 1.0 - 1e-7, "ρ {} is beaten: z = {} at ρ {}", got, z, below);
     Ok(())
-}
-
-fn config(cases: u32) -> ProptestConfig {
-    let cases = std::env::var("PROPTEST_CASES").ok().and_then(|v| v.parse().ok()).unwrap_or(cases);
-    ProptestConfig { cases, failure_persistence: None, ..ProptestConfig::default() }
 }
 
 /// `X_equal` scaled by `min(1, Σ count / Σ sf)`, from the contract.

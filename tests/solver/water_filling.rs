@@ -494,8 +494,7 @@ fn placement_sensitive_levels_gallop_on_the_lp() {
         prop::sample::select(vec![2u32, 4, 8]),
         prop::collection::vec(spread, 160),
     );
-    let cases = std::env::var("PROPTEST_CASES").ok().and_then(|v| v.parse().ok()).unwrap_or(24);
-    let mut runner = TestRunner::new(Config { cases, failure_persistence: None, ..Config::default() });
+    let mut runner = TestRunner::new(config(24));
     let fewer = std::cell::Cell::new(0);
     runner
         .run(&strategy, |(case, per_server, spread)| {

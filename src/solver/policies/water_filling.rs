@@ -448,9 +448,8 @@ fn fill(problem: &Problem, backend: Backend, reweighting: &dyn Reweighting, gall
     let class_of = engine.class_of();
     // Levels gallop past ceilings when the reweighting is a forest of entities; level by level,
     // the decomposition is no faster than the engine's kept model.
-    let forest = gallop && reweighting.forest(problem, &vec![false; n]).is_some();
-    let gallop_on_lp = forest && engine.gallops_on_lp();
-    let decompose = forest;
+    let decompose = gallop && reweighting.forest(problem, &vec![false; n]).is_some();
+    let gallop_on_lp = decompose && engine.gallops_on_lp();
     let mut levels = Levels { engine: &mut engine, decompose, gallop_on_lp, decomposed: None, unhanded: false };
     let ceiling = ceilings(problem);
     let thr_equal = problem.equal_share_throughput();
