@@ -325,11 +325,11 @@ fn estimate(
     Ok((prices, lp_solves, classes, moved))
 }
 
-/// Solves one level: `jobs` on `capacity`. At most `options.base` jobs: one LP over all of them.
-/// Otherwise prices from a sample level refined over every job, then (at the top level only)
-/// rounds of classify, recover, certify. A sample level (`top` false) gives only its refined
-/// prices; its base LP may overflow its GPUs at a high price (its share of the GPUs need not
-/// hold its floors).
+/// Solves one level: `jobs` on `capacity`. At most `options.base` jobs: cutting planes from 0,
+/// then (at the top level, or where they failed) one LP over all of them. Otherwise prices from a
+/// sample level refined over every job, then (at the top level only) rounds of classify,
+/// recover, certify. A sample level (`top` false) gives only its prices; its LP, where it runs,
+/// may overflow its GPUs at a high price (its share of the GPUs need not hold its floors).
 fn solve_level(
     instance: &Instance,
     jobs: &[u32],
