@@ -504,7 +504,7 @@ fn add_examples(doc: &mut Document) -> Result<(), ApiError> {
         response_example(doc, "/v1/sessions/{id}/jobs", "post", "400", value(&e.body()));
     }
 
-    let progress = json!({"worker_type": "v100", "steps": 3600, "throughput": 10.4});
+    let progress = json!({"worker_type": "v100", "steps": 3600, "throughput": 10.4, "sequence": 1});
     request_example(doc, "/v1/sessions/{id}/jobs/{job}/progress", "post", progress.clone());
     apply(&spec, &mut session, &Event::Progress { job: "resnet50".into(), body: progress.to_string() })?;
     let resnet = value(&views::job(&session, "resnet50")?);

@@ -227,6 +227,22 @@ fn progress_reports_fold_throughput_in_as_a_moving_average() {
     assert_eq!(s.report_progress("j0", 0, 1.0, -1.0).unwrap_err().code, ErrorCode::InvalidNumber);
 }
 
+/// A report numbered at or below the job's highest number so far is not new (a retry); the numbers
+/// are per job.
+#[test]
+fn only_a_report_numbered_above_the_last_is_new() {
+    let mut s = one_type(2, 2, &[1, 1]);
+    assert_eq!(s.report_sequence("j0").unwrap(), None);
+    assert!(s.new_report("j0", 0).unwrap());
+    assert!(!s.new_report("j0", 0).unwrap());
+    assert!(s.new_report("j0", 5).unwrap());
+    assert!(!s.new_report("j0", 4).unwrap());
+    assert!(!s.new_report("j0", 5).unwrap());
+    assert_eq!(s.report_sequence("j0").unwrap(), Some(5));
+    assert!(s.new_report("j1", 1).unwrap(), "each job has its own numbers");
+    assert_eq!(s.new_report("nope", 1).unwrap_err().code, ErrorCode::UnknownJob);
+}
+
 #[test]
 fn throughput_updates_make_the_allocation_stale() {
     let mut s = session(&[("v100", 1, 1), ("k80", 1, 1)], PolicyKind::MaxMinFairness, Config::default());

@@ -123,6 +123,51 @@ fn session_life_cycle() {
     assert_error(&c.delete(&base).unwrap(), 404, "unknown_session", None);
 }
 
+/// Numbered progress reports (`sequence`): a retry, with the number of a report already counted,
+/// is answered as the job stands and counts nothing, nor does a lower number; a higher one counts;
+/// reports without a number always count; after a kill the replayed session knows the numbers.
+#[test]
+fn a_retried_progress_report_counts_once_even_after_a_restart() {
+    let dir = TempDir::new("progress-sequence");
+    let db = dir.path("arbiter.db");
+    let mut server = Server::start(&db, &dir.path("first.log"), &["--no-demo"]);
+    let mut c = server.client();
+    let mut create = demo_request();
+    create["jobs"] = json!([{"id": "a", "throughput": {"v100": 2.0}, "steps_remaining": 10000}]);
+    let reply = c.post("/v1/sessions", &bytes(&create)).unwrap();
+    assert_eq!(reply.status, 201, "{}", reply.text());
+    let base = format!("/v1/sessions/{}", reply.json()["id"].as_str().unwrap());
+    let report = |c: &mut crate::service_support::http::Client, steps: f64, sequence: Option<u64>| {
+        let mut body = json!({"worker_type": "v100", "steps": steps, "throughput": 2.0});
+        if let Some(n) = sequence {
+            body["sequence"] = json!(n);
+        }
+        let reply = c.post(&format!("{base}/jobs/a/progress"), &bytes(&body)).unwrap();
+        assert_eq!(reply.status, 200, "{}", reply.text());
+        let view = reply.json();
+        (view["steps_remaining"].as_f64().unwrap(), view["progress_sequence"].clone())
+    };
+    assert_eq!(report(&mut c, 100.0, None), (9900.0, Value::Null));
+    assert_eq!(report(&mut c, 100.0, Some(1)), (9800.0, json!(1)));
+    assert_eq!(report(&mut c, 100.0, Some(1)), (9800.0, json!(1)), "a retry counts nothing");
+    assert_eq!(report(&mut c, 100.0, Some(3)), (9700.0, json!(3)));
+    assert_eq!(report(&mut c, 100.0, Some(2)), (9700.0, json!(3)), "nor does a lower number");
+    assert_eq!(report(&mut c, 100.0, None), (9600.0, json!(3)), "unnumbered reports always count");
+    let before = c.get(&base).unwrap().json();
+    server.kill();
+    let server = Server::start(&db, &dir.path("second.log"), &["--no-demo"]);
+    let mut c = server.client();
+    assert_eq!(c.get(&base).unwrap().json(), before, "replay gives the same job, numbers included");
+    assert_eq!(report(&mut c, 100.0, Some(3)), (9600.0, json!(3)), "the retry after a restart counts nothing");
+    assert_eq!(report(&mut c, 100.0, Some(4)), (9500.0, json!(4)));
+    // A number must be a whole number ≥ 0.
+    for bad in [json!(-1), json!(1.5), json!("4")] {
+        let body = json!({"worker_type": "v100", "steps": 1, "throughput": 2.0, "sequence": bad});
+        let reply = c.post(&format!("{base}/jobs/a/progress"), &bytes(&body)).unwrap();
+        assert_eq!(reply.status, 400, "{bad}: {}", reply.text());
+    }
+}
+
 #[test]
 fn a_session_in_configurations_mode_follows_the_decomposition() {
     let f = Fixture::start("configurations", &["--no-demo"]);

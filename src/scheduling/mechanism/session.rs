@@ -50,6 +50,8 @@ pub(super) struct JobState {
     pub(super) preemptions: u32,
     /// Metrics it reported, latest value of each.
     pub(super) metrics: std::collections::BTreeMap<String, f64>,
+    /// The highest sequence number its progress reports carried (`Session::new_report`).
+    pub(super) report_sequence: Option<u64>,
 }
 
 impl JobState {
@@ -451,6 +453,7 @@ impl Session {
             first_run: None,
             preemptions: 0,
             metrics: std::collections::BTreeMap::new(),
+            report_sequence: None,
         });
         self.stale = true;
         Ok(())
@@ -750,6 +753,25 @@ impl Session {
     /// The metrics job `id` reported, latest value of each.
     pub fn reported_metrics(&self, id: &str) -> Result<&std::collections::BTreeMap<String, f64>> {
         Ok(&self.slot(id)?.metrics)
+    }
+
+    /// Whether job `id`'s progress report numbered `sequence` is new: above the number of every
+    /// report it counted before, which it then records. A reporter numbers each job's reports in
+    /// increasing order and sends one at a time, repeating the number when it retries a report
+    /// whose answer it did not get; the repeat is not new, so `report_progress` is not called
+    /// twice for the same steps (steps are counted since the last report).
+    pub fn new_report(&mut self, id: &str, sequence: u64) -> Result<bool> {
+        let slot = self.slot_mut(id)?;
+        if slot.report_sequence.is_some_and(|last| sequence <= last) {
+            return Ok(false);
+        }
+        slot.report_sequence = Some(sequence);
+        Ok(true)
+    }
+
+    /// The highest sequence number job `id`'s progress reports carried (`None`: no numbered report).
+    pub fn report_sequence(&self, id: &str) -> Result<Option<u64>> {
+        Ok(self.slot(id)?.report_sequence)
     }
 
     /// Copies job `id`'s steps left and throughputs into the pipeline of a composed session.

@@ -195,6 +195,12 @@ pub struct Progress {
         deserialize_with = "crate::contract::unique_keys::optional"
     )]
     pub metrics: Option<BTreeMap<String, f64>>,
+    /// The report's number among the job's reports, increasing (a whole number ≥ 0). A report
+    /// whose number is not above every number the job's reports carried before is a retry of one
+    /// already counted: it is answered as the job stands and changes nothing. Send a job's
+    /// reports one at a time and repeat the number when retrying; without it, every report counts.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub sequence: Option<u64>,
 }
 
 /// `PUT /v1/sessions/{id}/throughputs`: new throughput rows (steps/s per worker type; a type
@@ -211,6 +217,8 @@ pub struct Throughputs {
 pub enum Applied {
     Changed,
     Round(Round),
+    /// A progress report already counted (`Progress::sequence`): nothing changed.
+    Repeated,
 }
 
 /// Applies `event` to `session`. Live requests build the event (solving first, when a
@@ -235,6 +243,11 @@ pub fn apply(spec: &Spec, session: &mut Session, event: &Event) -> ApiResult<App
                     format!("worker type {:?} is not in the session's cluster", progress.worker_type),
                 )
             })?;
+            if let Some(sequence) = progress.sequence {
+                if !session.new_report(job, sequence)? {
+                    return Ok(Applied::Repeated);
+                }
+            }
             session.report_progress(job, w, progress.steps, progress.throughput)?;
             if let Some(metrics) = &progress.metrics {
                 session.report_metrics(job, metrics)?;

@@ -193,6 +193,10 @@ pub struct JobView {
     /// Metrics reported with its progress, latest value of each.
     #[serde(default, skip_serializing_if = "std::collections::BTreeMap::is_empty")]
     pub metrics: std::collections::BTreeMap<String, f64>,
+    /// The highest `sequence` its progress reports carried: a reporter that restarts numbers its
+    /// next report above it.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub progress_sequence: Option<u64>,
     /// In a composed session: admission, attained service and queueing.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub pipeline: Option<PipelineJobView>,
@@ -423,6 +427,7 @@ pub fn job(session: &Session, id: &str) -> ApiResult<JobView> {
         first_run,
         preemptions,
         metrics: session.reported_metrics(id)?.clone(),
+        progress_sequence: session.report_sequence(id)?,
         pipeline: session.pipeline_job(id).map(|(j, admitted)| PipelineJobView {
             admitted,
             attained_service_gpu_seconds: j.attained_service,
