@@ -187,6 +187,11 @@ class Operations(unittest.TestCase):
         self.assertEqual(progressed.steps_remaining, 48800.0)
         self.assertEqual(progressed.metrics, {"loss": 2.1})
         self.assertGreater(progressed.throughput["v100"], 3.2)  # the measurement is smoothed in
+        # A numbered report sent twice (a retry after a lost answer) counts once.
+        numbered = Progress(worker_type="v100", steps=800, throughput=3.4, sequence=1)
+        self.assertEqual(c.report_progress(sid, "gpt2", numbered).steps_remaining, 48000.0)
+        retried = c.report_progress(sid, "gpt2", numbered)
+        self.assertEqual((retried.steps_remaining, retried.progress_sequence), (48000.0, 1))
 
         rows = {j.id: dict(j.throughput) for j in c.get_session(sid).jobs}
         rows["a3c"]["k80"] = 1.5

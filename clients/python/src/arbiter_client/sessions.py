@@ -52,13 +52,17 @@ class CreateSession(WireModel):
 
 @dataclass
 class Progress(WireModel):
-    """A job's progress report: steps done on a type, the measured steps/s, reported metrics."""
+    """A job's progress report: steps done on a type since the last report, the measured steps/s,
+    reported metrics, and optionally the report's number among the job's reports (``sequence``,
+    increasing): a report numbered at or below the job's highest number so far is a retry and
+    counts nothing, so a report whose answer was lost can be sent again with the same number."""
 
     SCHEMA = "Progress"
     worker_type: str
     steps: float
     throughput: float
     metrics: Optional[Dict[str, float]] = None
+    sequence: Optional[int] = None
 
 
 @dataclass
@@ -129,6 +133,7 @@ class JobView(WireModel):
     profiling: Optional[List[str]] = None
     first_run: Optional[float] = None
     metrics: Optional[Dict[str, float]] = None
+    progress_sequence: Optional[int] = None
     pipeline: Optional[PipelineJobView] = None
 
 
