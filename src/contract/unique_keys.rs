@@ -50,6 +50,9 @@ impl<'de, N: FromIterator<(String, V)>, V: Deserialize<'de>> Deserialize<'de> fo
     }
 }
 
+/// Up to this many keys a map's keys are compared one by one; past it they go in a set.
+const SCANNED: usize = 16;
+
 struct Unique<M, V>(PhantomData<(M, V)>);
 
 impl<'de, M: FromIterator<(String, V)>, V: Deserialize<'de>> Visitor<'de> for Unique<M, V> {
@@ -60,13 +63,22 @@ impl<'de, M: FromIterator<(String, V)>, V: Deserialize<'de>> Visitor<'de> for Un
     }
 
     fn visit_map<A: MapAccess<'de>>(self, mut access: A) -> Result<M, A::Error> {
-        let mut seen = HashSet::new();
-        let mut entries = Vec::with_capacity(access.size_hint().unwrap_or(0));
+        // A few keys (a job's throughputs: one per worker type) are checked against those read
+        // so far; a set takes over once the map outgrows that.
+        let mut seen: Option<HashSet<String>> = None;
+        let mut entries: Vec<(String, V)> = Vec::with_capacity(access.size_hint().unwrap_or(0));
         while let Some(key) = access.next_key::<String>()? {
-            if !seen.insert(key.clone()) {
+            let repeated = match seen.as_mut() {
+                Some(seen) => !seen.insert(key.clone()),
+                None => entries.iter().any(|(read, _)| *read == key),
+            };
+            if repeated {
                 return Err(A::Error::custom(format!("duplicate key {key:?}")));
             }
             entries.push((key, access.next_value()?));
+            if seen.is_none() && entries.len() == SCANNED {
+                seen = Some(entries.iter().map(|(read, _)| read.clone()).collect());
+            }
         }
         Ok(entries.into_iter().collect())
     }
@@ -122,6 +134,26 @@ mod tests {
         assert!(e.to_string().contains("duplicate key \"a\""), "{e}");
         let e = serde_json::from_str::<Body>(r#"{"types": {}, "entities": {"x": 1, "x": 1}}"#).unwrap_err();
         assert!(e.to_string().contains("duplicate key \"x\""), "{e}");
+    }
+
+    /// Up to `SCANNED` keys are compared one by one, then a set holds them: a key repeated within
+    /// the first ones, at the switch, or after it (of a key read before it or after) is refused.
+    #[test]
+    fn a_repeated_key_is_refused_in_a_large_map() {
+        let object = |keys: &[String]| {
+            let entries: Vec<String> = keys.iter().enumerate().map(|(i, k)| format!("\"{k}\": {i}")).collect();
+            format!(r#"{{"types": {{{}}}}}"#, entries.join(", "))
+        };
+        let keys: Vec<String> = (0..3 * SCANNED).map(|i| format!("t{i}")).collect();
+        let body: Body = serde_json::from_str(&object(&keys)).unwrap();
+        assert_eq!(body.types.len(), 3 * SCANNED);
+        let cases = [(3, 8), (0, SCANNED - 2), (SCANNED - 1, SCANNED - 1), (0, SCANNED), (SCANNED + 1, 2 * SCANNED)];
+        for (first, again) in cases {
+            let mut repeated = keys.clone();
+            repeated.insert(again + 1, keys[first].clone());
+            let e = serde_json::from_str::<Body>(&object(&repeated)).unwrap_err();
+            assert!(e.to_string().contains(&format!("duplicate key \"t{first}\"")), "{first}, {again}: {e}");
+        }
     }
 
     #[derive(Debug, Deserialize)]
