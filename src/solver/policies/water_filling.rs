@@ -236,13 +236,17 @@ impl Levels<'_, '_> {
         // A level that reaches the next freeze but whose next probe did not certify ends at that
         // freeze, with no job proven stuck (the next level goes on from there).
         let at_next = reaches_next(lo, start, raised.c);
-        let (end, c, binding) = match at_next {
-            true => (lo + 1, 0.0, Some(vec![false; path.needs(0).len()])),
-            false => (lo, raised.c.max(0.0), raised.binding),
+        let (end, c) = match at_next {
+            true => (lo + 1, 0.0),
+            false => (lo, raised.c.max(0.0)),
         };
         let (rate, weights) = path.rates(end);
         let mut floor = path.needs(end);
         floor.iter_mut().zip(&rate).for_each(|(f, &r)| *f += c * r);
+        let binding = match at_next {
+            true => Some(vec![false; floor.len()]),
+            false => raised.binding,
+        };
         self.decomposed = raised.allocation;
         self.unhanded = !on_lp;
         Ok(Some(Galloped {
