@@ -517,8 +517,8 @@ fn placement_sensitive_levels_gallop_on_the_lp() {
     assert!(fewer.get() > 0, "no instance galloped");
 }
 
-/// Two instances where the gallop and one level at a time differ by more than 10⁻⁶, and why
-/// that is round-off. Both differ only on their last level's jobs:
+/// Three instances where the gallop and one level at a time differ by more than 10⁻⁶, and why
+/// that is round-off. All three differ only on their last level's jobs:
 /// - `gallop_spread_faster_ill_conditioned` (water-filling, 115 jobs, 14 of them faster spread
 ///   than consolidated on a type): 0.175%. In the last level's LP the floor of j0, frozen long
 ///   before, has a dual of 1.0·10⁴, so its floor's round-off moves the last level 10³ times over:
@@ -526,9 +526,18 @@ fn placement_sensitive_levels_gallop_on_the_lp() {
 /// - `gallop_nested_ill_conditioned` (`hierarchical`, 75 jobs, nested entities, spread rows
 ///   slower): 1.6·10⁻⁴; one level at a time moves 8.9·10⁻⁵ when one throughput changes by
 ///   10⁻⁹.
+/// - `gallop_handover_slack_raises_last_level` (water-filling, 91 jobs, spread rows slower): the
+///   gallop gives the last level's seven 8-GPU jobs 3.8·10⁻⁴ more and every other job 10⁻⁹ less,
+///   the slack by which it lowers floors when it hands over to the engine. Its allocation is
+///   feasible, so it is the better answer to within that slack; nudging throughputs by 10⁻⁹ moves
+///   one level at a time by only 1.9·10⁻⁶, so the round-off test alone would refuse it.
 #[test]
 fn the_gallop_differs_from_one_level_at_a_time_only_by_round_off_on_ill_conditioned_instances() {
-    for name in ["gallop_spread_faster_ill_conditioned", "gallop_nested_ill_conditioned"] {
+    for name in [
+        "gallop_spread_faster_ill_conditioned",
+        "gallop_nested_ill_conditioned",
+        "gallop_handover_slack_raises_last_level",
+    ] {
         let request = fixture_json(&format!("water_filling/{name}.json"));
         let galloped = gallop_agrees(&request).unwrap_or_else(|e| panic!("{name}: {e}"));
         assert!(galloped, "{name}: the levels did not gallop");
@@ -537,21 +546,28 @@ fn the_gallop_differs_from_one_level_at_a_time_only_by_round_off_on_ill_conditio
 
 /// Whether `method: auto` (galloping) and `method: lp` (one level at a time) give every job the
 /// same normalized throughput, to 10⁻⁶, and whether the gallop took fewer LPs. About one random
-/// instance in a hundred is ill-conditioned (see the fixtures above); there a difference counts
-/// as round-off when it is within 10 times what nudging every throughput by 10⁻⁹ does to one
-/// level at a time (`round_off_spread`).
+/// instance in a hundred is ill-conditioned (see the fixtures above). There a difference is
+/// accepted when either
+/// - the gallop's answer dominates: it is feasible, gives no job less than one level at a time
+///   beyond 10 times the 10⁻⁹ by which the gallop lowers floors when it hands over to the engine,
+///   and gives the jobs it differs on more (`gallop_handover_slack_raises_last_level`); or
+/// - it is within 10 times what nudging every throughput by 10⁻⁹ does to one level at a time
+///   (`round_off_spread`).
 fn gallop_agrees(request: &Value) -> Result<bool, TestCaseError> {
-    let solve = |request: &Value, method: Method| {
-        let problem = Problem::from_request(&serde_json::from_value(request.clone()).unwrap()).unwrap();
-        let problem = Problem { method, ..problem };
+    let problem = Problem::from_request(&serde_json::from_value(request.clone()).unwrap()).unwrap();
+    let solve = |problem: &Problem, method: Method| {
+        let problem = Problem { method, ..problem.clone() };
         policies::solve(&problem, Backend::default()).unwrap_or_else(|e| panic!("{method:?}: {e:?}"))
     };
-    let (auto, lp) = (solve(request, Method::Auto), solve(request, Method::Lp));
-    let (got, want) = (auto.water_filling.unwrap(), lp.water_filling.unwrap());
+    let (auto, lp) = (solve(&problem, Method::Auto), solve(&problem, Method::Lp));
+    let (got, want) = (auto.water_filling.as_ref().unwrap(), lp.water_filling.unwrap());
     let apart = |g: f64, w: f64| (g - w).abs() > 1e-6 * w.abs() + 1e-9;
     let pairs = || got.normalized_throughput.iter().zip(&want.normalized_throughput);
-    if pairs().any(|(&g, &w)| apart(g, w)) {
-        let nt = |request: &Value| solve(request, Method::Lp).water_filling.unwrap().normalized_throughput;
+    if pairs().any(|(&g, &w)| apart(g, w)) && !dominates(&problem, &auto, &want.normalized_throughput) {
+        let nt = |request: &Value| {
+            let problem = Problem::from_request(&serde_json::from_value(request.clone()).unwrap()).unwrap();
+            solve(&problem, Method::Lp).water_filling.unwrap().normalized_throughput
+        };
         let spread = round_off_spread(request, &want.normalized_throughput, nt);
         for (m, (&g, &w)) in pairs().enumerate() {
             prop_assert!(
@@ -565,6 +581,39 @@ fn gallop_agrees(request: &Value) -> Result<bool, TestCaseError> {
         }
     }
     Ok(auto.lp_solves < lp.lp_solves)
+}
+
+/// Whether `outcome` is feasible (each job's time, each type's GPUs and consolidated slots, to a
+/// relative 10⁻⁹) and gives every job at least `floor`, less 10⁻⁸ of it: an answer no worse than
+/// the one `floor` comes from, up to the slack the gallop's floors are lowered by.
+fn dominates(problem: &Problem, outcome: &arbiter::Outcome, floor: &[f64]) -> bool {
+    const SLACK: f64 = 1e-8;
+    let nt = &outcome.water_filling.as_ref().unwrap().normalized_throughput;
+    let time_fits = outcome.time_used(problem).iter().all(|&t| t <= 1.0 + 1e-9);
+    let (x, u) = (&outcome.allocation, &outcome.unconsolidated);
+    let spread_time = |m: usize, w: usize| if u.rows() > 0 { u.get(m, w) } else { 0.0 };
+    let gpus_fit = problem.worker_types.iter().enumerate().all(|(w, wt)| {
+        let used: f64 = problem
+            .jobs
+            .iter()
+            .enumerate()
+            .map(|(m, j)| j.scale_factor as f64 * (x.get(m, w) + spread_time(m, w)))
+            .sum();
+        used <= wt.count * (1.0 + 1e-9)
+    });
+    let slots_fit = problem.consolidated_slots().iter().enumerate().all(|(w, slots)| {
+        slots.iter().all(|&(s, gpus)| {
+            let used: f64 = problem
+                .jobs
+                .iter()
+                .enumerate()
+                .filter(|(_, j)| j.scale_factor == s)
+                .map(|(m, _)| s as f64 * x.get(m, w))
+                .sum();
+            used <= gpus * (1.0 + 1e-9) + 1e-9
+        })
+    });
+    time_fits && gpus_fit && slots_fit && nt.iter().zip(floor).all(|(&g, &f)| g >= f * (1.0 - SLACK))
 }
 
 /// How far round-off moves an answer: the largest relative change of any job's `answer` when
