@@ -296,9 +296,9 @@ proptest! {
     /// ratio is reached by the column alone, so the optimum is exactly the best column. Its
     /// throughput is the most a plain per-job LP gets with its ratio row `Σ (T − best·cost·sf)·X ≥ 0`.
     /// The row's `best` is lowered by 10⁻¹² (relative) so the best column meets it despite
-    /// round-off; lowered by 10⁻⁹, it let in 4.2·10⁻⁶ of the time of a column whose ratio is 2.4·10⁻⁴ below the
-    /// best, 4.2·10⁻⁶ more throughput than the best ratio allows (the slack is multiplied by
-    /// `best / (best − ratio)`).
+    /// round-off. Lowered by 10⁻⁹, it let in 4.2·10⁻⁶ of the time of a column whose ratio is
+    /// 2.4·10⁻⁴ below the best: 4.2·10⁻⁶ more throughput than the best ratio allows (the slack
+    /// is multiplied by `best / (best − ratio)`).
     #[test]
     fn min_cost_reaches_the_best_column_ratio(inst in instance()) {
         let (p, r, x) = run(&inst, "min_cost", true, false);
