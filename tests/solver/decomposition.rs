@@ -16,8 +16,11 @@ use proptest::sample::select;
 use proptest::test_runner::{Config, TestRunner};
 use serde_json::json;
 
-/// Relative agreement of the two objectives.
-const OBJECTIVE: f64 = 1e-7;
+/// Relative agreement of the two objectives. Where the recovery LP meets a need only to its
+/// tolerance, the decomposition reads z back from its allocation, up to 10⁻⁶ below the certified
+/// level (`READ_BACK_SLACK`): in four of forty runs under fresh seeds, z came out 1.1·10⁻⁷ to
+/// 7.8·10⁻⁷ below the LP's (which an LP in units of each job's need confirmed to 10⁻¹⁶).
+const OBJECTIVE: f64 = 1e-6;
 /// Feasibility of the decomposition's allocation.
 const FEASIBLE: f64 = 1e-9;
 
@@ -122,7 +125,12 @@ fn check_within(case: &Case, options: DecompositionOptions, need_tolerance: f64)
         prop_assert!(time <= 1.0 + FEASIBLE, "job {m}: time {time}");
         let thr: f64 = row.iter().zip(&case.rows[m]).map(|(x, t)| x * t).sum();
         let need = z * case.demand[m];
-        prop_assert!(thr >= need - need_tolerance * need.max(1e-300), "job {m}: thr {thr} < need {need} ({report:?})");
+        // Where the decomposition fell back to the plain LP, a need is met to that LP's
+        // tolerance on time, 10⁻⁹ of the job's time on its fastest type: a need of 4.6·10⁻¹⁰
+        // (demands ten orders of magnitude apart) came back with no time at all.
+        let fastest = case.rows[m].iter().copied().fold(0.0, f64::max);
+        let slack = (need_tolerance * need.max(1e-300)).max(if certified { 0.0 } else { FEASIBLE * fastest });
+        prop_assert!(thr >= need - slack, "job {m}: thr {thr} < need {need} ({report:?})");
         for (w, &v) in row.iter().enumerate() {
             used[w] += case.sf[m] as f64 * v;
         }
