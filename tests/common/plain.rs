@@ -154,8 +154,13 @@ pub fn plain_water_filling(p: &Problem, weights_of: impl Fn(&[bool]) -> Vec<f64>
         }
         // A job that froze at 0 had its turn and got nothing. The jobs still waiting theirs
         // (weight 0) freeze at 0 in this level too when none can get anything with every job at
-        // its floor: floors only rise, so none ever would.
-        if (0..n).any(|m| out.iteration[m] == iteration && floor[m] <= NOISE * fastest(p, m)) {
+        // its floor: floors only rise, so none ever would. As the policy does, only once no
+        // active job of this level is left at 0 unfrozen (a level of height 0 held by a stuck
+        // job leaves the others at 0; their turn to rise comes first).
+        let at_zero = |m: usize| floor[m] <= NOISE * fastest(p, m);
+        let starved = (0..n).any(|m| out.iteration[m] == iteration && at_zero(m))
+            && !(0..n).any(|m| active[m] && !frozen[m] && at_zero(m));
+        if starved {
             let next = weights_of(&frozen);
             let waiting: Vec<usize> =
                 (0..n).filter(|&m| !frozen[m] && next[m] == 0.0 && floor[m] <= NOISE * fastest(p, m)).collect();

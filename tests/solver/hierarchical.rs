@@ -715,3 +715,35 @@ fn fifo_start_test_survives_floor_drift() {
         assert!(off <= 1e-5 * largest, "{}: nt {} against the reference's {}", p.jobs[m].id, got.nt[m], want.nt[m]);
     }
 }
+
+/// A random tree where a `fifo` job froze at 0 in a level of height 0 (the single V100 full)
+/// while two active jobs sat at 0 beside it, free to rise on the P100s next. The job waiting
+/// behind it (j1, V100 only) freezes when its own turn comes, after those two rose (level 3), not
+/// in the level of height 0: only then are the jobs frozen at 0 those waiting behind the full
+/// GPUs. The reference applied the check in that level too and froze j1 at 1 (found under a fresh
+/// seed); it now waits as the policy does.
+#[test]
+fn a_waiting_fifo_job_is_not_frozen_in_a_level_of_height_zero() {
+    let inst = Instance {
+        counts: vec![1, 4],
+        jobs: vec![
+            (vec![0.0, 0.0], 1, 1.0, 0, 1),
+            (vec![0.1, 0.0], 1, 1.0, 0, 2),
+            (vec![30.876379235371882, 0.0], 1, 1.0, 0, 0),
+            (vec![0.0, 0.0], 1, 1.0, 0, 1),
+            (vec![0.0, 0.1], 1, 1.0, 1, 1),
+            (vec![0.1, 0.0], 1, 1.0, 1, 0),
+        ],
+        entities: vec![(1.0, true, None, false), (1.0, true, None, false), (1.0, false, None, false)],
+        agnostic: false,
+    };
+    let (p, r, _) = solve_value(&inst.request("hierarchical"));
+    let got = reported(&p, &r);
+    let tree = inst.tree();
+    let want = plain_water_filling(&p, |frozen| tree_weights(&p, &tree, frozen));
+    assert_eq!(got.iteration, vec![1, 3, 0, 2, 2, 0], "{got:?}");
+    assert_eq!(want.iteration, got.iteration, "reference {want:?}");
+    for m in 0..p.num_jobs() {
+        assert!(close(got.level[m], want.level[m], 1e-9), "job {m}: {got:?} against {want:?}");
+    }
+}
