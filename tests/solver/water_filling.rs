@@ -268,8 +268,6 @@ struct DistinctCase {
     /// Empty: `max_min_fairness_water_filling`. Otherwise `hierarchical` over these entities, job
     /// m in entity `m % entities.len()`.
     entities: Vec<EntityCase>,
-    /// Whether the entities nest.
-    nested: bool,
 }
 
 #[derive(Debug, Clone)]
@@ -365,7 +363,7 @@ fn distinct_case_of(
                         parent: (nested && e > 0 && parent % 2 == 1).then(|| parent % e),
                     })
                     .collect();
-                DistinctCase { counts, jobs, entities, nested }
+                DistinctCase { counts, jobs, entities }
             })
     })
 }
