@@ -256,6 +256,19 @@ impl Master {
         self.columns.iter().cloned().zip(self.weights(solution)).filter(|(_, w)| *w > 0.0).collect()
     }
 
+    /// Solves the master; should the solve from the last optimum's basis stop on numerical trouble
+    /// (a basis grown ill-conditioned over many added columns and rows), solves once more from
+    /// the slack basis.
+    fn solve_afresh_on_trouble(&mut self) -> Result<crate::lp::Solution, SolveError> {
+        match self.session.solve() {
+            Err(SolveError::Failed(_)) => {
+                self.session.forget_basis();
+                self.session.solve()
+            }
+            other => other,
+        }
+    }
+
     /// Solves, prices the duals into a new configuration and adds it, until none improves, the
     /// objective reaches `known_bound` (an upper bound the caller knows, such as the fractional
     /// optimum: reaching it proves the optimum as well) or a limit is reached: the last solution,
@@ -269,7 +282,7 @@ impl Master {
     ) -> Result<(crate::lp::Solution, f64, Option<String>), SolveError> {
         let mut last: Option<(crate::lp::Solution, f64)> = None;
         loop {
-            let solution = match (self.session.solve(), last.take()) {
+            let solution = match (self.solve_afresh_on_trouble(), last.take()) {
                 (Ok(solution), _) => solution,
                 // Out of time after a solve: the last master stands, with its bound.
                 (Err(SolveError::TimeLimit), Some((previous, bound))) => {
