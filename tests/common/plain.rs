@@ -162,8 +162,7 @@ pub fn plain_water_filling(p: &Problem, weights_of: impl Fn(&[bool]) -> Vec<f64>
             && !(0..n).any(|m| active[m] && !frozen[m] && at_zero(m));
         if starved {
             let next = weights_of(&frozen);
-            let waiting: Vec<usize> =
-                (0..n).filter(|&m| !frozen[m] && next[m] == 0.0 && floor[m] <= NOISE * fastest(p, m)).collect();
+            let waiting: Vec<usize> = (0..n).filter(|&m| !frozen[m] && next[m] == 0.0 && at_zero(m)).collect();
             if !waiting.is_empty() && waiting.iter().all(|&m| max_throughput(p, &floor, m) <= NOISE * fastest(p, m)) {
                 for m in waiting {
                     frozen[m] = true;

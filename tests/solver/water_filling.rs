@@ -613,17 +613,9 @@ fn dominates(problem: &Problem, outcome: &arbiter::Outcome, floor: &[f64]) -> bo
     const SLACK: f64 = 1e-8;
     let nt = &outcome.water_filling.as_ref().unwrap().normalized_throughput;
     let time_fits = outcome.time_used(problem).iter().all(|&t| t <= 1.0 + 1e-9);
-    let (x, u) = (&outcome.allocation, &outcome.unconsolidated);
-    let spread_time = |m: usize, w: usize| if u.rows() > 0 { u.get(m, w) } else { 0.0 };
-    let gpus_fit = problem.worker_types.iter().enumerate().all(|(w, wt)| {
-        let used: f64 = problem
-            .jobs
-            .iter()
-            .enumerate()
-            .map(|(m, j)| j.scale_factor as f64 * (x.get(m, w) + spread_time(m, w)))
-            .sum();
-        used <= wt.count * (1.0 + 1e-9)
-    });
+    let gpus_fit =
+        outcome.gpus_used(problem).iter().zip(&problem.worker_types).all(|(&used, wt)| used <= wt.count * (1.0 + 1e-9));
+    let x = &outcome.allocation;
     let slots_fit = problem.consolidated_slots().iter().enumerate().all(|(w, slots)| {
         slots.iter().all(|&(s, gpus)| {
             let used: f64 = problem
