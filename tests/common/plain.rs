@@ -8,35 +8,69 @@ use super::{equal_share_throughput, policy_throughput, throughputs};
 use arbiter::lp::{Backend, LinearProgram, Row, Sense};
 use arbiter::Problem;
 
+/// The columns of a `plain_base_lp`: `consolidated[m][w]` for `X[m][w]`, and `spread[m][w]` for
+/// `U[m][w]` where the request gives multi-GPU jobs `unconsolidated_throughput`.
+pub struct Columns {
+    pub consolidated: Vec<Vec<Option<usize>>>,
+    pub spread: Vec<Vec<Option<usize>>>,
+}
+
 /// A plain per-job LP over `X[m][w]` with the base constraints (one column per job and usable
-/// type, no grouping), for cross-checks. Returns the LP and `cols[m][w]`.
-pub fn plain_base_lp(p: &Problem, sense: Sense) -> (LinearProgram, Vec<Vec<Option<usize>>>) {
+/// type, no grouping), for cross-checks; with placement sensitivity, also over `U[m][w]` with the
+/// consolidated slots (`formulations/placement_sensitivity.md`).
+pub fn plain_base_lp(p: &Problem, sense: Sense) -> (LinearProgram, Columns) {
     let mut lp = LinearProgram::new(sense);
-    let cols: Vec<Vec<Option<usize>>> = (0..p.num_jobs())
+    let usable = |w: usize, t: f64| t > 0.0 && p.worker_types[w].count > 0.0;
+    let consolidated: Vec<Vec<Option<usize>>> = (0..p.num_jobs())
+        .map(|m| {
+            (0..p.num_types())
+                .map(|w| usable(w, policy_throughput(p, m, w)).then(|| lp.add_col(0.0, 0.0, 1.0)))
+                .collect()
+        })
+        .collect();
+    let spread_thr = p.unconsolidated_throughput();
+    let spread: Vec<Vec<Option<usize>>> = (0..p.num_jobs())
         .map(|m| {
             (0..p.num_types())
                 .map(|w| {
-                    (policy_throughput(p, m, w) > 0.0 && p.worker_types[w].count > 0.0)
-                        .then(|| lp.add_col(0.0, 0.0, 1.0))
+                    let t = spread_thr.as_ref().filter(|_| p.jobs[m].scale_factor > 1).map_or(0.0, |t| t.get(m, w));
+                    usable(w, t).then(|| lp.add_col(0.0, 0.0, 1.0))
                 })
                 .collect()
         })
         .collect();
-    for row in &cols {
-        let coefs: Vec<(usize, f64)> = row.iter().flatten().map(|&c| (c, 1.0)).collect();
-        lp.add_row(Row::at_most(1.0, coefs));
+    let of_job = |m: usize| consolidated[m].iter().chain(&spread[m]).flatten().map(|&c| (c, 1.0)).collect::<Vec<_>>();
+    for m in 0..p.num_jobs() {
+        lp.add_row(Row::at_most(1.0, of_job(m)));
     }
     for (w, wt) in p.worker_types.iter().enumerate() {
-        let coefs: Vec<(usize, f64)> =
-            cols.iter().zip(&p.jobs).filter_map(|(row, j)| row[w].map(|c| (c, j.scale_factor as f64))).collect();
+        let sf = |m: usize| p.jobs[m].scale_factor as f64;
+        let coefs: Vec<(usize, f64)> = (0..p.num_jobs())
+            .flat_map(|m| [consolidated[m][w], spread[m][w]].into_iter().flatten().map(move |c| (c, sf(m))))
+            .collect();
         lp.add_row(Row::at_most(wt.count, coefs));
     }
-    (lp, cols)
+    for (w, slots) in p.consolidated_slots().iter().enumerate() {
+        for &(s, gpus) in slots {
+            let coefs: Vec<(usize, f64)> = (0..p.num_jobs())
+                .filter(|&m| p.jobs[m].scale_factor == s)
+                .filter_map(|m| consolidated[m][w].map(|c| (c, s as f64)))
+                .collect();
+            lp.add_row(Row::at_most(gpus, coefs));
+        }
+    }
+    (lp, Columns { consolidated, spread })
 }
 
-/// `(column, T[m][w])` of job m's throughput in a `plain_base_lp`.
-pub fn thr_coefs(p: &Problem, cols: &[Vec<Option<usize>>], m: usize) -> Vec<(usize, f64)> {
-    cols[m].iter().enumerate().filter_map(|(w, c)| c.map(|c| (c, policy_throughput(p, m, w)))).collect()
+/// `(column, throughput)` of job m's throughput in a `plain_base_lp`: `T[m][w]` on its
+/// consolidated columns, `T^u[m][w]` on its spread ones.
+pub fn thr_coefs(p: &Problem, cols: &Columns, m: usize) -> Vec<(usize, f64)> {
+    let consolidated =
+        cols.consolidated[m].iter().enumerate().filter_map(|(w, c)| c.map(|c| (c, policy_throughput(p, m, w))));
+    let spread_thr = p.unconsolidated_throughput();
+    let spread =
+        cols.spread[m].iter().enumerate().filter_map(|(w, c)| c.map(|c| (c, spread_thr.as_ref().unwrap().get(m, w))));
+    consolidated.chain(spread).collect()
 }
 
 /// `max z s.t. Σ_w T[m][w] X[m][w] ≥ z·demand_m` on the base constraints, one row per job.
@@ -61,7 +95,7 @@ pub fn plain_max_ratio(p: &Problem, demand: &[f64]) -> f64 {
 /// `max Σ_m Σ_w coef[m][w]·X[m][w]` on the base constraints.
 pub fn plain_max_linear(p: &Problem, coef: impl Fn(usize, usize) -> f64) -> f64 {
     let (mut lp, cols) = plain_base_lp(p, Sense::Maximize);
-    for (m, row) in cols.iter().enumerate() {
+    for (m, row) in cols.consolidated.iter().enumerate() {
         for (w, c) in row.iter().enumerate() {
             if let Some(c) = c {
                 lp.cost[*c] = coef(m, w);

@@ -312,7 +312,7 @@ proptest! {
         assert_close(r.objective.unwrap(), best, 1e-6, "throughput per dollar-hour");
         let (mut lp, cols) = plain_base_lp(&p, Sense::Maximize);
         let mut keep = Vec::new();
-        for (m, row) in cols.iter().enumerate() {
+        for (m, row) in cols.consolidated.iter().enumerate() {
             for (w, c) in row.iter().enumerate() {
                 if let Some(c) = *c {
                     lp.cost[c] = p.measured.get(m, w);
