@@ -210,12 +210,14 @@ proptest! {
     }
 
     #[test]
-    fn rounds_that_follow_the_decomposition_deliver_it_within_003(seed in any::<u64>()) {
-        // Realizable by construction: every job gets its allocation, within 0.03 (six rounds) when
-        // the rounds follow a certified decomposition (0.0196 at most over the fixed seeds of
-        // `summary_over_fixed_seeds`), else as the priority selection does (0.05).
+    fn rounds_that_follow_the_decomposition_deliver_it_within_004(seed in any::<u64>()) {
+        // Realizable by construction: every job gets its allocation, within 0.04 (eight rounds)
+        // when the rounds follow a certified decomposition, else as the priority selection does
+        // (0.05). Over 20,000 seeds the certified ones end within 0.0066 at the median, 0.019 at
+        // the 99th percentile, 0.022 at the 99.9th and 0.0257 at most; one random seed, below,
+        // ends 0.0309 off and catches up after.
         let session = rounds_in(&constructed(seed), Mode::Configurations);
-        let bound = if session.decomposition_skipped().is_some() { 0.05 } else { 0.03 };
+        let bound = if session.decomposition_skipped().is_some() { 0.05 } else { 0.04 };
         prop_assert!(max_gap(&session) <= bound, "max |allocation − received| {:.4}", max_gap(&session));
         // Booked full, mostly not realizable: every job gets what the decomposition delivers it.
         let instance = booked(seed);
@@ -236,6 +238,24 @@ proptest! {
         let by_sets = best_gap_by_subsets(instance.counts[0], &instance.scale_factors, &x);
         prop_assert!((by_counts - by_sets).abs() < 1e-6, "{by_counts} vs {by_sets}: {instance:?}");
     }
+}
+
+/// The seed behind the looser bound: 85 jobs on three types of 28, 32 and 28 GPUs. The rounds that
+/// follow its certified decomposition are 0.0309 off after 200 rounds, past the 0.03 the bound
+/// was, but it is the start that lags, not a share the rounds cannot give: 0.0134 after 400
+/// rounds, 0.0047 after 1,600.
+#[test]
+fn rounds_that_follow_the_decomposition_catch_up_with_a_slow_start() {
+    let seed = 17409752224596578400;
+    let gap_after = |n: usize| {
+        let mut session = constructed(seed).session_in(Mode::Configurations);
+        run(&mut session, n);
+        assert!(session.decomposition_skipped().is_none(), "{:?}", session.decomposition_skipped());
+        max_gap(&session)
+    };
+    let (early, late) = (gap_after(ROUNDS), gap_after(8 * ROUNDS));
+    assert!(early > 0.03 && early <= 0.04, "after {ROUNDS} rounds {early:.4}");
+    assert!(late <= 0.006, "after {} rounds {late:.4}", 8 * ROUNDS);
 }
 
 /// The same generators over fixed seeds, with a summary (`-- --nocapture`): how many booked-full
