@@ -6,13 +6,16 @@
 use super::levels::Filled;
 use super::{equal_share_throughput, policy_throughput, throughputs};
 use arbiter::lp::{Backend, LinearProgram, Row, Sense};
+use arbiter::problem::Matrix;
 use arbiter::Problem;
 
 /// The columns of a `plain_base_lp`: `consolidated[m][w]` for `X[m][w]`, and `spread[m][w]` for
-/// `U[m][w]` where the request gives multi-GPU jobs `unconsolidated_throughput`.
+/// `U[m][w]` where the request gives multi-GPU jobs `unconsolidated_throughput` (`T^u`, the
+/// policy's, read once).
 pub struct Columns {
     pub consolidated: Vec<Vec<Option<usize>>>,
     pub spread: Vec<Vec<Option<usize>>>,
+    spread_throughput: Option<Matrix>,
 }
 
 /// A plain per-job LP over `X[m][w]` with the base constraints (one column per job and usable
@@ -59,7 +62,7 @@ pub fn plain_base_lp(p: &Problem, sense: Sense) -> (LinearProgram, Columns) {
             lp.add_row(Row::at_most(gpus, coefs));
         }
     }
-    (lp, Columns { consolidated, spread })
+    (lp, Columns { consolidated, spread, spread_throughput: spread_thr })
 }
 
 /// `(column, throughput)` of job m's throughput in a `plain_base_lp`: `T[m][w]` on its
@@ -67,9 +70,10 @@ pub fn plain_base_lp(p: &Problem, sense: Sense) -> (LinearProgram, Columns) {
 pub fn thr_coefs(p: &Problem, cols: &Columns, m: usize) -> Vec<(usize, f64)> {
     let consolidated =
         cols.consolidated[m].iter().enumerate().filter_map(|(w, c)| c.map(|c| (c, policy_throughput(p, m, w))));
-    let spread_thr = p.unconsolidated_throughput();
-    let spread =
-        cols.spread[m].iter().enumerate().filter_map(|(w, c)| c.map(|c| (c, spread_thr.as_ref().unwrap().get(m, w))));
+    let spread = cols.spread[m]
+        .iter()
+        .enumerate()
+        .filter_map(|(w, c)| c.map(|c| (c, cols.spread_throughput.as_ref().expect("spread columns").get(m, w))));
     consolidated.chain(spread).collect()
 }
 
