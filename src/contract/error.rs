@@ -46,6 +46,31 @@ pub enum ErrorCode {
     Timeout,
 }
 
+/// Longest piece of a request (an id, a name, a path) a message repeats whole. A longer one is
+/// cut to its first this many characters and its length, so a message never grows with the request.
+pub const ECHOED_CHARACTERS: usize = 64;
+
+/// `text` for a message, cut as [`ECHOED_CHARACTERS`] says.
+pub fn clipped(text: &str) -> String {
+    echoed(text, false)
+}
+
+/// `text` for a message, quoted, cut as [`ECHOED_CHARACTERS`] says.
+pub fn quoted(text: &str) -> String {
+    echoed(text, true)
+}
+
+fn echoed(text: &str, quote: bool) -> String {
+    let length = text.chars().count();
+    let head: String = text.chars().take(ECHOED_CHARACTERS).collect();
+    let head = if quote { format!("{head:?}") } else { head };
+    if length <= ECHOED_CHARACTERS {
+        head
+    } else {
+        format!("{head}… ({length} characters)")
+    }
+}
+
 impl ErrorCode {
     /// The HTTP status the contract gives this code.
     pub fn http_status(self) -> u16 {
@@ -140,5 +165,15 @@ mod tests {
         // Another field that only starts with the same letters is left alone.
         assert_eq!(renamed("throughputs_total").as_deref(), Some("throughputs_total"));
         assert_eq!(renamed("jobs[0].throughputs").as_deref(), Some("jobs[0].throughputs"));
+    }
+
+    #[test]
+    fn an_echoed_text_is_whole_up_to_its_limit_then_its_head_and_length() {
+        let at_limit = "é".repeat(ECHOED_CHARACTERS);
+        assert_eq!(quoted(&at_limit), format!("{at_limit:?}"));
+        assert_eq!(clipped(&at_limit), at_limit);
+        let over = "é".repeat(ECHOED_CHARACTERS + 1);
+        assert_eq!(quoted(&over), format!("{at_limit:?}… ({} characters)", ECHOED_CHARACTERS + 1));
+        assert_eq!(clipped(&over), format!("{at_limit}… ({} characters)", ECHOED_CHARACTERS + 1));
     }
 }

@@ -2,7 +2,7 @@
 //! `{"error": {...}}` object with its status. Library errors pass through as the CLI prints them.
 
 use super::store::StoreError;
-use crate::error::{ArbiterError, ErrorCode};
+use crate::error::{clipped, quoted, ArbiterError, ErrorCode};
 use axum::extract::rejection::{BytesRejection, PathRejection};
 use axum::http::{header, HeaderValue, StatusCode};
 use axum::response::{IntoResponse, Response};
@@ -185,13 +185,13 @@ impl ApiError {
         let (message, field, jobs) = match self {
             ApiError::Arbiter(e) => (e.message.clone(), e.field.clone(), e.jobs.clone()),
             ApiError::UnknownSession(id) => {
-                (format!("unknown session {id:?}: it was never created or has been deleted"), None, vec![])
+                (format!("unknown session {}: it was never created or has been deleted", quoted(id)), None, vec![])
             }
             ApiError::NoRoute { method, path } => {
-                (format!("no endpoint {method} {path}; GET /openapi.json lists them"), None, vec![])
+                (format!("no endpoint {method} {}; GET /openapi.json lists them", clipped(path)), None, vec![])
             }
             ApiError::MethodNotAllowed { method, path } => {
-                (format!("{path} does not take {method}; GET /openapi.json lists its methods"), None, vec![])
+                (format!("{} does not take {method}; GET /openapi.json lists its methods", clipped(path)), None, vec![])
             }
             ApiError::PayloadTooLarge { limit } => {
                 (format!("the request body is larger than this server's limit of {limit} bytes"), None, vec![])

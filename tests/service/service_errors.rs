@@ -139,6 +139,18 @@ fn unknown_things_are_404_and_wrong_methods_405() {
     assert_error(&c.get("/v2/allocations").unwrap(), 404, "not_found", None);
     assert_error(&c.get("/v1/allocations").unwrap(), 405, "method_not_allowed", None);
     assert_error(&c.send("PATCH", "/v1/sessions/demo", b"", &[]).unwrap(), 405, "method_not_allowed", None);
+    // A long id or path is echoed by its head and its length, not whole.
+    let long = "x".repeat(5_000);
+    for (reply, code) in [
+        (c.get(&format!("/v1/sessions/{long}")).unwrap(), "unknown_session"),
+        (c.delete(&format!("/v1/sessions/demo/jobs/{long}")).unwrap(), "unknown_job"),
+        (c.get(&format!("/v2/{long}")).unwrap(), "not_found"),
+        (c.post(&format!("/v1/sessions/demo/workers/v100%2F{long}/fail"), b"").unwrap(), "unknown_worker"),
+    ] {
+        let body = assert_error(&reply, 404, code, None);
+        let message = body["error"]["message"].as_str().unwrap();
+        assert!(message.len() < 300 && message.contains("characters)"), "{message}");
+    }
 }
 
 #[test]

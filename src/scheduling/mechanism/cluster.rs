@@ -1,7 +1,7 @@
 //! The cluster the mechanism places jobs on: servers of `gpus_per_server` GPUs per worker type,
 //! GPU ids like `v100/<server>/<gpu>` unique across the cluster, and which GPUs are healthy.
 
-use crate::error::{ArbiterError, ErrorCode, Result};
+use crate::error::{quoted, ArbiterError, ErrorCode, Result};
 use crate::problem::WorkerType;
 use std::ops::Range;
 
@@ -163,7 +163,7 @@ impl Cluster {
             ArbiterError::at(
                 ErrorCode::UnknownWorkerType,
                 "worker",
-                format!("worker type {type_name:?} is not in the cluster"),
+                format!("worker type {} is not in the cluster", quoted(type_name)),
             )
         })?;
         let layout = &self.types[w];
@@ -171,7 +171,7 @@ impl Cluster {
             parts.next().and_then(|s| s.parse().ok()).filter(|s| *s < layout.servers.len() as u32).ok_or_else(
                 || {
                     let servers = numbered("server", "servers", layout.servers.len());
-                    refuse(format!("{name:?} names no server: type {type_name} has {servers}"))
+                    refuse(format!("{} names no server: type {type_name} has {servers}", quoted(name)))
                 },
             )?;
         let server = ServerId(layout.servers.start + server);
@@ -180,13 +180,17 @@ impl Cluster {
             Some(gpu) => {
                 let gpus = &self.servers[server.0 as usize].gpus;
                 let gpu: u32 = gpu.parse().ok().filter(|g| *g < gpus.len() as u32).ok_or_else(|| {
-                    refuse(format!("{name:?} names no GPU: that server has {}", numbered("GPU", "GPUs", gpus.len())))
+                    refuse(format!(
+                        "{} names no GPU: that server has {}",
+                        quoted(name),
+                        numbered("GPU", "GPUs", gpus.len())
+                    ))
                 })?;
                 Worker::Gpu(GpuId(gpus.start + gpu))
             }
         };
         if parts.next().is_some() {
-            return Err(refuse(format!("{name:?} has too many parts")));
+            return Err(refuse(format!("{} has too many parts", quoted(name))));
         }
         Ok(worker)
     }

@@ -109,7 +109,7 @@ pub(super) fn unknown_job(id: &str) -> ArbiterError {
     ArbiterError::at(
         ErrorCode::UnknownJob,
         "job",
-        format!("unknown job {id:?}: the session has no active job with this id"),
+        format!("unknown job {}: the session has no active job with this id", crate::error::quoted(id)),
     )
 }
 
