@@ -747,3 +747,43 @@ fn a_waiting_fifo_job_is_not_frozen_in_a_level_of_height_zero() {
         assert!(close(got.level[m], want.level[m], 1e-9), "job {m}: {got:?} against {want:?}");
     }
 }
+
+/// Four nested `fifo` entities on 8 + 2 GPUs (found under a fresh seed): when j3's turn came, the
+/// GPUs were full and the LP gave it 3.6·10⁻¹² steps/s of round-off. That counted as a rise, so
+/// its level of height 0 was a level of its own, and it froze one level late, with the two jobs
+/// waiting behind it (the reference froze all three at level 2, and j4 at 3). A job still within
+/// `START_TOLERANCE` of 0 has not risen.
+#[test]
+fn a_fifo_turn_taken_by_round_off_is_no_level_of_its_own() {
+    let inst = Instance {
+        counts: vec![8, 2],
+        jobs: vec![
+            (vec![23.3896593777245, 27.733202321139135], 4, 1.0, 1, 0),
+            (vec![23.129192160253215, 33.64755921679942], 4, 5.0, 2, 1),
+            (vec![13.961923090939244, 44.744154215423954], 2, 1.0, 1, 0),
+            (vec![39.14456667542275, 0.0], 2, 5.0, 1, 0),
+            (vec![10.987376393008697, 6.1099491587717125], 4, 1.0, 1, 0),
+            (vec![0.49902826369323233, 44.315837938167796], 4, 1.0, 2, 0),
+            (vec![42.20672711573706, 38.1529324554453], 2, 5.0, 3, 0),
+            (vec![0.0, 32.699996337506754], 4, 1.0, 0, 3),
+            (vec![0.0, 22.48819041515026], 4, 1.0, 3, 2),
+            (vec![46.76489291702562, 16.044081143597655], 1, 5.0, 1, 3),
+        ],
+        entities: vec![
+            (5.0, true, None, false),
+            (5.0, true, Some(0), false),
+            (1.0, true, None, false),
+            (2.0, true, None, false),
+        ],
+        agnostic: false,
+    };
+    let (p, r, _) = solve_value(&inst.request("hierarchical"));
+    let got = reported(&p, &r);
+    let tree = inst.tree();
+    let want = plain_water_filling(&p, |frozen| tree_weights(&p, &tree, frozen));
+    assert_eq!(got.iteration, vec![0, 1, 1, 2, 3, 0, 1, 2, 2, 2], "{got:?}");
+    assert_eq!(want.iteration, got.iteration, "reference {want:?}");
+    for m in 0..p.num_jobs() {
+        assert!(close(got.level[m], want.level[m], 1e-5), "job {m}: {got:?} against {want:?}");
+    }
+}

@@ -512,7 +512,12 @@ fn fill(problem: &Problem, backend: Backend, reweighting: &dyn Reweighting, gall
                 binding
             }
         };
-        let rose = (0..n).any(|m| floor[m] - before[m] > RISE_TOLERANCE * before[m] && floor[m] > before[m]);
+        // A job still within round-off of 0 (`START_TOLERANCE` of its ceiling) has not risen.
+        let rose = (0..n).any(|m| {
+            floor[m] - before[m] > RISE_TOLERANCE * before[m]
+                && floor[m] > before[m]
+                && floor[m] > START_TOLERANCE * ceiling[m]
+        });
 
         // Who is stuck at this level. Active jobs of one class with one floor and one rate are
         // symmetric: at the highest level none can rise without the others, so all are. Otherwise
