@@ -215,6 +215,25 @@ impl Outcome {
         used
     }
 
+    /// With placement sensitivity, the GPUs that consolidated jobs of each size use per type:
+    /// `Σ_{m: sf_m = s} s·X[m][w]`, entry for entry beside `Problem::consolidated_slots` (whose
+    /// GPUs bound it; empty without placement sensitivity).
+    pub fn consolidated_gpus_used(&self, problem: &Problem) -> Vec<Vec<(u32, f64)>> {
+        let mut slots = problem.consolidated_slots();
+        for (w, per_size) in slots.iter_mut().enumerate() {
+            for (s, used) in per_size.iter_mut() {
+                *used = problem
+                    .jobs
+                    .iter()
+                    .enumerate()
+                    .filter(|(m, job)| job.scale_factor == *s && *m < self.allocation.rows())
+                    .map(|(m, _)| *s as f64 * self.allocation.get(m, w))
+                    .sum();
+            }
+        }
+        slots
+    }
+
     /// Gives every job under `(1 − under)` of its `floors[m]` by at most `SLIVER` of its time
     /// what it lacks, on the type that `preference(m, w)` ranks highest among those where the
     /// sliver fits in that bound, in its time and in the type's idle GPUs (if none has them, among
