@@ -181,12 +181,15 @@ pub fn refusal(value: f64, min: f64, what: &str) -> Option<String> {
         return Some(format!("{what} must be a finite number ≥ {}, got {}", shown(min), shown(value)));
     }
     if !in_range(value) {
-        return Some(format!(
-            "{what} must be 0 or of magnitude between {SMALLEST:e} and {LARGEST:e}, got {}",
-            shown(value)
-        ));
+        return Some(out_of_range(what, value, min <= 0.0));
     }
     None
+}
+
+/// Why `value`, outside [`in_range`], is refused as `what`; `zero` says whether 0 is taken too.
+pub fn out_of_range(what: &str, value: f64, zero: bool) -> String {
+    let zero = if zero { "0 or " } else { "" };
+    format!("{what} must be {zero}of magnitude between {SMALLEST:e} and {LARGEST:e}, got {}", shown(value))
 }
 
 fn finite_at_least(value: f64, min: f64, field: impl Fn() -> String, what: &str) -> Result<f64> {

@@ -116,15 +116,8 @@ fn number(slot: &str, name: &str, value: &str) -> Result<f64> {
         bad_parameter(slot, format!("{slot} parameter of {name:?} must be a finite number, got {value:?}"))
     })?;
     if !crate::problem::in_range(x) {
-        return Err(bad_parameter(
-            slot,
-            format!(
-                "{slot} parameter of {name:?} must be 0 or of magnitude between {:e} and {:e}, got {}",
-                crate::problem::SMALLEST,
-                crate::problem::LARGEST,
-                crate::problem::shown(x)
-            ),
-        ));
+        let what = format!("{slot} parameter of {name:?}");
+        return Err(bad_parameter(slot, crate::problem::out_of_range(&what, x, false)));
     }
     Ok(x)
 }

@@ -182,12 +182,8 @@ impl Pipeline {
     /// range, and a stage that names its own overhead (`lease=SECONDS`): one overhead, given once.
     /// 0 gives none, so a stage's own overhead stays.
     pub fn set_restart_seconds(&mut self, seconds: f64) -> Result<()> {
-        if !(seconds.is_finite() && seconds >= 0.0) {
-            return Err(ArbiterError::at(
-                ErrorCode::InvalidNumber,
-                "restart_seconds",
-                format!("the restart overhead must be a finite number ≥ 0 seconds, got {seconds}"),
-            ));
+        if let Some(why) = crate::problem::refusal(seconds, 0.0, "the restart overhead (seconds)") {
+            return Err(ArbiterError::at(ErrorCode::InvalidNumber, "restart_seconds", why));
         }
         if self.preemption.restart_seconds() > 0.0 && seconds > 0.0 {
             return Err(ArbiterError::at(

@@ -266,6 +266,29 @@ pub fn round_only_sweep_flags(args: &SweepArgs) -> Vec<(&'static str, bool)> {
     ]
 }
 
+/// Refuses the flags that shape an LP policy's allocation or Gavel's rounds when a list policy
+/// schedules: they would change nothing, yet the report would carry them as if they had.
+fn refuse_allocation_flags(args: &SimulateArgs) -> Result<()> {
+    let given = [
+        ("realizable", args.realizable.is_some()),
+        ("tie-break", args.tie_break.is_some()),
+        ("configurations", args.configurations),
+        ("min-solve-seconds", args.min_solve_seconds != 0.0),
+        ("work-conserving", !args.work_conserving),
+    ];
+    match given.iter().find(|(_, given)| *given) {
+        Some((flag, _)) => Err(ArbiterError::at(
+            ErrorCode::Unsupported,
+            flag.replace('-', "_"),
+            format!(
+                "--{flag} shapes an LP policy's allocation and Gavel's rounds; a list policy (--scheduling) \
+                 orders and places whole jobs itself"
+            ),
+        )),
+        None => Ok(()),
+    }
+}
+
 /// Which model a trace is for.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum TraceKind {
@@ -330,6 +353,9 @@ pub fn run_simulate(args: &SimulateArgs) -> Result<()> {
             "synthesizer",
             "the synthesizer switches among list-policy compositions; it cannot start from an LP policy",
         ));
+    }
+    if !composition.is_gavel() {
+        refuse_allocation_flags(args)?;
     }
     let policy = match composition.scheduling {
         crate::scheduling::SchedulingSpec::Allocation(p) => p,
@@ -509,12 +535,26 @@ pub fn number_list<T: std::str::FromStr>(text: &str, field: &str) -> Result<Vec<
         .collect()
 }
 
+/// Most threads a sweep starts (each holds a simulation's state; 10,000 took 2 GB for one run).
+const MAX_THREADS: usize = 1024;
+/// Most jobs a generated trace holds, and most jobs of one day's burst.
+const MAX_GENERATED_JOBS: usize = 1_000_000;
+/// Highest load a generated trace takes, in jobs per hour.
+const MAX_LOAD: f64 = 1e6;
+
 /// Runs a sweep's simulations on `threads` threads (default: one per core), with a count of
 /// those done on standard error when it is a terminal.
 pub fn in_parallel<T: Send>(
     threads: Option<usize>,
     run: impl FnOnce(&(dyn Fn(usize, usize) + Sync)) -> Result<T> + Send,
 ) -> Result<T> {
+    if let Some(t) = threads.filter(|&t| t > MAX_THREADS) {
+        return Err(ArbiterError::at(
+            ErrorCode::InvalidNumber,
+            "threads",
+            format!("--threads is at most {MAX_THREADS}, got {t}; each thread runs one simulation at a time"),
+        ));
+    }
     let pool = rayon::ThreadPoolBuilder::new()
         .num_threads(threads.unwrap_or(0))
         .build()
@@ -555,12 +595,28 @@ pub fn run_sweep(args: &SweepArgs) -> Result<()> {
         })?,
     };
     let cluster_text = required(args.cluster.as_deref(), "cluster")?;
-    let positive = |l: &&f64| l.is_finite() && **l > 0.0;
+    let positive = |l: &&f64| l.is_finite() && **l > 0.0 && **l <= MAX_LOAD;
     if let Some(bad) = loads.iter().find(|l| !args.static_trace && !positive(l)) {
         return Err(ArbiterError::at(
             ErrorCode::InvalidNumber,
             "loads",
-            format!("a load must be > 0 jobs/hour, got {bad}"),
+            format!("a load must be > 0 and at most {MAX_LOAD:e} jobs/hour, got {}", crate::problem::shown(*bad)),
+        ));
+    }
+    for (field, count, least) in [("jobs", num_jobs, 1), ("burst_jobs", args.burst_jobs, 0)] {
+        if !(least..=MAX_GENERATED_JOBS).contains(&count) {
+            return Err(ArbiterError::at(
+                ErrorCode::InvalidNumber,
+                field,
+                format!("--{} must be {least} to {MAX_GENERATED_JOBS} jobs, got {count}", field.replace('_', "-")),
+            ));
+        }
+    }
+    if let Some(load) = args.cdf_load.filter(|l| !loads.contains(l)) {
+        return Err(ArbiterError::at(
+            ErrorCode::InvalidNumber,
+            "cdf_load",
+            format!("--cdf-load {load} is not one of --loads ({})", args.loads.as_deref().unwrap_or("1")),
         ));
     }
     let config = SweepConfig {
@@ -587,13 +643,6 @@ pub fn run_sweep(args: &SweepArgs) -> Result<()> {
     let points = in_parallel(args.threads, |report| sweep::run(&config, &table, report))?;
     write_output(&args.output, sweep::csv(&points).trim_end())?;
     failures(points.iter().map(|p| p.outcome.as_ref().err()))?;
-    if let Some(load) = args.cdf_load.filter(|l| !loads.contains(l)) {
-        return Err(ArbiterError::at(
-            ErrorCode::InvalidNumber,
-            "cdf_load",
-            format!("--cdf-load {load} is not one of --loads ({})", args.loads.as_deref().unwrap_or("1")),
-        ));
-    }
     let title = format!("{num_jobs} jobs per trace on {cluster_text}");
     if let Some(path) = &args.plot {
         write_file(path, &sweep::jct_vs_load(&points, &title).to_svg())?;

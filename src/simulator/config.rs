@@ -109,11 +109,8 @@ impl SimulationConfig {
         if self.cluster.is_empty() || self.cluster.iter().all(|w| w.count <= 0.0) {
             return Err(ArbiterError::at(ErrorCode::MissingField, "cluster", "the cluster needs at least one GPU"));
         }
-        if !(self.round_seconds.is_finite() && self.round_seconds > 0.0) {
-            return invalid(
-                "round_seconds",
-                format!("round_seconds must be a finite number > 0, got {}", self.round_seconds),
-            );
+        if let Some(why) = crate::mechanism::round_seconds_refusal(self.round_seconds) {
+            return invalid("round_seconds", why);
         }
         if !(self.min_solve_interval.is_finite() && self.min_solve_interval >= 0.0) {
             return invalid(
@@ -121,11 +118,8 @@ impl SimulationConfig {
                 format!("min_solve_interval must be a finite number ≥ 0, got {}", self.min_solve_interval),
             );
         }
-        if !(self.restart_seconds.is_finite() && self.restart_seconds >= 0.0) {
-            return invalid(
-                "restart_seconds",
-                format!("restart_seconds must be a finite number ≥ 0, got {}", self.restart_seconds),
-            );
+        if let Some(why) = crate::problem::refusal(self.restart_seconds, 0.0, "restart_seconds") {
+            return invalid("restart_seconds", why);
         }
         if matches!(self.policy, PolicyKind::MinCost | PolicyKind::MinCostSlo) {
             if let Some(w) = self.cluster.iter().find(|w| w.cost_per_hour.is_none()) {

@@ -197,6 +197,10 @@ pub fn run(
         }
     }
     // Generate every trace once up front, so a bad option fails before any simulation runs.
+    // What every run would refuse is refused once, before any trace is generated.
+    for variant in &config.variants {
+        simulation_config(config, variant, 0).validate(usize::MAX)?;
+    }
     let mut traces = Vec::new();
     for &load in &loads {
         for &seed in &config.seeds {
@@ -240,19 +244,7 @@ pub fn run(
         .into_par_iter()
         .map(|(variant, load, seed)| {
             let trace = &traces.iter().find(|(key, _)| *key == (load.to_bits(), seed)).expect("generated above").1;
-            let sim = SimulationConfig {
-                heterogeneity_aware: variant.heterogeneity_aware,
-                space_sharing: variant.space_sharing,
-                round_seconds: config.round_seconds,
-                ideal: config.ideal,
-                realizable: config.realizable,
-                tie_break: config.tie_break,
-                restart_seconds: config.restart_seconds,
-                window: config.window,
-                seed,
-                backend: config.backend,
-                ..SimulationConfig::new(config.cluster.clone(), variant.policy)
-            };
+            let sim = simulation_config(config, &variant, seed);
             let outcome = match &variant.composition {
                 Some(c) => crate::scheduling::simulation::run_with(
                     trace,
@@ -270,6 +262,23 @@ pub fn run(
         })
         .collect();
     Ok(points)
+}
+
+/// One run's configuration: the sweep's, for `variant` on the trace of `seed`.
+fn simulation_config(config: &SweepConfig, variant: &Variant, seed: u64) -> SimulationConfig {
+    SimulationConfig {
+        heterogeneity_aware: variant.heterogeneity_aware,
+        space_sharing: variant.space_sharing,
+        round_seconds: config.round_seconds,
+        ideal: config.ideal,
+        realizable: config.realizable,
+        tie_break: config.tie_break,
+        restart_seconds: config.restart_seconds,
+        window: config.window,
+        seed,
+        backend: config.backend,
+        ..SimulationConfig::new(config.cluster.clone(), variant.policy)
+    }
 }
 
 /// The CSV of a sweep: one row per simulation.

@@ -173,11 +173,15 @@ fn bad_input_exits_2_with_the_error_object() {
     let bad = dir.join("bad.json");
     std::fs::write(&bad, r#"{"policy": "max_min_fairness", "cluster": {"worker_types": {"v100": {"count": 2}}}, "jobs": [{"id": "a", "throughput": {"tpu": 1}}]}"#).unwrap();
     let good = fixture("mechanism_paper.json");
-    let cases: [(Vec<&str>, &str); 4] = [
+    let cases: [(Vec<&str>, &str); 7] = [
         (vec!["--input", bad.to_str().unwrap(), "--rounds", "3"], "unknown_worker_type"),
         (vec!["--input", "/nonexistent.json", "--rounds", "3"], "malformed_request"),
         (vec!["--input", &good, "--rounds", "3", "--round-seconds", "0"], "invalid_number"),
         (vec!["--input", &good, "--rounds", "3", "--round-seconds", "NaN"], "invalid_number"),
+        (vec!["--input", &good, "--rounds", "3", "--round-seconds", "1e99"], "invalid_number"),
+        (vec!["--input", &good, "--rounds", "3", "--round-seconds", "1e-9"], "invalid_number"),
+        // The report lists every round: a hundred million of them was 300 GB, now refused at once.
+        (vec!["--input", &good, "--rounds", "100000000"], "unsupported"),
     ];
     for (args, code) in cases {
         let mut all = vec!["rounds"];

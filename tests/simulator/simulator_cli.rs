@@ -165,12 +165,16 @@ fn simulate_refuses_bad_input_with_the_error_object() {
     ];
     for (overrides, code, field) in cases {
         let mut args = simulate_args(&trace, &table, &output);
-        for pair in overrides.chunks(2) {
-            let at = args.iter().position(|a| *a == pair[0]);
-            match at {
-                Some(i) => args[i + 1] = pair[1],
-                None => args.extend(pair),
+        let mut rest = overrides.as_slice();
+        while let [flag, tail @ ..] = rest {
+            // A flag, and its value unless the next word is another flag.
+            let value = tail.first().filter(|v| !v.starts_with("--"));
+            match (args.iter().position(|a| a == flag), value) {
+                (Some(i), Some(value)) => args[i + 1] = value,
+                (None, Some(value)) => args.extend([*flag, *value]),
+                (_, None) => args.push(flag),
             }
+            rest = &tail[usize::from(value.is_some())..];
         }
         let out = arbiter(&args);
         assert_eq!(out.status.code(), Some(2), "{overrides:?}");
@@ -178,6 +182,34 @@ fn simulate_refuses_bad_input_with_the_error_object() {
         assert_eq!(error["error"]["code"], code, "{overrides:?}: {error}");
         assert_eq!(error["error"]["field"], field, "{overrides:?}: {error}");
     }
+}
+
+#[test]
+fn a_list_policy_refuses_what_only_shapes_an_lp_allocation() {
+    let dir = scratch("list-flags");
+    let (trace, table) = (write(&dir, "t.trace", TRACE), write(&dir, "t.json", TABLE));
+    let cases: [(&[&str], &str, &str); 6] = [
+        (&["--tie-break", "water_filling"], "unsupported", "tie_break"),
+        (&["--configurations"], "unsupported", "configurations"),
+        (&["--realizable", "false"], "unsupported", "realizable"),
+        (&["--work-conserving", "false"], "unsupported", "work_conserving"),
+        (&["--min-solve-seconds", "600"], "unsupported", "min_solve_seconds"),
+        (&["--restart-seconds", "1e300"], "invalid_number", "restart_seconds"),
+    ];
+    for (extra, code, field) in cases {
+        let mut args = vec!["simulate", "--trace", &trace, "--throughputs", &table, "--cluster", "v100=1,k80=1"];
+        args.extend(["--scheduling", "srtf", "--output", "-"]);
+        args.extend(extra);
+        let out = arbiter(&args);
+        assert_eq!(out.status.code(), Some(2), "{extra:?}");
+        let error: serde_json::Value = serde_json::from_slice(&out.stderr).unwrap();
+        assert_eq!(error["error"]["code"], code, "{extra:?}: {error}");
+        assert_eq!(error["error"]["field"], field, "{extra:?}: {error}");
+    }
+    // The same run without them is fine.
+    let args = ["simulate", "--trace", &trace, "--throughputs", &table, "--cluster", "v100=1,k80=1"];
+    let out = arbiter(&[&args[..], &["--scheduling", "srtf", "--output", "-"]].concat());
+    assert_eq!(out.status.code(), Some(0), "{}", String::from_utf8_lossy(&out.stderr));
 }
 
 #[test]
@@ -204,6 +236,40 @@ fn a_run_past_the_rounds_it_plays_is_refused_not_left_running() {
     let error: serde_json::Value = serde_json::from_slice(&out.stderr).unwrap();
     assert_eq!(error["error"]["code"], "unsupported", "{error}");
     assert!(error["error"]["message"].as_str().unwrap().contains("10000000 rounds"), "{error}");
+}
+
+/// What a sweep would refuse in every run, or could not hold, is refused before it generates any
+/// trace: a burst of 10⁸ jobs took 5.5 GB, 10,000 threads 2 GB.
+#[test]
+fn a_sweep_refuses_at_once_what_no_run_could_take() {
+    let dir = scratch("sweep-refused");
+    let table = write(&dir, "t.json", TABLE);
+    let cases: [(&[&str], &str); 8] = [
+        (&["--threads", "5000"], "threads"),
+        (&["--burst-jobs", "100000000"], "burst_jobs"),
+        (&["--jobs", "0"], "jobs"),
+        (&["--jobs", "100000000"], "jobs"),
+        (&["--loads", "1e300"], "loads"),
+        (&["--round-seconds", "0"], "round_seconds"),
+        (&["--window", "5:3"], "window"),
+        (&["--cdf-load", "7"], "cdf_load"),
+    ];
+    for (extra, field) in cases {
+        let mut args = vec!["sweep", "--throughputs", &table, "--cluster", "v100=2,k80=2", "--jobs", "20"];
+        args.extend(["--policies", "max_min_fairness,las", "--loads", "1", "--output", "-"]);
+        for pair in extra.chunks(2) {
+            match args.iter().position(|a| *a == pair[0]) {
+                Some(i) => args[i + 1] = pair[1],
+                None => args.extend(pair),
+            }
+        }
+        let out = arbiter(&args);
+        assert_eq!(out.status.code(), Some(2), "{extra:?}");
+        assert!(out.stdout.is_empty(), "{extra:?}: no row is written");
+        let error: serde_json::Value = serde_json::from_slice(&out.stderr).unwrap();
+        assert_eq!(error["error"]["code"], "invalid_number", "{extra:?}: {error}");
+        assert_eq!(error["error"]["field"], field, "{extra:?}: {error}");
+    }
 }
 
 #[test]

@@ -121,6 +121,23 @@ impl Default for Config {
     }
 }
 
+/// The shortest and the longest round a session or a simulation takes, in seconds: a
+/// millisecond and a year. Rounds outside them are a mistaken unit, not a schedule (a round of
+/// 10⁹⁹ s put every later arrival past the contract's largest number).
+pub const ROUND_SECONDS: std::ops::RangeInclusive<f64> = 1e-3..=3.2e7;
+
+/// Why `round_seconds` is not a round's length, if it is not.
+pub fn round_seconds_refusal(round_seconds: f64) -> Option<String> {
+    (!ROUND_SECONDS.contains(&round_seconds)).then(|| {
+        format!(
+            "round_seconds must be from {} to {:e} seconds (a millisecond to a year), got {}",
+            ROUND_SECONDS.start(),
+            ROUND_SECONDS.end(),
+            crate::problem::shown(round_seconds)
+        )
+    })
+}
+
 impl Config {
     /// Refuses knobs that would make rounds meaningless (a zero or infinite round, a smoothing
     /// weight outside (0, 1], negative intervals).
@@ -137,9 +154,9 @@ impl Config {
             Some(why) => check(false, field, why),
             None => Ok(()),
         };
-        let r = self.round_seconds;
-        check(r > 0.0, "round_seconds", format!("round_seconds must be a finite number > 0, got {r}"))?;
-        in_range("round_seconds", r)?;
+        if let Some(why) = round_seconds_refusal(self.round_seconds) {
+            return check(false, "round_seconds", why);
+        }
         for (field, v) in [
             ("min_solve_interval", self.min_solve_interval),
             ("resolve_threshold", self.resolve_threshold),

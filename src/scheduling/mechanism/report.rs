@@ -4,7 +4,7 @@
 
 use super::session::Session;
 use super::{Config, LeaseChange, Tenants};
-use crate::error::Result;
+use crate::error::{ArbiterError, ErrorCode, Result};
 use crate::problem::Problem;
 use indexmap::IndexMap;
 use serde::Serialize;
@@ -74,8 +74,22 @@ pub struct JobReport {
     pub unplaceable: Vec<String>,
 }
 
+/// Most rounds one report holds: it lists every round's placements, so its size grows with them
+/// (a million rounds of the eight-job demo took 3 GB).
+pub const MAX_REPORTED_ROUNDS: u32 = 100_000;
+
 /// Runs `rounds` rounds of the mechanism on `problem`, its allocation solved once up front.
 pub fn run(problem: &Problem, rounds: u32, config: Config) -> Result<RoundsReport> {
+    if rounds > MAX_REPORTED_ROUNDS {
+        return Err(ArbiterError::at(
+            ErrorCode::Unsupported,
+            "rounds",
+            format!(
+                "{rounds} rounds asked, at most {MAX_REPORTED_ROUNDS} are reported in one run: the report lists every \
+                 round's placements; `arbiter simulate` runs longer traces"
+            ),
+        ));
+    }
     let mut session = Session::from_problem(problem, config)?;
     session.recompute_allocation()?;
     let cluster = session.cluster().clone();
