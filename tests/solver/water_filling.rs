@@ -638,18 +638,10 @@ fn dominates(problem: &Problem, outcome: &arbiter::Outcome, floor: &[f64]) -> bo
     let time_fits = outcome.time_used(problem).iter().all(|&t| t <= 1.0 + 1e-9);
     let gpus_fit =
         outcome.gpus_used(problem).iter().zip(&problem.worker_types).all(|(&used, wt)| used <= wt.count * (1.0 + 1e-9));
-    let x = &outcome.allocation;
-    let slots_fit = problem.consolidated_slots().iter().enumerate().all(|(w, slots)| {
-        slots.iter().all(|&(s, gpus)| {
-            let used: f64 = problem
-                .jobs
-                .iter()
-                .enumerate()
-                .filter(|(_, j)| j.scale_factor == s)
-                .map(|(m, _)| s as f64 * x.get(m, w))
-                .sum();
-            used <= gpus * (1.0 + 1e-9) + 1e-9
-        })
-    });
+    let used = outcome.consolidated_gpus_used(problem);
+    let slots_fit =
+        problem.consolidated_slots().iter().zip(&used).all(|(slots, used)| {
+            slots.iter().zip(used).all(|(&(_, gpus), &(_, used))| used <= gpus * (1.0 + 1e-9) + 1e-9)
+        });
     time_fits && gpus_fit && slots_fit && nt.iter().zip(floor).all(|(&g, &f)| g >= f * (1.0 - SLACK))
 }
