@@ -632,11 +632,35 @@ fn validate_worker_types(req: &Request) -> Result<Vec<WorkerType>> {
     Ok(types)
 }
 
+/// Longest id a session takes for a job. A session's job is addressed by its id in a URL path
+/// (`/v1/sessions/{id}/jobs/{job}`), and a server answers a path past 64 KiB with 414 and no
+/// body: a job with a 100,000-character id could be added but never removed.
+pub const MAX_JOB_ID_CHARACTERS: usize = 1024;
+
+/// Refuses an empty job id, and for a session (`addressed`) one longer than
+/// [`MAX_JOB_ID_CHARACTERS`]; `field` is the id's path in the request.
+pub fn check_job_id(id: &str, field: impl Into<String>, addressed: bool) -> Result<()> {
+    if id.is_empty() {
+        return Err(ArbiterError::at(ErrorCode::MissingField, field, "a job id must not be empty"));
+    }
+    let length = id.chars().count();
+    if addressed && length > MAX_JOB_ID_CHARACTERS {
+        return Err(ArbiterError::at(
+            ErrorCode::MalformedRequest,
+            field,
+            format!(
+                "a job id {} is too long: a session's job is addressed by its id in a URL, so ids are at most \
+                 {MAX_JOB_ID_CHARACTERS} characters",
+                crate::error::quoted(id)
+            ),
+        ));
+    }
+    Ok(())
+}
+
 fn validate_job(m: usize, spec: &JobSpec, policy: PolicyKind) -> Result<Job> {
     let field = |f: &str| format!("jobs[{m}].{f}");
-    if spec.id.is_empty() {
-        return Err(ArbiterError::at(ErrorCode::MissingField, field("id"), "a job id must not be empty"));
-    }
+    check_job_id(&spec.id, field("id"), false)?;
     let scale_factor = match spec.scale_factor {
         None => 1,
         Some(sf) => {
@@ -818,4 +842,22 @@ fn validate_colocations(
         out.push(Colocation { jobs: pair, throughput });
     }
     Ok(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_session_takes_job_ids_a_url_can_address() {
+        let longest = "é".repeat(MAX_JOB_ID_CHARACTERS);
+        assert!(check_job_id(&longest, "job.id", true).is_ok());
+        let longer = format!("{longest}x");
+        let refused = check_job_id(&longer, "job.id", true).unwrap_err();
+        assert_eq!((refused.code, refused.field.as_deref()), (ErrorCode::MalformedRequest, Some("job.id")));
+        assert!(refused.message.len() < 300, "{}", refused.message);
+        // A request's jobs are never addressed by URL: any length.
+        assert!(check_job_id(&longer, "jobs[0].id", false).is_ok());
+        assert_eq!(check_job_id("", "job.id", false).unwrap_err().code, ErrorCode::MissingField);
+    }
 }

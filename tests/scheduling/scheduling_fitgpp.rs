@@ -312,12 +312,15 @@ proptest! {
                 time += gap as f64;
                 // A share of node 0, so every job fits some node.
                 let part = |share: f64, of: u32| ((share * of as f64) as u32).min(of);
+                let demand = Resources::new(part(c, biggest.cpus), part(m, biggest.memory_gb), part(g, biggest.gpus));
+                // A job asks for something: a core when its shares round to nothing.
+                let demand = if demand == Resources::default() { Resources::new(1, 0, 0) } else { demand };
                 Arrival {
                     time,
                     spec: JobSpec {
                         id: format!("j{i}"),
                         kind: if te { JobKind::Te } else { JobKind::Be },
-                        demand: Resources::new(part(c, biggest.cpus), part(m, biggest.memory_gb), part(g, biggest.gpus)),
+                        demand,
                         duration_seconds: duration as f64,
                         grace_period_seconds: gp as f64,
                     },

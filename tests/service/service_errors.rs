@@ -164,6 +164,9 @@ fn session_events_are_validated() {
     let job = json!({"id": "x", "throughput": {"a100": 1.0}});
     let reply = c.post(&format!("{base}/jobs"), &bytes(&job)).unwrap();
     assert_error(&reply, 400, "unknown_worker_type", Some("throughput.a100"));
+    // An id a URL could not address (past 1,024 characters) would make a job no one can remove.
+    let job = json!({"id": "x".repeat(1025), "throughput": {"v100": 1.0}});
+    assert_error(&c.post(&format!("{base}/jobs"), &bytes(&job)).unwrap(), 400, "malformed_request", Some("id"));
     let job = json!({"id": "x", "throughput": {"v100": 1.0}, "scale_factor": 0});
     assert_error(&c.post(&format!("{base}/jobs"), &bytes(&job)).unwrap(), 400, "invalid_scale_factor", None);
     let job = json!({"id": "x", "throughput": {"v100": "fast"}});
@@ -202,7 +205,14 @@ fn session_events_are_validated() {
     // The knobs keep within the contract's range of magnitudes too.
     create["round_seconds"] = json!(1e300);
     assert_error(&c.post("/v1/sessions", &bytes(&create)).unwrap(), 400, "invalid_number", Some("round_seconds"));
+    // A round of 10⁹⁹ s is a mistaken unit: every later arrival would lie past the contract's numbers.
+    create["round_seconds"] = json!(1e99);
+    assert_error(&c.post("/v1/sessions", &bytes(&create)).unwrap(), 400, "invalid_number", Some("round_seconds"));
     create["round_seconds"] = json!(60);
+    // A hierarchical session without entities could take no job.
+    let hierarchical = json!({"policy": "hierarchical", "cluster": create["cluster"].clone()});
+    let reply = c.post("/v1/sessions", &bytes(&hierarchical)).unwrap();
+    assert_error(&reply, 400, "missing_field", Some("entities"));
     create["throughput_smoothing"] = json!(5e-324);
     let reply = c.post("/v1/sessions", &bytes(&create)).unwrap();
     assert_error(&reply, 400, "invalid_number", Some("throughput_smoothing"));

@@ -60,6 +60,12 @@ fn a_te_job_preempts_with_a_grace_deadline_and_starts_when_it_ends() {
     let past =
         json!({"id": "late", "kind": "be", "cpus": 1, "memory_gb": 1, "gpus": 0, "duration_seconds": 5, "at": 1});
     assert_error(&post(&mut client, &path, past), 400, "invalid_number", Some("at"));
+    // A clock past 10¹² s would lose the job's seconds to rounding (at 10⁹⁹ a 10 s job took none).
+    let far =
+        json!({"id": "far", "kind": "be", "cpus": 1, "memory_gb": 1, "gpus": 0, "duration_seconds": 10, "at": 1e99});
+    assert_error(&post(&mut client, &path, far), 400, "invalid_number", Some("at"));
+    let nothing = json!({"id": "nothing", "kind": "be", "cpus": 0, "memory_gb": 0, "gpus": 0, "duration_seconds": 10});
+    assert_error(&post(&mut client, &path, nothing), 400, "invalid_number", Some("job.demand"));
     let kind = json!({"id": "x", "kind": "urgent", "cpus": 1, "memory_gb": 1, "gpus": 0, "duration_seconds": 5});
     assert_error(&post(&mut client, &path, kind), 400, "malformed_request", Some("kind"));
     let big = json!({"id": "big", "kind": "be", "cpus": 9, "memory_gb": 1, "gpus": 0, "duration_seconds": 5});

@@ -87,7 +87,7 @@ fn a_full_store_answers_503_changes_nothing_and_recovers() {
     let before = everything(&mut c, &fitgpp);
     assert_full(&c.post(&format!("{base}/rounds"), b"").unwrap());
     let job =
-        json!({"id": "j".repeat(6000), "kind": "be", "cpus": 4, "memory_gb": 16, "gpus": 1, "duration_seconds": 60});
+        json!({"id": "j".repeat(1024), "kind": "be", "cpus": 4, "memory_gb": 16, "gpus": 1, "duration_seconds": 60});
     assert_full(&c.post(&format!("/v1/fitgpp/sessions/{fitgpp}/jobs"), &bytes(&job)).unwrap());
     assert_full(&c.post("/v1/sessions", &big).unwrap());
     assert_eq!(everything(&mut c, &fitgpp), before, "a refused write changed what the server shows");

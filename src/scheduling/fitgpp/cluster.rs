@@ -107,6 +107,10 @@ pub struct Cluster {
     seq: u64,
 }
 
+/// Latest time the clock runs to, in seconds (about 31,700 years). Past it a job's seconds are
+/// lost to rounding: at 10⁹⁹ s a job of 10 s finished as it arrived.
+pub const MAX_TIME: f64 = 1e12;
+
 impl Cluster {
     /// Nodes of the given capacities, empty, at time 0.
     pub fn new(capacities: &[Resources], preemptor: Box<dyn Preemptor>) -> Result<Cluster> {
@@ -192,6 +196,16 @@ impl Cluster {
         }
         if let Some(why) = crate::problem::refusal(time, f64::MIN, "time") {
             return Err(ArbiterError::at(ErrorCode::InvalidNumber, "time", why));
+        }
+        if time > MAX_TIME {
+            return Err(ArbiterError::at(
+                ErrorCode::InvalidNumber,
+                "time",
+                format!(
+                    "the clock runs to at most {MAX_TIME:e} s, where a millisecond still counts; asked {}",
+                    crate::problem::shown(time)
+                ),
+            ));
         }
         let mut pass = Pass::default();
         while let Some(instant) = self.next_event().filter(|&t| t <= time) {

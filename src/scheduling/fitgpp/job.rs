@@ -55,9 +55,7 @@ impl JobSpec {
                 format!("job {:?}: {field} must be {what}, got {v}", self.id),
             ))
         };
-        if self.id.is_empty() {
-            return Err(ArbiterError::at(ErrorCode::MissingField, "job.id", "a job id must not be empty"));
-        }
+        crate::problem::check_job_id(&self.id, "job.id", true)?;
         // Within the contract's range of magnitudes too (`problem::in_range`).
         let in_range = crate::problem::in_range;
         let duration = self.duration_seconds;
@@ -75,6 +73,14 @@ impl JobSpec {
                 "0, or between 1e-100 and 10⁹ (about 31 years)",
                 self.grace_period_seconds,
             );
+        }
+        let d = self.demand;
+        if d.cpus == 0 && d.memory_gb == 0 && d.gpus == 0 {
+            return Err(ArbiterError::at(
+                ErrorCode::InvalidNumber,
+                "job.demand",
+                format!("job {:?} asks for nothing: a job needs a core, memory or a GPU", self.id),
+            ));
         }
         if !capacities.iter().any(|c| self.demand.fits_in(c)) {
             // The resource no node has enough of, if one alone is the cause (else the demand).

@@ -170,6 +170,14 @@ impl Session {
         config.validate()?;
         let worker_types = &base.worker_types;
         check_cluster(worker_types)?;
+        // Every job of a hierarchical session names an entity: without any, none could be added.
+        if base.policy == PolicyKind::Hierarchical && base.entities.is_empty() {
+            return Err(ArbiterError::at(
+                ErrorCode::MissingField,
+                "entities",
+                "hierarchical shares the cluster among entities, and every job names one: give the session's entities",
+            ));
+        }
         Ok(Session {
             cluster: Cluster::new(worker_types),
             base,
@@ -462,9 +470,7 @@ impl Session {
     fn validate_job(&self, job: &Job, throughput: &[f64]) -> Result<()> {
         let id = &job.id;
         let field = |f: &str| format!("job.{f}");
-        if id.is_empty() {
-            return Err(ArbiterError::at(ErrorCode::MissingField, field("id"), "a job id must not be empty"));
-        }
+        crate::problem::check_job_id(id, field("id"), true)?;
         if self.index.contains_key(id.as_str()) {
             return Err(ArbiterError::at(
                 ErrorCode::DuplicateJobId,

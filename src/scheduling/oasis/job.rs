@@ -102,9 +102,7 @@ impl Job {
                 format!("job {:?}: {name} must be {what}", spec.id),
             ))
         };
-        if spec.id.is_empty() {
-            return Err(ArbiterError::at(ErrorCode::MissingField, format!("{field}.id"), "a job id must not be empty"));
-        }
+        crate::problem::check_job_id(&spec.id, format!("{field}.id"), true)?;
         if spec.epochs == 0 {
             return bad("epochs", "at least 1");
         }
