@@ -148,6 +148,11 @@ fn simulate_refuses_bad_input_with_the_error_object() {
     let unknown_type = write(&dir, "u.trace", "c\tcmd\tdir\t-s\t1\t10\t1\t1\t-1\t0\n");
     let short_line = write(&dir, "s.trace", "a\tcmd\n");
     let bad_table = write(&dir, "b.json", r#"{"v100": {"('a', 1)": {"null": "fast"}}}"#);
+    let job = r#"{"job_type": "a", "total_steps": 10, "scale_factor": 1, "weight": 1, "slo_seconds": null, "arrival_seconds": 0"#;
+    let misspelled = write(&dir, "m.json", &format!(r#"{{"jobs": [{job}, "slo_secs": 5}}]}}"#));
+    let empty = write(&dir, "e.json", r#"{"jobs": []}"#);
+    let empty_gavel = write(&dir, "e.trace", "");
+    let weightless = write(&dir, "w.json", &format!(r#"{{"jobs": [{job}, "tenant": "t"}}], "tenants": {{"t": 0}}}}"#));
     let cases: Vec<(Vec<&str>, &str, &str)> = vec![
         (vec!["--policy", "las"], "unknown_policy", "policy"),
         (vec!["--cluster", "v100"], "malformed_request", "cluster"),
@@ -162,6 +167,11 @@ fn simulate_refuses_bad_input_with_the_error_object() {
         (vec!["--trace", &short_line], "malformed_request", "trace.line[1]"),
         (vec!["--throughputs", &bad_table], "malformed_request", "throughputs.v100.('a', 1).null"),
         (vec!["--trace", "/nonexistent/trace"], "malformed_request", "trace"),
+        // A misspelled field is refused, not ignored; a trace of no jobs simulates nothing.
+        (vec!["--trace", &misspelled], "malformed_request", "trace.jobs[0].slo_secs"),
+        (vec!["--trace", &empty], "missing_field", "trace.jobs"),
+        (vec!["--trace", &empty_gavel], "missing_field", "trace.jobs"),
+        (vec!["--trace", &weightless], "invalid_number", "trace.tenants.t"),
     ];
     for (overrides, code, field) in cases {
         let mut args = simulate_args(&trace, &table, &output);

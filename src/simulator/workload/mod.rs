@@ -15,6 +15,7 @@ use serde::{Deserialize, Serialize};
 
 /// One job of a trace, as it arrives.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
 pub struct TraceJob {
     /// The job type, Gavel's model name with its batch size: `"ResNet-50 (batch size 64)"`.
     pub job_type: String,
@@ -35,6 +36,7 @@ pub struct TraceJob {
 
 /// The jobs of a trace, in arrival order (ties: order in the file).
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
 pub struct Trace {
     pub jobs: Vec<TraceJob>,
     /// Tenant → weight (its quota is `M · W / Σ W` GPUs); tenants jobs name and this leaves out

@@ -30,13 +30,14 @@ pub fn read_text(path: &Path) -> Result<String> {
     })
 }
 
-/// A trace's text: JSON when its first character is `{`, else Gavel's format.
+/// A trace's text: JSON when its first character is `{`, else Gavel's format. A trace has at
+/// least one job.
 pub fn parse(text: &str, throughputs: &ThroughputTable) -> Result<Trace> {
-    if text.trim_start().starts_with('{') {
-        from_json_str(text)
-    } else {
-        parse_gavel(text, throughputs)
+    let trace = if text.trim_start().starts_with('{') { from_json_str(text) } else { parse_gavel(text, throughputs) }?;
+    if trace.jobs.is_empty() {
+        return Err(at(ErrorCode::MissingField, "trace.jobs", "the trace has no jobs: there is nothing to simulate"));
     }
+    Ok(trace)
 }
 
 /// Parses our JSON trace and checks every job (`trace.jobs[i].<field>` on refusal).
@@ -47,6 +48,19 @@ pub fn from_json_str(text: &str) -> Result<Trace> {
     })?;
     for (i, job) in trace.jobs.iter().enumerate() {
         validate(i, job)?;
+    }
+    for (tenant, &weight) in &trace.tenants {
+        if !(weight > 0.0 && crate::problem::in_range(weight)) {
+            return Err(at(
+                ErrorCode::InvalidNumber,
+                format!("trace.tenants.{tenant}"),
+                format!(
+                    "tenant {}'s weight must be a number > 0, of magnitude between 1e-100 and 1e100, got {}",
+                    crate::error::quoted(tenant),
+                    crate::problem::shown(weight)
+                ),
+            ));
+        }
     }
     Ok(trace)
 }
