@@ -91,6 +91,13 @@ pub fn worker_types(table: &ThroughputTable, requested: Option<&[String]>) -> Re
                         format!("worker type {w:?} is not in the reference (it has: {})", available.join(", ")),
                     ));
                 }
+                if types[..i].contains(w) {
+                    return Err(ArbiterError::at(
+                        ErrorCode::MalformedRequest,
+                        format!("worker_types[{i}]"),
+                        format!("worker type {w:?} is named twice"),
+                    ));
+                }
             }
             Ok(types.to_vec())
         }

@@ -29,18 +29,18 @@ pub struct EstimateArgs {
     /// estimates (the nearest job on the measured entries, the column mean).
     #[arg(long)]
     pub evaluate: bool,
-    /// With --evaluate: the scale factor whose reference jobs are evaluated.
-    #[arg(long, default_value_t = 1)]
-    pub scale_factor: u32,
+    /// With --evaluate: the scale factor whose reference jobs are evaluated (default 1).
+    #[arg(long, value_parser = clap::value_parser!(u32).range(1..))]
+    pub scale_factor: Option<u32>,
     /// With --evaluate: worker types, comma-separated (default: the file's, without `*_unconsolidated`).
     #[arg(long, value_delimiter = ',')]
     pub worker_types: Option<Vec<String>>,
     /// With --evaluate: factors per row (default: as many as the measurements allow, up to 3).
     #[arg(long)]
     pub rank: Option<usize>,
-    /// With --evaluate: ridge weight on the factors.
-    #[arg(long, default_value_t = DEFAULT_REGULARIZATION, allow_negative_numbers = true)]
-    pub regularization: f64,
+    /// With --evaluate: ridge weight on the factors (default 0.05).
+    #[arg(long, allow_negative_numbers = true)]
+    pub regularization: Option<f64>,
     /// Print JSON (the table's rows with --evaluate).
     #[arg(long)]
     pub json: bool,
@@ -57,9 +57,10 @@ pub fn run(args: &EstimateArgs) -> Result<String> {
                 "--evaluate needs --reference-throughputs FILE",
             )
         })?;
-        let options = api::checked_options(args.rank, args.regularization)?;
+        let options = api::checked_options(args.rank, args.regularization.unwrap_or(DEFAULT_REGULARIZATION))?;
         let types = api::worker_types(&table, args.worker_types.as_deref())?;
-        let estimator = Estimator::new(ReferenceMatrix::from_table(&table, &types, args.scale_factor, true))?;
+        let scale_factor = args.scale_factor.unwrap_or(1);
+        let estimator = Estimator::new(ReferenceMatrix::from_table(&table, &types, scale_factor, true))?;
         estimator.check_rank(options.rank)?;
         let rows = estimator.evaluate(options);
         return Ok(if args.json {
@@ -67,6 +68,23 @@ pub fn run(args: &EstimateArgs) -> Result<String> {
         } else {
             render_table(&rows, estimator.reference().jobs.len(), &types)
         });
+    }
+    // A request carries its own options; the flags of --evaluate would be ignored here.
+    let evaluation_flags = [
+        ("rank", args.rank.is_some()),
+        ("regularization", args.regularization.is_some()),
+        ("scale_factor", args.scale_factor.is_some()),
+        ("worker_types", args.worker_types.is_some()),
+    ];
+    if let Some((flag, _)) = evaluation_flags.iter().find(|(_, given)| *given) {
+        return Err(ArbiterError::at(
+            ErrorCode::MalformedRequest,
+            *flag,
+            format!(
+                "--{} applies to --evaluate; a request to complete sets its options in its JSON",
+                flag.replace('_', "-")
+            ),
+        ));
     }
     let input = args.input.as_deref().or(args.file.as_deref()).ok_or_else(|| {
         ArbiterError::at(ErrorCode::MissingField, "input", "give --input FILE|- (partial rows) or --evaluate")

@@ -254,6 +254,19 @@ fn the_cli_completes_rows_and_evaluates() {
     assert_eq!(out.status.code(), Some(2));
     let error: Value = serde_json::from_slice(&out.stderr).unwrap();
     assert_eq!(error["error"]["code"], "missing_field");
+    // A type named twice, and an evaluation's flag on a request to complete, are refused, not ignored.
+    let reference = reference.to_str().unwrap();
+    for (args, field) in [
+        (vec!["--evaluate", "--worker-types", "a,a"], "worker_types[1]"),
+        (vec!["--rank", "2", "-"], "rank"),
+        (vec!["--evaluate", "--scale-factor", "0"], "scale_factor"),
+    ] {
+        let out =
+            Command::new(bin).args(["estimate", "--reference-throughputs", reference]).args(&args).output().unwrap();
+        assert_eq!(out.status.code(), Some(2), "{args:?}");
+        let error: Value = serde_json::from_slice(&out.stderr).unwrap();
+        assert_eq!(error["error"]["field"], field, "{args:?}: {error}");
+    }
     std::fs::remove_dir_all(&dir).unwrap();
 }
 

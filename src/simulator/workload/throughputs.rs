@@ -36,12 +36,9 @@ fn malformed(field: impl Into<String>, message: impl Into<String>) -> ArbiterErr
 
 fn throughput_value(value: &serde_json::Value, field: &dyn Fn() -> String) -> Result<f64> {
     let v = value.as_f64().ok_or_else(|| malformed(field(), format!("a throughput must be a number, got {value}")))?;
-    if !(v.is_finite() && v >= 0.0) {
-        return Err(ArbiterError::at(
-            ErrorCode::InvalidNumber,
-            field(),
-            format!("a throughput must be a finite number ≥ 0, got {v}"),
-        ));
+    // Within the contract's range too: a reference of 1e300 steps/s estimated 5.7e-101 for a job.
+    if let Some(why) = crate::problem::refusal(v, 0.0, "a throughput") {
+        return Err(ArbiterError::at(ErrorCode::InvalidNumber, field(), why));
     }
     Ok(v)
 }
@@ -232,6 +229,10 @@ mod tests {
         let e = ThroughputTable::from_json_str(bad).unwrap_err();
         assert_eq!(e.code, ErrorCode::InvalidNumber);
         assert_eq!(e.field.as_deref(), Some("throughputs.v100.('A', 1).null"));
+        for past in ["1e300", "1e-300"] {
+            let e = ThroughputTable::from_json_str(&format!(r#"{{"v100": {{"('A', 1)": {{"null": {past}}}}}}}"#));
+            assert_eq!(e.unwrap_err().code, ErrorCode::InvalidNumber, "{past}");
+        }
         let e = ThroughputTable::from_json_str(r#"{"v100": {"A": {"null": 1}}}"#).unwrap_err();
         assert_eq!(e.code, ErrorCode::MalformedRequest);
         let e = ThroughputTable::from_json_str(r#"{"v100": {"('A', 1)": {}}}"#).unwrap_err();
