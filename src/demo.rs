@@ -35,6 +35,12 @@ pub fn request(policy: &str) -> Request {
     request
 }
 
+/// The demo's jobs that `problem` (the demo request of some policy) does not hold.
+fn left_out(problem: &Problem) -> Vec<String> {
+    let all = Request::from_json(include_str!("../fixtures/demo.json")).expect("the demo request parses");
+    all.jobs.into_iter().map(|j| j.id).filter(|id| !problem.jobs.iter().any(|j| &j.id == id)).collect()
+}
+
 /// A fixed-width table of the allocation: one row per job, one column per worker type.
 pub fn table(problem: &Problem, response: &Response) -> String {
     let types: Vec<&str> = problem.worker_types.iter().map(|w| w.name.as_str()).collect();
@@ -59,6 +65,15 @@ pub fn table(problem: &Problem, response: &Response) -> String {
     let _ = writeln!(out);
     let gpus: Vec<String> = problem.worker_types.iter().map(|w| format!("{} {}", w.count, w.name)).collect();
     let _ = writeln!(out, "\npolicy {} on {} GPUs", response.policy, gpus.join(" + "));
+    let left_out = left_out(problem);
+    if !left_out.is_empty() {
+        let _ = writeln!(
+            out,
+            "left out of the demo's jobs: {} ({} gives each job one GPU)",
+            left_out.join(", "),
+            response.policy
+        );
+    }
     match response.objective {
         Some(objective) => {
             let _ = writeln!(out, "objective {objective:.6}");

@@ -250,13 +250,15 @@ fn throughput_entries(
     Ok(out)
 }
 
-fn whole(value: f64, field: impl Fn() -> String, what: &str) -> Result<f64> {
+/// `value` if it is a whole number ≥ 0 and at most `most`; a refusal names `least..=most`, the
+/// range the caller takes (it refuses values below `least` itself, with its own code).
+fn whole(value: f64, field: impl Fn() -> String, what: &str, (least, most): (u32, u32)) -> Result<f64> {
     finite_at_least(value, 0.0, &field, what)?;
-    if value.fract() != 0.0 || value > u32::MAX as f64 {
+    if value.fract() != 0.0 || value > most as f64 {
         return Err(ArbiterError::at(
             ErrorCode::InvalidNumber,
             field(),
-            format!("{what} must be a whole number from 0 to {}, got {}", u32::MAX, shown(value)),
+            format!("{what} must be a whole number from {least} to {most}, got {}", shown(value)),
         ));
     }
     Ok(value)
@@ -359,7 +361,7 @@ impl Problem {
         };
         let partitions = match req.partitions {
             Some(k) => {
-                let k = whole(k, || "partitions".to_string(), "partitions")?;
+                let k = whole(k, || "partitions".to_string(), "partitions", (1, u32::MAX))?;
                 if k < 1.0 {
                     return Err(ArbiterError::at(
                         ErrorCode::InvalidNumber,
@@ -607,10 +609,10 @@ fn validate_worker_types(req: &Request) -> Result<Vec<WorkerType>> {
     let mut types = Vec::with_capacity(req.cluster.worker_types.len());
     for (name, spec) in &req.cluster.worker_types {
         let field = |f: &str| format!("cluster.worker_types.{name}.{f}");
-        let count = whole(spec.count, || field("count"), "a GPU count")?;
+        let count = whole(spec.count, || field("count"), "a GPU count", (0, u32::MAX))?;
         let gpus_per_server = match spec.gpus_per_server {
             Some(g) => {
-                let g = whole(g, || field("gpus_per_server"), "gpus_per_server")?;
+                let g = whole(g, || field("gpus_per_server"), "gpus_per_server", (1, u32::MAX))?;
                 positive(g, || field("gpus_per_server"), "gpus_per_server")? as u32
             }
             None => count.max(1.0) as u32,
@@ -665,7 +667,12 @@ fn validate_job(m: usize, spec: &JobSpec, policy: PolicyKind) -> Result<Job> {
         None => 1,
         Some(sf) => {
             let sf =
-                if sf.is_finite() && sf < 1.0 { sf } else { whole(sf, || field("scale_factor"), "a scale factor")? };
+                // Below 1 or above the largest, the checks below name it; in between, whole.
+                if sf.is_finite() && !(1.0..=MAX_SCALE_FACTOR as f64).contains(&sf) {
+                    sf
+                } else {
+                    whole(sf, || field("scale_factor"), "a scale factor", (1, MAX_SCALE_FACTOR))?
+                };
             if sf < 1.0 {
                 return Err(ArbiterError::at(
                     ErrorCode::InvalidScaleFactor,

@@ -193,8 +193,14 @@ impl Composition {
                 serde_json::Value::String(s) => Ok(s.clone()),
                 serde_json::Value::Object(m) if m.len() == 1 => {
                     let (k, v) = m.iter().next().expect("one entry");
-                    let bad = || bad_parameter(slot, format!("{slot}.{k} must be a number, got {v}"));
+                    let bad = || {
+                        let list = if slot == "scheduling" { " (or a list of them)" } else { "" };
+                        bad_parameter(slot, format!("{slot}.{k} must be a number{list}, got {v}"))
+                    };
                     match v {
+                        serde_json::Value::Array(items) if slot == "scheduling" && items.is_empty() => {
+                            Err(bad_parameter(slot, format!("{slot}.{k} lists no number: give at least one")))
+                        }
                         // Tiresias' queue thresholds: `{"tiresias": [3600, 36000]}`.
                         serde_json::Value::Array(items) if slot == "scheduling" && !items.is_empty() => {
                             let numbers =
@@ -485,6 +491,10 @@ mod tests {
         }
         let bad: CompositionRequest = serde_json::from_str(r#"{"admission": {"accept_x": [1.2]}}"#).unwrap();
         assert_eq!(code(Composition::from_request(&bad, PolicyKind::Fifo)).code, ErrorCode::InvalidNumber);
+        // An empty list of thresholds says so (it read "must be a number, got []").
+        let empty: CompositionRequest = serde_json::from_str(r#"{"scheduling": {"tiresias": []}}"#).unwrap();
+        let message = code(Composition::from_request(&empty, PolicyKind::Fifo)).message;
+        assert!(message.contains("scheduling.tiresias lists no number"), "{message}");
     }
 
     /// Tiresias with several queues, by flag and by JSON; its name parses back to itself.

@@ -247,6 +247,11 @@ fn demo_json_and_other_policies() {
     let out = arbiter(&["demo", "--policy", "isolated"]);
     assert!(out.status.success());
     assert!(String::from_utf8_lossy(&out.stdout).contains("objective: none"));
+    assert!(!String::from_utf8_lossy(&out.stdout).contains("left out"));
+    // AlloX runs the single-GPU jobs only, and the table says which it left out.
+    let out = arbiter(&["demo", "--policy", "allox"]);
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(text.contains("left out of the demo's jobs: resnet18x4, bert-x2"), "{text}");
 
     let err = error_json(&arbiter(&["demo", "--policy", "bogus"]));
     assert_eq!(err["error"]["code"], "unknown_policy");
