@@ -35,6 +35,11 @@ pub struct Config {
     #[arg(long, env = "ARBITER_MAX_BODY_BYTES", default_value_t = 16 * 1024 * 1024)]
     pub max_body_bytes: usize,
 
+    /// Longest a request body may go without sending anything, in seconds; then the read fails
+    /// with 400 and the connection closes (a stalled upload does not hold it open).
+    #[arg(long, env = "ARBITER_BODY_IDLE_SECONDS", default_value_t = 30.0, value_parser = positive_seconds)]
+    pub body_idle_seconds: f64,
+
     /// Solves running at once, 1 to 1024 (each on its own thread); default: the number of cores
     /// (at most 1024).
     #[arg(long, env = "ARBITER_MAX_CONCURRENT_SOLVES", value_parser = solver_threads)]
@@ -175,7 +180,20 @@ fn positive_rate(text: &str) -> Result<f64, String> {
 }
 
 fn positive_seconds(text: &str) -> Result<f64, String> {
-    positive(text, "seconds")
+    // Longer than about 31 years is a mistaken unit (and past u64 seconds, no duration at all:
+    // `--max-queue-seconds 1e300` panicked at startup).
+    positive(text, "seconds").and_then(|v| {
+        (v <= MAX_SECONDS).then_some(v).ok_or_else(|| format!("expected at most {MAX_SECONDS:e} seconds, got {text:?}"))
+    })
+}
+
+/// Longest time a flag takes, in seconds (about 31 years).
+const MAX_SECONDS: f64 = 1e9;
+
+/// A flag's seconds as a duration, within [`MAX_SECONDS`] whatever an embedder set (a
+/// `Config` built in code skips the flags' parser).
+pub fn duration(seconds: f64) -> std::time::Duration {
+    std::time::Duration::try_from_secs_f64(seconds.clamp(0.0, MAX_SECONDS)).unwrap_or_default()
 }
 
 /// A finite number of `unit` > 0.
@@ -194,6 +212,7 @@ impl Config {
             db: db.into(),
             db_max_bytes: None,
             max_body_bytes: 16 * 1024 * 1024,
+            body_idle_seconds: 30.0,
             max_concurrent_solves: None,
             max_queued_solves: None,
             max_queue_seconds: 5.0,

@@ -242,10 +242,24 @@ impl From<BytesRejection> for ApiError {
         // axum's own length limit (DefaultBodyLimit) answers 413; anything else is a broken body.
         if rejection.status() == StatusCode::PAYLOAD_TOO_LARGE {
             ApiError::PayloadTooLarge { limit: 0 }
+        } else if timed_out(&rejection) {
+            ApiError::malformed("the request body stopped arriving: nothing came for --body-idle-seconds".to_string())
         } else {
             ApiError::malformed(format!("cannot read the request body: {}", rejection.body_text()))
         }
     }
+}
+
+/// Whether the body's read failed because it went quiet (`Config::body_idle_seconds`).
+fn timed_out(rejection: &BytesRejection) -> bool {
+    let mut cause: Option<&(dyn std::error::Error + 'static)> = Some(rejection);
+    while let Some(error) = cause {
+        if error.is::<tower_http::timeout::TimeoutError>() {
+            return true;
+        }
+        cause = error.source();
+    }
+    false
 }
 
 impl From<PathRejection> for ApiError {

@@ -24,6 +24,7 @@ use std::sync::Arc;
 use std::time::Duration;
 use tower_http::catch_panic::CatchPanicLayer;
 use tower_http::request_id::{MakeRequestId, PropagateRequestIdLayer, RequestId, SetRequestIdLayer};
+use tower_http::timeout::RequestBodyTimeoutLayer;
 
 /// The id of the session `arbiter serve` starts with.
 pub const DEMO_SESSION: &str = "demo";
@@ -71,6 +72,9 @@ pub fn router(state: SharedState) -> Router {
         .layer(axum::middleware::from_fn_with_state(state.clone(), authenticate))
         // Outside authentication, so a request it refuses unread has its body drained too.
         .layer(axum::middleware::from_fn_with_state(state.config.max_body_bytes, body_limit::refuse_oversized))
+        // A body that stops arriving (no frame for `--body-idle-seconds`) frees its connection;
+        // a partial body used to hold one open for minutes.
+        .layer(RequestBodyTimeoutLayer::new(super::config::duration(state.config.body_idle_seconds)))
         .layer(axum::middleware::from_fn_with_state(state.clone(), metrics::track))
         .layer(PropagateRequestIdLayer::x_request_id())
         .layer(SetRequestIdLayer::x_request_id(RequestIds::default()))
@@ -160,7 +164,7 @@ async fn create_demo(state: &SharedState) -> Result<(), ApiError> {
 
 /// Serves until SIGTERM or SIGINT, then lets in-flight requests finish (up to the grace period).
 pub async fn serve(config: Config) -> Result<(), String> {
-    let grace = Duration::from_secs_f64(config.shutdown_grace_seconds);
+    let grace = super::config::duration(config.shutdown_grace_seconds);
     let addr = config.addr;
     let db = config.db.display().to_string();
     config.check_exposure()?;

@@ -17,7 +17,7 @@ use super::store::{Opened, Store};
 use crate::workload::throughputs::ThroughputTable;
 use axum::body::Bytes;
 use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
 #[derive(Debug)]
 pub struct AppState {
@@ -81,7 +81,7 @@ impl AppState {
             }
         }
         let metrics = Arc::new(Metrics::default());
-        let serving = Serving { max_wait: Duration::from_secs_f64(config.max_queue_seconds), metrics: metrics.clone() };
+        let serving = Serving { max_wait: super::config::duration(config.max_queue_seconds), metrics: metrics.clone() };
         let (sessions, mut broken) = Sessions::load(store.clone(), plain, serving.clone());
         let (fitgpp, broken_fitgpp) = FitGppSessions::load(store.clone(), fitgpp, serving.clone());
         let (oasis, broken_oasis) = OasisSessions::load(store.clone(), oasis, serving);
@@ -89,7 +89,7 @@ impl AppState {
         let limiter = SolveLimiter::new(
             config.concurrent_solves(),
             config.queued_solves(),
-            Duration::from_secs_f64(config.max_queue_seconds),
+            super::config::duration(config.max_queue_seconds),
             config.solver_nice,
         );
         let state = AppState {

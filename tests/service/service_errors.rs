@@ -105,6 +105,26 @@ fn oversized_bodies_are_413() {
     assert_eq!(c.post("/v1/allocations", &bytes(&demo_request())).unwrap().status, 200);
 }
 
+/// A body that stops arriving is answered and its connection closed once it has been quiet for
+/// `--body-idle-seconds`, instead of holding the connection open (it did for minutes).
+#[test]
+fn a_stalled_body_frees_its_connection() {
+    use std::io::{Read, Write};
+    let f = Fixture::start("stalled", &["--body-idle-seconds", "1"]);
+    let mut s = std::net::TcpStream::connect(f.server.addr).unwrap();
+    s.set_read_timeout(Some(Duration::from_secs(20))).unwrap();
+    let head = format!("POST /v1/allocations HTTP/1.1\r\nHost: {}\r\nContent-Length: 1000\r\n\r\n", f.server.addr);
+    s.write_all(head.as_bytes()).unwrap();
+    s.write_all(br#"{"policy": "#).unwrap();
+    let mut reply = Vec::new();
+    let _ = s.read_to_end(&mut reply);
+    let reply = String::from_utf8_lossy(&reply);
+    assert!(reply.starts_with("HTTP/1.1 400"), "{reply}");
+    assert!(reply.contains("the request body stopped arriving"), "{reply}");
+    // The server serves on.
+    assert_eq!(f.client().get("/healthz").unwrap().status, 200);
+}
+
 /// POSTs a chunked body by hand (the test client always sends a Content-Length).
 fn raw_chunked(addr: std::net::SocketAddr, chunked_body: &[u8]) -> String {
     use std::io::{Read, Write};
