@@ -44,10 +44,10 @@ pub struct CreateOasisSession {
     /// Jobs like those expected: `U`, `L` and `η` are estimated from them.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub expected_jobs: Option<Vec<JobSpec>>,
-    /// Which utility of an expected job sets `L`: `shortest` (default: at its shortest duration)
-    /// or `horizon` (at the end of the horizon, the paper's).
-    #[serde(default = "shortest")]
-    pub lowest: String,
+    /// With `expected_jobs`: which utility of an expected job sets `L`, `shortest` (default: at
+    /// its shortest duration) or `horizon` (at the end of the horizon, the paper's).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub lowest: Option<String>,
     /// Every `U` taken at this factor (default 1).
     #[serde(default = "one")]
     pub u: f64,
@@ -56,9 +56,6 @@ pub struct CreateOasisSession {
     pub l: f64,
 }
 
-fn shortest() -> String {
-    "shortest".into()
-}
 fn one() -> f64 {
     1.0
 }
@@ -248,6 +245,14 @@ pub type OasisSessions = ReplayedSessions<OasisSession>;
 /// The price functions a creation body gives or implies.
 fn prices(spec: &CreateOasisSession) -> ApiResult<PriceParameters> {
     let given = match (&spec.prices, &spec.expected_jobs) {
+        (Some(_), None) if spec.lowest.is_some() => {
+            return Err(ArbiterError::at(
+                ErrorCode::MalformedRequest,
+                "lowest",
+                "lowest says how expected_jobs set L; with prices given there is nothing to estimate",
+            )
+            .into())
+        }
         (Some(p), None) => {
             let given = PriceParameters::new(p.workers, p.parameter_servers)?;
             let (workers, ps) = given.demanded();
@@ -255,11 +260,12 @@ fn prices(spec: &CreateOasisSession) -> ApiResult<PriceParameters> {
         }
         (None, Some(expected)) => {
             spec.cluster.validate()?;
-            let lowest = LowestUtility::from_name(&spec.lowest).ok_or_else(|| {
+            let name = spec.lowest.as_deref().unwrap_or("shortest");
+            let lowest = LowestUtility::from_name(name).ok_or_else(|| {
                 ArbiterError::at(
                     ErrorCode::MalformedRequest,
                     "lowest",
-                    format!("lowest is shortest or horizon, not {:?}", spec.lowest),
+                    format!("lowest is shortest or horizon, not {name:?}"),
                 )
             })?;
             let jobs = expected

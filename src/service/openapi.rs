@@ -353,7 +353,7 @@ fn add_oasis_examples(doc: &mut Document) -> Result<(), ApiError> {
         cluster: worked_example_cluster(),
         prices: None,
         expected_jobs: Some(vec![first.clone(), second.clone()]),
-        lowest: "shortest".into(),
+        lowest: Some("shortest".into()),
         u: 1.0,
         l: 1.0,
     };

@@ -120,6 +120,20 @@ fn three_jobs_are_decided_with_their_reasons_and_survive_a_restart() {
     assert_error(&post(&mut client, "/v1/oasis/sessions", both), 400, "malformed_request", Some("prices"));
     let lowest = json!({"cluster": cluster(), "expected_jobs": [job("A", 2, json!({"kind": "constant", "value": 20}))], "lowest": "median"});
     assert_error(&post(&mut client, "/v1/oasis/sessions", lowest), 400, "malformed_request", Some("lowest"));
+    // `lowest` sets how expected jobs estimate L: with prices given it would be ignored.
+    let lowest = json!({"cluster": cluster(), "prices": prices(), "lowest": "horizon"});
+    assert_error(&post(&mut client, "/v1/oasis/sessions", lowest), 400, "malformed_request", Some("lowest"));
+    // A server with nothing to offer.
+    let mut empty = cluster();
+    empty["worker_servers"] = json!([{"gpus": 2, "cpus": 0, "memory_gb": 0, "bandwidth_mbps": 2},
+                                     {"gpus": 0, "cpus": 0, "memory_gb": 0, "bandwidth_mbps": 0}]);
+    let empty = json!({"cluster": empty, "prices": prices()});
+    assert_error(
+        &post(&mut client, "/v1/oasis/sessions", empty),
+        400,
+        "invalid_number",
+        Some("cluster.worker_servers[1]"),
+    );
     let falling = json!({"cluster": cluster(), "prices": {"workers": {"lower": [2.0, 2.0, 2.0, 2.0], "upper": [0.1, 0.1, 0.1, 0.1], "eta": 1.0},
                                                           "parameter_servers": {"lower": [2.0, 2.0, 2.0, 2.0], "upper": [4.0, 4.0, 4.0, 4.0], "eta": 1.0}}});
     assert_error(&post(&mut client, "/v1/oasis/sessions", falling), 400, "invalid_number", Some("prices.workers"));

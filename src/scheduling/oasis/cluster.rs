@@ -44,6 +44,13 @@ impl ClusterSpec {
                     "needs at least one server",
                 ));
             }
+            if let Some(i) = pool.iter().position(|server| server.amounts().iter().all(|&a| a == 0)) {
+                return Err(ArbiterError::at(
+                    ErrorCode::InvalidNumber,
+                    format!("cluster.{name}[{i}]"),
+                    "a server with no resource at all can host nothing",
+                ));
+            }
         }
         let cells = self.slots.saturating_mul(self.worker_servers.len() + self.ps_servers.len());
         if cells > MAX_SERVER_SLOTS {
