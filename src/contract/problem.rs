@@ -803,6 +803,7 @@ fn validate_colocations(
     num_types: usize,
 ) -> Result<Vec<Colocation>> {
     let mut out = Vec::new();
+    let mut offered = std::collections::HashMap::new();
     for (k, spec) in req.colocations.iter().flatten().enumerate() {
         let field = |f: &str| format!("colocations[{k}].{f}");
         let mut pair = [0usize; 2];
@@ -830,6 +831,14 @@ fn validate_colocations(
                     "jobs {:?} and {:?} have scale factors {} and {}; only equal scale factors can share GPUs",
                     spec.jobs[0], spec.jobs[1], jobs[pair[0]].scale_factor, jobs[pair[1]].scale_factor
                 ),
+            ));
+        }
+        // One pair, one set of colocated throughputs: (a, b) and (b, a) would say two things.
+        if let Some(first) = offered.insert((pair[0].min(pair[1]), pair[0].max(pair[1])), k) {
+            return Err(ArbiterError::at(
+                ErrorCode::InvalidColocation,
+                field("jobs"),
+                format!("jobs {:?} and {:?} are already paired by colocations[{first}]", spec.jobs[0], spec.jobs[1]),
             ));
         }
         let mut throughput = vec![[0.0; 2]; num_types];
@@ -866,5 +875,24 @@ mod tests {
         // A request's jobs are never addressed by URL: any length.
         assert!(check_job_id(&longer, "jobs[0].id", false).is_ok());
         assert_eq!(check_job_id("", "job.id", false).unwrap_err().code, ErrorCode::MissingField);
+    }
+
+    #[test]
+    fn a_pair_is_offered_once() {
+        let request = |colocations: &str| {
+            format!(
+                r#"{{"policy": "max_min_fairness", "space_sharing": true,
+                     "cluster": {{"worker_types": {{"v100": {{"count": 2}}}}}},
+                     "jobs": [{{"id": "a", "throughput": {{"v100": 1}}}}, {{"id": "b", "throughput": {{"v100": 1}}}}],
+                     "colocations": [{colocations}]}}"#
+            )
+        };
+        let ab = r#"{"jobs": ["a", "b"], "throughput": {"v100": [0.6, 0.7]}}"#;
+        let ba = r#"{"jobs": ["b", "a"], "throughput": {"v100": [0.9, 0.2]}}"#;
+        assert!(Problem::from_json(&request(ab)).is_ok());
+        let refused = Problem::from_json(&request(&format!("{ab}, {ba}"))).unwrap_err();
+        assert_eq!(refused.code, ErrorCode::InvalidColocation);
+        assert_eq!(refused.field.as_deref(), Some("colocations[1].jobs"));
+        assert!(refused.message.contains("already paired by colocations[0]"), "{}", refused.message);
     }
 }
