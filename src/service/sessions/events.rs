@@ -301,11 +301,10 @@ fn throughput_row(session: &Session, job: &str, row: &BTreeMap<String, Option<f6
     Ok(out)
 }
 
-/// A session error about one job of a bulk update, with its field under `throughputs.<job>`.
+/// A session error about one job of a bulk update (an unknown one too), with its field under
+/// `throughputs.<job>`: the key of the body that it is about.
 fn at_job(mut e: ArbiterError, job: &str) -> ArbiterError {
-    if e.code != ErrorCode::UnknownJob {
-        e.field = Some(format!("throughputs.{job}"));
-    }
+    e.field = Some(format!("throughputs.{job}"));
     e
 }
 
