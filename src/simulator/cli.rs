@@ -32,7 +32,8 @@ pub struct SimulateArgs {
     /// GPUs per server, for every worker type.
     #[arg(long, default_value_t = 4)]
     pub gpus_per_server: u32,
-    /// Dollars per GPU-hour per worker type, e.g. `v100=2.48,p100=1.46,k80=0.45` (for `cost`).
+    /// Dollars per GPU-hour of every worker type, e.g. `v100=2.48,p100=1.46,k80=0.45` (the policies
+    /// `min_cost` and `min_cost_slo`, and the report's `cost_dollars`).
     #[arg(long)]
     pub prices: Option<String>,
     /// Policy, any of the contract's names: the scheduling stage of Gavel's composition.

@@ -221,6 +221,14 @@ pub fn parse_cluster(spec: &str, gpus_per_server: u32, prices: Option<&str>) -> 
             }
             w.cost_per_hour = Some(price);
         }
+        // The report's cost needs every type's price; a partial list would leave it empty.
+        if let Some(w) = types.iter().find(|w| w.cost_per_hour.is_none()) {
+            return Err(ArbiterError::at(
+                ErrorCode::MissingField,
+                format!("prices.{}", w.name),
+                format!("--prices gives no price for {}: give every worker type's, or none", w.name),
+            ));
+        }
     }
     Ok(types)
 }
@@ -257,12 +265,15 @@ mod tests {
 
     #[test]
     fn parses_the_papers_cluster() {
-        let c = parse_cluster("v100=8,p100=16,k80=24", 4, Some("v100=2.48,k80=0.45")).unwrap();
+        let c = parse_cluster("v100=8,p100=16,k80=24", 4, Some("v100=2.48,p100=1.46,k80=0.45")).unwrap();
         let names: Vec<&str> = c.iter().map(|w| w.name.as_str()).collect();
         assert_eq!(names, ["v100", "p100", "k80"]);
         assert_eq!(c[1].count, 16.0);
         assert_eq!(c[2].gpus_per_server, 4);
-        assert_eq!((c[0].cost_per_hour, c[1].cost_per_hour), (Some(2.48), None));
+        assert_eq!((c[0].cost_per_hour, c[1].cost_per_hour), (Some(2.48), Some(1.46)));
+        // Prices for some types only would leave the report's cost empty: refused.
+        let partial = parse_cluster("v100=8,p100=16,k80=24", 4, Some("v100=2.48,k80=0.45")).unwrap_err();
+        assert_eq!((partial.code, partial.field.as_deref()), (ErrorCode::MissingField, Some("prices.p100")));
     }
 
     #[test]

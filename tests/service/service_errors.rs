@@ -152,7 +152,12 @@ fn unknown_things_are_404_and_wrong_methods_405() {
     let reply = c.post("/v1/sessions/demo/jobs/nope/progress", &bytes(&progress)).unwrap();
     assert_error(&reply, 404, "unknown_job", None);
     let update = json!({"throughputs": {"nope": {"v100": 1.0}}});
-    assert_error(&c.put("/v1/sessions/demo/throughputs", &bytes(&update)).unwrap(), 404, "unknown_job", Some("throughputs.nope"));
+    assert_error(
+        &c.put("/v1/sessions/demo/throughputs", &bytes(&update)).unwrap(),
+        404,
+        "unknown_job",
+        Some("throughputs.nope"),
+    );
     assert_error(&c.post("/v1/sessions/demo/workers/v100%2F7/fail", b"").unwrap(), 404, "unknown_worker", None);
     let reply = c.post("/v1/sessions/demo/workers/a100%2F0/fail", b"").unwrap();
     assert_error(&reply, 400, "unknown_worker_type", Some("worker"));
