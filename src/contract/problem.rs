@@ -272,17 +272,7 @@ impl Problem {
 
     /// Validates a request; every refusal names the offending field.
     pub fn from_request(req: &Request) -> Result<Problem> {
-        let policy = PolicyKind::from_name(&req.policy).ok_or_else(|| {
-            ArbiterError::at(
-                ErrorCode::UnknownPolicy,
-                "policy",
-                format!(
-                    "unknown policy {:?}; expected one of: {}",
-                    req.policy,
-                    PolicyKind::ALL.iter().map(|p| p.name()).collect::<Vec<_>>().join(", ")
-                ),
-            )
-        })?;
+        let policy = PolicyKind::named(&req.policy)?;
         let worker_types = validate_worker_types(req)?;
         let total_gpus: f64 = worker_types.iter().map(|w| w.count).sum();
         if total_gpus <= 0.0 {

@@ -258,4 +258,8 @@ fn demo_json_and_other_policies() {
     // The refusal lists the names a user can pick from.
     let message = err["error"]["message"].as_str().unwrap();
     assert!(message.contains("expected one of:") && message.contains("min_cost_slo"), "{message}");
+    // A list policy's name says where it goes.
+    let err = error_json(&arbiter(&["demo", "--policy", "las"]));
+    let message = err["error"]["message"].as_str().unwrap();
+    assert!(message.contains("list policy") && message.contains("--scheduling las"), "{message}");
 }

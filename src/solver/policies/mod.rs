@@ -83,14 +83,27 @@ impl PolicyKind {
 
     /// A policy by name, or `unknown_policy` (field `policy`) listing every name.
     pub fn named(name: &str) -> Result<PolicyKind> {
-        PolicyKind::from_name(name).ok_or_else(|| {
-            let names: Vec<&str> = PolicyKind::ALL.iter().map(|p| p.name()).collect();
-            ArbiterError::at(
-                ErrorCode::UnknownPolicy,
-                "policy",
-                format!("unknown policy {name:?}; expected one of: {}", names.join(", ")),
+        PolicyKind::from_name(name).ok_or_else(|| PolicyKind::unknown(name))
+    }
+
+    /// The refusal of a `policy` no LP policy has; a list policy's name is pointed to the
+    /// scheduling stage that takes it.
+    pub fn unknown(name: &str) -> ArbiterError {
+        let names: Vec<&str> = PolicyKind::ALL.iter().map(|p| p.name()).collect();
+        let list = crate::scheduling::composition::LIST_POLICIES.contains(&name.split('=').next().unwrap_or(name));
+        let hint = if list {
+            format!(
+                " ({name} is a list policy of the scheduling pipeline: a session takes it as \
+                 \"composition\": {{\"scheduling\": \"{name}\"}}, simulate and sweep as --scheduling {name})"
             )
-        })
+        } else {
+            String::new()
+        };
+        ArbiterError::at(
+            ErrorCode::UnknownPolicy,
+            "policy",
+            format!("unknown policy {}{hint}; expected one of: {}", crate::error::quoted(name), names.join(", ")),
+        )
     }
 
     pub fn from_name(name: &str) -> Option<PolicyKind> {
