@@ -522,18 +522,27 @@ pub struct SweepArgs {
     pub backend: String,
 }
 
-pub fn number_list<T: std::str::FromStr>(text: &str, field: &str) -> Result<Vec<T>> {
-    text.split(',')
-        .map(|s| {
-            s.trim().parse().map_err(|_| {
-                ArbiterError::at(
-                    ErrorCode::MalformedRequest,
-                    field,
-                    format!("--{field} must be comma-separated numbers, got {s:?}"),
-                )
-            })
-        })
-        .collect()
+pub fn number_list<T: std::str::FromStr + PartialEq>(text: &str, field: &str) -> Result<Vec<T>> {
+    let mut numbers: Vec<T> = Vec::new();
+    for s in text.split(',') {
+        let x: T = s.trim().parse().map_err(|_| {
+            ArbiterError::at(
+                ErrorCode::MalformedRequest,
+                field,
+                format!("--{field} must be comma-separated numbers, got {s:?}"),
+            )
+        })?;
+        // Twice the same number would run every simulation of it twice, as two rows.
+        if numbers.contains(&x) {
+            return Err(ArbiterError::at(
+                ErrorCode::MalformedRequest,
+                field,
+                format!("--{field} names {} twice", s.trim()),
+            ));
+        }
+        numbers.push(x);
+    }
+    Ok(numbers)
 }
 
 /// Most threads a sweep starts (each holds a simulation's state; 10,000 took 2 GB for one run).
@@ -583,6 +592,13 @@ pub fn run_sweep(args: &SweepArgs) -> Result<()> {
         return super::fitgpp::commands::sweep(args);
     }
     let variants = args.policies.split(',').map(Variant::parse).collect::<Result<Vec<_>>>()?;
+    if let Some((i, v)) = variants.iter().enumerate().find(|(i, v)| variants[..*i].iter().any(|u| u.label == v.label)) {
+        return Err(ArbiterError::at(
+            ErrorCode::MalformedRequest,
+            "policies",
+            format!("--policies names {} twice (entry {i}): each would run and print the same rows", v.label),
+        ));
+    }
     let loads: Vec<f64> =
         if args.static_trace { vec![0.0] } else { number_list(args.loads.as_deref().unwrap_or("1"), "loads")? };
     let num_jobs: usize = match args.jobs.as_deref() {

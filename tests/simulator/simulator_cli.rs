@@ -254,17 +254,20 @@ fn a_run_past_the_rounds_it_plays_is_refused_not_left_running() {
 fn a_sweep_refuses_at_once_what_no_run_could_take() {
     let dir = scratch("sweep-refused");
     let table = write(&dir, "t.json", TABLE);
-    let cases: [(&[&str], &str); 8] = [
-        (&["--threads", "5000"], "threads"),
-        (&["--burst-jobs", "100000000"], "burst_jobs"),
-        (&["--jobs", "0"], "jobs"),
-        (&["--jobs", "100000000"], "jobs"),
-        (&["--loads", "1e300"], "loads"),
-        (&["--round-seconds", "0"], "round_seconds"),
-        (&["--window", "5:3"], "window"),
-        (&["--cdf-load", "7"], "cdf_load"),
+    let cases: [(&[&str], &str, &str); 11] = [
+        (&["--seeds", "0,0"], "seeds", "malformed_request"),
+        (&["--loads", "1,2,1"], "loads", "malformed_request"),
+        (&["--policies", "las,max_min_fairness,las"], "policies", "malformed_request"),
+        (&["--threads", "5000"], "threads", "invalid_number"),
+        (&["--burst-jobs", "100000000"], "burst_jobs", "invalid_number"),
+        (&["--jobs", "0"], "jobs", "invalid_number"),
+        (&["--jobs", "100000000"], "jobs", "invalid_number"),
+        (&["--loads", "1e300"], "loads", "invalid_number"),
+        (&["--round-seconds", "0"], "round_seconds", "invalid_number"),
+        (&["--window", "5:3"], "window", "invalid_number"),
+        (&["--cdf-load", "7"], "cdf_load", "invalid_number"),
     ];
-    for (extra, field) in cases {
+    for (extra, field, code) in cases {
         let mut args = vec!["sweep", "--throughputs", &table, "--cluster", "v100=2,k80=2", "--jobs", "20"];
         args.extend(["--policies", "max_min_fairness,las", "--loads", "1", "--output", "-"]);
         for pair in extra.chunks(2) {
@@ -277,7 +280,7 @@ fn a_sweep_refuses_at_once_what_no_run_could_take() {
         assert_eq!(out.status.code(), Some(2), "{extra:?}");
         assert!(out.stdout.is_empty(), "{extra:?}: no row is written");
         let error: serde_json::Value = serde_json::from_slice(&out.stderr).unwrap();
-        assert_eq!(error["error"]["code"], "invalid_number", "{extra:?}: {error}");
+        assert_eq!(error["error"]["code"], code, "{extra:?}: {error}");
         assert_eq!(error["error"]["field"], field, "{extra:?}: {error}");
     }
 }

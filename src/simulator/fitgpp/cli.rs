@@ -26,7 +26,7 @@ pub struct FitGppArgs {
     pub random_fallback: bool,
     /// Runs of `rand` (and of FitGpp's random fallback) per workload, each with its own random
     /// choices; tables and plots average them (four, as the paper runs RAND).
-    #[arg(long, default_value_t = 4)]
+    #[arg(long, default_value_t = 4, value_parser = clap::value_parser!(u32).range(1..))]
     pub random_runs: u32,
     /// Comma-separated shares of TE jobs.
     #[arg(long, default_value = "0.3")]
