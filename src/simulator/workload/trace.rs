@@ -136,6 +136,14 @@ pub fn parse_gavel(text: &str, throughputs: &ThroughputTable) -> Result<Trace> {
         }
         let job_type = fields[0].trim().to_string();
         let slo = number(fields[8], line_no, "slo")?;
+        // Gavel's "no SLO" is -1 (or 0); any other number at or below 0, or none, is a mistake.
+        if !(slo.is_finite() && (slo > 0.0 || slo == 0.0 || slo == -1.0)) {
+            return Err(at(
+                ErrorCode::InvalidNumber,
+                format!("trace.line[{line_no}].slo"),
+                format!("slo must be a multiple > 0 of the job's duration alone, or -1 (or 0) for none, got {slo}"),
+            ));
+        }
         let slo_seconds = if slo > 0.0 {
             Some(slo * isolated_duration(throughputs, &job_type, scale_factor as u32, total_steps, line_no)?)
         } else {
@@ -204,6 +212,12 @@ mod tests {
         assert_eq!((e.code, e.field.as_deref()), (ErrorCode::MalformedRequest, Some("trace.line[1]")));
         let e = parse_gavel("A\tc\td\t-s\t1\tmany\t1\t1\t-1\t0\n", &table()).unwrap_err();
         assert_eq!(e.field.as_deref(), Some("trace.line[1].total_steps"));
+        // -1 and 0 mean no SLO; NaN or another negative number is not silently the same.
+        for slo in ["NaN", "-3"] {
+            let e = parse_gavel(&format!("A\tc\td\t-s\t1\t10\t1\t1\t{slo}\t0\n"), &table()).unwrap_err();
+            assert_eq!((e.code, e.field.as_deref()), (ErrorCode::InvalidNumber, Some("trace.line[1].slo")), "{slo}");
+        }
+        assert!(parse_gavel("A\tc\td\t-s\t1\t10\t1\t1\t0\t0\n", &table()).is_ok());
         let e = parse_gavel("A\tc\td\t-s\t1\t10\t0\t1\t-1\t0\n", &table()).unwrap_err();
         assert_eq!(e.code, ErrorCode::InvalidScaleFactor);
         let e = parse_gavel("A\tc\td\t-s\t1\t10\t1\t1\t-1\t-5\n", &table()).unwrap_err();
