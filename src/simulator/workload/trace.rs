@@ -137,7 +137,7 @@ pub fn parse_gavel(text: &str, throughputs: &ThroughputTable) -> Result<Trace> {
         let job_type = fields[0].trim().to_string();
         let slo = number(fields[8], line_no, "slo")?;
         // Gavel's "no SLO" is -1 (or 0); any other number at or below 0, or none, is a mistake.
-        if !(slo.is_finite() && (slo > 0.0 || slo == 0.0 || slo == -1.0)) {
+        if !(slo.is_finite() && (slo >= 0.0 || slo == -1.0)) {
             return Err(at(
                 ErrorCode::InvalidNumber,
                 format!("trace.line[{line_no}].slo"),
