@@ -171,6 +171,23 @@ pub fn write_output(target: &str, text: &str) -> Result<()> {
     write_file(Path::new(target), &format!("{text}\n"))
 }
 
+/// Refuses, before any run, an output path whose directory does not exist: the run would
+/// otherwise end in an error after all its work (a plot's, after the report was written).
+pub fn check_destinations(destinations: &[(&str, Option<&Path>)]) -> Result<()> {
+    for &(field, path) in destinations {
+        let Some(path) = path.filter(|p| p.as_os_str() != "-") else { continue };
+        let directory = path.parent().filter(|d| !d.as_os_str().is_empty()).unwrap_or(Path::new("."));
+        if !directory.is_dir() {
+            return Err(ArbiterError::at(
+                ErrorCode::MalformedRequest,
+                field,
+                format!("cannot write {}: the directory {} does not exist", path.display(), directory.display()),
+            ));
+        }
+    }
+    Ok(())
+}
+
 /// After a sweep has written its rows: the runs that failed said so in the `error` column; if
 /// every run failed, the sweep fails with the first reason, and if some did, stderr says how many.
 pub fn failures<'a>(errors: impl Iterator<Item = Option<&'a String>>) -> Result<()> {
@@ -322,6 +339,7 @@ impl TraceKind {
 
 /// Runs `arbiter simulate`: OASiS's slots when the trace is an OASiS workload, else rounds.
 pub fn run_simulate(args: &SimulateArgs) -> Result<()> {
+    check_destinations(&[("output", Some(Path::new(&args.output))), ("plot", args.plot.as_deref())])?;
     let text = trace::read_text(&args.trace)?;
     match TraceKind::of(&text) {
         TraceKind::Oasis => return super::oasis::commands::simulate(args, &text),
@@ -585,6 +603,11 @@ pub fn in_parallel<T: Send>(
 /// Runs `arbiter sweep`.
 pub fn run_sweep(args: &SweepArgs) -> Result<()> {
     use super::sweep::{self, SweepConfig, Variant};
+    check_destinations(&[
+        ("output", Some(Path::new(&args.output))),
+        ("plot", args.plot.as_deref()),
+        ("cdf_plot", args.cdf_plot.as_deref()),
+    ])?;
     if super::oasis::commands::is_oasis_sweep(&args.policies) {
         return super::oasis::commands::sweep(args);
     }

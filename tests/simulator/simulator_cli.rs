@@ -172,6 +172,9 @@ fn simulate_refuses_bad_input_with_the_error_object() {
         (vec!["--trace", &empty], "missing_field", "trace.jobs"),
         (vec!["--trace", &empty_gavel], "missing_field", "trace.jobs"),
         (vec!["--trace", &weightless], "invalid_number", "trace.tenants.t"),
+        // A destination that cannot be written is refused before the run, not after it.
+        (vec!["--plot", "/nonexistent/dir/cdf.svg"], "malformed_request", "plot"),
+        (vec!["--output", "/nonexistent/dir/report.json"], "malformed_request", "output"),
     ];
     for (overrides, code, field) in cases {
         let mut args = simulate_args(&trace, &table, &output);
@@ -254,7 +257,8 @@ fn a_run_past_the_rounds_it_plays_is_refused_not_left_running() {
 fn a_sweep_refuses_at_once_what_no_run_could_take() {
     let dir = scratch("sweep-refused");
     let table = write(&dir, "t.json", TABLE);
-    let cases: [(&[&str], &str, &str); 11] = [
+    let cases: [(&[&str], &str, &str); 12] = [
+        (&["--plot", "/nonexistent/dir/jct.svg"], "plot", "malformed_request"),
         (&["--seeds", "0,0"], "seeds", "malformed_request"),
         (&["--loads", "1,2,1"], "loads", "malformed_request"),
         (&["--policies", "las,max_min_fairness,las"], "policies", "malformed_request"),
