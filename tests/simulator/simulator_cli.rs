@@ -177,18 +177,7 @@ fn simulate_refuses_bad_input_with_the_error_object() {
         (vec!["--output", "/nonexistent/dir/report.json"], "malformed_request", "output"),
     ];
     for (overrides, code, field) in cases {
-        let mut args = simulate_args(&trace, &table, &output);
-        let mut rest = overrides.as_slice();
-        while let [flag, tail @ ..] = rest {
-            // A flag, and its value unless the next word is another flag.
-            let value = tail.first().filter(|v| !v.starts_with("--"));
-            match (args.iter().position(|a| a == flag), value) {
-                (Some(i), Some(value)) => args[i + 1] = value,
-                (None, Some(value)) => args.extend([*flag, *value]),
-                (_, None) => args.push(flag),
-            }
-            rest = &tail[usize::from(value.is_some())..];
-        }
+        let args = with_flags(simulate_args(&trace, &table, &output), &overrides);
         let out = arbiter(&args);
         assert_eq!(out.status.code(), Some(2), "{overrides:?}");
         let error: serde_json::Value = serde_json::from_slice(&out.stderr).unwrap();
@@ -274,13 +263,7 @@ fn a_sweep_refuses_at_once_what_no_run_could_take() {
     for (extra, field, code) in cases {
         let mut args = vec!["sweep", "--throughputs", &table, "--cluster", "v100=2,k80=2", "--jobs", "20"];
         args.extend(["--policies", "max_min_fairness,las", "--loads", "1", "--output", "-"]);
-        for pair in extra.chunks(2) {
-            match args.iter().position(|a| *a == pair[0]) {
-                Some(i) => args[i + 1] = pair[1],
-                None => args.extend(pair),
-            }
-        }
-        let out = arbiter(&args);
+        let out = arbiter(&with_flags(args, extra));
         assert_eq!(out.status.code(), Some(2), "{extra:?}");
         assert!(out.stdout.is_empty(), "{extra:?}: no row is written");
         let error: serde_json::Value = serde_json::from_slice(&out.stderr).unwrap();

@@ -737,14 +737,20 @@ fn a_waiting_fifo_job_is_not_frozen_in_a_level_of_height_zero() {
         entities: vec![(1.0, true, None, false), (1.0, true, None, false), (1.0, false, None, false)],
         agnostic: false,
     };
+    freezes_as_given_and_as_the_reference(&inst, &[1, 3, 0, 2, 2, 0], 1e-9);
+}
+
+/// `inst` under `hierarchical` freezes its jobs at `iterations`, as the plain reference does, at
+/// the reference's levels within `tolerance`.
+fn freezes_as_given_and_as_the_reference(inst: &Instance, iterations: &[usize], tolerance: f64) {
     let (p, r, _) = solve_value(&inst.request("hierarchical"));
     let got = reported(&p, &r);
     let tree = inst.tree();
     let want = plain_water_filling(&p, |frozen| tree_weights(&p, &tree, frozen));
-    assert_eq!(got.iteration, vec![1, 3, 0, 2, 2, 0], "{got:?}");
+    assert_eq!(got.iteration, iterations, "{got:?}");
     assert_eq!(want.iteration, got.iteration, "reference {want:?}");
     for m in 0..p.num_jobs() {
-        assert!(close(got.level[m], want.level[m], 1e-9), "job {m}: {got:?} against {want:?}");
+        assert!(close(got.level[m], want.level[m], tolerance), "job {m}: {got:?} against {want:?}");
     }
 }
 
@@ -777,13 +783,5 @@ fn a_fifo_turn_taken_by_round_off_is_no_level_of_its_own() {
         ],
         agnostic: false,
     };
-    let (p, r, _) = solve_value(&inst.request("hierarchical"));
-    let got = reported(&p, &r);
-    let tree = inst.tree();
-    let want = plain_water_filling(&p, |frozen| tree_weights(&p, &tree, frozen));
-    assert_eq!(got.iteration, vec![0, 1, 1, 2, 3, 0, 1, 2, 2, 2], "{got:?}");
-    assert_eq!(want.iteration, got.iteration, "reference {want:?}");
-    for m in 0..p.num_jobs() {
-        assert!(close(got.level[m], want.level[m], 1e-5), "job {m}: {got:?} against {want:?}");
-    }
+    freezes_as_given_and_as_the_reference(&inst, &[0, 1, 1, 2, 3, 0, 1, 2, 2, 2], 1e-5);
 }
