@@ -12,7 +12,7 @@ use std::fmt::Write;
 /// demo's jobs already carry steps, an SLO (resnet50) and the types' prices, for the makespan,
 /// FTF, SJF and cost policies.
 pub fn request(policy: &str) -> Request {
-    let mut request = Request::from_json(include_str!("../fixtures/demo.json")).expect("the demo request parses");
+    let mut request = every_job();
     request.policy = policy.to_string();
     match policy {
         "hierarchical" => {
@@ -35,10 +35,14 @@ pub fn request(policy: &str) -> Request {
     request
 }
 
+/// The demo request as `fixtures/demo.json` has it, before any policy drops jobs.
+fn every_job() -> Request {
+    Request::from_json(include_str!("../fixtures/demo.json")).expect("the demo request parses")
+}
+
 /// The demo's jobs that `problem` (the demo request of some policy) does not hold.
 fn left_out(problem: &Problem) -> Vec<String> {
-    let all = Request::from_json(include_str!("../fixtures/demo.json")).expect("the demo request parses");
-    all.jobs.into_iter().map(|j| j.id).filter(|id| !problem.jobs.iter().any(|j| &j.id == id)).collect()
+    every_job().jobs.into_iter().map(|j| j.id).filter(|id| !problem.jobs.iter().any(|j| &j.id == id)).collect()
 }
 
 /// A fixed-width table of the allocation: one row per job, one column per worker type.

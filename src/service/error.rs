@@ -252,14 +252,8 @@ impl From<BytesRejection> for ApiError {
 
 /// Whether the body's read failed because it went quiet (`Config::body_idle_seconds`).
 fn timed_out(rejection: &BytesRejection) -> bool {
-    let mut cause: Option<&(dyn std::error::Error + 'static)> = Some(rejection);
-    while let Some(error) = cause {
-        if error.is::<tower_http::timeout::TimeoutError>() {
-            return true;
-        }
-        cause = error.source();
-    }
-    false
+    let first: &(dyn std::error::Error + 'static) = rejection;
+    std::iter::successors(Some(first), |e| e.source()).any(|e| e.is::<tower_http::timeout::TimeoutError>())
 }
 
 impl From<PathRejection> for ApiError {

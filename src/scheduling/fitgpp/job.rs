@@ -74,8 +74,7 @@ impl JobSpec {
                 self.grace_period_seconds,
             );
         }
-        let d = self.demand;
-        if d.cpus == 0 && d.memory_gb == 0 && d.gpus == 0 {
+        if self.demand == Resources::default() {
             return Err(ArbiterError::at(
                 ErrorCode::InvalidNumber,
                 "job.demand",
