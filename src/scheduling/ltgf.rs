@@ -1,7 +1,8 @@
 //! Astraea's two-phase scheduler over long-term GPU-time fairness (LTGF): each interval every job
 //! is pending and every GPU free, except running jobs whose lease term has not ended (they keep
 //! their GPUs, and their lease counts for their tenant). Phase 1 picks the tenant with the
-//! smallest `ρ_tenant` that still has a pending job; phase 2 its job with the smallest `ρ_job`
+//! smallest `ρ_tenant`, projected to the end of the lease about to be granted, that still has a
+//! pending job; phase 2 its job with the smallest `ρ_job`
 //! (a job that never ran has `ρ = 0`; among those, the newest first). If the job fits (a worker
 //! type it runs on has `scale_factor` GPUs left), it gets a lease, counted in its tenant's `ρ` as
 //! if it ran for the whole term; otherwise its tenant is skipped for the rest of the interval
@@ -51,6 +52,32 @@ fn by_job_fairness(jobs: &[JobState], list: &mut [JobIndex]) {
     });
 }
 
+impl Ltgf {
+    /// Every tenant's fair share now, in GPUs: `min(Demand_t, Q_t)` over the jobs present (Eq. 8),
+    /// or its quota `Q_t` alone (Eq. 16), with `M` the healthy GPUs.
+    fn fair_rates(&self, active: &[JobIndex], jobs: &[JobState], context: &Context) -> Vec<f64> {
+        let gpus = context.cluster.healthy_gpus() as f64;
+        let total_weight: f64 = context.tenants.iter().map(|t| t.weight).sum();
+        let mut demand = vec![0.0; context.tenants.len()];
+        for &j in active {
+            demand[jobs[j].tenant] += jobs[j].scale_factor as f64;
+        }
+        context
+            .tenants
+            .iter()
+            .zip(demand)
+            .map(|(tenant, demand)| {
+                let quota = if total_weight > 0.0 { gpus * tenant.weight / total_weight } else { 0.0 };
+                if self.quota {
+                    quota
+                } else {
+                    demand.min(quota)
+                }
+            })
+            .collect()
+    }
+}
+
 impl Scheduling for Ltgf {
     fn name(&self) -> String {
         if self.quota {
@@ -67,13 +94,22 @@ impl Scheduling for Ltgf {
         list
     }
 
-    fn order_in(&mut self, active: &[JobIndex], jobs: &[JobState], _: f64, context: &Context) -> Vec<JobIndex> {
+    fn order_in(&mut self, active: &[JobIndex], jobs: &[JobState], now: f64, context: &Context) -> Vec<JobIndex> {
         let healthy = context.cluster.healthy_per_type();
         let mut capacity = healthy.clone();
         let tenants = context.tenants.len();
+        let term = context.lease_seconds;
+        // Phase 1 ranks tenants by their ρ at the end of the lease about to be granted: what they
+        // were allocated plus the leases held or granted, against what they were owed plus their
+        // fair share over the term (`formulations/ltgf.md`, "The projection").
+        let rates = self.fair_rates(active, jobs, context);
         let mut allocated: Vec<f64> = context.tenants.iter().map(|t| t.allocated).collect();
-        let fair: Vec<f64> =
-            context.tenants.iter().map(|t| if self.quota { t.quota_share } else { t.fair_share }).collect();
+        let fair: Vec<f64> = context
+            .tenants
+            .iter()
+            .zip(&rates)
+            .map(|(t, rate)| if self.quota { t.quota_share } else { t.fair_share } + rate * term)
+            .collect();
         let rho = |t: usize, allocated: &[f64]| super::state::fairness_ratio(allocated[t], fair[t]);
 
         // Running jobs within their term keep their GPUs and count as leased.
@@ -86,6 +122,8 @@ impl Scheduling for Ltgf {
                     let w = context.cluster.gpus[g as usize].worker_type as usize;
                     capacity[w] = capacity[w].saturating_sub(job.scale_factor);
                 }
+                let held = (job.lease_start + term - now).clamp(0.0, term);
+                allocated[job.tenant] += job.scale_factor as f64 * held;
                 order.push(j);
             } else {
                 pending[job.tenant].push(j);
@@ -125,7 +163,7 @@ impl Scheduling for Ltgf {
                 continue;
             };
             capacity[w] -= job.scale_factor;
-            allocated[tenant] += job.scale_factor as f64 * context.lease_seconds;
+            allocated[tenant] += job.scale_factor as f64 * term;
             order.push(j);
             if !pending[tenant].is_empty() {
                 heap.push(Candidate { rho: rho(tenant, &allocated), tenant });

@@ -64,7 +64,8 @@ fn tenants_share_by_weight_and_a_skipped_tenant_waits() {
     let a1 = p.submit(job("a1", 0)).unwrap();
     let a2 = p.submit(job("a2", 0)).unwrap();
     let b1 = p.submit(job("b1", 1)).unwrap();
-    // Round 0: every ρ is 0; A (lower index) takes a1, and its lease makes A's ρ infinite; B takes b1.
+    // Round 0: every ρ is 0; A (lower index) takes a1, and its lease lifts A's projected ρ to
+    // 200 / (2 GPUs × 100 s) = 1; B takes b1, and the GPUs are full.
     let d = round(&mut p, 100.0);
     assert_eq!(d.launched, [a1, b1]);
     // Quotas 2 and 2; demands 4 and 2: fair shares 2 and 2, so both tenants are at ρ = 1.
@@ -77,6 +78,36 @@ fn tenants_share_by_weight_and_a_skipped_tenant_waits() {
     assert_eq!(d.launched, [a2]);
     assert_eq!(d.renewed, [b1]);
     assert_eq!(d.suspended, [a1]);
+}
+
+#[test]
+fn a_tenant_that_arrives_late_gets_its_fair_share_at_once() {
+    // 16 GPUs, tenants of weight 2 and 1. A keeps 16 one-GPU jobs running; B's 3 jobs arrive at
+    // 100 s. B's fair share is min(3, 16/3) = 3 GPUs. Phase 1 ranks tenants by ρ at the end of
+    // the lease: B's three grants take it to 10/30, 20/30, 30/30, still at or below A's 1.5
+    // (16 GPUs against a fair 10.7), so B runs all three jobs in its first interval. (Counting
+    // the lease against ∫ FairShare so far, 0 s, made B's ρ infinite after one grant, and B ran
+    // one job while A kept fifteen.)
+    let mut p = Pipeline::new(&ltgf("lease"), cluster(16.0, 4), 0).unwrap();
+    p.set_tenants(&[("a".into(), 2.0), ("b".into(), 1.0)]).unwrap();
+    let job = |id: String, arrival: f64, tenant: usize| {
+        let mut j = JobState::new(id, arrival, 1, vec![1.0], 1e9);
+        j.tenant = tenant;
+        j
+    };
+    for i in 0..16 {
+        p.submit(job(format!("a{i}"), 0.0, 0)).unwrap();
+    }
+    for _ in 0..10 {
+        round(&mut p, 10.0);
+    }
+    for i in 0..3 {
+        p.submit(job(format!("b{i}"), 100.0, 1)).unwrap();
+    }
+    let d = round(&mut p, 10.0);
+    let b: Vec<String> = running(&p, &d).into_iter().filter(|id| id.starts_with('b')).collect();
+    assert_eq!(b, ["b0", "b1", "b2"]);
+    assert_eq!(d.running().count(), 16);
 }
 
 #[test]
