@@ -574,6 +574,14 @@ fn placement_sensitive_levels_gallop_on_the_lp() {
 ///   10⁻⁶, on HiGHS and on microlp. With the others
 ///   easing by 10⁻⁹ from one level at a time's answer, one of those jobs can reach 2.8 times its
 ///   value; at 2·10⁻⁹ HiGHS calls the same LP infeasible, so round-off alone is not shown there.
+/// - `gallop_reference_drift_ill_conditioned` (`hierarchical`, 133 jobs, 7 entities (2 nested),
+///   spread rows slower, found at 1,000 cases under a fresh seed): one level at a time gives the
+///   last level's 75 jobs 3–19% more (j0: 1.113 against 0.933) and every other job up to 10⁻⁶
+///   less. At its 41st level HiGHS called the floors infeasible twice, and they were lowered by
+///   `DRIFT_SLACK` (10⁻⁶); the gallop's LPs never did. Lowering every floor by 10⁻⁶ before the gallop's
+///   last level takes j0 to 1.1145; by 10⁻⁹, 2% of the way from 0.933.
+///   Round-off decides with the others easing by twice what the reference took from them
+///   (`eased_by`).
 #[test]
 fn the_gallop_differs_from_one_level_at_a_time_only_by_round_off_on_ill_conditioned_instances() {
     for name in [
@@ -582,6 +590,7 @@ fn the_gallop_differs_from_one_level_at_a_time_only_by_round_off_on_ill_conditio
         "gallop_handover_slack_raises_last_level",
         "gallop_floors_ill_conditioned",
         "gallop_dominates_ill_conditioned_nested",
+        "gallop_reference_drift_ill_conditioned",
     ] {
         let request = fixture_json(&format!("water_filling/{name}.json"));
         let galloped = gallop_agrees(&request).unwrap_or_else(|e| panic!("{name}: {e}"));
@@ -618,15 +627,19 @@ fn gallop_agrees(request: &Value) -> Result<bool, TestCaseError> {
             continue;
         }
         let (low, high) = if g < w { (&got_thr, &want_thr) } else { (&want_thr, &got_thr) };
-        prop_assert!(
-            roundoff_decides(&problem, low, high, m, FLOOR_ROUNDOFF),
-            "job {}: {} against one at a time {}",
-            m,
-            g,
-            w
-        );
+        let slack = FLOOR_ROUNDOFF.max(2.0 * eased_by(high, low));
+        prop_assert!(roundoff_decides(&problem, low, high, m, slack), "job {}: {} against one at a time {}", m, g, w);
     }
     Ok(auto.lp_solves < lp.lp_solves)
+}
+
+/// How much less (relative, at most `DRIFT_SLACK`) the run that gave `high` gave some job than
+/// the one that gave `low`: a run whose LP called its floors infeasible lowered them, by up to
+/// 10⁻⁶ (`DRIFT_SLACK` in the solver), and what it gained from that is round-off too.
+fn eased_by(high: &[f64], low: &[f64]) -> f64 {
+    const DRIFT_SLACK: f64 = 1e-6;
+    let eased = high.iter().zip(low).filter(|&(_, &l)| l > 0.0).map(|(&h, &l)| (l - h) / l).fold(0.0, f64::max);
+    eased.min(DRIFT_SLACK)
 }
 
 /// Whether `outcome` is feasible (each job's time, each type's GPUs and consolidated slots, to a
