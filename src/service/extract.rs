@@ -4,8 +4,9 @@
 use super::error::ApiError;
 use super::state::SharedState;
 use crate::contract::json;
+use crate::error::{ArbiterError, ErrorCode};
 use axum::body::Bytes;
-use axum::extract::{FromRequest, FromRequestParts, Path, Query, Request};
+use axum::extract::{FromRequest, FromRequestParts, Path, Request};
 use axum::http::header::CONTENT_LENGTH;
 use axum::http::request::Parts;
 use serde::de::DeserializeOwned;
@@ -69,11 +70,17 @@ pub struct QueryParams<T>(pub T);
 impl<S: Send + Sync, T: DeserializeOwned + Send> FromRequestParts<S> for QueryParams<T> {
     type Rejection = ApiError;
 
-    async fn from_request_parts(parts: &mut Parts, state: &S) -> Result<QueryParams<T>, ApiError> {
-        let Query(value) = Query::<T>::from_request_parts(parts, state)
-            .await
-            .map_err(|e| ApiError::malformed(format!("bad query string: {}", e.body_text())))?;
-        Ok(QueryParams(value))
+    /// Parsed as axum's `Query` parses it, with the parameter that failed as the error's field.
+    async fn from_request_parts(parts: &mut Parts, _: &S) -> Result<QueryParams<T>, ApiError> {
+        let query = parts.uri.query().unwrap_or_default();
+        let parameters = serde_urlencoded::Deserializer::new(form_urlencoded::parse(query.as_bytes()));
+        serde_path_to_error::deserialize(parameters).map(QueryParams).map_err(|e| {
+            let message = format!("bad query string: {}", e.inner());
+            match e.path().to_string().as_str() {
+                "." => ApiError::malformed(message),
+                field => ApiError::Arbiter(ArbiterError::at(ErrorCode::MalformedRequest, field, message)),
+            }
+        })
     }
 }
 
