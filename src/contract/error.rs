@@ -122,6 +122,16 @@ impl ArbiterError {
         self
     }
 
+    /// The same error named inside `root` where it was named as a field of it (`root.x` becomes
+    /// `x`): a field of the library's call named as in a request body that is that value.
+    pub fn field_within(mut self, root: &str) -> Self {
+        let inside = self.field.as_deref().and_then(|f| f.strip_prefix(root)).and_then(|rest| rest.strip_prefix('.'));
+        if let Some(rest) = inside {
+            self.field = Some(rest.to_string());
+        }
+        self
+    }
+
     /// The wire form: `{"error": {...}}`.
     pub fn to_json(&self) -> serde_json::Value {
         serde_json::json!({ "error": self })
@@ -165,6 +175,18 @@ mod tests {
         // Another field that only starts with the same letters is left alone.
         assert_eq!(renamed("throughputs_total").as_deref(), Some("throughputs_total"));
         assert_eq!(renamed("jobs[0].throughputs").as_deref(), Some("jobs[0].throughputs"));
+    }
+
+    #[test]
+    fn a_field_within_the_body_loses_the_name_of_the_body() {
+        let named = |field: &str| ArbiterError::at(ErrorCode::MalformedRequest, field, "bad");
+        let within = |field: &str| named(field).field_within("job").field;
+        assert_eq!(within("job.memory_gb").as_deref(), Some("memory_gb"));
+        assert_eq!(within("job.throughput.v100").as_deref(), Some("throughput.v100"));
+        // The body itself, another root and a name that only starts the same stay as they were.
+        assert_eq!(within("job").as_deref(), Some("job"));
+        assert_eq!(within("jobs[0].id").as_deref(), Some("jobs[0].id"));
+        assert_eq!(within("jobs.id").as_deref(), Some("jobs.id"));
     }
 
     #[test]

@@ -209,7 +209,8 @@ pub(crate) fn apply(cluster: &mut Cluster, event: &Event) -> ApiResult<Pass> {
         Event::Submit(job) => {
             let mut pass =
                 cluster.advance_to(job.at.unwrap_or(cluster.now())).map_err(|e| e.field_renamed("time", "at"))?;
-            cluster.submit(job.spec())?;
+            // The body is the job: its fields are named as the body names them.
+            cluster.submit(job.spec()).map_err(|e| e.field_within("job"))?;
             pass.extend(cluster.schedule());
             // Grace periods of 0 s end now: their victims leave and the TE job starts in this pass.
             pass.extend(cluster.advance_to(cluster.now())?);

@@ -201,7 +201,7 @@ impl Replayed for OasisSession {
         if self.ids.contains(&spec.id) {
             return Err(ArbiterError::at(
                 ErrorCode::DuplicateJobId,
-                "job.id",
+                "id",
                 format!("job {:?} was already submitted", spec.id),
             )
             .into());
@@ -209,12 +209,13 @@ impl Replayed for OasisSession {
         if spec.arrival_slot < self.slot {
             return Err(ArbiterError::at(
                 ErrorCode::InvalidNumber,
-                "job.arrival_slot",
+                "arrival_slot",
                 format!("jobs arrive in slot order: this session is at slot {}", self.slot),
             )
             .into());
         }
-        let job = self.oasis.job(spec.clone(), "job")?;
+        // The body is the job: its fields are named as the body names them.
+        let job = self.oasis.job(spec.clone(), "job").map_err(|e| e.field_within("job"))?;
         let decision = self.oasis.evaluate(&job);
         let answer = explain(&self.oasis, &job, &decision);
         if let (true, Some(schedule)) = (decision.admitted, &decision.schedule) {

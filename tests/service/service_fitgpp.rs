@@ -56,7 +56,7 @@ fn a_te_job_preempts_with_a_grace_deadline_and_starts_when_it_ends() {
 
     // Bad input: a duplicate id, a time in the past, an unknown kind, an unknown session.
     let path = format!("/v1/fitgpp/sessions/{id}/jobs");
-    assert_error(&post(&mut client, &path, te), 400, "duplicate_job_id", Some("job.id"));
+    assert_error(&post(&mut client, &path, te), 400, "duplicate_job_id", Some("id"));
     let past =
         json!({"id": "late", "kind": "be", "cpus": 1, "memory_gb": 1, "gpus": 0, "duration_seconds": 5, "at": 1});
     assert_error(&post(&mut client, &path, past), 400, "invalid_number", Some("at"));
@@ -65,18 +65,18 @@ fn a_te_job_preempts_with_a_grace_deadline_and_starts_when_it_ends() {
         json!({"id": "far", "kind": "be", "cpus": 1, "memory_gb": 1, "gpus": 0, "duration_seconds": 10, "at": 1e99});
     assert_error(&post(&mut client, &path, far), 400, "invalid_number", Some("at"));
     let nothing = json!({"id": "nothing", "kind": "be", "cpus": 0, "memory_gb": 0, "gpus": 0, "duration_seconds": 10});
-    assert_error(&post(&mut client, &path, nothing), 400, "invalid_number", Some("job.demand"));
+    assert_error(&post(&mut client, &path, nothing), 400, "invalid_number", Some("demand"));
     let kind = json!({"id": "x", "kind": "urgent", "cpus": 1, "memory_gb": 1, "gpus": 0, "duration_seconds": 5});
     assert_error(&post(&mut client, &path, kind), 400, "malformed_request", Some("kind"));
     let big = json!({"id": "big", "kind": "be", "cpus": 9, "memory_gb": 1, "gpus": 0, "duration_seconds": 5});
-    assert_error(&post(&mut client, &path, big), 400, "job_cannot_run", Some("job.cpus"));
+    assert_error(&post(&mut client, &path, big), 400, "job_cannot_run", Some("cpus"));
     assert_error(&client.get("/v1/fitgpp/sessions/nope").unwrap(), 404, "unknown_session", None);
     let bad = json!({"nodes": [{"cpus": 8, "memory_gb": 64, "gpus": 2}], "preemption": "sjf"});
     assert_error(&post(&mut client, "/v1/fitgpp/sessions", bad), 400, "unknown_policy", Some("preemption"));
     // Numbers past the contract's range (1e-100 to 1e100 in magnitude): a run of 5e-324 s made
     // a slowdown of 1e300 and more; λ = 1e300 and a clock at 1e300 are refused the same way.
     let tiny = json!({"id": "tiny", "kind": "be", "cpus": 1, "memory_gb": 1, "gpus": 0, "duration_seconds": 5e-324});
-    assert_error(&post(&mut client, &path, tiny), 400, "invalid_number", Some("job.duration_seconds"));
+    assert_error(&post(&mut client, &path, tiny), 400, "invalid_number", Some("duration_seconds"));
     let lambda = json!({"nodes": [{"cpus": 8, "memory_gb": 64, "gpus": 2}], "lambda": 1e300});
     assert_error(&post(&mut client, "/v1/fitgpp/sessions", lambda), 400, "invalid_number", Some("lambda"));
     // A clock past the range, or back before now (10 s).

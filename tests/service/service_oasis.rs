@@ -98,18 +98,18 @@ fn three_jobs_are_decided_with_their_reasons_and_survive_a_restart() {
         &post(&mut client, &path, job("A", 1, json!({"kind": "constant", "value": 1}))),
         400,
         "duplicate_job_id",
-        Some("job.id"),
+        Some("id"),
     );
     assert_error(
         &post(&mut client, &path, job("D", 0, json!({"kind": "constant", "value": 1}))),
         400,
         "invalid_number",
-        Some("job.epochs"),
+        Some("epochs"),
     );
     // The field that makes a chunk longer than a slot is the one named.
     let mut slow = job("S", 1, json!({"kind": "constant", "value": 1}));
     slow["gradient_mb"] = json!(1e99);
-    let refused = assert_error(&post(&mut client, &path, slow), 400, "job_cannot_run", Some("job.gradient_mb"));
+    let refused = assert_error(&post(&mut client, &path, slow), 400, "job_cannot_run", Some("gradient_mb"));
     assert!(refused["error"]["message"].as_str().unwrap().contains("1.6e101 s"), "in scientific notation: {refused}");
     let none = json!({"cluster": cluster(), "expected_jobs": []});
     assert_error(&post(&mut client, "/v1/oasis/sessions", none), 400, "missing_field", Some("expected_jobs"));
@@ -150,7 +150,7 @@ fn three_jobs_are_decided_with_their_reasons_and_survive_a_restart() {
     let mut endless = job("endless", 5000, json!({"kind": "constant", "value": 1}));
     endless["chunks"] = json!(1000);
     let long_path = format!("/v1/oasis/sessions/{}/jobs", long["id"].as_str().unwrap());
-    let refused = assert_error(&post(&mut client, &long_path, endless), 422, "unsupported", Some("job.epochs"));
+    let refused = assert_error(&post(&mut client, &long_path, endless), 422, "unsupported", Some("epochs"));
     assert!(refused["error"]["message"].as_str().unwrap().contains("\"endless\""), "{refused}");
 
     // Estimated prices: from jobs like those expected, as `arbiter oasis` estimates them.
@@ -180,7 +180,7 @@ fn three_jobs_are_decided_with_their_reasons_and_survive_a_restart() {
         &post(&mut client, &path, job("G", 1, json!({"kind": "constant", "value": 8}))),
         400,
         "invalid_number",
-        Some("job.arrival_slot"),
+        Some("arrival_slot"),
     );
     assert_eq!(client.delete(&format!("/v1/oasis/sessions/{id}")).unwrap().status, 204);
     assert_error(&client.get(&format!("/v1/oasis/sessions/{id}")).unwrap(), 404, "unknown_session", None);
