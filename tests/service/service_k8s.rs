@@ -239,7 +239,18 @@ fn k8s_pods_and_nodes_that_do_not_map() {
         &c.post(&format!("{base}/prioritize"), &bytes(&bad)).unwrap(),
         400,
         "malformed_request",
-        Some("Pod.spec.containers[0].resources.nvidia.com/gpu"),
+        Some("Pod.spec.containers[0].resources.requests.nvidia.com/gpu"),
+    );
+    // A limit stands for a missing request, and a bad one is named where it is.
+    let mut bad = args(&other);
+    let resources = &mut bad["Pod"]["spec"]["containers"][0]["resources"];
+    resources["requests"].as_object_mut().unwrap().remove("nvidia.com/gpu");
+    resources["limits"] = json!({"nvidia.com/gpu": 1.5});
+    assert_error(
+        &c.post(&format!("{base}/prioritize"), &bytes(&bad)).unwrap(),
+        400,
+        "malformed_request",
+        Some("Pod.spec.containers[0].resources.limits.nvidia.com/gpu"),
     );
     let mut bad = args(&other);
     bad["Nodes"]["items"][2]["metadata"].as_object_mut().unwrap().remove("name");

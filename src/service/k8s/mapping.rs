@@ -98,9 +98,10 @@ impl Pod {
         // Each container's GPUs, a bad quantity named by its field.
         let gpus_of = |list: &[Container], kind: &str| -> ApiResult<Vec<u32>> {
             let one = |(i, c): (usize, &Container)| {
-                let resources = &c.resources;
-                let value = resources.requests.get(GPU_RESOURCE).or_else(|| resources.limits.get(GPU_RESOURCE));
-                value.map_or(Ok(0), |v| gpu_quantity(v, &format!("{field}.spec.{kind}[{i}].resources")))
+                let (requests, limits) = (&c.resources.requests, &c.resources.limits);
+                let value = (requests.get(GPU_RESOURCE).map(|v| (v, "requests")))
+                    .or_else(|| limits.get(GPU_RESOURCE).map(|v| (v, "limits")));
+                value.map_or(Ok(0), |(v, map)| gpu_quantity(v, &format!("{field}.spec.{kind}[{i}].resources.{map}")))
             };
             list.iter().enumerate().map(one).collect()
         };
