@@ -284,8 +284,9 @@ pub fn round_only_sweep_flags(args: &SweepArgs) -> Vec<(&'static str, bool)> {
     ]
 }
 
-/// Refuses the flags that shape an LP policy's allocation or Gavel's rounds when a list policy
-/// schedules: they would change nothing, yet the report would carry them as if they had.
+/// Refuses the flags that shape an LP policy's allocation or Gavel's rounds (or what throughputs
+/// the policy sees) when a list policy schedules: they would change nothing, yet the report
+/// would carry them as if they had.
 fn refuse_allocation_flags(args: &SimulateArgs) -> Result<()> {
     let given = [
         ("realizable", args.realizable.is_some()),
@@ -293,6 +294,7 @@ fn refuse_allocation_flags(args: &SimulateArgs) -> Result<()> {
         ("configurations", args.configurations),
         ("min-solve-seconds", args.min_solve_seconds != 0.0),
         ("work-conserving", !args.work_conserving),
+        ("profiled-types", args.profiled_types.is_some()),
     ];
     match given.iter().find(|(_, given)| *given) {
         Some((flag, _)) => Err(ArbiterError::at(

@@ -190,8 +190,9 @@ fn simulate_refuses_bad_input_with_the_error_object() {
 fn a_list_policy_refuses_what_only_shapes_an_lp_allocation() {
     let dir = scratch("list-flags");
     let (trace, table) = (write(&dir, "t.trace", TRACE), write(&dir, "t.json", TABLE));
-    let cases: [(&[&str], &str, &str); 6] = [
+    let cases: [(&[&str], &str, &str); 7] = [
         (&["--tie-break", "water_filling"], "unsupported", "tie_break"),
+        (&["--profiled-types", "1"], "unsupported", "profiled_types"),
         (&["--configurations"], "unsupported", "configurations"),
         (&["--realizable", "false"], "unsupported", "realizable"),
         (&["--work-conserving", "false"], "unsupported", "work_conserving"),
