@@ -52,32 +52,6 @@ fn by_job_fairness(jobs: &[JobState], list: &mut [JobIndex]) {
     });
 }
 
-impl Ltgf {
-    /// Every tenant's fair share now, in GPUs: `min(Demand_t, Q_t)` over the jobs present (Eq. 8),
-    /// or its quota `Q_t` alone (Eq. 16), with `M` the healthy GPUs.
-    fn fair_rates(&self, active: &[JobIndex], jobs: &[JobState], context: &Context) -> Vec<f64> {
-        let gpus = context.cluster.healthy_gpus() as f64;
-        let total_weight: f64 = context.tenants.iter().map(|t| t.weight).sum();
-        let mut demand = vec![0.0; context.tenants.len()];
-        for &j in active {
-            demand[jobs[j].tenant] += jobs[j].scale_factor as f64;
-        }
-        context
-            .tenants
-            .iter()
-            .zip(demand)
-            .map(|(tenant, demand)| {
-                let quota = if total_weight > 0.0 { gpus * tenant.weight / total_weight } else { 0.0 };
-                if self.quota {
-                    quota
-                } else {
-                    demand.min(quota)
-                }
-            })
-            .collect()
-    }
-}
-
 impl Scheduling for Ltgf {
     fn name(&self) -> String {
         if self.quota {
@@ -102,13 +76,12 @@ impl Scheduling for Ltgf {
         // Phase 1 ranks tenants by their ρ at the end of the lease about to be granted: what they
         // were allocated plus the leases held or granted, against what they were owed plus their
         // fair share over the term (`formulations/ltgf.md`, "The projection").
-        let rates = self.fair_rates(active, jobs, context);
         let mut allocated: Vec<f64> = context.tenants.iter().map(|t| t.allocated).collect();
-        let fair: Vec<f64> = context
-            .tenants
-            .iter()
-            .zip(&rates)
-            .map(|(t, rate)| if self.quota { t.quota_share } else { t.fair_share } + rate * term)
+        let fair: Vec<f64> = (context.tenants.iter().zip(context.shares))
+            .map(|(t, share)| match self.quota {
+                true => t.quota_share + share.quota * term,
+                false => t.fair_share + share.fair * term,
+            })
             .collect();
         let rho = |t: usize, allocated: &[f64]| super::state::fairness_ratio(allocated[t], fair[t]);
 

@@ -365,9 +365,15 @@ impl Pipeline {
         for &j in &self.active {
             pinned[j] = self.jobs[j].is_running() && !self.preemption.preemptible(&self.jobs[j], now);
         }
+        let mut demand = vec![0.0; self.tenants.len()];
+        for &j in self.active.iter().chain(&self.waiting) {
+            demand[self.jobs[j].tenant] += self.jobs[j].scale_factor as f64;
+        }
+        let shares = state::tenant_shares(&self.tenants, self.cluster.healthy_gpus() as f64, &demand);
         let context = policies::Context {
             cluster: &self.cluster,
             tenants: &self.tenants,
+            shares: &shares,
             pinned: &pinned,
             // Without a term a lease lasts a round: the last one's length (before any, a second,
             // which still counts a first lease against its holder).

@@ -5,7 +5,7 @@
 //!
 //! Ties always break by arrival, then by submission order, so every order is deterministic.
 
-use super::state::{ClusterState, JobIndex, JobState, Tenant};
+use super::state::{ClusterState, JobIndex, JobState, Tenant, TenantShare};
 use std::fmt::Debug;
 
 /// Orders the admitted jobs.
@@ -25,6 +25,8 @@ pub trait Scheduling: Debug + Send + Sync + dyn_clone::DynClone {
 pub struct Context<'a> {
     pub cluster: &'a ClusterState,
     pub tenants: &'a [Tenant],
+    /// By tenant: its shares of the healthy GPUs now, with the jobs present (admitted or waiting).
+    pub shares: &'a [TenantShare],
     /// By job index: running jobs the preemption stage keeps this round whatever the list says.
     pub pinned: &'a [bool],
     /// Seconds of the lease a job granted now holds (a term, or one round).

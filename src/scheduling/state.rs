@@ -206,29 +206,47 @@ pub struct Presence {
     pub seconds: f64,
 }
 
+/// A tenant's shares of the cluster at one moment, in GPUs: its quota `Q_t = M · W_t / Σ W` and
+/// its fair share `min(Demand_t, Q_t)` (Astraea's Eq. 8).
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
+pub struct TenantShare {
+    pub fair: f64,
+    pub quota: f64,
+}
+
+/// Every tenant's shares of `gpus` healthy GPUs when it demands `demand[t]` GPUs.
+pub fn tenant_shares(tenants: &[Tenant], gpus: f64, demand: &[f64]) -> Vec<TenantShare> {
+    let total_weight: f64 = tenants.iter().map(|t| t.weight).sum();
+    tenants
+        .iter()
+        .zip(demand)
+        .map(|(tenant, &demand)| {
+            let quota = gpus * tenant.weight / total_weight;
+            TenantShare { fair: demand.min(quota), quota }
+        })
+        .collect()
+}
+
 /// Astraea's fair shares over one round of `seconds` on `gpus` healthy GPUs: every tenant's
-/// quota `M · W_t / Σ W` and fair share `min(Demand_t, Quota_t)` (its demand averaged over the
-/// round) are added to its integrals; returns, per present job, the fair GPU-seconds it is owed,
+/// quota and fair share (`tenant_shares`, its demand averaged over the round) are added to its
+/// integrals; returns, per present job, the fair GPU-seconds it is owed,
 /// `min(Demand_m, F_t · w_m / Σ w) · present seconds`. See `formulations/ltgf.md`.
 pub fn account_fair_shares(tenants: &mut [Tenant], gpus: f64, seconds: f64, present: &[Presence]) -> Vec<f64> {
     if seconds <= 0.0 {
         return vec![0.0; present.len()];
     }
-    let total_weight: f64 = tenants.iter().map(|t| t.weight).sum();
     let (mut demand, mut weight) = (vec![0.0; tenants.len()], vec![0.0; tenants.len()]);
     for p in present {
         let part = p.seconds / seconds;
         demand[p.tenant] += p.demand * part;
         weight[p.tenant] += p.weight * part;
     }
-    let mut share = vec![0.0; tenants.len()];
-    for (t, tenant) in tenants.iter_mut().enumerate() {
-        let quota = gpus * tenant.weight / total_weight;
-        share[t] = demand[t].min(quota);
-        tenant.fair_share += share[t] * seconds;
-        tenant.quota_share += quota * seconds;
+    let shares = tenant_shares(tenants, gpus, &demand);
+    for (tenant, share) in tenants.iter_mut().zip(&shares) {
+        tenant.fair_share += share.fair * seconds;
+        tenant.quota_share += share.quota * seconds;
     }
-    present.iter().map(|p| p.demand.min(share[p.tenant] * p.weight / weight[p.tenant]) * p.seconds).collect()
+    present.iter().map(|p| p.demand.min(shares[p.tenant].fair * p.weight / weight[p.tenant]) * p.seconds).collect()
 }
 
 /// One GPU.
