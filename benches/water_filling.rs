@@ -10,7 +10,10 @@
 //! allocation is feasible and that the minimum level is max-min fairness's objective.
 //!
 //! Table mode reads `ARBITER_BENCH_SIZES` (e.g. `128,512`), `ARBITER_BENCH_CASES` (policy names
-//! as printed) and `ARBITER_BENCH_BUDGET` (seconds per case, default 2). Criterion skips a case
+//! as printed) and `ARBITER_BENCH_BUDGET` (seconds per case, default 2). Every mode reads
+//! `ARBITER_BENCH_ROWS`: `repeated` (the default: 26 model types, so jobs share rows) or
+//! `distinct` (every throughput times its own lognormal factor `exp(0.1·N(0,1))`, as when each
+//! job's throughputs are measured; `benches/distinct_rows.rs` draws them the same way). Criterion skips a case
 //! whose one solve takes over 5 s (hierarchical at 8192 jobs) unless `ARBITER_BENCH_LARGE=1`;
 //! `cargo test --benches` runs each case once up to 2048 jobs.
 
@@ -24,7 +27,7 @@ use std::time::{Duration, Instant};
 
 #[path = "support/workload.rs"]
 mod workload;
-use workload::{cluster, draw_job, model_types, throughput_map, Rng};
+use workload::{cluster, draw_job, model_types, normal, throughput_map, Rng};
 
 const SIZES: [usize; 4] = [128, 512, 2048, 8192];
 /// `cargo test --benches` runs every case once; the largest size is left to `cargo bench`.
@@ -78,18 +81,33 @@ impl Case {
     }
 }
 
+/// Whether every job's throughput row is its own (`ARBITER_BENCH_ROWS=distinct`).
+fn distinct_rows() -> bool {
+    match std::env::var("ARBITER_BENCH_ROWS").as_deref() {
+        Ok("distinct") => true,
+        Ok("repeated") | Err(_) => false,
+        Ok(other) => panic!("ARBITER_BENCH_ROWS: distinct or repeated, not {other:?}"),
+    }
+}
+
 /// `n` jobs on `n/4` GPUs of each type: model uniform, scale factor 1/2/4/8 with probability
-/// 70/10/15/5%, weight 5 for one job in five, a team uniform among the 5, arrival = index.
+/// 70/10/15/5%, weight 5 for one job in five, a team uniform among the 5, arrival = index; with
+/// distinct rows, each throughput perturbed (from a stream of its own: the same jobs either way).
 fn request(case: Case, n: usize) -> Request {
     let models = model_types();
     let mut rng = Rng(0x57A7_E4F1_1100 ^ (n as u64).wrapping_mul(0x9E37_79B9));
+    let mut noise = Rng(0x5EE_D0FA_015E ^ n as u64);
+    let distinct = distinct_rows();
     let jobs = (0..n)
         .map(|m| {
             let job = draw_job(&mut rng, &models);
             let team = TEAMS[rng.below(TEAMS.len())].0;
             JobSpec {
                 id: format!("j{m}"),
-                throughput: throughput_map(job.row, |t| t),
+                throughput: throughput_map(
+                    job.row,
+                    |t| if distinct { t * (0.1 * normal(&mut noise)).exp() } else { t },
+                ),
                 scale_factor: Some(job.scale_factor as f64),
                 weight: Some(job.weight),
                 arrival: Some(m as f64),
@@ -426,6 +444,10 @@ fn table() {
             rows.push(measure(case, n, budget));
         }
     }
+    println!(
+        "Rows: {}.\n",
+        if distinct_rows() { "distinct (each throughput perturbed)" } else { "repeated (26 model types)" }
+    );
     println!(
         "| policy | jobs | classes | iterations | LP solves | median solve | on CPU | runs | goal | met | Gavel (this machine) | speedup vs Gavel | ≥ 100× |"
     );
