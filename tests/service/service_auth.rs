@@ -550,6 +550,12 @@ fn the_audit_shows_each_event_with_its_token_id() {
     let job = br#"{"id": "x", "throughput": {"v100": 1.0}}"#;
     assert_eq!(alice.post(&format!("{base}/jobs"), job).unwrap().status, 201);
     assert_eq!(bob.post(&format!("{base}/workers/k80%2F1/fail"), b"").unwrap().status, 200);
+    // Failing it again, or one of its GPUs, changes nothing and records nothing.
+    for worker in ["k80%2F1", "k80%2F1%2F0"] {
+        let again = bob.post(&format!("{base}/workers/{worker}/fail"), b"").unwrap();
+        assert_eq!(again.status, 200, "{}", again.text());
+        assert_eq!(again.json()["worker_types"]["k80"]["healthy"], 4, "{}", again.text());
+    }
 
     assert!(alice.get(&base).unwrap().json().get("audit").is_none(), "no audit unless asked");
     let audit = alice.get(&format!("{base}?audit=10")).unwrap().json()["audit"].clone();

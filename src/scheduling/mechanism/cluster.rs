@@ -211,15 +211,25 @@ impl Cluster {
         Ok(worker)
     }
 
+    /// The GPUs of a worker from this cluster (`worker` or `check`).
+    fn gpus_of(&self, worker: Worker) -> Range<u32> {
+        match worker {
+            Worker::Gpu(g) => g.0..g.0 + 1,
+            Worker::Server(s) => self.servers[s.0 as usize].gpus.clone(),
+        }
+    }
+
+    /// Whether every GPU of the worker is already `healthy` (or failed): marking it so would
+    /// change nothing.
+    pub fn health_is(&self, worker: Worker, healthy: bool) -> bool {
+        self.gpus_of(worker).all(|g| self.healthy[g as usize] == healthy)
+    }
+
     /// Marks a GPU or every GPU of a server healthy or failed; returns whether anything changed.
     /// The worker must come from this cluster (`worker` or `check`).
     pub(super) fn set_health(&mut self, worker: Worker, healthy: bool) -> bool {
-        let gpus = match worker {
-            Worker::Gpu(g) => g.0..g.0 + 1,
-            Worker::Server(s) => self.servers[s.0 as usize].gpus.clone(),
-        };
         let mut changed = false;
-        for g in gpus {
+        for g in self.gpus_of(worker) {
             if self.healthy[g as usize] != healthy {
                 self.healthy[g as usize] = healthy;
                 let w = self.gpu_type(GpuId(g));

@@ -730,6 +730,13 @@ impl Session {
         self.set_health(worker, true)
     }
 
+    /// Whether the GPU or server `name` is already all `healthy` (or all failed), so that
+    /// `worker_returned` (`worker_failed`) would change nothing.
+    pub fn worker_health_is(&self, name: &str, healthy: bool) -> Result<bool> {
+        let worker = self.cluster.check(self.cluster.worker(name)?)?;
+        Ok(self.cluster.health_is(worker, healthy))
+    }
+
     /// `worker_failed` / `worker_returned` by index.
     pub fn set_health(&mut self, worker: Worker, healthy: bool) -> Result<()> {
         let worker = self.cluster.check(worker)?;

@@ -244,8 +244,20 @@ async fn worker_health(
     state: SharedState,
     caller: Principal,
     id: String,
-    event: Event,
+    worker: String,
+    healthy: bool,
 ) -> ApiResult<Json<ClusterView>> {
+    // A worker already in that state: nothing changes and nothing is recorded (a health checker
+    // that reports a failure every few seconds does not grow the session's events).
+    let entry = state.sessions.get(&id, &caller)?;
+    let session = entry.current();
+    if let Ok(true) = session.worker_health_is(&worker, healthy) {
+        return Ok(Json(views::session(&entry.id, entry.created_at, &entry.spec, &session)?.cluster));
+    }
+    let event = match healthy {
+        true => Event::WorkerReturned { worker },
+        false => Event::WorkerFailed { worker },
+    };
     let view = update(&state, &caller, &id, false, move |entry, session| {
         let (event, _) = apply_live(entry, session, event)?;
         Ok((event, views::session(&entry.id, entry.created_at, &entry.spec, session)?.cluster))
@@ -255,7 +267,8 @@ async fn worker_health(
 }
 
 /// A GPU (`v100/0/1`) or a whole server (`v100/0`) failed: it is not used until it returns.
-/// Write the `/` of the name as `%2F` in the path.
+/// Write the `/` of the name as `%2F` in the path. A worker already failed is answered as it
+/// stands, and nothing is recorded.
 #[utoipa::path(post, path = "/v1/sessions/{id}/workers/{worker}/fail", tag = "sessions",
     params(("id" = String, Path, description = "Session id"),
         ("worker" = String, Path, description = "`<type>/<server>` or `<type>/<server>/<gpu>`, `/` encoded as `%2F`")),
@@ -269,10 +282,10 @@ pub async fn worker_failed(
     Caller(caller): Caller,
     Params((id, worker)): Params<(String, String)>,
 ) -> ApiResult<Json<ClusterView>> {
-    worker_health(state, caller, id, Event::WorkerFailed { worker }).await
+    worker_health(state, caller, id, worker, false).await
 }
 
-/// A failed GPU or server is back.
+/// A failed GPU or server is back (one already healthy: answered as it stands, nothing recorded).
 #[utoipa::path(post, path = "/v1/sessions/{id}/workers/{worker}/return", tag = "sessions",
     params(("id" = String, Path, description = "Session id"),
         ("worker" = String, Path, description = "`<type>/<server>` or `<type>/<server>/<gpu>`, `/` encoded as `%2F`")),
@@ -286,7 +299,7 @@ pub async fn worker_returned(
     Caller(caller): Caller,
     Params((id, worker)): Params<(String, String)>,
 ) -> ApiResult<Json<ClusterView>> {
-    worker_health(state, caller, id, Event::WorkerReturned { worker }).await
+    worker_health(state, caller, id, worker, true).await
 }
 
 /// The current allocation (as installed; `stale` says the next round recomputes it).
