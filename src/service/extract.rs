@@ -75,10 +75,15 @@ impl<S: Send + Sync, T: DeserializeOwned + Send> FromRequestParts<S> for QueryPa
         let query = parts.uri.query().unwrap_or_default();
         let parameters = serde_urlencoded::Deserializer::new(form_urlencoded::parse(query.as_bytes()));
         serde_path_to_error::deserialize(parameters).map(QueryParams).map_err(|e| {
-            let message = format!("bad query string: {}", e.inner());
-            match e.path().to_string().as_str() {
-                "." => ApiError::malformed(message),
-                field => ApiError::Arbiter(ArbiterError::at(ErrorCode::MalformedRequest, field, message)),
+            let (path, inner) = (e.path().to_string(), e.inner().to_string());
+            let message = format!("bad query string: {inner}");
+            // A parameter given twice fails at the root, named in serde's message.
+            let twice = inner.strip_prefix("duplicate field `").and_then(|rest| rest.strip_suffix('`'));
+            match (path.as_str(), twice) {
+                (".", None) => ApiError::malformed(message),
+                (".", Some(field)) | (field, _) => {
+                    ApiError::Arbiter(ArbiterError::at(ErrorCode::MalformedRequest, field, message))
+                }
             }
         })
     }
