@@ -16,27 +16,29 @@ fn find<'a>(annotations: &'a Annotations<'_>, key: &str) -> Option<&'a str> {
 }
 
 /// The job `id` on `scale_factor` GPUs as the session's add-job body, with throughputs on the
-/// session's `worker_types`: from `arbiter.dev/throughputs`, then, for the types it leaves out,
-/// from the `arbiter.dev/model` job type's rows of `reference` at that scale factor. Types left
-/// out of both are left to the session (its estimator fills them when it has `estimate_missing`;
-/// otherwise the job cannot run there).
+/// session's `worker_types` (name, GPUs): from `arbiter.dev/throughputs`, then, for the types it
+/// leaves out, from the `arbiter.dev/model` job type's rows of `reference` at that scale factor.
+/// Types left out of both are left to the session (its estimator fills them when it has
+/// `estimate_missing`; otherwise the job cannot run there). A job that asks for more GPUs than any
+/// type it may run on has is refused: the session would keep it, and no round could place it.
 pub fn job_spec(
     id: &str,
     scale_factor: u32,
     annotations: &Annotations<'_>,
-    worker_types: &[String],
+    worker_types: &[(String, u32)],
     reference: Option<&ThroughputTable>,
 ) -> Result<JobSpec, String> {
+    let names: Vec<&str> = worker_types.iter().map(|(name, _)| name.as_str()).collect();
     let mut throughput: BTreeMap<String, Option<f64>> = BTreeMap::new();
     if let Some(text) = find(annotations, THROUGHPUTS) {
         let given: BTreeMap<String, serde_json::Value> = serde_json::from_str(text).map_err(|e| {
             format!("annotation {THROUGHPUTS} is not a JSON object of worker type → steps/s ({e}): {text:?}")
         })?;
         for (w, value) in given {
-            if !worker_types.contains(&w) {
+            if !names.contains(&w.as_str()) {
                 return Err(format!(
                     "annotation {THROUGHPUTS}: worker type {w:?} is not in the session's cluster (it has: {})",
-                    worker_types.join(", ")
+                    names.join(", ")
                 ));
             }
             match value.as_f64() {
@@ -50,10 +52,10 @@ pub fn job_spec(
             format!("annotation {MODEL} names {model:?}, but no reference throughput file was given (--reference-throughputs)")
         })?;
         let mut found = false;
-        for w in worker_types {
+        for &w in &names {
             if let Some(x) = table.solo(w, model, scale_factor) {
                 found = true;
-                throughput.entry(w.clone()).or_insert(Some(x));
+                throughput.entry(w.to_string()).or_insert(Some(x));
             }
         }
         if !found {
@@ -65,6 +67,18 @@ pub fn job_spec(
     }
     if throughput.is_empty() {
         return Err(format!("no throughputs: annotate it with {THROUGHPUTS} (JSON: worker type → steps/s) or {MODEL}"));
+    }
+    // The types it may run on: all but those given a throughput of 0 (none: the session refuses
+    // a job that runs nowhere, in its own words).
+    let most = (worker_types.iter())
+        .filter(|(name, _)| throughput.get(name).is_none_or(|t| t.is_none_or(|x| x > 0.0)))
+        .map(|&(_, gpus)| gpus)
+        .max();
+    if let Some(most) = most.filter(|&most| scale_factor > most) {
+        return Err(format!(
+            "it needs {scale_factor} GPUs at once, and the worker types it may run on have at most {most}: \
+             no round could place it"
+        ));
     }
     let weight = match find(annotations, WEIGHT) {
         None => None,

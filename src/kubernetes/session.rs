@@ -56,8 +56,9 @@ impl SessionSnapshot {
         self.jobs.iter().map(|j| (j.id.as_str(), j)).collect()
     }
 
-    pub fn worker_types(&self) -> Vec<String> {
-        self.cluster.worker_types.keys().cloned().collect()
+    /// Every worker type with its GPUs (healthy or not), in the session's order.
+    pub fn worker_types(&self) -> Vec<(String, u32)> {
+        self.cluster.worker_types.iter().map(|(name, t)| (name.clone(), t.count)).collect()
     }
 
     /// Whether the last round decided about `job`: it arrived before that round ended (a job

@@ -95,6 +95,15 @@ fn a_workload_asking_no_gpu_or_a_fraction_of_one_is_rejected() {
 }
 
 #[test]
+fn a_workload_asking_more_gpus_than_any_type_has_is_rejected() {
+    // Each type of the session has 4 GPUs: 16 at once could never be placed.
+    let mut w = resnet();
+    w["spec"]["podSets"][0]["template"]["spec"]["containers"][0]["resources"]["requests"]["nvidia.com/gpu"] =
+        json!("16");
+    assert_rejected(&Pass::new().run(&[w]), "needs 16 GPUs at once, and the worker types it may run on have at most 4");
+}
+
+#[test]
 fn a_model_resolves_through_the_reference_file_and_fails_clearly_without_it() {
     let mut w = resnet();
     let annotations = &mut w["spec"]["podSets"][0]["template"]["metadata"]["annotations"];

@@ -100,11 +100,16 @@ fn pods_add_their_job_and_remove_it_when_done() {
     assert_eq!(plan.add[0].scale_factor, Some(4.0), "2 pods × 2 GPUs");
     assert_eq!(plan.known, BTreeSet::from(["bert".to_string()]));
 
-    // A gang of 4 pods announced by its first: 4 × 2 GPUs, as the scheduler extender counts it.
+    // A gang of 2 pods announced by its first: 2 × 2 GPUs, as the scheduler extender counts it.
     let mut gang = pod("gpt-0", "gpt", 2, "Pending", thr);
+    gang["metadata"]["annotations"]["arbiter.dev/pods"] = json!("2");
+    let plan = run(&[], &[gang.clone()], &snapshot(1, &[]), &BTreeSet::new());
+    assert_eq!(plan.add[0].scale_factor, Some(4.0));
+    // Of 4 pods: 8 GPUs at once, and each type has 4. No round could place it: not added.
     gang["metadata"]["annotations"]["arbiter.dev/pods"] = json!("4");
     let plan = run(&[], &[gang.clone()], &snapshot(1, &[]), &BTreeSet::new());
-    assert_eq!(plan.add[0].scale_factor, Some(8.0));
+    assert!(plan.add.is_empty());
+    assert!(plan.problems[0].contains("needs 8 GPUs at once, and the worker types it may run on have at most 4"));
     gang["metadata"]["annotations"]["arbiter.dev/pods"] = json!("0");
     let plan = run(&[], &[gang], &snapshot(1, &[]), &BTreeSet::new());
     assert!(plan.add.is_empty());

@@ -364,6 +364,11 @@ fn k8s_a_pod_annotated_with_throughputs_adds_its_job() {
     broken["metadata"]["annotations"]["arbiter.dev/pods"] = json!("0");
     let filtered = ok(&mut c, &format!("{base}/filter"), &args(&broken));
     assert!(filtered["Error"].as_str().unwrap().contains("arbiter.dev/pods must be a whole number"), "{filtered}");
+    // More GPUs at once than any type has (8 each): no round could place it.
+    broken["metadata"]["annotations"]["arbiter.dev/pods"] = json!("3");
+    let filtered = ok(&mut c, &format!("{base}/filter"), &args(&broken));
+    let error = filtered["Error"].as_str().unwrap();
+    assert!(error.contains("needs 12 GPUs at once, and the worker types it may run on have at most 8"), "{filtered}");
     assert_eq!(get(&mut c, &format!("/v1/sessions/{id}"))["jobs"].as_array().unwrap().len(), 1);
 }
 

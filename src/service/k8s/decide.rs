@@ -213,7 +213,9 @@ fn job_from_annotations(ctx: &Context, pod: &Pod, job: &str) -> Option<Result<St
             ));
         }
         let cluster = ctx.session.cluster();
-        let types: Vec<String> = (0..cluster.num_types()).map(|w| cluster.type_name(w).to_string()).collect();
+        let types: Vec<(String, u32)> = (0..cluster.num_types())
+            .map(|w| (cluster.type_name(w).to_string(), cluster.gpus_of_type(w).count() as u32))
+            .collect();
         let spec = jobs::job_spec(job, pod.gpus.saturating_mul(pods), &[&pod.annotations], &types, ctx.reference)
             .map_err(|e| format!("arbiter: pod {who}: {e}"))?;
         serde_json::to_string(&spec).map_err(|e| format!("arbiter: pod {who}: {e}"))
