@@ -64,6 +64,7 @@ enum Command {
     ///
     /// Every flag has an environment fallback (shown as [env: ...]). Starts with a demo session
     /// (`demo`) and prints the URLs to try; SIGTERM or Ctrl-C lets in-flight requests finish.
+    #[command(allow_negative_numbers = true)]
     Serve(crate::service::Config),
     /// Manage the bearer tokens of `arbiter serve --tokens FILE`: create (the token is printed
     /// once; the file keeps its SHA-256 digest), list, revoke, and tenants' quota overrides.
@@ -93,6 +94,7 @@ enum Command {
     /// OASiS's online admission on a JSON workload (a cluster of worker and parameter-server
     /// servers over slots, jobs of epochs and chunks with utilities): each job's decision with the
     /// payoff, utility and priced cost that made it, and the schedule of each admitted job.
+    #[command(allow_negative_numbers = true)]
     Oasis(crate::simulator::oasis::cli::OasisArgs),
     /// Estimate a job's throughputs on the types (and beside the reference jobs) it was not
     /// measured on, by matrix completion against a reference file; or, with --evaluate, measure
@@ -105,6 +107,7 @@ enum Command {
     ///
     /// Talks to `arbiter serve` (--arbiter) and to the Kubernetes API (in-cluster, or
     /// --api-server); docs/integration.md. API errors are logged and retried at the next tick.
+    #[command(allow_negative_numbers = true)]
     #[cfg(feature = "kubernetes")]
     Kueue(crate::kubernetes::cli::KueueArgs),
     /// Turn Nodes and Pods into session events: a node labelled `arbiter.dev/worker-type` and
@@ -114,6 +117,7 @@ enum Command {
     /// bindings of gone pods forgotten; with --run-rounds it also runs the session's rounds.
     ///
     /// API errors are logged and retried at the next tick; docs/integration.md.
+    #[command(allow_negative_numbers = true)]
     #[cfg(feature = "kubernetes")]
     K8sSync(crate::kubernetes::cli::SyncArgs),
     /// Print the service's OpenAPI 3.1 document (the one `GET /openapi.json` serves).

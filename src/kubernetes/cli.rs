@@ -179,6 +179,13 @@ pub fn run_kueue(args: &KueueArgs) -> Result<String, String> {
     if !matches!(args.kueue_version.as_str(), "v1beta1" | "v1beta2") {
         return Err(format!("--kueue-version {:?}: expected v1beta2 or v1beta1", args.kueue_version));
     }
+    // JSON has no NaN or infinity: serialized, they would become null and the server's default.
+    if !args.round_seconds.is_finite() {
+        return Err(format!("--round-seconds {} is not a number of seconds", args.round_seconds));
+    }
+    if args.controller_name.trim().is_empty() {
+        return Err("--controller-name is empty: it must be the AdmissionChecks' spec.controllerName".into());
+    }
     let tick = tick(args.connection.tick_seconds)?;
     let clients = connect(&args.connection)?;
     let session = session(args, &clients)?;

@@ -266,6 +266,9 @@ fn the_commands_run_one_step_with_once_and_refuse_bad_flags() {
         (vec!["kueue", "--once", "--api-server", "k8s:6443"], "not an http:// or https:// URL"),
         (vec!["kueue", "--once", "--kueue-version", "v2"], "expected v1beta2 or v1beta1"),
         (vec!["kueue", "--once", "--tick-seconds", "0"], "--tick-seconds 0 is not a positive number"),
+        (vec!["kueue", "--once", "--tick-seconds", "-1"], "--tick-seconds -1 is not a positive number"),
+        (vec!["kueue", "--once", "--round-seconds", "NaN"], "--round-seconds NaN is not a number of seconds"),
+        (vec!["kueue", "--once", "--controller-name", " "], "--controller-name is empty"),
         (
             vec![
                 "k8s-sync",

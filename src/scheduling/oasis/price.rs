@@ -205,8 +205,14 @@ impl PriceParameters {
     /// The same with every `U` times `u` and both `L` times `l` (`η` kept): estimates off by
     /// those factors.
     pub fn scaled(&self, u: f64, l: f64) -> Result<PriceParameters> {
-        if !(u.is_finite() && u > 0.0 && l.is_finite() && l > 0.0) {
-            return Err(ArbiterError::new(ErrorCode::InvalidNumber, "price scale factors must be finite and > 0"));
+        for (name, factor) in [("u", u), ("l", l)] {
+            if !(factor.is_finite() && factor > 0.0) {
+                return Err(ArbiterError::at(
+                    ErrorCode::InvalidNumber,
+                    name,
+                    format!("the price scale factor {name} must be finite and > 0, got {factor}"),
+                ));
+            }
         }
         let scale = |f: PriceFunction| PriceFunction {
             lower: f.lower.map(|x| x * l),
@@ -264,7 +270,7 @@ mod tests {
             demanded_by_ps: [true; RESOURCE_TYPES],
         };
         assert!(p.scaled(0.5, 2.0).is_ok());
-        for (u, l, field) in [(1e308, 1.0, "u"), (1.0, 1e-320, "l"), (0.0, 1.0, "")] {
+        for (u, l, field) in [(1e308, 1.0, "u"), (1.0, 1e-320, "l"), (0.0, 1.0, "u"), (1.0, f64::NAN, "l")] {
             let e = p.scaled(u, l).unwrap_err();
             assert_eq!(e.code, ErrorCode::InvalidNumber);
             if !field.is_empty() {
