@@ -272,6 +272,11 @@ fn k8s_pods_and_nodes_that_do_not_map() {
     );
     let nameless = json!({"PodName": "", "PodNamespace": "ml", "PodUID": "u", "Node": "gpu-v100-a"});
     assert_error(&c.post(&format!("{base}/bind"), &bytes(&nameless)).unwrap(), 400, "missing_field", Some("PodName"));
+    for field in ["PodNamespace", "PodUID"] {
+        let mut unnamed = json!({"PodName": "p", "PodNamespace": "ml", "PodUID": "u", "Node": "gpu-v100-a"});
+        unnamed[field] = json!("");
+        assert_error(&c.post(&format!("{base}/bind"), &bytes(&unnamed)).unwrap(), 400, "missing_field", Some(field));
+    }
     let typed = json!({"PodName": 3, "PodNamespace": "ml", "PodUID": "u", "Node": "gpu-v100-a"});
     assert_error(&c.post(&format!("{base}/bind"), &bytes(&typed)).unwrap(), 400, "malformed_request", Some("PodName"));
 

@@ -131,7 +131,7 @@ pub async fn prioritize(
     request_body(content = ExtenderBindingArgs, description = "kube-scheduler's ExtenderBindingArgs"),
     responses(
         (status = 200, description = "Empty `Error`: bound and recorded (a pod that is not Arbiter's: bound, not recorded); otherwise why not", body = ExtenderBindingResult),
-        (status = 400, description = "Not ExtenderBindingArgs, or no PodName or Node", body = ErrorResponse),
+        (status = 400, description = "Not ExtenderBindingArgs, or no PodName, PodNamespace, PodUID or Node", body = ErrorResponse),
         (status = 404, description = "Unknown session", body = ErrorResponse),
     ))]
 pub async fn bind(
@@ -141,7 +141,10 @@ pub async fn bind(
     body: Body,
 ) -> ApiResult<Json<ExtenderBindingResult>> {
     let args: ExtenderBindingArgs = parse_object(body.text()?)?;
-    for (field, value) in [("PodName", &args.pod_name), ("Node", &args.node)] {
+    // kube-scheduler sends all four; a binding recorded without its namespace or UID could not be
+    // matched to its pod again.
+    let named = [("PodName", &args.pod_name), ("PodNamespace", &args.pod_namespace), ("PodUID", &args.pod_uid)];
+    for (field, value) in named.into_iter().chain([("Node", &args.node)]) {
         if value.is_empty() {
             return Err(ArbiterError::at(ErrorCode::MissingField, field, format!("a binding names its {field}")).into());
         }
