@@ -374,6 +374,9 @@ fn k8s_a_pod_annotated_with_throughputs_adds_its_job() {
     let filtered = ok(&mut c, &format!("{base}/filter"), &args(&broken));
     let error = filtered["Error"].as_str().unwrap();
     assert!(error.contains("needs 12 GPUs at once, and the worker types it may run on have at most 8"), "{filtered}");
+    broken["metadata"]["annotations"]["arbiter.dev/pods"] = json!("1073741824");
+    let filtered = ok(&mut c, &format!("{base}/filter"), &args(&broken));
+    assert!(filtered["Error"].as_str().unwrap().contains("are 4294967296 GPUs at once"), "{filtered}");
     assert_eq!(get(&mut c, &format!("/v1/sessions/{id}"))["jobs"].as_array().unwrap().len(), 1);
 }
 

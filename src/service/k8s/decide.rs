@@ -216,7 +216,14 @@ fn job_from_annotations(ctx: &Context, pod: &Pod, job: &str) -> Option<Result<St
         let types: Vec<(String, u32)> = (0..cluster.num_types())
             .map(|w| (cluster.type_name(w).to_string(), cluster.gpus_of_type(w).count() as u32))
             .collect();
-        let spec = jobs::job_spec(job, pod.gpus.saturating_mul(pods), &[&pod.annotations], &types, ctx.reference)
+        let gpus = u64::from(pod.gpus) * u64::from(pods);
+        let scale_factor = u32::try_from(gpus).map_err(|_| {
+            format!(
+                "arbiter: pod {who}: {pods} pods of {} GPUs are {gpus} GPUs at once, more than any cluster has",
+                pod.gpus
+            )
+        })?;
+        let spec = jobs::job_spec(job, scale_factor, &[&pod.annotations], &types, ctx.reference)
             .map_err(|e| format!("arbiter: pod {who}: {e}"))?;
         serde_json::to_string(&spec).map_err(|e| format!("arbiter: pod {who}: {e}"))
     };
