@@ -37,6 +37,13 @@ fn tls_with_ca(ca_file: &Path) -> Result<ureq::tls::TlsConfig, String> {
     Ok(ureq::tls::TlsConfig::builder().root_certs(roots).build())
 }
 
+/// A collection's objects of the expected shape, and why each other one was skipped.
+#[derive(Debug, Clone)]
+pub struct Listed<T> {
+    pub items: Vec<T>,
+    pub malformed: Vec<String>,
+}
+
 impl Client {
     /// A client of the API server at `base` (`https://10.0.0.1:443`, `http://127.0.0.1:8001`
     /// for `kubectl proxy`), with a bearer token read from `token_file` and, for https, the
@@ -87,16 +94,32 @@ impl Client {
     }
 
     /// Every object at a collection path (`/api/v1/nodes`,
-    /// `/apis/kueue.x-k8s.io/v1beta2/workloads`).
-    pub fn list<T: DeserializeOwned>(&self, path: &str) -> Result<Vec<T>, CallError> {
+    /// `/apis/kueue.x-k8s.io/v1beta2/workloads`): those of the expected shape, and a line for each
+    /// other one, which is skipped (one malformed object does not stop a controller's step).
+    pub fn list<T: DeserializeOwned>(&self, path: &str) -> Result<Listed<T>, CallError> {
         let value = self.call("GET", path, None)?;
-        let list: List<T> = serde_json::from_value(value).map_err(|e| CallError {
+        let list: List<Value> = serde_json::from_value(value).map_err(|e| CallError {
             method: "GET",
             url: format!("{}{path}", self.base),
             status: Some(200),
             message: format!("the list does not have the expected shape: {e}"),
         })?;
-        Ok(list.items)
+        let mut listed = Listed { items: Vec::with_capacity(list.items.len()), malformed: Vec::new() };
+        for (i, item) in list.items.iter().enumerate() {
+            match serde_path_to_error::deserialize::<_, T>(item) {
+                Ok(object) => listed.items.push(object),
+                Err(e) => {
+                    let meta = &item["metadata"];
+                    let name = match (meta["namespace"].as_str(), meta["name"].as_str()) {
+                        (Some(ns), Some(name)) => format!("{ns}/{name}"),
+                        (None, Some(name)) => name.to_string(),
+                        _ => format!("item {i}"),
+                    };
+                    listed.malformed.push(format!("GET {path}: {name} skipped: {}: {}", e.path(), e.inner()));
+                }
+            }
+        }
+        Ok(listed)
     }
 
     /// Server-side apply of an object's status subresource (`<object path>/status`) as field

@@ -161,8 +161,12 @@ fn session(args: &KueueArgs, clients: &Clients) -> Result<String, String> {
         }
         None => {
             let path = format!("/apis/{GROUP}/{}/resourceflavors", args.kueue_version);
-            let listed: Vec<ResourceFlavor> = clients.kube.list(&path).map_err(|e| e.to_string())?;
-            flavors::cluster(&flavors::type_flavors(&listed)?)?
+            let listed = clients.kube.list::<ResourceFlavor>(&path).map_err(|e| e.to_string())?;
+            // The cluster comes from every flavor: one that cannot be read leaves it unknown.
+            if let Some(why) = listed.malformed.first() {
+                return Err(format!("cannot read the ResourceFlavors for the session's cluster: {why}"));
+            }
+            flavors::cluster(&flavors::type_flavors(&listed.items)?)?
         }
     };
     let mut body = json!({"policy": args.policy, "cluster": cluster, "round_seconds": args.round_seconds});

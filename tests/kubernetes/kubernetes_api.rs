@@ -19,8 +19,9 @@ fn lists_and_applies_a_status_with_the_apply_content_type_and_field_manager() {
     fake.set(&format!("{KUEUE}/admissionchecks"), vec![crate::fixtures::load("admissioncheck.json")]);
     let client = Client::new(&fake.url(), Some(&dir.path("token")), None).unwrap();
 
-    let nodes: Vec<Node> = client.list("/api/v1/nodes").unwrap();
-    assert_eq!(nodes[0].metadata.name, "gpu-0");
+    let nodes = client.list::<Node>("/api/v1/nodes").unwrap();
+    assert_eq!(nodes.items[0].metadata.name, "gpu-0");
+    assert!(nodes.malformed.is_empty());
     let body = arbiter::kubernetes::kueue::patch::check_active("v1beta2", "arbiter", "2026-01-05T10:00:00Z", "s1");
     let applied = client.apply_status(&format!("{KUEUE}/admissionchecks/arbiter"), &body).unwrap();
     assert_eq!(applied["status"]["conditions"][0]["type"], "Active");
@@ -69,9 +70,26 @@ fn errors_carry_the_status_and_the_servers_message() {
     let e = client.list::<Node>("/api/v1/nodes").unwrap_err();
     assert_eq!(e.status, Some(404), "no such collection in the fake: {e}");
 
-    fake.set("/api/v1/nodes", vec![json!({"metadata": {"name": 7}})]);
-    let e = client.list::<Node>("/api/v1/nodes").unwrap_err();
-    assert!(e.message.contains("the list does not have the expected shape"), "{e}");
+    // One object of the wrong shape is skipped and said why; the others are read.
+    let good = json!({"metadata": {"name": "gpu-1"}});
+    fake.set(
+        "/api/v1/nodes",
+        vec![
+            json!({"metadata": {"name": 7}}),
+            good.clone(),
+            json!({"metadata": {"name": "gpu-2"}, "spec": {"unschedulable": "yes"}}),
+        ],
+    );
+    let nodes = client.list::<Node>("/api/v1/nodes").unwrap();
+    assert_eq!(nodes.items.len(), 1);
+    assert_eq!(nodes.items[0].metadata.name, "gpu-1");
+    assert_eq!(nodes.malformed.len(), 2, "{:?}", nodes.malformed);
+    assert!(
+        nodes.malformed[0].starts_with("GET /api/v1/nodes: item 0 skipped: metadata.name:"),
+        "{:?}",
+        nodes.malformed
+    );
+    assert!(nodes.malformed[1].contains("gpu-2 skipped: spec.unschedulable:"), "{:?}", nodes.malformed);
 
     fake.fail_next("POST", 409);
     let e = client.evict_pod("team-a", "bert-1").unwrap_err();

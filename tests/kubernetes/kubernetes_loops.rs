@@ -137,6 +137,20 @@ fn the_kueue_controller_admits_by_rounds_without_churn() {
 }
 
 #[test]
+fn a_malformed_workload_is_skipped_and_reported_and_the_others_are_served() {
+    let server = Fixture::start("kueue-malformed", &["--no-demo"]);
+    let fake = FakeApi::start();
+    let mut bad = transformer_named("job-bad-1a2b3");
+    bad["spec"]["podSets"][0]["count"] = json!(-1);
+    kueue_objects(&fake, vec![bad, resnet()]);
+    let id = create_session(&server);
+    let report = controller(&fake, &server, &id).step_at(Instant::now()).unwrap();
+    assert_eq!(report.added, ["team-a/job-resnet50-7d9c2"], "{report:?}");
+    let skipped = report.errors.iter().find(|e| e.contains("job-bad-1a2b3 skipped")).expect("reported");
+    assert!(skipped.contains("spec.podSets[0].count"), "{skipped}");
+}
+
+#[test]
 fn the_kueue_controller_survives_api_errors_and_rejects_what_the_session_refuses() {
     let server = Fixture::start("kueue-errors", &["--no-demo"]);
     let fake = FakeApi::start();

@@ -54,6 +54,8 @@ struct Observed {
     checks: Vec<AdmissionCheck>,
     flavors: Vec<ResourceFlavor>,
     queues: Vec<ClusterQueue>,
+    /// Objects listed that were not of the expected shape (skipped), one line each.
+    malformed: Vec<String>,
 }
 
 impl Controller {
@@ -92,21 +94,32 @@ impl Controller {
         let session = self.round_if_due(now, &mut report)?;
         let refused = self.refused.clone();
         let decided = reconcile(&self.inputs(&observed, &session, &refused, &stamp, now));
-        let problems: Vec<String> = plan.problems.into_iter().chain(decided.problems.iter().cloned()).collect();
+        let problems: Vec<String> =
+            (observed.malformed.iter().cloned()).chain(plan.problems).chain(decided.problems.iter().cloned()).collect();
         self.report_problems(problems, &mut report);
         self.check_quotas(&observed, &session, &mut report);
         self.apply_states(&decided, &stamp, &mut report);
         Ok(report)
     }
 
+    /// The objects of one kind; those not of the expected shape are added to `malformed`.
+    fn list<T: serde::de::DeserializeOwned>(
+        &self,
+        plural: &str,
+        malformed: &mut Vec<String>,
+    ) -> Result<Vec<T>, String> {
+        let listed = self.kube.list(&self.path(plural)).map_err(|e| e.to_string())?;
+        malformed.extend(listed.malformed);
+        Ok(listed.items)
+    }
+
     fn observe(&self) -> Result<Observed, String> {
-        let list = |plural: &str| self.path(plural);
-        Ok(Observed {
-            workloads: self.kube.list(&list("workloads")).map_err(|e| e.to_string())?,
-            checks: self.kube.list(&list("admissionchecks")).map_err(|e| e.to_string())?,
-            flavors: self.kube.list(&list("resourceflavors")).map_err(|e| e.to_string())?,
-            queues: self.kube.list(&list("clusterqueues")).map_err(|e| e.to_string())?,
-        })
+        let mut malformed = Vec::new();
+        let workloads = self.list("workloads", &mut malformed)?;
+        let checks = self.list("admissionchecks", &mut malformed)?;
+        let flavors = self.list("resourceflavors", &mut malformed)?;
+        let queues = self.list("clusterqueues", &mut malformed)?;
+        Ok(Observed { workloads, checks, flavors, queues, malformed })
     }
 
     fn inputs<'a>(

@@ -54,6 +54,8 @@ pub struct Sync {
 struct Observed {
     nodes: Vec<Node>,
     pods: Vec<Pod>,
+    /// Nodes and pods listed that were not of the expected shape (skipped), one line each.
+    malformed: Vec<String>,
     session: SessionSnapshot,
     bindings: Vec<BindingSnapshot>,
     evictions: Vec<EvictionSnapshot>,
@@ -104,8 +106,9 @@ impl Sync {
     fn observe(&self) -> Result<Observed, String> {
         let nodes = self.kube.list("/api/v1/nodes").map_err(|e| e.to_string())?;
         let pods = self.kube.list("/api/v1/pods?labelSelector=arbiter.dev%2Fjob").map_err(|e| e.to_string())?;
+        let malformed = nodes.malformed.into_iter().chain(pods.malformed).collect();
         let (session, bindings, evictions) = self.read_session()?;
-        Ok(Observed { nodes, pods, session, bindings, evictions })
+        Ok(Observed { nodes: nodes.items, pods: pods.items, malformed, session, bindings, evictions })
     }
 
     fn plan(&self, o: &Observed) -> SyncPlan {
@@ -131,6 +134,7 @@ impl Sync {
     pub fn step_at(&mut self, now: Instant) -> Result<SyncReport, String> {
         let mut observed = self.observe()?;
         let mut decided = self.plan(&observed);
+        decided.problems.splice(0..0, observed.malformed.iter().cloned());
         self.known = std::mem::take(&mut decided.known);
         for problem in decided.problems.iter().filter(|p| !self.reported.contains(*p)) {
             tracing::warn!(problem = %problem, "ignored by k8s-sync");
