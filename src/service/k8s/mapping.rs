@@ -205,8 +205,8 @@ pub fn server_of(session: &Session, node: &str, labels: &NodeLabels) -> Result<S
     };
     let Some(w) = cluster.type_index(type_name) else {
         return Err(format!(
-            "arbiter: node {node} is labelled {WORKER_TYPE}={type_name}, which is not a worker type of the \
-             session ({})",
+            "arbiter: node {node} is labelled {WORKER_TYPE}={}, which is not a worker type of the session ({})",
+            crate::error::clipped(type_name),
             types()
         ));
     };
@@ -218,7 +218,8 @@ pub fn server_of(session: &Session, node: &str, labels: &NodeLabels) -> Result<S
     };
     index.parse::<usize>().ok().and_then(|i| cluster.servers_of_type(w).nth(i)).ok_or_else(|| {
         format!(
-            "arbiter: node {node} is labelled {SERVER}={index}, which names no {type_name} server (0 to {})",
+            "arbiter: node {node} is labelled {SERVER}={}, which names no {type_name} server (0 to {})",
+            crate::error::clipped(index),
             servers.saturating_sub(1)
         )
     })
