@@ -330,6 +330,23 @@ fn k8s_node_names_only_use_labels_seen_before() {
 }
 
 #[test]
+fn k8s_a_job_larger_than_every_type_is_shown_as_never_running() {
+    let f = Fixture::start("k8s-too-big", &["--no-demo"]);
+    let mut c = f.client();
+    // Added to the session directly (sessions keep such a job and report it unplaceable).
+    let big =
+        json!([{"id": "big", "scale_factor": 16, "throughput": {"v100": 40.0, "k80": 4.0}, "steps_remaining": 1e6}]);
+    let id = create(&mut c, big);
+    round(&mut c, &id);
+    let pod = pod(Some("big"), "big-0", "0a1b2c3d-4e5f-4a6b-8c7d-9e0f1a2b3c4d");
+    let filtered = ok(&mut c, &format!("/v1/sessions/{id}/k8s/filter"), &args(&pod));
+    let reasons = unresolvable(&filtered);
+    assert!(!reasons.is_empty(), "{filtered}");
+    let want = "job big can never run: it needs 16 GPUs at once, and the worker types it runs on have at most 8";
+    assert!(reasons.values().all(|r| r.contains(want)), "{filtered}");
+}
+
+#[test]
 fn k8s_a_pod_annotated_with_throughputs_adds_its_job() {
     let f = Fixture::start("k8s-annotations", &["--no-demo"]);
     let mut c = f.client();
