@@ -66,6 +66,11 @@ fn a_te_job_preempts_with_a_grace_deadline_and_starts_when_it_ends() {
     assert_error(&post(&mut client, &path, far), 400, "invalid_number", Some("at"));
     let nothing = json!({"id": "nothing", "kind": "be", "cpus": 0, "memory_gb": 0, "gpus": 0, "duration_seconds": 10});
     assert_error(&post(&mut client, &path, nothing), 400, "invalid_number", Some("demand"));
+    // An array would be read as the fields in order.
+    assert_error(&post(&mut client, &path, json!(["arr", "be", 1, 1, 0, 5])), 400, "malformed_request", None);
+    let huge = json!({"id": "h", "kind": "be", "cpus": 1, "memory_gb": 1, "gpus": 0, "duration_seconds": 1e308});
+    let refused = assert_error(&post(&mut client, &path, huge), 400, "invalid_number", Some("duration_seconds"));
+    assert!(refused["error"]["message"].as_str().unwrap().ends_with("got 1e308"), "{refused}");
     let kind = json!({"id": "x", "kind": "urgent", "cpus": 1, "memory_gb": 1, "gpus": 0, "duration_seconds": 5});
     assert_error(&post(&mut client, &path, kind), 400, "malformed_request", Some("kind"));
     let big = json!({"id": "big", "kind": "be", "cpus": 9, "memory_gb": 1, "gpus": 0, "duration_seconds": 5});

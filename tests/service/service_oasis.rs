@@ -93,7 +93,14 @@ fn three_jobs_are_decided_with_their_reasons_and_survive_a_restart() {
         json!({"gpus": 0, "cpus": 1, "memory_gb": 0, "bandwidth_mbps": 2})
     );
 
-    // Bad input.
+    // Bad input: a utility with a field of another kind, an array for the job.
+    assert_error(
+        &post(&mut client, &path, job("U", 1, json!({"kind": "constant", "value": 1, "priority": 9}))),
+        400,
+        "malformed_request",
+        Some("utility"),
+    );
+    assert_error(&post(&mut client, &path, json!(["A", 0, 2])), 400, "malformed_request", None);
     assert_error(
         &post(&mut client, &path, job("A", 1, json!({"kind": "constant", "value": 1}))),
         400,

@@ -52,7 +52,7 @@ impl JobSpec {
             Err(ArbiterError::at(
                 ErrorCode::InvalidNumber,
                 format!("job.{field}"),
-                format!("job {:?}: {field} must be {what}, got {v}", self.id),
+                format!("job {:?}: {field} must be {what}, got {}", self.id, crate::problem::shown(v)),
             ))
         };
         crate::problem::check_job_id(&self.id, "job.id", true)?;

@@ -12,7 +12,7 @@ use serde::{Deserialize, Serialize};
 /// arrives in slot `a` and ends with slot `t` has `d = t − a + 1`). Non-increasing in `d`.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize, utoipa::ToSchema)]
 #[schema(as = OasisUtility)]
-#[serde(tag = "kind", rename_all = "snake_case")]
+#[serde(tag = "kind", rename_all = "snake_case", deny_unknown_fields)]
 pub enum Utility {
     /// Time-insensitive: the same value whenever it completes.
     Constant { value: f64 },
