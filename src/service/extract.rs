@@ -91,8 +91,15 @@ impl<S: Send + Sync, T: DeserializeOwned + Send> FromRequestParts<S> for QueryPa
 
 /// Parses a JSON object from `text` into `T`; a syntax or type error names the field path.
 pub fn parse_object<T: DeserializeOwned>(text: &str) -> Result<T, ApiError> {
-    if !text.trim_start().starts_with('{') {
-        return Err(ApiError::malformed("malformed request: expected a JSON object"));
-    }
+    expect_object(text)?;
     json::read(text).map_err(|e| ApiError::Arbiter(e.into_error("malformed request: ")))
+}
+
+/// Refuses a body that is not a JSON object: an array would be read as a struct's fields in
+/// order (serde's sequence form).
+pub fn expect_object(text: &str) -> Result<(), ApiError> {
+    match text.trim_start().starts_with('{') {
+        true => Ok(()),
+        false => Err(ApiError::malformed("malformed request: expected a JSON object")),
+    }
 }

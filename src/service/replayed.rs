@@ -46,10 +46,7 @@ pub fn kind_of(spec: &str) -> Option<&'static str> {
 
 /// A JSON body or stored document, refused as the contract's error naming the field.
 pub(crate) fn parse<T: DeserializeOwned>(text: &str) -> ApiResult<T> {
-    // A JSON array would be read as the fields in order (serde's sequence form of a struct).
-    if !text.trim_start().starts_with('{') {
-        return Err(ApiError::malformed("expected a JSON object"));
-    }
+    super::extract::expect_object(text)?;
     crate::contract::json::read(text).map_err(|e| ApiError::Arbiter(e.into_error("")))
 }
 

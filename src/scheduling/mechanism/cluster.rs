@@ -111,6 +111,11 @@ impl Cluster {
         self.types[w].gpus.clone().map(GpuId)
     }
 
+    /// How many GPUs of type `w` there are, healthy or not.
+    pub fn gpu_count(&self, w: usize) -> u32 {
+        self.types[w].gpus.len() as u32
+    }
+
     pub fn servers_of_type(&self, w: usize) -> impl Iterator<Item = ServerId> {
         self.types[w].servers.clone().map(ServerId)
     }

@@ -213,9 +213,8 @@ fn job_from_annotations(ctx: &Context, pod: &Pod, job: &str) -> Option<Result<St
             ));
         }
         let cluster = ctx.session.cluster();
-        let types: Vec<(String, u32)> = (0..cluster.num_types())
-            .map(|w| (cluster.type_name(w).to_string(), cluster.gpus_of_type(w).count() as u32))
-            .collect();
+        let types: Vec<(String, u32)> =
+            (0..cluster.num_types()).map(|w| (cluster.type_name(w).to_string(), cluster.gpu_count(w))).collect();
         let gpus = u64::from(pod.gpus) * u64::from(pods);
         let scale_factor = u32::try_from(gpus).map_err(|_| {
             format!(

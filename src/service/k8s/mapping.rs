@@ -268,8 +268,8 @@ pub fn waiting(session: &Session, id: &str, job: &str) -> String {
     // A job added to the session directly may need more GPUs than any type it runs on has.
     if let (Ok(spec), Ok(throughput)) = (session.job(job), session.throughput(job)) {
         let cluster = session.cluster();
-        let gpus = |w: usize| cluster.gpus_of_type(w).count() as u32;
-        let most = (0..cluster.num_types()).filter(|&w| throughput[w] > 0.0).map(gpus).max().unwrap_or(0);
+        let most = (0..cluster.num_types()).filter(|&w| throughput[w] > 0.0).map(|w| cluster.gpu_count(w)).max();
+        let most = most.unwrap_or(0);
         if spec.scale_factor > most {
             return format!(
                 "arbiter: job {job} can never run: it needs {} GPUs at once, and the worker types it runs on have \
