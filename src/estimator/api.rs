@@ -124,12 +124,17 @@ pub fn estimate(request: &EstimateRequest, default_reference: Option<&Throughput
         }
     };
     let types = worker_types(table, request.worker_types.as_deref())?;
+    if types.is_empty() {
+        let field = if request.worker_types.is_some() { "worker_types" } else { "reference" };
+        return Err(ArbiterError::at(ErrorCode::MissingField, field, "no worker type to estimate on"));
+    }
     let options = options(request)?;
     let with_pairs = request.pairs.unwrap_or(true);
     let mut estimators = ByScaleFactor::new(table, types, with_pairs);
     let mut jobs = Vec::with_capacity(request.jobs.len());
     let mut ids = std::collections::HashSet::new();
     for (i, job) in request.jobs.iter().enumerate() {
+        crate::problem::check_job_id(&job.id, format!("jobs[{i}].id"), false)?;
         if !ids.insert(job.id.as_str()) {
             return Err(ArbiterError::at(
                 ErrorCode::DuplicateJobId,
@@ -191,8 +196,24 @@ fn measured_columns(reference: &ReferenceMatrix, job: &PartialRow, i: usize) -> 
         measured.push((j, value));
     }
     for (w, partners) in &job.colocated {
+        if reference.column_index(&Column::Solo { worker_type: w.clone() }).is_none() {
+            return Err(unknown(
+                format!("jobs[{i}].colocated.{w}"),
+                format!("worker type {w:?} is not estimated here"),
+            ));
+        }
+        let alone = job.throughput.get(w).copied();
         for (partner, &value) in partners {
             let value = checked(format!("jobs[{i}].colocated.{w}.{partner}"), value)?;
+            if alone == Some(0.0) && value > 0.0 {
+                return Err(ArbiterError::at(
+                    ErrorCode::InvalidNumber,
+                    format!("jobs[{i}].colocated.{w}.{partner}"),
+                    format!(
+                        "the job runs at {value} steps/s beside {partner:?} on {w:?}, where `throughput.{w}` says it cannot run (0)"
+                    ),
+                ));
+            }
             let column = Column::Pair { worker_type: w.clone(), partner: partner.clone() };
             let j = reference.column_index(&column).ok_or_else(|| {
                 ArbiterError::at(

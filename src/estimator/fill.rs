@@ -152,8 +152,11 @@ pub fn fill_missing(request: &mut Request, reference: Option<&ThroughputTable>) 
         };
         let mut added = IndexMap::new();
         for w in types.iter().filter(|w| !colocation.throughput.contains_key(*w)) {
+            // A job measured at 0 alone on `w` cannot share it: the pair stays off `w`.
             if let (Some(x), Some(y)) = (beside(ea, eb, w), beside(eb, ea, w)) {
-                added.insert(w.clone(), [x, y]);
+                if x > 0.0 && y > 0.0 {
+                    added.insert(w.clone(), [x, y]);
+                }
             }
         }
         colocation.throughput.extend(added.iter().map(|(w, v)| (w.clone(), *v)));

@@ -104,7 +104,8 @@ impl Estimator {
     }
 
     /// Completes a row from `measured` (reference column index, steps/s). A measured 0 stays 0
-    /// (the job cannot run there) and informs nothing else; NaN, negative or infinite values and
+    /// (the job cannot run there), makes the job's unmeasured pair columns on that worker type 0
+    /// (it cannot share what it cannot run on) and informs nothing else; NaN, negative or infinite values and
     /// unknown columns are refused; so is a rank the positive measurements cannot determine.
     pub fn estimate(&self, measured: &[(usize, f64)], options: EstimateOptions) -> Result<Estimate> {
         let d = self.reference.columns.len();
@@ -141,6 +142,17 @@ impl Estimator {
                 expected_relative_error[j] = 0.0;
             }
         }
+        // A job that cannot run on a worker type cannot share it either: its unmeasured pair
+        // columns there are 0, with no error to expect of them.
+        for (j, column) in self.reference.columns.iter().enumerate() {
+            if let Column::Pair { worker_type, .. } = column {
+                if given[j].is_none() && self.cannot_run_on(&given, worker_type) {
+                    values[j] = Some(0.0);
+                    estimated[j] = true;
+                    expected_relative_error[j] = f64::NAN;
+                }
+            }
+        }
         let (nearest, distance) = self.nearest_reference(&fit.values);
         Ok(Estimate {
             values,
@@ -150,6 +162,12 @@ impl Estimator {
             fingerprint_distance: distance.exp() - 1.0,
             rank,
         })
+    }
+
+    /// Whether `given` measures the job at 0 alone on `worker_type`.
+    fn cannot_run_on(&self, given: &[Option<f64>], worker_type: &str) -> bool {
+        let solo = Column::Solo { worker_type: worker_type.to_string() };
+        self.reference.column_index(&solo).is_some_and(|j| given[j] == Some(0.0))
     }
 
     /// The positive measurements as (usable column position, log value).

@@ -153,6 +153,77 @@ fn zero_rows_and_empty_columns_in_the_reference_do_not_break_it() {
     assert!(estimate.fingerprint_distance.is_finite());
 }
 
+/// `synthetic_table(jobs)` with every pair of reference jobs measured sharing every type, each at
+/// 60% of its speed alone.
+fn synthetic_table_with_pairs(jobs: usize) -> Value {
+    let mut table = synthetic_table(jobs);
+    for (w, name) in TYPES.iter().enumerate() {
+        for i in 0..jobs {
+            for p in 0..jobs {
+                let beside = [0.6 * synthetic_log(i, w).exp(), 0.6 * synthetic_log(p, w).exp()];
+                table[name][format!("('job{i}', 1)")][format!("('job{p}', 1)")] = json!(beside);
+            }
+        }
+    }
+    table
+}
+
+#[test]
+fn a_job_that_cannot_run_on_a_type_cannot_share_it() {
+    let base = EstimateRequest { reference: Some(synthetic_table_with_pairs(8)), ..EstimateRequest::default() };
+    let row = &estimate(&EstimateRequest { jobs: vec![partial("x", &[("a", 3.0), ("b", 0.0)])], ..base.clone() }, None)
+        .unwrap()
+        .jobs[0];
+    assert_eq!(row.colocated["b"].len(), 8);
+    for (partner, entry) in &row.colocated["b"] {
+        assert_eq!(entry.steps_per_second, 0.0, "beside {partner} on b, where it cannot run");
+        assert!(entry.estimated && entry.expected_relative_error.is_none(), "{partner}: {entry:?}");
+    }
+    assert!(row.colocated["a"].values().all(|e| e.steps_per_second > 0.0));
+    assert!(row.colocated["c"].values().all(|e| e.steps_per_second > 0.0));
+
+    // Measured running beside a reference job where it cannot run at all: a contradiction.
+    let mut contradiction = partial("x", &[("a", 3.0), ("b", 0.0)]);
+    contradiction.colocated.insert("b".into(), [("job1".to_string(), 1.5)].into_iter().collect());
+    let e = estimate(&EstimateRequest { jobs: vec![contradiction.clone()], ..base.clone() }, None).unwrap_err();
+    assert_eq!((e.code, e.field.as_deref()), (ErrorCode::InvalidNumber, Some("jobs[0].colocated.b.job1")), "{e:?}");
+    // A measured 0 beside it agrees.
+    contradiction.colocated["b"]["job1"] = 0.0;
+    assert!(estimate(&EstimateRequest { jobs: vec![contradiction], ..base.clone() }, None).is_ok());
+
+    // estimate_missing leaves the pair off the type (as a colocation that omits a type does).
+    let table = ThroughputTable::from_json_str(&synthetic_table_with_pairs(8).to_string()).unwrap();
+    let mut request = partial_request();
+    request["jobs"][0]["throughput"]["b"] = json!(0.0);
+    request["space_sharing"] = json!(true);
+    request["colocations"] = json!([{"jobs": ["j2", "j5"], "throughput": {}}]);
+    let request: arbiter::Request = serde_json::from_value(request).unwrap();
+    let response = arbiter::solve_request(request, Some(&table), arbiter::lp::Backend::default()).unwrap();
+    let filled = &response.estimated_colocations[0].throughput;
+    let types: Vec<&str> = filled.keys().map(String::as_str).collect();
+    assert_eq!(types, ["a", "c", "d", "e", "f"], "{filled:?}");
+}
+
+#[test]
+fn an_estimate_request_names_what_is_missing() {
+    let base = EstimateRequest { reference: Some(synthetic_table(8)), ..EstimateRequest::default() };
+    let one = |row: PartialRow, request: &EstimateRequest| {
+        estimate(&EstimateRequest { jobs: vec![row], ..request.clone() }, None).unwrap_err()
+    };
+    let e = one(partial("", &[("a", 1.0)]), &base);
+    assert_eq!((e.code, e.field.as_deref()), (ErrorCode::MissingField, Some("jobs[0].id")));
+    let e = one(partial("x", &[("a", 1.0)]), &EstimateRequest { worker_types: Some(vec![]), ..base.clone() });
+    assert_eq!((e.code, e.field.as_deref()), (ErrorCode::MissingField, Some("worker_types")));
+    let only_unconsolidated = json!({"a_unconsolidated": {"('job0', 1)": {"null": 1.0}}});
+    let e = one(partial("x", &[("a", 1.0)]), &EstimateRequest { reference: Some(only_unconsolidated), ..base.clone() });
+    assert_eq!((e.code, e.field.as_deref()), (ErrorCode::MissingField, Some("reference")));
+    // A worker type the reference lacks is refused even with nothing measured on it.
+    let mut row = partial("x", &[("a", 1.0)]);
+    row.colocated.insert("zz".into(), IndexMap::new());
+    let e = one(row, &base);
+    assert_eq!((e.code, e.field.as_deref()), (ErrorCode::UnknownWorkerType, Some("jobs[0].colocated.zz")));
+}
+
 fn gavel_data() -> Option<PathBuf> {
     let dir = std::env::var_os("ARBITER_GAVEL_DATA")
         .map(PathBuf::from)
