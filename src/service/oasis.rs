@@ -296,6 +296,53 @@ fn prices(spec: &CreateOasisSession) -> ApiResult<PriceParameters> {
     Ok(given.scaled(spec.u, spec.l)?)
 }
 
+/// A new session whose `u` and `l` scale its prices into ones that fall with use is refused.
+/// (Only at creation: a session stored before this check replays as it was created.)
+fn refuse_falling_prices(spec: &CreateOasisSession, session: &OasisSession) -> ApiResult<()> {
+    let Some((pool, r)) = session.oasis.prices().falls_with_use() else { return Ok(()) };
+    let field = if spec.l != 1.0 { "l" } else { "u" };
+    Err(ArbiterError::at(
+        ErrorCode::InvalidNumber,
+        field,
+        format!(
+            "u = {} and l = {} take the {pool}' price of {} to 2Uη < L: it would fall with use",
+            spec.u,
+            spec.l,
+            crate::scheduling::oasis::resources::RESOURCE_NAMES[r]
+        ),
+    )
+    .into())
+}
+
+/// Why a job found no schedule: it fits no server at all, it could not finish by the horizon's
+/// end even alone, or (otherwise) what others hold leaves too little.
+fn no_schedule(cluster: &ClusterSpec, job: &Job) -> String {
+    let last = cluster.slots - 1;
+    let fits_nowhere = |demand: &ResourceVector, servers: &[ResourceVector]| {
+        servers.iter().all(|server| demand.copies_in(&server.amounts()) == 0)
+    };
+    if fits_nowhere(&job.spec.worker, &cluster.worker_servers) {
+        format!("rejected: a worker ({}) fits on no worker server, however free", job.spec.worker)
+    } else if fits_nowhere(&job.spec.parameter_server, &cluster.ps_servers) {
+        format!(
+            "rejected: a parameter server ({}) fits on no parameter-server server, however free",
+            job.spec.parameter_server
+        )
+    } else if job.spec.arrival_slot + job.shortest_duration() > cluster.slots {
+        format!(
+            "rejected: even with every chunk trained in parallel it needs {} slots from its arrival in slot {}, past \
+             the horizon's last slot ({last})",
+            job.shortest_duration(),
+            job.spec.arrival_slot
+        )
+    } else {
+        format!(
+            "rejected: no schedule trains its {} chunk-epochs by the horizon's last slot ({last}) on what is free",
+            job.spec.epochs as u64 * job.spec.chunks as u64
+        )
+    }
+}
+
 /// The decision as the wire shows it, with the unit prices the job met (before its schedule,
 /// if admitted, raises them).
 fn explain(oasis: &Oasis, job: &Job, decision: &Decision) -> OasisDecision {
@@ -330,11 +377,7 @@ fn explain(oasis: &Oasis, job: &Job, decision: &Decision) -> OasisDecision {
             .collect(),
     });
     let explanation = match &decision.schedule {
-        None => format!(
-            "rejected: no schedule trains its {} chunk-epochs by the horizon's last slot ({}) on what is free",
-            job.spec.epochs as u64 * job.spec.chunks as u64,
-            oasis.cluster().slots - 1
-        ),
+        None => no_schedule(oasis.cluster(), job),
         Some(s) => {
             let worker_slots: u32 = s.slots.iter().map(|p| p.worker_count()).sum();
             let ps_slots: u32 = s.slots.iter().map(|p| p.parameter_server_count()).sum();
@@ -431,6 +474,7 @@ pub fn view(id: &str, created_at: f64, session: &OasisSession) -> OasisView {
 pub async fn create(State(state): State<SharedState>, Caller(caller): Caller, body: Body) -> ApiResult<Response> {
     let spec: CreateOasisSession = parse(body.text()?)?;
     let session = OasisSession::build(&spec)?;
+    refuse_falling_prices(&spec, &session)?;
     let _place = state.reserve_session(&caller)?;
     let id = state.sessions.new_id();
     let created_at = state.oasis.create(&id, caller.owner(), spec, session.clone()).await?;

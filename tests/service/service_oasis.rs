@@ -82,6 +82,8 @@ fn three_jobs_are_decided_with_their_reasons_and_survive_a_restart() {
     // A job that cannot finish within the horizon: no schedule, a null payoff.
     let big = post(&mut client, &path, job("big", 30, json!({"kind": "constant", "value": 1e9}))).json();
     assert!(big["admitted"] == false && big["payoff"].is_null() && big.get("schedule").is_none(), "{big}");
+    let why = big["explanation"].as_str().unwrap();
+    assert!(why.contains("needs 6 slots from its arrival in slot 0"), "30 worker-slots of 5 chunks: {why}");
 
     let view = client.get(&format!("/v1/oasis/sessions/{id}")).unwrap().json();
     assert_eq!((view["admitted"].as_u64(), view["rejected"].as_u64()), (Some(2), Some(2)));
@@ -130,6 +132,14 @@ fn three_jobs_are_decided_with_their_reasons_and_survive_a_restart() {
     // `lowest` sets how expected jobs estimate L: with prices given it would be ignored.
     let lowest = json!({"cluster": cluster(), "prices": prices(), "lowest": "horizon"});
     assert_error(&post(&mut client, "/v1/oasis/sessions", lowest), 400, "malformed_request", Some("lowest"));
+    // Scaled past 2Uη ≥ L, the given prices would fall with use.
+    let falling = json!({"cluster": cluster(), "prices": prices(), "l": 5});
+    let refused = assert_error(&post(&mut client, "/v1/oasis/sessions", falling), 400, "invalid_number", Some("l"));
+    assert!(refused["error"]["message"].as_str().unwrap().contains("fall with use"), "{refused}");
+    let falling = json!({"cluster": cluster(), "prices": prices(), "u": 0.2});
+    assert_error(&post(&mut client, "/v1/oasis/sessions", falling), 400, "invalid_number", Some("u"));
+    let rising = json!({"cluster": cluster(), "prices": prices(), "l": 2, "u": 0.5});
+    assert_eq!(post(&mut client, "/v1/oasis/sessions", rising).status, 201);
     // A server with nothing to offer.
     let mut empty = cluster();
     empty["worker_servers"] = json!([{"gpus": 2, "cpus": 0, "memory_gb": 0, "bandwidth_mbps": 2},
@@ -143,7 +153,30 @@ fn three_jobs_are_decided_with_their_reasons_and_survive_a_restart() {
     );
     let falling = json!({"cluster": cluster(), "prices": {"workers": {"lower": [2.0, 2.0, 2.0, 2.0], "upper": [0.1, 0.1, 0.1, 0.1], "eta": 1.0},
                                                           "parameter_servers": {"lower": [2.0, 2.0, 2.0, 2.0], "upper": [4.0, 4.0, 4.0, 4.0], "eta": 1.0}}});
-    assert_error(&post(&mut client, "/v1/oasis/sessions", falling), 400, "invalid_number", Some("prices.workers"));
+    assert_error(
+        &post(&mut client, "/v1/oasis/sessions", falling),
+        400,
+        "invalid_number",
+        Some("prices.workers.upper[0]"),
+    );
+    let mut eta_below_one = prices();
+    eta_below_one["parameter_servers"]["eta"] = json!(0.5);
+    let eta_below_one = json!({"cluster": cluster(), "prices": eta_below_one});
+    assert_error(
+        &post(&mut client, "/v1/oasis/sessions", eta_below_one),
+        400,
+        "invalid_number",
+        Some("prices.parameter_servers.eta"),
+    );
+    let mut no_lower = prices();
+    no_lower["workers"]["lower"][2] = json!(0.0);
+    let no_lower = json!({"cluster": cluster(), "prices": no_lower});
+    assert_error(
+        &post(&mut client, "/v1/oasis/sessions", no_lower),
+        400,
+        "invalid_number",
+        Some("prices.workers.lower[2]"),
+    );
     assert_error(&client.get("/v1/oasis/sessions/nope").unwrap(), 404, "unknown_session", None);
     let mut vast = cluster();
     vast["slots"] = json!(1_000_000);
@@ -159,6 +192,12 @@ fn three_jobs_are_decided_with_their_reasons_and_survive_a_restart() {
     let long_path = format!("/v1/oasis/sessions/{}/jobs", long["id"].as_str().unwrap());
     let refused = assert_error(&post(&mut client, &long_path, endless), 422, "unsupported", Some("epochs"));
     assert!(refused["error"]["message"].as_str().unwrap().contains("\"endless\""), "{refused}");
+    // A worker larger than every server: rejected for that, not for what others hold.
+    let mut wide = job("wide", 1, json!({"kind": "constant", "value": 1e9}));
+    wide["worker"]["gpus"] = json!(3);
+    let wide = post(&mut client, &long_path, wide).json();
+    let why = wide["explanation"].as_str().unwrap();
+    assert!(wide["admitted"] == false && why.contains("fits on no worker server, however free"), "{wide}");
 
     // Estimated prices: from jobs like those expected, as `arbiter oasis` estimates them.
     let estimated =

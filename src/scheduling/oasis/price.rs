@@ -88,27 +88,39 @@ impl LowestUtility {
 }
 
 impl PriceParameters {
-    /// Price functions given directly (every resource counted as demanded in the bound).
+    /// Price functions given directly (every resource counted as demanded in the bound); a
+    /// refusal names the number at fault (`prices.workers.lower[1]`).
     pub fn new(workers: PriceFunction, parameter_servers: PriceFunction) -> Result<PriceParameters> {
         for (name, f) in [("workers", &workers), ("parameter_servers", &parameter_servers)] {
-            let in_range = crate::problem::in_range;
-            let ok = in_range(f.eta)
-                && f.eta >= 1.0
-                && (0..RESOURCE_TYPES).all(|r| {
-                    let (l, u) = (f.lower[r], f.upper[r]);
-                    in_range(l) && l > 0.0 && in_range(u) && 2.0 * u * f.eta >= l
-                });
-            if !ok {
-                return Err(ArbiterError::at(
-                    ErrorCode::InvalidNumber,
-                    format!("prices.{name}"),
-                    "needs L^r > 0, η ≥ 1 and 2U^rη ≥ L^r, all finite, of magnitude between 1e-100 and 1e100 \
-                     (prices must not fall with use)",
-                ));
+            let refuse = |field: String, why: String| Err(ArbiterError::at(ErrorCode::InvalidNumber, field, why));
+            if let Some(why) = crate::problem::refusal(f.eta, 1.0, "η") {
+                return refuse(format!("prices.{name}.eta"), why);
+            }
+            for r in 0..RESOURCE_TYPES {
+                let (l, u) = (f.lower[r], f.upper[r]);
+                if let Some(why) = crate::problem::positive_refusal(l, "L") {
+                    return refuse(format!("prices.{name}.lower[{r}]"), why);
+                }
+                let upper = format!("prices.{name}.upper[{r}]");
+                if let Some(why) = crate::problem::positive_refusal(u, "U") {
+                    return refuse(upper, why);
+                }
+                if 2.0 * u * f.eta < l {
+                    let why = format!("2Uη = {:e} is below L = {l:e}: prices would fall with use", 2.0 * u * f.eta);
+                    return refuse(upper, why);
+                }
             }
         }
         let all = [true; RESOURCE_TYPES];
         Ok(PriceParameters { workers, parameter_servers, demanded_by_workers: all, demanded_by_ps: all })
+    }
+
+    /// The first (pool, resource) whose price would fall with use (`2U^rη < L^r`), if any: given
+    /// prices are refused so (`new`); scaled ones (`scaled`) can come to it.
+    pub fn falls_with_use(&self) -> Option<(&'static str, usize)> {
+        [("workers", &self.workers), ("parameter_servers", &self.parameter_servers)].into_iter().find_map(
+            |(name, f)| (0..RESOURCE_TYPES).find(|&r| 2.0 * f.upper[r] * f.eta < f.lower[r]).map(|r| (name, r)),
+        )
     }
 
     /// These prices with the resources jobs demand in each pool (only those count in the
