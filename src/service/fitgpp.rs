@@ -209,8 +209,14 @@ pub(crate) fn apply(cluster: &mut Cluster, event: &Event) -> ApiResult<Pass> {
         Event::Submit(job) => {
             let mut pass =
                 cluster.advance_to(job.at.unwrap_or(cluster.now())).map_err(|e| e.field_renamed("time", "at"))?;
-            // The body is the job: its fields are named as the body names them.
-            cluster.submit(job.spec()).map_err(|e| e.field_within("job"))?;
+            // The body is the job: its fields are named as the body names them. Its demand is
+            // `cpus`, `memory_gb` and `gpus` together, no one field: the job is named instead.
+            cluster.submit(job.spec()).map_err(|e| match e.field_within("job") {
+                e if e.field.as_deref() == Some("demand") => {
+                    crate::error::ArbiterError { field: None, ..e }.with_jobs(vec![job.id.clone()])
+                }
+                e => e,
+            })?;
             pass.extend(cluster.schedule());
             // Grace periods of 0 s end now: their victims leave and the TE job starts in this pass.
             pass.extend(cluster.advance_to(cluster.now())?);

@@ -65,7 +65,12 @@ fn a_te_job_preempts_with_a_grace_deadline_and_starts_when_it_ends() {
         json!({"id": "far", "kind": "be", "cpus": 1, "memory_gb": 1, "gpus": 0, "duration_seconds": 10, "at": 1e99});
     assert_error(&post(&mut client, &path, far), 400, "invalid_number", Some("at"));
     let nothing = json!({"id": "nothing", "kind": "be", "cpus": 0, "memory_gb": 0, "gpus": 0, "duration_seconds": 10});
-    assert_error(&post(&mut client, &path, nothing), 400, "invalid_number", Some("demand"));
+    let refused = assert_error(&post(&mut client, &path, nothing), 400, "invalid_number", None);
+    let error = &refused["error"];
+    assert!(
+        error["field"].is_null() && error["jobs"] == json!(["nothing"]),
+        "no one field asks for nothing: {refused}"
+    );
     // An array would be read as the fields in order.
     assert_error(&post(&mut client, &path, json!(["arr", "be", 1, 1, 0, 5])), 400, "malformed_request", None);
     let huge = json!({"id": "h", "kind": "be", "cpus": 1, "memory_gb": 1, "gpus": 0, "duration_seconds": 1e308});
