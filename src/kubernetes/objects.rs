@@ -98,14 +98,64 @@ pub struct Resources {
     pub limits: BTreeMap<String, Value>,
 }
 
-/// A whole-number quantity (`"2"`, `2`); GPUs are counted whole.
+/// A whole-number quantity (`"2"`, `2`, or in any notation of Kubernetes' quantities: `"1k"`,
+/// `"1e3"`, `"4000m"`, `"1Ki"`); GPUs are counted whole.
 pub fn whole_quantity(value: &Value) -> Result<u32, String> {
     let parsed = match value {
         Value::Number(n) => n.as_u64(),
-        Value::String(s) => s.trim().parse::<u64>().ok(),
+        Value::String(s) => whole_in_quantity_notation(s.trim()),
         _ => None,
     };
     parsed.and_then(|n| u32::try_from(n).ok()).ok_or_else(|| format!("{value} is not a whole number of GPUs"))
+}
+
+/// `<number><suffix>` as Kubernetes writes a quantity (a decimal number; a suffix `m`, `k`, `M`,
+/// `G`, `T`, `P`, `E`, `Ki` … `Ei`, or an exponent `e<n>`/`E<n>`), if it is a whole number ≥ 0.
+fn whole_in_quantity_notation(text: &str) -> Option<u64> {
+    let text = text.strip_prefix('+').unwrap_or(text);
+    let end = text.find(|c: char| !c.is_ascii_digit() && c != '.').unwrap_or(text.len());
+    let (number, suffix) = text.split_at(end);
+    let (whole, fraction) = number.split_once('.').unwrap_or((number, ""));
+    if whole.is_empty() && fraction.is_empty() || fraction.contains('.') || whole.len() + fraction.len() > 30 {
+        return None;
+    }
+    let (exponent, binary): (i32, u32) = match suffix {
+        "" => (0, 0),
+        "m" => (-3, 0),
+        "k" => (3, 0),
+        "M" => (6, 0),
+        "G" => (9, 0),
+        "T" => (12, 0),
+        "P" => (15, 0),
+        "E" => (18, 0),
+        "Ki" => (0, 10),
+        "Mi" => (0, 20),
+        "Gi" => (0, 30),
+        "Ti" => (0, 40),
+        "Pi" => (0, 50),
+        "Ei" => (0, 60),
+        _ => {
+            let digits = suffix.strip_prefix(['e', 'E'])?;
+            let unsigned = digits.strip_prefix(['+', '-']).unwrap_or(digits);
+            if unsigned.is_empty() || !unsigned.bytes().all(|b| b.is_ascii_digit()) || unsigned.len() > 3 {
+                return None;
+            }
+            (digits.parse().ok()?, 0)
+        }
+    };
+    let mantissa: u128 = format!("{whole}{fraction}").parse().ok()?;
+    let exponent = exponent - fraction.len() as i32;
+    let scaled = if exponent >= 0 {
+        mantissa.checked_mul(10u128.checked_pow(exponent as u32)?)?
+    } else {
+        let divisor = 10u128.checked_pow(exponent.unsigned_abs());
+        match divisor {
+            Some(d) if mantissa % d == 0 => mantissa / d,
+            None if mantissa == 0 => 0,
+            _ => return None,
+        }
+    };
+    u64::try_from(scaled.checked_mul(1u128 << binary)?).ok()
 }
 
 impl Container {
@@ -190,4 +240,38 @@ pub struct PodStatus {
 pub struct List<T> {
     #[serde(default = "Vec::new")]
     pub items: Vec<T>,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::whole_quantity;
+    use serde_json::json;
+
+    #[test]
+    fn a_gpu_quantity_is_read_in_any_of_kubernetes_notations() {
+        let whole = |q: &str| whole_quantity(&json!(q)).ok();
+        for (q, n) in [
+            ("2", 2),
+            ("+2", 2),
+            ("1k", 1000),
+            ("1e3", 1000),
+            ("1E3", 1000),
+            ("4000m", 4),
+            ("1Ki", 1024),
+            ("1.5k", 1500),
+            ("2.0", 2),
+            ("0", 0),
+            ("0m", 0),
+            (".5k", 500),
+        ] {
+            assert_eq!(whole(q), Some(n), "{q}");
+        }
+        for q in
+            ["500m", "1.5", "-1", "", "k", "1x", "1e", "1e-", "1.2.3", "5e9", "1Ei", "1e999", "12e-1", "4 GPUs", "0x10"]
+        {
+            assert_eq!(whole(q), None, "{q:?} is not a whole number of GPUs (or past u32)");
+        }
+        assert_eq!(whole_quantity(&json!(3)), Ok(3));
+        assert!(whole_quantity(&json!(1.5)).is_err() && whole_quantity(&json!(-1)).is_err());
+    }
 }
