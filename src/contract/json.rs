@@ -61,7 +61,23 @@ fn refusal<T: DeserializeOwned>(text: &str) -> Refusal {
             Ok(()) => (".".to_string(), "the document does not read the same way twice".to_string()),
         },
     };
-    Refusal { path: (path != "." && path != "?").then_some(path), message }
+    // A segment serde could not name (`?`, where a document was cut short) says nothing.
+    let mut path = path.as_str();
+    while let Some(rest) = path.strip_suffix(".?").or_else(|| path.strip_suffix("?")) {
+        path = rest;
+    }
+    let path = match path {
+        "" | "." => None,
+        path => Some(path.to_string()),
+    };
+    // A key given twice is refused at the object that holds it: name the key.
+    let twice = message.strip_prefix("duplicate field `").and_then(|rest| rest.split('`').next());
+    let path = match (path, twice) {
+        (None, Some(key)) => Some(key.to_string()),
+        (Some(object), Some(key)) => Some(format!("{object}.{key}")),
+        (path, None) => path,
+    };
+    Refusal { path, message }
 }
 
 #[cfg(test)]
@@ -117,6 +133,16 @@ mod tests {
         assert_eq!(without_bom("{}"), "{}");
         // Only at the start: anywhere else it is a stray character.
         assert!(read::<Body>("{\"jobs\": []}\u{feff}").is_err());
+    }
+
+    #[test]
+    fn a_key_given_twice_is_named_and_a_cut_document_names_no_unknown_segment() {
+        let e = read::<Body>(r#"{"jobs": [{"id": "a", "id": "b", "weight": 1}]}"#).unwrap_err();
+        assert_eq!(e.path.as_deref(), Some("jobs[0].id"), "{}", e.message);
+        let e = read::<Body>(r#"{"jobs": [], "jobs": []}"#).unwrap_err();
+        assert_eq!(e.path.as_deref(), Some("jobs"), "{}", e.message);
+        let e = read::<Body>(r#"{"jobs": [{"id": "a", "weight": 1}, {"id": "#).unwrap_err();
+        assert!(e.path.as_deref().is_none_or(|p| !p.contains('?')), "{:?}", e.path);
     }
 
     #[test]
