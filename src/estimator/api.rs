@@ -33,13 +33,14 @@ pub struct EstimateRequest {
 #[serde(deny_unknown_fields)]
 pub struct PartialRow {
     pub id: String,
-    /// GPUs the job runs on (default 1): its row is completed against reference jobs of that size.
-    pub scale_factor: Option<u32>,
+    /// GPUs the job runs on, a whole number ≥ 1 (default 1): its row is completed against
+    /// reference jobs of that size.
+    pub scale_factor: Option<f64>,
     /// Steps/s alone, by worker type (0: cannot run there).
-    #[serde(default)]
+    #[serde(default, deserialize_with = "crate::contract::unique_keys::map")]
     pub throughput: IndexMap<String, f64>,
     /// Steps/s beside a reference job, by worker type then the reference job's name.
-    #[serde(default)]
+    #[serde(default, deserialize_with = "crate::contract::unique_keys::nested")]
     pub colocated: IndexMap<String, IndexMap<String, f64>>,
 }
 
@@ -142,14 +143,16 @@ pub fn estimate(request: &EstimateRequest, default_reference: Option<&Throughput
                 format!("job id {:?} appears twice", job.id),
             ));
         }
-        let scale_factor = job.scale_factor.unwrap_or(1);
-        if scale_factor == 0 {
-            return Err(ArbiterError::at(
-                ErrorCode::InvalidScaleFactor,
-                format!("jobs[{i}].scale_factor"),
-                "a scale factor is at least 1",
-            ));
-        }
+        let scale_factor = match job.scale_factor.unwrap_or(1.0) {
+            s if s >= 1.0 && s.fract() == 0.0 && s <= f64::from(u32::MAX) => s as u32,
+            s => {
+                return Err(ArbiterError::at(
+                    ErrorCode::InvalidScaleFactor,
+                    format!("jobs[{i}].scale_factor"),
+                    format!("a scale factor is a whole number of GPUs ≥ 1, got {}", crate::problem::shown(s)),
+                ))
+            }
+        };
         let estimator = estimators.get(scale_factor, &format!("jobs[{i}].scale_factor"))?;
         let measured = measured_columns(estimator.reference(), job, i)?;
         let estimate = estimator.estimate(&measured, options).map_err(|e| {

@@ -88,8 +88,13 @@ pub fn fill_missing(request: &mut Request, reference: Option<&ThroughputTable>) 
             s if s >= 1.0 && s.fract() == 0.0 && s <= f64::from(u32::MAX) => s as u32,
             _ => continue,
         };
+        // A throughput validation refuses is left to it, with its own field and message.
+        if job.throughput.values().flatten().any(|&v| crate::problem::refusal(v, 0.0, "").is_some()) {
+            continue;
+        }
         let field = format!("jobs[{i}].throughput");
-        let estimator = estimators.get(scale_factor, &field)?;
+        // No reference jobs of this size: the scale factor is what cannot be estimated.
+        let estimator = estimators.get(scale_factor, &format!("jobs[{i}].scale_factor"))?;
         let reference = estimator.reference();
         let measured: Vec<(usize, f64)> = job
             .throughput

@@ -583,3 +583,52 @@ fn estimate_missing_fills_colocations_from_the_fingerprints() {
     errors.sort_by(f64::total_cmp);
     assert!(errors[errors.len() / 2] < 0.3, "median error {:?}", errors);
 }
+
+#[test]
+fn an_estimating_session_reads_its_bodies_as_strictly_as_any_other() {
+    use crate::service_support::*;
+    let dir = TempDir::new("estimate-strict");
+    let reference = dir.path("reference.json");
+    std::fs::write(&reference, synthetic_table(10).to_string()).unwrap();
+    let f = Fixture::start("estimate-strict", &["--no-demo", "--reference-throughputs", reference.to_str().unwrap()]);
+    let mut c = f.client();
+    let types: serde_json::Map<String, Value> = TYPES.iter().map(|w| (w.to_string(), json!({"count": 1}))).collect();
+    let create = json!({"policy": "max_min_fairness", "estimate_missing": true, "cluster": {"worker_types": types},
+        "jobs": [{"id": "first", "throughput": {"a": 3.0, "b": 2.0}}]});
+    // A key given twice is refused and named, in a creation body and in a job added later (the
+    // filled body used to keep the last one).
+    let twice = create.to_string().replacen(
+        r#""policy":"max_min_fairness""#,
+        r#""policy":"fifo","policy":"max_min_fairness""#,
+        1,
+    );
+    assert_error(&c.post("/v1/sessions", twice.as_bytes()).unwrap(), 400, "malformed_request", Some("policy"));
+    let mut marked = create.clone();
+    marked["jobs"][0]["estimated_throughput"] = json!({"h100": 1.0});
+    let reply = c.post("/v1/sessions", &bytes(&marked)).unwrap();
+    assert_error(&reply, 400, "unknown_worker_type", Some("jobs[0].estimated_throughput.h100"));
+    let reply = c.post("/v1/sessions", &bytes(&create)).unwrap();
+    assert_eq!(reply.status, 201, "{}", reply.text());
+    let jobs = format!("/v1/sessions/{}/jobs", reply.json()["id"].as_str().unwrap());
+    let reply = c.post(&jobs, br#"{"id": "a", "id": "b", "throughput": {"a": 1}}"#).unwrap();
+    assert_error(&reply, 400, "malformed_request", Some("id"));
+    let reply = c.post(&jobs, br#"{"id": "a", "throughput": {"a": 1, "a": 9}}"#).unwrap();
+    assert_error(&reply, 400, "malformed_request", Some("throughput"));
+    // Wrong types are named, and a mistyped `profile` is not taken for "no profiling".
+    assert_error(
+        &c.post(&jobs, br#"{"id": 7, "throughput": {"a": 1}}"#).unwrap(),
+        400,
+        "malformed_request",
+        Some("id"),
+    );
+    let reply = c.post(&jobs, br#"{"id": "p", "throughput": {"a": 1}, "profile": "yes"}"#).unwrap();
+    assert_error(&reply, 400, "malformed_request", Some("profile"));
+    // What the reference cannot estimate is named as the job's: its size, a bad number.
+    let reply = c.post(&jobs, &bytes(&json!({"id": "s", "scale_factor": 3, "throughput": {"a": 1.0}}))).unwrap();
+    assert_error(&reply, 400, "too_few_measurements", Some("scale_factor"));
+    let reply = c.post(&jobs, &bytes(&json!({"id": "n", "throughput": {"a": -1.0}}))).unwrap();
+    assert_error(&reply, 400, "invalid_number", Some("throughput.a"));
+    // An ignored field nested past serde's depth does not turn estimation off.
+    let deep = format!(r#"{{"x": {}1{}, "id": "d", "throughput": {{"a": 1}}}}"#, "[".repeat(200), "]".repeat(200));
+    assert_eq!(c.post(&jobs, deep.as_bytes()).unwrap().status, 400);
+}

@@ -5,11 +5,12 @@
 //! measured progress on such a type replace the estimate (`Session::mark_estimated`), and a job
 //! added with `"profile": true` runs once on each such type first (`Session::mark_for_profiling`).
 
-use super::super::error::ApiResult;
+use super::super::error::{ApiError, ApiResult};
 use crate::error::{ArbiterError, ErrorCode};
 use crate::estimator::fill::fill_missing;
 use crate::mechanism::Session;
 use crate::request::{ClusterSpec, JobSpec, Request};
+use crate::service::extract::parse_object;
 use crate::workload::throughputs::ThroughputTable;
 use serde::Deserialize;
 use serde_json::Value;
@@ -27,6 +28,31 @@ struct Marks {
     /// Run the job once on each type where its throughput is an estimate, first.
     #[serde(default)]
     profile: bool,
+}
+
+/// What a live job body says of its estimates, read strictly (a wrong type, or a key given twice,
+/// is refused and named). Stored bodies are read by `Marks`, as they always were.
+#[derive(Deserialize)]
+struct CheckedMarks {
+    #[serde(default, deserialize_with = "crate::contract::unique_keys::optional")]
+    #[allow(dead_code)]
+    estimated_throughput: Option<BTreeMap<String, f64>>,
+    #[serde(default)]
+    #[allow(dead_code)]
+    profile: Option<bool>,
+}
+
+#[derive(Deserialize)]
+struct CheckedCreation {
+    #[serde(default)]
+    #[allow(dead_code)]
+    jobs: Vec<CheckedMarks>,
+}
+
+/// Refuses a live add-job body whose `estimated_throughput` or `profile` do not read (a
+/// mistyped `profile` used to be ignored, and the job's estimates taken for measurements).
+fn check_marks(body: &str) -> ApiResult<()> {
+    parse_object::<CheckedMarks>(body).map(|_| ())
 }
 
 /// A job object (JSON) with its missing throughputs estimated and listed under `KEY`.
@@ -47,7 +73,13 @@ fn fill_job(job: &Value, cluster: &ClusterSpec, reference: Option<&ThroughputTab
     if let Some(t) = throughput.as_object_mut() {
         t.extend(marks.clone());
     }
-    object.insert(KEY.to_string(), Value::Object(marks));
+    // The client's own marks stay, beside the estimator's.
+    match object.get_mut(KEY).and_then(Value::as_object_mut) {
+        Some(given) => given.extend(marks),
+        None => {
+            object.insert(KEY.to_string(), Value::Object(marks));
+        }
+    }
     Ok(filled)
 }
 
@@ -58,19 +90,27 @@ pub fn fill_added_job(
     estimate: bool,
     reference: Option<&ThroughputTable>,
 ) -> ApiResult<String> {
+    // Read strictly first (keys given twice, types, the field named): an estimating session's
+    // body is rewritten below, and a rewritten body has lost what the strict reading refuses.
+    parse_object::<JobSpec>(body)?;
+    check_marks(body)?;
     if !estimate {
         return Ok(body.to_string());
     }
     let job: Value = serde_json::from_str(body)
         .map_err(|e| ArbiterError::new(ErrorCode::MalformedRequest, format!("malformed request: {e}")))?;
-    if !job.is_object() {
-        return Ok(body.to_string()); // validation refuses it with its own message
-    }
     Ok(fill_job(&job, cluster, reference)?.to_string())
 }
 
 /// A session creation body whose jobs are filled when it asks for `estimate_missing`.
 pub fn fill_created(body: &str, reference: Option<&ThroughputTable>) -> ApiResult<String> {
+    // Not an object, or not JSON: the session's parse refuses it with its own message.
+    if crate::service::extract::expect_object(body).is_err() {
+        return Ok(body.to_string());
+    }
+    // Read strictly first: the body is rewritten below (see `fill_added_job`).
+    parse_object::<super::spec::CreateSession>(body)?;
+    parse_object::<CheckedCreation>(body)?;
     let Ok(mut create) = serde_json::from_str::<Value>(body) else { return Ok(body.to_string()) };
     if create.get("estimate_missing") != Some(&Value::Bool(true)) {
         return Ok(body.to_string());
@@ -115,11 +155,17 @@ pub fn mark(session: &mut Session, job: &str) -> ApiResult<()> {
     Ok(())
 }
 
-/// `mark` for every job of a creation body.
+/// `mark` for every job of a creation body; a refusal names the job (`jobs[2].…`).
 pub fn mark_created(session: &mut Session, body: &str) -> ApiResult<()> {
     let Ok(create) = serde_json::from_str::<Value>(body) else { return Ok(()) };
-    for job in create.get("jobs").and_then(Value::as_array).into_iter().flatten() {
-        mark(session, &job.to_string())?;
+    for (i, job) in create.get("jobs").and_then(Value::as_array).into_iter().flatten().enumerate() {
+        mark(session, &job.to_string()).map_err(|e| match e {
+            ApiError::Arbiter(mut e) => {
+                e.field = Some(e.field.map_or_else(|| format!("jobs[{i}]"), |f| format!("jobs[{i}].{f}")));
+                ApiError::Arbiter(e)
+            }
+            e => e,
+        })?;
     }
     Ok(())
 }
