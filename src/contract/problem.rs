@@ -598,6 +598,13 @@ fn validate_worker_types(req: &Request) -> Result<Vec<WorkerType>> {
     let needs_cost = matches!(req.policy.as_str(), "min_cost" | "min_cost_slo");
     let mut types = Vec::with_capacity(req.cluster.worker_types.len());
     for (name, spec) in &req.cluster.worker_types {
+        if name.is_empty() {
+            return Err(ArbiterError::at(
+                ErrorCode::MalformedRequest,
+                "cluster.worker_types",
+                "a worker type needs a name (\"\" is a key here)",
+            ));
+        }
         let field = |f: &str| format!("cluster.worker_types.{name}.{f}");
         let count = whole(spec.count, || field("count"), "a GPU count", (0, u32::MAX))?;
         let gpus_per_server = match spec.gpus_per_server {

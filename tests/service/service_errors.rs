@@ -373,3 +373,64 @@ fn a_request_waits_for_a_busy_session_a_bounded_time() {
     assert!(metrics.contains("arbiter_session_events_total{kind=\"progress\"} 1"), "{metrics}");
     assert!(metrics.contains("arbiter_session_events_total{kind=\"fitgpp_submit\"} 1"), "{metrics}");
 }
+
+#[test]
+fn session_requests_that_could_never_take_effect_are_refused() {
+    let f = Fixture::start("never", &["--no-demo"]);
+    let mut c = f.client();
+    let create = json!({"policy": "max_min_fairness",
+        "cluster": {"worker_types": {"v100": {"count": 4}, "k80": {"count": 0}}},
+        "jobs": [{"id": "a", "throughput": {"v100": 2.0}, "steps_remaining": 1e6},
+                 {"id": "b", "scale_factor": 4, "throughput": {"v100": 2.0, "k80": 1.0}, "steps_remaining": 1e6}]});
+    let reply = c.post("/v1/sessions", &bytes(&create)).unwrap();
+    assert_eq!(reply.status, 201, "{}", reply.text());
+    let id = reply.json()["id"].as_str().unwrap().to_string();
+
+    // A row positive only where there are no GPUs, or on too few for the job's scale factor.
+    let path = format!("/v1/sessions/{id}/throughputs");
+    let only_k80 = json!({"throughputs": {"a": {"k80": 1.0}}});
+    assert_error(&c.put(&path, &bytes(&only_k80)).unwrap(), 400, "job_cannot_run", Some("throughputs.a"));
+    let ok = json!({"throughputs": {"b": {"v100": 3.0}}});
+    assert_eq!(c.put(&path, &bytes(&ok)).unwrap().status, 200);
+    let ghost = json!({"throughputs": {"ghost": {"h100": 1.0}}});
+    assert_error(&c.put(&path, &bytes(&ghost)).unwrap(), 404, "unknown_job", Some("throughputs.ghost"));
+    let jobs = format!("/v1/sessions/{id}/jobs");
+    let wide = json!({"id": "wide", "scale_factor": 8, "throughput": {"v100": 1.0}});
+    assert_error(&c.post(&jobs, &bytes(&wide)).unwrap(), 400, "invalid_scale_factor", Some("scale_factor"));
+
+    // A retried progress report is checked like any, and is not recorded again.
+    let progress = format!("/v1/sessions/{id}/jobs/a/progress");
+    let report = json!({"worker_type": "v100", "steps": 1, "throughput": 2, "sequence": 7});
+    assert_eq!(c.post(&progress, &bytes(&report)).unwrap().status, 200);
+    let events = |c: &mut crate::service_support::http::Client| {
+        c.get(&format!("/v1/sessions/{id}?audit=100")).unwrap().json()["audit"]["events"].as_array().unwrap().len()
+    };
+    let before = events(&mut c);
+    for _ in 0..3 {
+        assert_eq!(c.post(&progress, &bytes(&report)).unwrap().status, 200);
+    }
+    assert_eq!(events(&mut c), before, "retries are answered, not recorded");
+    let bad_retry = json!({"worker_type": "v100", "steps": -5, "throughput": 2, "sequence": 3});
+    assert_error(&c.post(&progress, &bytes(&bad_retry)).unwrap(), 400, "invalid_number", Some("steps"));
+
+    // Workers are named as the session names them.
+    for name in ["v100%2F%2B0", "v100%2F00", "v100%2F0%2F"] {
+        let reply = c.post(&format!("/v1/sessions/{id}/workers/{name}/fail"), b"").unwrap();
+        assert_error(&reply, 404, "unknown_worker", Some("worker"));
+    }
+    assert_eq!(c.post(&format!("/v1/sessions/{id}/workers/v100%2F0/fail"), b"").unwrap().status, 200);
+
+    // Space sharing's keys of the wrong type are malformed, not a request for space sharing.
+    let mut sharing = create.clone();
+    sharing["space_sharing"] = json!("no");
+    assert_error(&c.post("/v1/sessions", &bytes(&sharing)).unwrap(), 400, "malformed_request", Some("space_sharing"));
+    assert_error(&c.post("/v1/sessions", b"[1]").unwrap(), 400, "malformed_request", None);
+    // A worker type needs a name.
+    let mut unnamed = create.clone();
+    unnamed["cluster"]["worker_types"][""] = json!({"count": 1});
+    let field = Some("cluster.worker_types");
+    assert_error(&c.post("/v1/sessions", &bytes(&unnamed)).unwrap(), 400, "malformed_request", field);
+    // A key given twice, named.
+    let twice = r#"{"policy": "fifo", "policy": "las", "cluster": {"worker_types": {"v100": {"count": 1}}}}"#;
+    assert_error(&c.post("/v1/sessions", twice.as_bytes()).unwrap(), 400, "malformed_request", Some("policy"));
+}

@@ -330,20 +330,30 @@ fn k8s_node_names_only_use_labels_seen_before() {
 }
 
 #[test]
-fn k8s_a_job_larger_than_every_type_is_shown_as_never_running() {
+fn a_session_refuses_a_job_larger_than_every_type_it_runs_on() {
     let f = Fixture::start("k8s-too-big", &["--no-demo"]);
     let mut c = f.client();
-    // Added to the session directly (sessions keep such a job and report it unplaceable).
+    // Such a job would wait for good (the extender says so of one stored before this refusal:
+    // `k8s::mapping::waiting`).
     let big =
-        json!([{"id": "big", "scale_factor": 16, "throughput": {"v100": 40.0, "k80": 4.0}, "steps_remaining": 1e6}]);
-    let id = create(&mut c, big);
+        json!({"id": "big", "scale_factor": 16, "throughput": {"v100": 40.0, "k80": 4.0}, "steps_remaining": 1e6});
+    let cluster: Value = serde_json::from_str(CLUSTER).unwrap();
+    let body = json!({"policy": "max_min_fairness", "cluster": {"worker_types": cluster}, "jobs": [big.clone()]});
+    let refused = assert_error(
+        &c.post("/v1/sessions", &bytes(&body)).unwrap(),
+        400,
+        "invalid_scale_factor",
+        Some("jobs[0].scale_factor"),
+    );
+    let want = "job \"big\": it needs 16 GPUs at once, and the most of one worker type it runs on is 8";
+    assert!(refused["error"]["message"].as_str().unwrap().starts_with(want), "{refused}");
+    let id = create(&mut c, two_jobs());
+    let jobs = format!("/v1/sessions/{id}/jobs");
+    assert_error(&c.post(&jobs, &bytes(&big)).unwrap(), 400, "invalid_scale_factor", Some("scale_factor"));
+    // Within one type's count: taken.
+    let fits = json!({"id": "fits", "scale_factor": 8, "throughput": {"v100": 10.0}, "steps_remaining": 1e6});
+    assert_eq!(c.post(&jobs, &bytes(&fits)).unwrap().status, 201);
     round(&mut c, &id);
-    let pod = pod(Some("big"), "big-0", "0a1b2c3d-4e5f-4a6b-8c7d-9e0f1a2b3c4d");
-    let filtered = ok(&mut c, &format!("/v1/sessions/{id}/k8s/filter"), &args(&pod));
-    let reasons = unresolvable(&filtered);
-    assert!(!reasons.is_empty(), "{filtered}");
-    let want = "job big can never run: it needs 16 GPUs at once, and the worker types it runs on have at most 8";
-    assert!(reasons.values().all(|r| r.contains(want)), "{filtered}");
 }
 
 #[test]

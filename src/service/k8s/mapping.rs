@@ -265,18 +265,10 @@ pub fn placed(session: &Session, job: &str) -> ApiResult<Option<Placed>> {
 
 /// Why a job that exists does not run in the current round (shown by the scheduler).
 pub fn waiting(session: &Session, id: &str, job: &str) -> String {
-    // A job added to the session directly may need more GPUs than any type it runs on has.
-    if let (Ok(spec), Ok(throughput)) = (session.job(job), session.throughput(job)) {
-        let cluster = session.cluster();
-        let most = (0..cluster.num_types()).filter(|&w| throughput[w] > 0.0).map(|w| cluster.gpu_count(w)).max();
-        let most = most.unwrap_or(0);
-        if spec.scale_factor > most {
-            return format!(
-                "arbiter: job {job} can never run: it needs {} GPUs at once, and the worker types it runs on have \
-                 at most {most}",
-                spec.scale_factor
-            );
-        }
+    // A job of a session stored before sessions refused it may need more GPUs than any type
+    // it runs on has.
+    if let Some((_, why)) = crate::service::sessions::spec::never_runs(session, job) {
+        return format!("arbiter: job {job} can never run: {why}");
     }
     let rounds = session.rounds();
     if rounds == 0 {
@@ -320,5 +312,23 @@ mod tests {
         assert!(format!("{error:?}").contains("Pod.spec.containers[0].resources"), "{error:?}");
         let controllers: PodSpec = serde_json::from_value(fraction["spec"].clone()).expect("a pod spec");
         assert!(controllers.gpus().is_err());
+    }
+
+    /// Sessions refuse such a job now; one stored before they did is shown as never running.
+    #[test]
+    fn a_job_larger_than_every_type_is_shown_as_never_running() {
+        let request: crate::request::Request = serde_json::from_value(json!({
+            "policy": "max_min_fairness",
+            "cluster": {"worker_types": {"v100": {"count": 8, "gpus_per_server": 4}, "k80": {"count": 8, "gpus_per_server": 4}}},
+            "jobs": [{"id": "big", "scale_factor": 16, "throughput": {"v100": 40.0, "k80": 4.0}, "steps_remaining": 1e6},
+                     {"id": "small", "scale_factor": 4, "throughput": {"v100": 40.0}, "steps_remaining": 1e6}]
+        }))
+        .expect("a request");
+        let problem = crate::problem::Problem::from_request(&request).expect("the contract takes it");
+        let session = Session::from_problem(&problem, crate::mechanism::Config::default()).expect("a session");
+        let want =
+            "arbiter: job big can never run: it needs 16 GPUs at once, and the most of one worker type it runs on is 8";
+        assert!(waiting(&session, "s", "big").starts_with(want), "{}", waiting(&session, "s", "big"));
+        assert!(waiting(&session, "s", "small").contains("waits"), "{}", waiting(&session, "s", "small"));
     }
 }

@@ -203,6 +203,19 @@ pub struct Progress {
     pub sequence: Option<u64>,
 }
 
+impl Progress {
+    /// Refuses `steps` and `throughput` out of the contract's range, naming the field, as
+    /// `Session::report_progress` does.
+    pub fn check(&self, job: &str) -> Result<(), ArbiterError> {
+        for (field, value) in [("steps", self.steps), ("throughput", self.throughput)] {
+            if let Some(why) = crate::problem::refusal(value, 0.0, field) {
+                return Err(ArbiterError::at(ErrorCode::InvalidNumber, field, format!("job {job:?}: {why}")));
+            }
+        }
+        Ok(())
+    }
+}
+
 /// `PUT /v1/sessions/{id}/throughputs`: new throughput rows (steps/s per worker type; a type
 /// left out: cannot run there) for some jobs, all applied or none.
 #[derive(Debug, Clone, Serialize, Deserialize, ToSchema)]
@@ -256,6 +269,7 @@ pub fn apply(spec: &Spec, session: &mut Session, event: &Event) -> ApiResult<App
         Event::Throughputs { body } => {
             let update: Throughputs = parse_object(body)?;
             for (job, row) in &update.throughputs {
+                session.job(job).map_err(|e| at_job(e, job))?; // an unknown job before its row
                 let row = throughput_row(session, job, row)?;
                 session.update_throughput(job, &row).map_err(|e| at_job(e, job))?;
             }

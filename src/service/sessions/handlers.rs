@@ -6,6 +6,7 @@ use super::events::{Applied, Event, Stored, Throughputs};
 use super::registry::{apply_live, Entry};
 use super::spec::CreateSession;
 use super::views::{self, AllocationView, ClusterView, JobView, RoundView, SessionList, SessionView};
+use crate::error::{ArbiterError, ErrorCode};
 use crate::lp::Backend;
 use crate::mechanism::Session;
 use crate::request::JobSpec;
@@ -163,6 +164,10 @@ pub(crate) async fn add_job_text(
         let event = Event::AddJob { body };
         let (event, _) = apply_live(entry, session, event)?;
         let added = session.job_ids().last().cloned().ok_or_else(|| ApiError::Internal("no job added".into()))?;
+        if let Some((code, why)) = super::spec::never_runs(session, &added) {
+            let field = if code == ErrorCode::InvalidScaleFactor { "scale_factor" } else { "throughput" };
+            return Err(ArbiterError::at(code, field, format!("job {added:?}: {why}")).into());
+        }
         Ok((event, views::job(session, &added)?))
     })
     .await
@@ -200,7 +205,21 @@ pub async fn progress(
     Params((id, job)): Params<(String, String)>,
     body: Body,
 ) -> ApiResult<Json<JobView>> {
-    let event = Event::Progress { job: job.clone(), body: body.text()?.to_string() };
+    let text = body.text()?.to_string();
+    // A report is checked whole before anything, a retry too (the event's replay reads a retry
+    // as counted and goes no further).
+    let report: Progress = crate::service::extract::parse_object(&text)?;
+    report.check(&job)?;
+    // A retry of a report already counted: answered as the job stands, and nothing is recorded.
+    // (Sequences only grow, so one already counted stays counted.)
+    let entry = state.sessions.get(&id, &caller)?;
+    let session = entry.current();
+    if let (Some(sequence), Ok(Some(last))) = (report.sequence, session.report_sequence(&job)) {
+        if sequence <= last && session.cluster().type_index(&report.worker_type).is_some() {
+            return Ok(Json(views::job(&session, &job)?));
+        }
+    }
+    let event = Event::Progress { job: job.clone(), body: text };
     let view = update(&state, &caller, &id, false, move |entry, session| {
         let (event, _) = apply_live(entry, session, event)?;
         Ok((event, views::job(session, &job)?))
@@ -233,6 +252,14 @@ pub async fn throughputs(
             _ => Vec::new(),
         };
         let (event, _) = apply_live(entry, session, event)?;
+        // A row that leaves the job nowhere to run (positive only where there are no GPUs, or
+        // too few for its scale factor) would hold it at no allocation for good.
+        for job in &jobs {
+            if let Some((_, why)) = super::spec::never_runs(session, job) {
+                let why = format!("job {job:?}: {why}");
+                return Err(ArbiterError::at(ErrorCode::JobCannotRun, format!("throughputs.{job}"), why).into());
+            }
+        }
         let jobs = jobs.iter().map(|j| views::job(session, j)).collect::<ApiResult<_>>()?;
         Ok((event, views::JobList { jobs }))
     })
@@ -250,6 +277,23 @@ async fn worker_health(
     // A worker already in that state: nothing changes and nothing is recorded (a health checker
     // that reports a failure every few seconds does not grow the session's events).
     let entry = state.sessions.get(&id, &caller)?;
+    // Numbers as the session writes them (`v100/0`, not `v100/+0` or `v100/00`): the event
+    // stores the name as given, and one worker should have one name in the log.
+    let numbers = worker.split('/').skip(1);
+    if numbers
+        .into_iter()
+        .any(|n| n.is_empty() || !n.bytes().all(|b| b.is_ascii_digit()) || n.len() > 1 && n.starts_with('0'))
+    {
+        return Err(ArbiterError::at(
+            ErrorCode::UnknownWorker,
+            "worker",
+            format!(
+                "{} is not a worker's name: a worker is `<type>/<server>` or `<type>/<server>/<gpu>`, numbers written plainly",
+                crate::error::quoted(&worker)
+            ),
+        )
+        .into());
+    }
     let session = entry.current();
     if let Ok(true) = session.worker_health_is(&worker, healthy) {
         return Ok(Json(views::session(&entry.id, entry.created_at, &entry.spec, &session)?.cluster));

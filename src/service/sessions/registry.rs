@@ -4,6 +4,7 @@
 
 use super::events::{apply, Applied, Event};
 use super::spec::Spec;
+use crate::error::{ArbiterError, ErrorCode};
 use crate::mechanism::Session;
 use crate::service::auth::Principal;
 use crate::service::error::{ApiError, ApiResult};
@@ -200,6 +201,12 @@ impl Sessions {
         super::spec::refuse_space_sharing(text)?;
         let (spec, session) = Spec::parse(text)?;
         check_jobs(quota, session.num_jobs())?;
+        for (i, id) in session.job_ids().enumerate() {
+            if let Some((code, why)) = super::spec::never_runs(&session, id) {
+                let field = if code == ErrorCode::InvalidScaleFactor { "scale_factor" } else { "throughput" };
+                return Err(ArbiterError::at(code, format!("jobs[{i}].{field}"), format!("job {id:?}: {why}")).into());
+            }
+        }
         if self.contains(&id) {
             return Err(ApiError::Internal(format!("session id {id:?} is taken")));
         }

@@ -264,15 +264,29 @@ pub fn refuse_space_sharing(text: &str) -> ApiResult<()> {
         #[serde(default)]
         colocations: Option<serde_json::Value>,
     }
+    use serde_json::Value;
+    // Not an object, or not JSON: the parse that follows refuses it with its own message.
+    if crate::service::extract::expect_object(text).is_err() {
+        return Ok(());
+    }
     let Ok(body) = serde_json::from_str::<Pairs>(text) else { return Ok(()) };
-    let asked = |value: &Option<serde_json::Value>| match value {
-        None | Some(serde_json::Value::Null) | Some(serde_json::Value::Bool(false)) => false,
-        Some(serde_json::Value::Array(a)) => !a.is_empty(),
-        Some(_) => true,
+    let malformed = |field: &str, what: &str| -> ApiResult<()> {
+        Err(ArbiterError::at(ErrorCode::MalformedRequest, field, format!("malformed request: {field} is {what}"))
+            .into())
     };
-    let field = if asked(&body.space_sharing) {
+    let sharing = match &body.space_sharing {
+        None | Some(Value::Null) => false,
+        Some(Value::Bool(b)) => *b,
+        Some(_) => return malformed("space_sharing", "true or false"),
+    };
+    let paired = match &body.colocations {
+        None | Some(Value::Null) => false,
+        Some(Value::Array(a)) => !a.is_empty(),
+        Some(_) => return malformed("colocations", "a list of pairs"),
+    };
+    let field = if sharing {
         Some("space_sharing")
-    } else if asked(&body.colocations) {
+    } else if paired {
         Some("colocations")
     } else {
         None
@@ -304,4 +318,30 @@ pub fn relative_to_job(mut e: ArbiterError) -> ArbiterError {
         };
     }
     e
+}
+
+/// Why job `id` of `session` could never run, if it could not ("it …"): no positive throughput
+/// on a type with GPUs (`job_cannot_run`), or more GPUs at once than any such type has
+/// (`invalid_scale_factor`, as the contract refuses a scale factor above the cluster). Live
+/// requests are refused on it (a session stored before the check still replays), and the
+/// Kubernetes extender says it of such a job.
+pub fn never_runs(session: &Session, id: &str) -> Option<(ErrorCode, String)> {
+    let (Ok(row), Ok(job)) = (session.throughput(id), session.job(id)) else { return None };
+    let cluster = session.cluster();
+    let most = (0..cluster.num_types())
+        .filter(|&w| row[w] > 0.0 && cluster.gpu_count(w) > 0)
+        .max_by_key(|&w| cluster.gpu_count(w));
+    match most {
+        None => Some((ErrorCode::JobCannotRun, "it has no positive throughput on a worker type with GPUs".into())),
+        Some(w) if cluster.gpu_count(w) < job.scale_factor => Some((
+            ErrorCode::InvalidScaleFactor,
+            format!(
+                "it needs {} GPUs at once, and the most of one worker type it runs on is {} ({})",
+                job.scale_factor,
+                cluster.gpu_count(w),
+                cluster.type_name(w)
+            ),
+        )),
+        Some(_) => None,
+    }
 }
