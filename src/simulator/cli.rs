@@ -484,7 +484,7 @@ pub struct SweepArgs {
     pub window: Option<String>,
     /// Generate multi-tenant traces of N tenants (skewed weights and demands, bursty arrivals,
     /// mostly short jobs: `workload::tenants`) instead of Gavel's job mix; reports gain Astraea's
-    /// sharing-loss share and tenant unfairness ratio.
+    /// sharing-loss share and tenant unfairness ratio. At most 1,000 tenants.
     #[arg(long, value_name = "N")]
     pub tenants: Option<usize>,
     /// Every job at t = 0 (a static trace; loads are ignored).

@@ -247,8 +247,10 @@ fn a_run_past_the_rounds_it_plays_is_refused_not_left_running() {
 fn a_sweep_refuses_at_once_what_no_run_could_take() {
     let dir = scratch("sweep-refused");
     let table = write(&dir, "t.json", TABLE);
-    let cases: [(&[&str], &str, &str); 12] = [
+    let cases: [(&[&str], &str, &str); 14] = [
         (&["--plot", "/nonexistent/dir/jct.svg"], "plot", "malformed_request"),
+        (&["--tenants", "1001"], "tenants", "invalid_number"),
+        (&["--tenants", "18446744073709551615"], "tenants", "invalid_number"),
         (&["--seeds", "0,0"], "seeds", "malformed_request"),
         (&["--loads", "1,2,1"], "loads", "malformed_request"),
         (&["--policies", "las,max_min_fairness,las"], "policies", "malformed_request"),

@@ -199,6 +199,9 @@ fn the_command_refuses_bad_flags_with_exit_2() {
         (&["--plot-x", "seed"][..], "unsupported", "plot_x"),
         (&["--grace-scale", "1,-2"][..], "invalid_number", "grace-scale"),
         (&["--nodes", "0"][..], "invalid_number", "nodes"),
+        // More nodes than a workload file may hold; u64::MAX used to overflow a vector's capacity.
+        (&["--nodes", "100001"][..], "invalid_number", "nodes"),
+        (&["--nodes", "18446744073709551615"][..], "invalid_number", "nodes"),
         (&["--jobs", "5"][..], "invalid_number", "jobs"),
         (&["--distributions", "/nonexistent/d.json"][..], "malformed_request", "distributions"),
     ] {
@@ -391,6 +394,7 @@ fn simulate_and_sweep_refuse_what_belongs_to_rounds() {
         (vec!["--policies", "fitgpp", "--loads", "0"], "invalid_number", "loads"),
         (vec!["--policies", "fitgpp", "--jobs", "10,20"], "malformed_request", "jobs"),
         (vec!["--policies", "fitgpp", "--jobs", "10"], "invalid_number", "jobs"),
+        (vec!["--policies", "fitgpp", "--cluster", "18446744073709551615x32,256,8"], "invalid_number", "cluster"),
     ] {
         let mut full = vec!["sweep", "--output", "-"];
         full.extend(&args);

@@ -183,8 +183,9 @@ fn write_workloads(config: &ExperimentConfig, dir: &std::path::Path) -> Result<(
             format!("cannot create {}: {e}", dir.display()),
         )
     })?;
+    let workloads = experiment::workloads(config)?;
     let capacities = vec![config.node; config.nodes];
-    for w in experiment::workloads(config)? {
+    for w in workloads {
         let grace = if w.grace_scale == 1.0 { String::new() } else { format!("-grace{}", w.grace_scale) };
         let path = dir.join(format!("fitgpp-load{}-te{}{grace}-seed{}.json", w.load, w.te_share, w.seed));
         write_file(&path, &trace::write(&capacities, &w.arrivals))?;

@@ -8,6 +8,7 @@ use super::experiment::{self, Axis, ExperimentConfig, Variant};
 use super::report::FitGppReport;
 use super::{run, trace};
 use crate::error::{ArbiterError, ErrorCode, Result};
+use crate::scheduling::fitgpp::input::MAX_NODES;
 use crate::scheduling::fitgpp::{JobKind, Resources};
 use crate::simulator::cli::{
     in_parallel, number_list, parse_window, refuse_given, round_only_flags, round_only_sweep_flags, write_file,
@@ -88,6 +89,13 @@ fn parse_nodes(text: &str) -> Result<(usize, Resources)> {
     let node = super::cli::parse_node(node).map_err(|_| bad())?;
     if count == 0 {
         return Err(bad());
+    }
+    if count > MAX_NODES {
+        return Err(ArbiterError::at(
+            ErrorCode::InvalidNumber,
+            "cluster",
+            format!("a FitGpp sweep's --cluster has at most {MAX_NODES} nodes, got {count}"),
+        ));
     }
     Ok((count, node))
 }

@@ -10,6 +10,7 @@ use super::metrics::{summarize, Summary};
 use super::run;
 use super::workload::{at_rate, generate, Arrival, Distributions};
 use crate::error::{ArbiterError, ErrorCode, Result};
+use crate::scheduling::fitgpp::input::MAX_NODES;
 use crate::scheduling::fitgpp::{preemption, JobKind, Resources, DEFAULT_MAX_PREEMPTIONS};
 use crate::simulator::plot::{Chart, Series};
 use rayon::prelude::*;
@@ -200,8 +201,12 @@ pub struct Calibrated {
 /// The grid's workloads, in (load, TE share, seed, grace scale) order, each at the rate at which
 /// FIFO holds its load (FIFO preempts nothing, so the grace periods do not change it).
 pub fn workloads(config: &ExperimentConfig) -> Result<Vec<Calibrated>> {
-    if config.nodes == 0 {
-        return Err(ArbiterError::at(ErrorCode::InvalidNumber, "nodes", "the experiment needs at least one node"));
+    if !(1..=MAX_NODES).contains(&config.nodes) {
+        return Err(ArbiterError::at(
+            ErrorCode::InvalidNumber,
+            "nodes",
+            format!("the experiment runs on 1 to {MAX_NODES} nodes, got {}", config.nodes),
+        ));
     }
     if config.jobs < 20 {
         return Err(ArbiterError::at(
