@@ -11,6 +11,7 @@ use crate::solver::realizable::Realizable;
 use crate::solver::tie_break::TieBreak;
 use crate::workload::throughputs::ThroughputTable;
 use crate::workload::trace;
+use crate::workload::MAX_GENERATED_JOBS;
 use std::path::{Path, PathBuf};
 
 /// Flags of `arbiter simulate`.
@@ -469,7 +470,7 @@ pub struct SweepArgs {
     pub seeds: String,
     /// Jobs per generated trace (default 1,000); for OASiS's study, a comma-separated list of
     /// workload sizes (default `25,50,100,200`); for FitGpp's experiment, jobs per workload
-    /// (default 5,000).
+    /// (default 5,000). At most 1,000,000 per trace or workload.
     #[arg(long)]
     pub jobs: Option<String>,
     /// Adds this many jobs in the first hour of every day of each trace (a burst of arrivals).
@@ -567,8 +568,6 @@ pub fn number_list<T: std::str::FromStr + PartialEq>(text: &str, field: &str) ->
 
 /// Most threads a sweep starts (each holds a simulation's state; 10,000 took 2 GB for one run).
 const MAX_THREADS: usize = 1024;
-/// Most jobs a generated trace holds, and most jobs of one day's burst.
-const MAX_GENERATED_JOBS: usize = 1_000_000;
 /// Highest load a generated trace takes, in jobs per hour.
 const MAX_LOAD: f64 = 1e6;
 

@@ -203,6 +203,8 @@ fn the_command_refuses_bad_flags_with_exit_2() {
         (&["--nodes", "100001"][..], "invalid_number", "nodes"),
         (&["--nodes", "18446744073709551615"][..], "invalid_number", "nodes"),
         (&["--jobs", "5"][..], "invalid_number", "jobs"),
+        // Every workload is drawn before any run: 10¹¹ jobs used to abort on allocation.
+        (&["--jobs", "100000000000"][..], "invalid_number", "jobs"),
         (&["--distributions", "/nonexistent/d.json"][..], "malformed_request", "distributions"),
     ] {
         let mut args = vec!["fitgpp", "--seeds", "0", "--output", "-"];
@@ -394,6 +396,7 @@ fn simulate_and_sweep_refuse_what_belongs_to_rounds() {
         (vec!["--policies", "fitgpp", "--loads", "0"], "invalid_number", "loads"),
         (vec!["--policies", "fitgpp", "--jobs", "10,20"], "malformed_request", "jobs"),
         (vec!["--policies", "fitgpp", "--jobs", "10"], "invalid_number", "jobs"),
+        (vec!["--policies", "fitgpp", "--jobs", "100000000000"], "invalid_number", "jobs"),
         (vec!["--policies", "fitgpp", "--cluster", "18446744073709551615x32,256,8"], "invalid_number", "cluster"),
     ] {
         let mut full = vec!["sweep", "--output", "-"];

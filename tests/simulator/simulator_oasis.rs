@@ -124,6 +124,8 @@ fn stages_and_flags_of_the_other_kind_of_trace_are_refused() {
         (vec!["--policies", "drf", "--tenants", "3"], "malformed_request", "tenants"),
         (vec!["--policies", "rrh", "--jobs", "25,x"], "malformed_request", "jobs"),
         (vec!["--policies", "rrh", "--jobs", "0"], "invalid_number", "jobs"),
+        // Workloads are drawn before any run: 10¹¹ jobs used to run out of memory.
+        (vec!["--policies", "oasis", "--jobs", "25,100000000000"], "invalid_number", "jobs"),
         (vec!["--policies", "las", "--cluster", "v100=1"], "missing_field", "throughputs"),
         (vec!["--policies", "las", "--jobs", "25,50"], "malformed_request", "jobs"),
     ];

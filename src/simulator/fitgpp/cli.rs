@@ -38,10 +38,10 @@ pub struct FitGppArgs {
     /// Comma-separated seeds: one workload per (TE share, seed).
     #[arg(long, default_value = "0,1,2,3,4,5,6,7")]
     pub seeds: String,
-    /// Jobs per workload (the middle 80% are measured).
+    /// Jobs per workload, 20 to 1,000,000 (the middle 80% are measured).
     #[arg(long, default_value_t = 5000)]
     pub jobs: usize,
-    /// Nodes in the cluster.
+    /// Nodes in the cluster (at most 100,000).
     #[arg(long, default_value_t = 84)]
     pub nodes: usize,
     /// Each node's CPU cores, memory (GB) and GPUs.

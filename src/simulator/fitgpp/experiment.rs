@@ -13,6 +13,7 @@ use crate::error::{ArbiterError, ErrorCode, Result};
 use crate::scheduling::fitgpp::input::MAX_NODES;
 use crate::scheduling::fitgpp::{preemption, JobKind, Resources, DEFAULT_MAX_PREEMPTIONS};
 use crate::simulator::plot::{Chart, Series};
+use crate::workload::MAX_GENERATED_JOBS;
 use rayon::prelude::*;
 use std::fmt::Write;
 
@@ -208,11 +209,11 @@ pub fn workloads(config: &ExperimentConfig) -> Result<Vec<Calibrated>> {
             format!("the experiment runs on 1 to {MAX_NODES} nodes, got {}", config.nodes),
         ));
     }
-    if config.jobs < 20 {
+    if !(20..=MAX_GENERATED_JOBS).contains(&config.jobs) {
         return Err(ArbiterError::at(
             ErrorCode::InvalidNumber,
             "jobs",
-            format!("the experiment needs at least 20 jobs, got {}", config.jobs),
+            format!("the experiment needs 20 to {MAX_GENERATED_JOBS} jobs per workload, got {}", config.jobs),
         ));
     }
     let capacities = vec![config.node; config.nodes];
