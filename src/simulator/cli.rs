@@ -571,8 +571,9 @@ const MAX_THREADS: usize = 1024;
 /// Highest load a generated trace takes, in jobs per hour.
 const MAX_LOAD: f64 = 1e6;
 
-/// Runs a sweep's simulations on `threads` threads (default: one per core), with a count of
-/// those done on standard error when it is a terminal.
+/// Runs a sweep's (or `arbiter fitgpp`'s) simulations on `threads` threads (default: one per
+/// core, at most [`MAX_THREADS`]), with a count of those done on standard error when it is a
+/// terminal.
 pub fn in_parallel<T: Send>(
     threads: Option<usize>,
     run: impl FnOnce(&(dyn Fn(usize, usize) + Sync)) -> Result<T> + Send,

@@ -206,6 +206,9 @@ fn the_command_refuses_bad_flags_with_exit_2() {
         // Every workload is drawn before any run: 10¹¹ jobs used to abort on allocation.
         (&["--jobs", "100000000000"][..], "invalid_number", "jobs"),
         (&["--distributions", "/nonexistent/d.json"][..], "malformed_request", "distributions"),
+        // As sweep's: 20,000 threads used to hang, 5,000 to fail after 13 s as `unsupported`.
+        (&["--threads", "5000"][..], "invalid_number", "threads"),
+        (&["--threads", "20000"][..], "invalid_number", "threads"),
     ] {
         let mut args = vec!["fitgpp", "--seeds", "0", "--output", "-"];
         if !extra.contains(&"--nodes") {

@@ -6,7 +6,7 @@ use super::trace;
 use super::workload::{Distributions, DEFAULT_DISTRIBUTIONS};
 use crate::error::{ArbiterError, ErrorCode, Result};
 use crate::scheduling::fitgpp::{JobKind, Resources};
-use crate::simulator::cli::{write_file, write_output};
+use crate::simulator::cli::{in_parallel, write_file, write_output};
 use std::path::PathBuf;
 
 /// Flags of `arbiter fitgpp`.
@@ -62,7 +62,7 @@ pub struct FitGppArgs {
     /// Comma-separated cluster loads FIFO holds (arrival rates are set to reach each).
     #[arg(long, default_value = "2")]
     pub load: String,
-    /// Simulations run at once (default: one per core).
+    /// Simulations run at once (default: one per core; at most 1,024, as for `sweep`).
     #[arg(long)]
     pub threads: Option<usize>,
     /// The CSV, one row per simulation (`-`: standard output).
@@ -211,10 +211,7 @@ pub fn run(args: &FitGppArgs) -> Result<()> {
         return write_workloads(&config, dir);
     }
     let axis = Axis::named(&args.plot_x)?;
-    let pool = rayon::ThreadPoolBuilder::new().num_threads(args.threads.unwrap_or(0)).build().map_err(|e| {
-        ArbiterError::new(ErrorCode::Unsupported, format!("cannot start {:?} threads: {e}", args.threads))
-    })?;
-    let rows = pool.install(|| experiment::run(&config))?;
+    let rows = in_parallel(args.threads, |report| experiment::run_reporting(&config, report))?;
     write_output(args.output.as_deref().unwrap_or("-"), experiment::csv(&rows).trim_end())?;
     for warning in experiment::missed_loads(&rows) {
         eprintln!("{warning}");
