@@ -153,6 +153,10 @@ fn simulate_refuses_bad_input_with_the_error_object() {
     let empty = write(&dir, "e.json", r#"{"jobs": []}"#);
     let empty_gavel = write(&dir, "e.trace", "");
     let weightless = write(&dir, "w.json", &format!(r#"{{"jobs": [{job}, "tenant": "t"}}], "tenants": {{"t": 0}}}}"#));
+    // Past 10⁹ s a round's seconds vanish in rounding: 1e20 gave a JCT of 0, 1e300 was taken.
+    let late_gavel = write(&dir, "l.trace", &TRACE.replace("\t1000\n", "\t1e20\n"));
+    let late_job = job.replace(r#""arrival_seconds": 0"#, r#""arrival_seconds": 1e300"#);
+    let late = write(&dir, "l.json", &format!(r#"{{"jobs": [{late_job}}}]}}"#));
     let cases: Vec<(Vec<&str>, &str, &str)> = vec![
         (vec!["--policy", "las"], "unknown_policy", "policy"),
         (vec!["--cluster", "v100"], "malformed_request", "cluster"),
@@ -172,6 +176,8 @@ fn simulate_refuses_bad_input_with_the_error_object() {
         (vec!["--trace", &empty], "missing_field", "trace.jobs"),
         (vec!["--trace", &empty_gavel], "missing_field", "trace.jobs"),
         (vec!["--trace", &weightless], "invalid_number", "trace.tenants.t"),
+        (vec!["--trace", &late_gavel], "invalid_number", "trace.line[3].arrival_seconds"),
+        (vec!["--trace", &late], "invalid_number", "trace.jobs[0].arrival_seconds"),
         // A destination that cannot be written is refused before the run, not after it.
         (vec!["--plot", "/nonexistent/dir/cdf.svg"], "malformed_request", "plot"),
         (vec!["--output", "/nonexistent/dir/report.json"], "malformed_request", "output"),

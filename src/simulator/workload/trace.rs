@@ -4,11 +4,13 @@
 //!
 //! A Gavel line has ten tab-separated fields: job type, command, working directory, steps flag,
 //! needs-data-dir, total steps, scale factor, priority weight, SLO (a multiple of the job's
-//! duration alone on its fastest worker type; -1 or 0: none), arrival time in seconds.
+//! duration alone on its fastest worker type; -1 or 0: none), arrival time in seconds (in either
+//! format, 0 to 10⁹).
 
 use super::throughputs::ThroughputTable;
 use super::{Trace, TraceJob};
 use crate::error::{ArbiterError, ErrorCode, Result};
+use crate::scheduling::fitgpp::job::MAX_SECONDS;
 use std::path::Path;
 
 const GAVEL_FIELDS: usize = 10;
@@ -71,17 +73,20 @@ pub fn validate(i: usize, job: &TraceJob) -> Result<()> {
     if job.job_type.is_empty() {
         return Err(at(ErrorCode::MissingField, field("job_type"), "a job type must not be empty"));
     }
+    // Arrivals as FitGpp's workloads bound them: past 10⁹ s a round's seconds vanish in the
+    // clock's rounding, and a job would finish the instant it arrives.
+    let arrival = job.arrival_seconds;
     let checks = [
         ("total_steps", job.total_steps, job.total_steps.is_finite() && job.total_steps > 0.0, "> 0"),
         ("weight", job.weight, job.weight.is_finite() && job.weight > 0.0, "> 0"),
-        ("arrival_seconds", job.arrival_seconds, job.arrival_seconds.is_finite() && job.arrival_seconds >= 0.0, "≥ 0"),
+        ("arrival_seconds", arrival, (0.0..=MAX_SECONDS).contains(&arrival), "≥ 0 and at most 10⁹ seconds"),
     ];
     for (name, value, ok, bound) in checks {
         if !ok {
             return Err(at(
                 ErrorCode::InvalidNumber,
                 field(name),
-                format!("{name} must be a finite number {bound}, got {value}"),
+                format!("{name} must be a finite number {bound}, got {}", crate::problem::shown(value)),
             ));
         }
     }
