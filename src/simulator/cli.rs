@@ -322,13 +322,15 @@ pub enum TraceKind {
 }
 
 impl TraceKind {
-    /// From the trace's top-level keys (one parse; Gavel's text format is not JSON).
+    /// From the trace's top-level keys (one parse; Gavel's text format is not JSON), after any
+    /// byte-order mark.
     pub fn of(text: &str) -> TraceKind {
         #[derive(serde::Deserialize)]
         struct Probe {
             cluster: Option<serde::de::IgnoredAny>,
             nodes: Option<serde::de::IgnoredAny>,
         }
+        let text = crate::contract::json::without_bom(text);
         if !text.trim_start().starts_with('{') {
             return TraceKind::Rounds;
         }

@@ -70,6 +70,39 @@ fn simulate_writes_the_report_and_plot() {
     assert!(out.stderr.is_empty());
 }
 
+/// A trace of any kind that starts with a UTF-8 byte-order mark reads as it does without one, as
+/// `arbiter solve` reads a request (a mark used to make every JSON workload a Gavel trace, and
+/// to glue itself to a Gavel trace's first job type).
+#[test]
+fn a_trace_may_start_with_a_byte_order_mark() {
+    let dir = scratch("bom");
+    let table = write(&dir, "t.json", TABLE);
+    let job = r#"{"job_type": "a", "total_steps": 10, "scale_factor": 1, "weight": 1, "slo_seconds": null, "arrival_seconds": 0}"#;
+    let fixture = |name: &str| std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join(name)).unwrap();
+    let rounds =
+        ["--throughputs", &table, "--cluster", "v100=1,k80=1", "--gpus-per-server", "1", "--scheduling", "las"];
+    let cases: [(&str, String, &[&str]); 4] = [
+        ("gavel.trace", TRACE.to_string(), &rounds),
+        ("jobs.json", format!(r#"{{"jobs": [{job}]}}"#), &rounds),
+        ("fitgpp.json", fixture("fixtures/fitgpp.json"), &["--preemption", "fitgpp"]),
+        ("oasis.json", fixture("fixtures/oasis.json"), &["--admission", "oasis"]),
+    ];
+    for (name, text, flags) in cases {
+        let mut jobs = Vec::new();
+        for (file, text) in [(name.to_string(), text.clone()), (format!("bom-{name}"), format!("\u{feff}{text}"))] {
+            let trace = write(&dir, &file, &text);
+            let mut args = vec!["simulate", "--trace", &trace, "--output", "-"];
+            args.extend(flags);
+            let out = arbiter(&args);
+            assert!(out.status.success(), "{file}: {}", String::from_utf8_lossy(&out.stderr));
+            let report: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+            jobs.push(report["jobs"].clone());
+        }
+        assert!(jobs[0].as_array().is_some_and(|j| !j.is_empty()), "{name}");
+        assert_eq!(jobs[0], jobs[1], "{name}");
+    }
+}
+
 /// The policy is solved over round configurations unless told otherwise (`--realizable false`),
 /// or unless space sharing is on, where `--realizable` alone turns it on.
 #[test]

@@ -9,6 +9,7 @@
 
 use super::throughputs::ThroughputTable;
 use super::{Trace, TraceJob};
+use crate::contract::json::without_bom;
 use crate::error::{ArbiterError, ErrorCode, Result};
 use crate::scheduling::fitgpp::job::MAX_SECONDS;
 use std::path::Path;
@@ -32,9 +33,10 @@ pub fn read_text(path: &Path) -> Result<String> {
     })
 }
 
-/// A trace's text: JSON when its first character is `{`, else Gavel's format. A trace has at
-/// least one job.
+/// A trace's text: JSON when its first character (after any byte-order mark) is `{`, else
+/// Gavel's format. A trace has at least one job.
 pub fn parse(text: &str, throughputs: &ThroughputTable) -> Result<Trace> {
+    let text = without_bom(text);
     let trace = if text.trim_start().starts_with('{') { from_json_str(text) } else { parse_gavel(text, throughputs) }?;
     if trace.jobs.is_empty() {
         return Err(at(ErrorCode::MissingField, "trace.jobs", "the trace has no jobs: there is nothing to simulate"));
@@ -113,11 +115,11 @@ fn number(text: &str, line: usize, name: &str) -> Result<f64> {
     })
 }
 
-/// Parses Gavel's tab-separated trace. Blank lines are skipped; line numbers in refusals count
-/// from 1.
+/// Parses Gavel's tab-separated trace (after any byte-order mark, which would otherwise be part
+/// of the first job type). Blank lines are skipped; line numbers in refusals count from 1.
 pub fn parse_gavel(text: &str, throughputs: &ThroughputTable) -> Result<Trace> {
     let mut jobs = Vec::new();
-    for (n, line) in text.lines().enumerate() {
+    for (n, line) in without_bom(text).lines().enumerate() {
         let line_no = n + 1;
         if line.trim().is_empty() {
             continue;
