@@ -172,9 +172,12 @@ pub fn write_output(target: &str, text: &str) -> Result<()> {
     write_file(Path::new(target), &format!("{text}\n"))
 }
 
-/// Refuses, before any run, an output path whose directory does not exist: the run would
-/// otherwise end in an error after all its work (a plot's, after the report was written).
+/// Refuses, before any run, an output path whose directory does not exist, or that another of
+/// the command's destinations names too (one file would overwrite the other): the run would
+/// otherwise end in an error after all its work (a plot's, after the report was written), or
+/// lose one of its outputs. `-` (standard output) is passed over; see [`refuse_standard_output`].
 pub fn check_destinations(destinations: &[(&str, Option<&Path>)]) -> Result<()> {
+    let mut named: Vec<(&str, PathBuf)> = Vec::new();
     for &(field, path) in destinations {
         let Some(path) = path.filter(|p| p.as_os_str() != "-") else { continue };
         let directory = path.parent().filter(|d| !d.as_os_str().is_empty()).unwrap_or(Path::new("."));
@@ -185,8 +188,39 @@ pub fn check_destinations(destinations: &[(&str, Option<&Path>)]) -> Result<()> 
                 format!("cannot write {}: the directory {} does not exist", path.display(), directory.display()),
             ));
         }
+        // `r.json` and `./r.json` are one file.
+        let file = match path.file_name() {
+            Some(name) => directory.canonicalize().unwrap_or_else(|_| directory.to_path_buf()).join(name),
+            None => path.to_path_buf(),
+        };
+        if let Some((other, _)) = named.iter().find(|(_, f)| *f == file) {
+            return Err(ArbiterError::at(
+                ErrorCode::MalformedRequest,
+                field,
+                format!(
+                    "--{} and --{} both name {}: one would overwrite the other",
+                    other.replace('_', "-"),
+                    field.replace('_', "-"),
+                    path.display()
+                ),
+            ));
+        }
+        named.push((field, file));
     }
     Ok(())
+}
+
+/// Refuses `-` for a flag that writes an SVG file: standard output is the report's (or the
+/// CSV's), and `-` would otherwise be taken as a file of that name.
+pub fn refuse_standard_output(plots: &[(&str, Option<&Path>)]) -> Result<()> {
+    match plots.iter().find(|(_, path)| path.is_some_and(|p| p.as_os_str() == "-")) {
+        Some((field, _)) => Err(ArbiterError::at(
+            ErrorCode::MalformedRequest,
+            *field,
+            format!("--{} writes an SVG file; it cannot go to standard output (-)", field.replace('_', "-")),
+        )),
+        None => Ok(()),
+    }
 }
 
 /// After a sweep has written its rows: the runs that failed said so in the `error` column; if
@@ -344,6 +378,7 @@ impl TraceKind {
 
 /// Runs `arbiter simulate`: OASiS's slots when the trace is an OASiS workload, else rounds.
 pub fn run_simulate(args: &SimulateArgs) -> Result<()> {
+    refuse_standard_output(&[("plot", args.plot.as_deref())])?;
     check_destinations(&[("output", Some(Path::new(&args.output))), ("plot", args.plot.as_deref())])?;
     let text = trace::read_text(&args.trace)?;
     match TraceKind::of(&text) {
@@ -607,6 +642,7 @@ pub fn in_parallel<T: Send>(
 /// Runs `arbiter sweep`.
 pub fn run_sweep(args: &SweepArgs) -> Result<()> {
     use super::sweep::{self, SweepConfig, Variant};
+    refuse_standard_output(&[("plot", args.plot.as_deref()), ("cdf_plot", args.cdf_plot.as_deref())])?;
     check_destinations(&[
         ("output", Some(Path::new(&args.output))),
         ("plot", args.plot.as_deref()),

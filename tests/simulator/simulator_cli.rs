@@ -214,6 +214,10 @@ fn simulate_refuses_bad_input_with_the_error_object() {
         // A destination that cannot be written is refused before the run, not after it.
         (vec!["--plot", "/nonexistent/dir/cdf.svg"], "malformed_request", "plot"),
         (vec!["--output", "/nonexistent/dir/report.json"], "malformed_request", "output"),
+        // An SVG cannot go to standard output (it went to a file named `-`), and two flags naming
+        // one file would overwrite each other.
+        (vec!["--output", "-", "--plot", "-"], "malformed_request", "plot"),
+        (vec!["--plot", &output], "malformed_request", "plot"),
     ];
     for (overrides, code, field) in cases {
         let args = with_flags(simulate_args(&trace, &table, &output), &overrides);
@@ -286,8 +290,11 @@ fn a_run_past_the_rounds_it_plays_is_refused_not_left_running() {
 fn a_sweep_refuses_at_once_what_no_run_could_take() {
     let dir = scratch("sweep-refused");
     let table = write(&dir, "t.json", TABLE);
-    let cases: [(&[&str], &str, &str); 14] = [
+    let csv = dir.join("o.csv").to_string_lossy().into_owned();
+    let cases: [(&[&str], &str, &str); 16] = [
         (&["--plot", "/nonexistent/dir/jct.svg"], "plot", "malformed_request"),
+        (&["--cdf-plot", "-"], "cdf_plot", "malformed_request"),
+        (&["--output", &csv, "--cdf-plot", &csv], "cdf_plot", "malformed_request"),
         (&["--tenants", "1001"], "tenants", "invalid_number"),
         (&["--tenants", "18446744073709551615"], "tenants", "invalid_number"),
         (&["--seeds", "0,0"], "seeds", "malformed_request"),
