@@ -172,10 +172,11 @@ pub fn write_output(target: &str, text: &str) -> Result<()> {
     write_file(Path::new(target), &format!("{text}\n"))
 }
 
-/// Refuses, before any run, an output path whose directory does not exist, or that another of
-/// the command's destinations names too (one file would overwrite the other): the run would
-/// otherwise end in an error after all its work (a plot's, after the report was written), or
-/// lose one of its outputs. `-` (standard output) is passed over; see [`refuse_standard_output`].
+/// Refuses, before any run, an output path whose directory does not exist, that is a directory,
+/// or that another of the command's destinations names too (one file would overwrite the
+/// other): the run would otherwise end in an error after all its work (a plot's, after the
+/// report was written), or lose one of its outputs. `-` (standard output) is passed over; see
+/// [`refuse_standard_output`].
 pub fn check_destinations(destinations: &[(&str, Option<&Path>)]) -> Result<()> {
     let mut named: Vec<(&str, PathBuf)> = Vec::new();
     for &(field, path) in destinations {
@@ -186,6 +187,13 @@ pub fn check_destinations(destinations: &[(&str, Option<&Path>)]) -> Result<()> 
                 ErrorCode::MalformedRequest,
                 field,
                 format!("cannot write {}: the directory {} does not exist", path.display(), directory.display()),
+            ));
+        }
+        if path.is_dir() {
+            return Err(ArbiterError::at(
+                ErrorCode::MalformedRequest,
+                field,
+                format!("cannot write {}: it is a directory; name a file in it", path.display()),
             ));
         }
         // `r.json` and `./r.json` are one file.
@@ -643,11 +651,14 @@ pub fn in_parallel<T: Send>(
 pub fn run_sweep(args: &SweepArgs) -> Result<()> {
     use super::sweep::{self, SweepConfig, Variant};
     refuse_standard_output(&[("plot", args.plot.as_deref()), ("cdf_plot", args.cdf_plot.as_deref())])?;
-    check_destinations(&[
+    let fairness = args.fairness_plots.as_deref().map(fairness_plots);
+    let mut destinations = vec![
         ("output", Some(Path::new(&args.output))),
         ("plot", args.plot.as_deref()),
         ("cdf_plot", args.cdf_plot.as_deref()),
-    ])?;
+    ];
+    destinations.extend(fairness.iter().flatten().map(|p| ("fairness_plots", Some(p.as_path()))));
+    check_destinations(&destinations)?;
     if super::oasis::commands::is_oasis_sweep(&args.policies) {
         return super::oasis::commands::sweep(args);
     }
@@ -731,11 +742,16 @@ pub fn run_sweep(args: &SweepArgs) -> Result<()> {
         let load = args.cdf_load.unwrap_or(loads[loads.len() / 2]);
         write_file(path, &sweep::cdf_at_load(&points, load).to_svg())?;
     }
-    if let Some(prefix) = &args.fairness_plots {
+    if let Some([tenants_path, jobs_path]) = &fairness {
         let load = args.cdf_load.unwrap_or(loads[loads.len() / 2]);
         let (tenants, jobs) = sweep::fairness_at_load(&points, load);
-        write_file(Path::new(&format!("{prefix}-tenants.svg")), &tenants.to_svg())?;
-        write_file(Path::new(&format!("{prefix}-jobs.svg")), &jobs.to_svg())?;
+        write_file(tenants_path, &tenants.to_svg())?;
+        write_file(jobs_path, &jobs.to_svg())?;
     }
     Ok(())
+}
+
+/// `--fairness-plots PREFIX`'s files: PREFIX-tenants.svg and PREFIX-jobs.svg.
+fn fairness_plots(prefix: &str) -> [PathBuf; 2] {
+    ["tenants", "jobs"].map(|kind| PathBuf::from(format!("{prefix}-{kind}.svg")))
 }

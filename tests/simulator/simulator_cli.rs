@@ -218,6 +218,9 @@ fn simulate_refuses_bad_input_with_the_error_object() {
         // one file would overwrite each other.
         (vec!["--output", "-", "--plot", "-"], "malformed_request", "plot"),
         (vec!["--plot", &output], "malformed_request", "plot"),
+        // A directory is refused before the run, as a missing one is.
+        (vec!["--output", dir.to_str().unwrap()], "malformed_request", "output"),
+        (vec!["--plot", dir.to_str().unwrap()], "malformed_request", "plot"),
     ];
     for (overrides, code, field) in cases {
         let args = with_flags(simulate_args(&trace, &table, &output), &overrides);
@@ -291,8 +294,12 @@ fn a_sweep_refuses_at_once_what_no_run_could_take() {
     let dir = scratch("sweep-refused");
     let table = write(&dir, "t.json", TABLE);
     let csv = dir.join("o.csv").to_string_lossy().into_owned();
-    let cases: [(&[&str], &str, &str); 16] = [
+    let directory = dir.to_str().unwrap();
+    let cases: [(&[&str], &str, &str); 19] = [
         (&["--plot", "/nonexistent/dir/jct.svg"], "plot", "malformed_request"),
+        (&["--plot", directory], "plot", "malformed_request"),
+        (&["--output", directory], "output", "malformed_request"),
+        (&["--fairness-plots", "/nonexistent/dir/f"], "fairness_plots", "malformed_request"),
         (&["--cdf-plot", "-"], "cdf_plot", "malformed_request"),
         (&["--output", &csv, "--cdf-plot", &csv], "cdf_plot", "malformed_request"),
         (&["--tenants", "1001"], "tenants", "invalid_number"),

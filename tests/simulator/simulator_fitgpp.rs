@@ -209,8 +209,17 @@ fn the_command_refuses_bad_flags_with_exit_2() {
         // As sweep's: 20,000 threads used to hang, 5,000 to fail after 13 s as `unsupported`.
         (&["--threads", "5000"][..], "invalid_number", "threads"),
         (&["--threads", "20000"][..], "invalid_number", "threads"),
+        // Destinations are checked before the runs, not after them.
+        (&["--output", "/nonexistent/dir/runs.csv"][..], "malformed_request", "output"),
+        (&["--table", "/nonexistent/dir/t.md"][..], "malformed_request", "table"),
+        (&["--plot", "/nonexistent/dir/p"][..], "malformed_request", "plot"),
+        (&["--output", "src"][..], "malformed_request", "output"),
+        (&["--output", "r.csv", "--table", "./r.csv"][..], "malformed_request", "table"),
     ] {
-        let mut args = vec!["fitgpp", "--seeds", "0", "--output", "-"];
+        let mut args = vec!["fitgpp", "--seeds", "0"];
+        if !extra.contains(&"--output") {
+            args.extend(["--output", "-"]);
+        }
         if !extra.contains(&"--nodes") {
             args.extend(["--nodes", "2"]);
         }

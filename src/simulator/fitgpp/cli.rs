@@ -6,8 +6,8 @@ use super::trace;
 use super::workload::{Distributions, DEFAULT_DISTRIBUTIONS};
 use crate::error::{ArbiterError, ErrorCode, Result};
 use crate::scheduling::fitgpp::{JobKind, Resources};
-use crate::simulator::cli::{in_parallel, write_file, write_output};
-use std::path::PathBuf;
+use crate::simulator::cli::{check_destinations, in_parallel, write_file, write_output};
+use std::path::{Path, PathBuf};
 
 /// Flags of `arbiter fitgpp`.
 #[derive(Debug, Clone, clap::Args)]
@@ -210,6 +210,11 @@ pub fn run(args: &FitGppArgs) -> Result<()> {
     if let Some(dir) = &args.write_workloads {
         return write_workloads(&config, dir);
     }
+    let plots = args.plot.as_deref().map(plot_files);
+    let mut destinations: Vec<(&str, Option<&Path>)> =
+        vec![("output", args.output.as_deref().map(Path::new)), ("table", args.table.as_deref().map(Path::new))];
+    destinations.extend(plots.iter().flatten().map(|(_, p)| ("plot", Some(p.as_path()))));
+    check_destinations(&destinations)?;
     let axis = Axis::named(&args.plot_x)?;
     let rows = in_parallel(args.threads, |report| experiment::run_reporting(&config, report))?;
     write_output(args.output.as_deref().unwrap_or("-"), experiment::csv(&rows).trim_end())?;
@@ -219,19 +224,21 @@ pub fn run(args: &FitGppArgs) -> Result<()> {
     if let Some(target) = &args.table {
         write_output(target, experiment::table(&rows).trim_end())?;
     }
-    if let Some(prefix) = &args.plot {
-        for kind in [JobKind::Te, JobKind::Be] {
-            let title = format!(
-                "{} jobs, {} nodes × ({}), FIFO load {}, {} workloads",
-                kind.name().to_uppercase(),
-                config.nodes,
-                config.node,
-                args.load,
-                config.seeds.len()
-            );
-            let path = PathBuf::from(format!("{prefix}-{}.svg", kind.name()));
-            write_file(&path, &experiment::chart(&rows, axis, kind, &title).to_svg())?;
-        }
+    for &(kind, ref path) in plots.iter().flatten() {
+        let title = format!(
+            "{} jobs, {} nodes × ({}), FIFO load {}, {} workloads",
+            kind.name().to_uppercase(),
+            config.nodes,
+            config.node,
+            args.load,
+            config.seeds.len()
+        );
+        write_file(path, &experiment::chart(&rows, axis, kind, &title).to_svg())?;
     }
     Ok(())
+}
+
+/// `--plot PREFIX`'s files: PREFIX-te.svg and PREFIX-be.svg.
+fn plot_files(prefix: &str) -> [(JobKind, PathBuf); 2] {
+    [JobKind::Te, JobKind::Be].map(|kind| (kind, PathBuf::from(format!("{prefix}-{}.svg", kind.name()))))
 }
