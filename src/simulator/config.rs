@@ -212,12 +212,8 @@ pub fn parse_cluster(spec: &str, gpus_per_server: u32, prices: Option<&str>) -> 
                     format!("worker type {name:?} is not in the cluster"),
                 )
             })?;
-            if price < 0.0 {
-                return Err(ArbiterError::at(
-                    ErrorCode::InvalidNumber,
-                    format!("prices.{name}"),
-                    format!("a price must be a finite number ≥ 0, got {price}"),
-                ));
+            if let Some(why) = crate::problem::refusal(price, 0.0, "a price") {
+                return Err(ArbiterError::at(ErrorCode::InvalidNumber, format!("prices.{name}"), why));
             }
             w.cost_per_hour = Some(price);
         }

@@ -200,6 +200,8 @@ fn simulate_refuses_bad_input_with_the_error_object() {
         (vec!["--profiled-types", "3"], "invalid_number", "profiled_types"),
         (vec!["--round-seconds", "-1"], "invalid_number", "round_seconds"),
         (vec!["--policy", "min_cost"], "missing_field", "prices"),
+        (vec!["--policy", "min_cost", "--prices", "v100=1e300,k80=1"], "invalid_number", "prices.v100"),
+        (vec!["--prices", "v100=1,k80=1e-300"], "invalid_number", "prices.k80"),
         (vec!["--trace", &unknown_type], "job_cannot_run", "trace.jobs[0]"),
         (vec!["--trace", &short_line], "malformed_request", "trace.line[1]"),
         (vec!["--throughputs", &bad_table], "malformed_request", "throughputs.v100.('a', 1).null"),

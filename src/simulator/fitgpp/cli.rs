@@ -103,6 +103,22 @@ pub fn parse_node(text: &str) -> Result<Resources> {
     }
 }
 
+/// Refuses a load FIFO cannot be calibrated to: at most 0, or of a magnitude outside the
+/// contract's (`problem::in_range`); `field` is the flag (`load`, or a sweep's `loads`).
+pub fn check_loads(loads: &[f64], field: &str) -> Result<()> {
+    match loads.iter().find(|l| !(**l > 0.0 && crate::problem::in_range(**l))) {
+        Some(&bad) => Err(ArbiterError::at(
+            ErrorCode::InvalidNumber,
+            field,
+            format!(
+                "--{field} must be > 0, of magnitude between 1e-100 and 1e100, got {}",
+                crate::problem::shown(bad)
+            ),
+        )),
+        None => Ok(()),
+    }
+}
+
 /// The grid the flags describe.
 pub fn config(args: &FitGppArgs) -> Result<ExperimentConfig> {
     let policies: Vec<String> = args.preemption.split(',').map(|s| s.trim().to_string()).collect();
@@ -147,9 +163,7 @@ pub fn config(args: &FitGppArgs) -> Result<ExperimentConfig> {
         }
     }
     let loads = list(&args.load, "load", "a number", |s| s.parse::<f64>().ok())?;
-    if let Some(bad) = loads.iter().find(|l| !(l.is_finite() && **l > 0.0)) {
-        return Err(ArbiterError::at(ErrorCode::InvalidNumber, "load", format!("--load must be > 0, got {bad}")));
-    }
+    check_loads(&loads, "load")?;
     let distributions = match &args.distributions {
         Some(path) => Distributions::from_json(&std::fs::read_to_string(path).map_err(|e| {
             ArbiterError::at(

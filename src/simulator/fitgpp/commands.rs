@@ -110,9 +110,7 @@ pub fn sweep(args: &SweepArgs) -> Result<()> {
     config.seeds = number_list(&args.seeds, "seeds")?;
     if let Some(loads) = &args.loads {
         config.loads = number_list(loads, "loads")?;
-        if let Some(bad) = config.loads.iter().find(|l| !(l.is_finite() && **l > 0.0)) {
-            return Err(ArbiterError::at(ErrorCode::InvalidNumber, "loads", format!("a load must be > 0, got {bad}")));
-        }
+        super::cli::check_loads(&config.loads, "loads")?;
     }
     if let Some(jobs) = &args.jobs {
         config.jobs = jobs.trim().parse().map_err(|_| {

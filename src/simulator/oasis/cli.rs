@@ -58,6 +58,8 @@ pub struct OasisOutput {
 pub fn decide_all(text: &str, lowest: LowestUtility, u: f64, l: f64, baselines: &[String]) -> Result<OasisOutput> {
     let input: OasisInput = crate::contract::json::read(text).map_err(|e| e.into_error(""))?;
     let jobs = validate(&input.cluster, &input.jobs)?;
+    // Before the baselines run: a refused --u or --l would otherwise come after them.
+    let prices = PriceParameters::estimate_with(&jobs, &input.cluster, lowest)?.scaled(u, l)?;
     let mut runs = Vec::with_capacity(baselines.len());
     for spec in baselines {
         let not_one = || {
@@ -75,7 +77,6 @@ pub fn decide_all(text: &str, lowest: LowestUtility, u: f64, l: f64, baselines: 
         };
         runs.push(scheme.run(&input.cluster, &jobs, Backend::default(), &mut |_| {})?.0);
     }
-    let prices = PriceParameters::estimate_with(&jobs, &input.cluster, lowest)?.scaled(u, l)?;
     let mut oasis = Oasis::new(input.cluster, prices)?;
     let mut order: Vec<usize> = (0..jobs.len()).collect();
     order.sort_by_key(|&i| (jobs[i].spec.arrival_slot, i));
