@@ -199,6 +199,8 @@ fn simulate_refuses_bad_input_with_the_error_object() {
         (vec!["--profiled-types", "0"], "invalid_number", "profiled_types"),
         (vec!["--profiled-types", "3"], "invalid_number", "profiled_types"),
         (vec!["--round-seconds", "-1"], "invalid_number", "round_seconds"),
+        (vec!["--min-solve-seconds", "-1"], "invalid_number", "min_solve_seconds"),
+        (vec!["--min-solve-seconds", "1e300"], "invalid_number", "min_solve_seconds"),
         (vec!["--policy", "min_cost"], "missing_field", "prices"),
         (vec!["--policy", "min_cost", "--prices", "v100=1e300,k80=1"], "invalid_number", "prices.v100"),
         (vec!["--prices", "v100=1,k80=1e-300"], "invalid_number", "prices.k80"),
