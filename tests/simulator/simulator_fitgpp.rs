@@ -194,12 +194,15 @@ fn the_command_refuses_bad_flags_with_exit_2() {
         (&["--node", "32,256"][..], "malformed_request", "node"),
         (&["--lambda=-1"][..], "invalid_number", "lambda"),
         (&["--lambda", "-1"][..], "invalid_number", "lambda"),
-        (&["--te-share", "1.5"][..], "invalid_number", "te-share"),
+        (&["--te-share", "1.5"][..], "invalid_number", "te_share"),
         (&["--load", "0"][..], "invalid_number", "load"),
         (&["--load", "1e300"][..], "invalid_number", "load"),
         (&["--load", "2,1e-300"][..], "invalid_number", "load"),
         (&["--plot-x", "seed"][..], "unsupported", "plot_x"),
-        (&["--grace-scale", "1,-2"][..], "invalid_number", "grace-scale"),
+        (&["--grace-scale", "1,-2"][..], "invalid_number", "grace_scale"),
+        // Checked before the calibration, not named after a job's grace period once runs fail.
+        (&["--grace-scale", "1e300"][..], "invalid_number", "grace_scale"),
+        (&["--grace-scale", "1e-300"][..], "invalid_number", "grace_scale"),
         (&["--nodes", "0"][..], "invalid_number", "nodes"),
         // More nodes than a workload file may hold; u64::MAX used to overflow a vector's capacity.
         (&["--nodes", "100001"][..], "invalid_number", "nodes"),

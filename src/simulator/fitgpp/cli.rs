@@ -79,12 +79,14 @@ pub struct FitGppArgs {
     pub plot_x: String,
 }
 
-/// A comma-separated list, each item `what` (the message says so when one is not).
-fn list<T>(text: &str, field: &str, what: &str, parse: impl Fn(&str) -> Option<T>) -> Result<Vec<T>> {
+/// A comma-separated list, each item `what` (the message says so when one is not); `flag` is
+/// named as `--flag` in the message and as the field with `_` for `-`, as other refusals of the
+/// command line name flags.
+fn list<T>(text: &str, flag: &str, what: &str, parse: impl Fn(&str) -> Option<T>) -> Result<Vec<T>> {
     text.split(',')
         .map(|s| {
             parse(s.trim()).ok_or_else(|| {
-                ArbiterError::at(ErrorCode::InvalidNumber, field, format!("--{field}: {s:?} is not {what}"))
+                ArbiterError::at(ErrorCode::InvalidNumber, flag.replace('-', "_"), format!("--{flag}: {s:?} is not {what}"))
             })
         })
         .collect()
