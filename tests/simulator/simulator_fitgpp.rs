@@ -182,6 +182,9 @@ fn the_command_writes_a_csv_a_table_and_plots() {
 
     let out = arbiter(&["fitgpp", "--print-distributions"]);
     assert!(out.status.success());
+    // A node's three numbers are not summed (4294967295 + 1 overflowed a u32).
+    let out = arbiter(&["fitgpp", "--node", "4294967295,1,0", "--print-distributions"]);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
     let d: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
     assert_eq!(d["be"]["gpus"]["high"], 8.0);
     std::fs::remove_dir_all(&dir).ok();

@@ -96,7 +96,8 @@ fn list<T>(text: &str, flag: &str, what: &str, parse: impl Fn(&str) -> Option<T>
 pub fn parse_node(text: &str) -> Result<Resources> {
     let v = list(text, "node", "a whole number", |s| s.parse::<u32>().ok())?;
     match v[..] {
-        [c, m, g] if c + m + g > 0 => Ok(Resources::new(c, m, g)),
+        // Not `c + m + g > 0`: the sum of three u32 overflows.
+        [c, m, g] if c > 0 || m > 0 || g > 0 => Ok(Resources::new(c, m, g)),
         _ => Err(ArbiterError::at(
             ErrorCode::MalformedRequest,
             "node",
