@@ -183,8 +183,11 @@ fn the_command_writes_a_csv_a_table_and_plots() {
     let out = arbiter(&["fitgpp", "--print-distributions"]);
     assert!(out.status.success());
     // A node's three numbers are not summed (4294967295 + 1 overflowed a u32).
-    let out = arbiter(&["fitgpp", "--node", "4294967295,1,0", "--print-distributions"]);
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    // Nor are they a list of distinct values.
+    for node in ["4294967295,1,0", "8,8,8"] {
+        let out = arbiter(&["fitgpp", "--node", node, "--print-distributions"]);
+        assert!(out.status.success(), "{node}: {}", String::from_utf8_lossy(&out.stderr));
+    }
     let d: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
     assert_eq!(d["be"]["gpus"]["high"], 8.0);
     std::fs::remove_dir_all(&dir).ok();
@@ -223,16 +226,16 @@ fn the_command_refuses_bad_flags_with_exit_2() {
         (&["--plot", "/nonexistent/dir/p"][..], "malformed_request", "plot"),
         (&["--output", "src"][..], "malformed_request", "output"),
         (&["--output", "r.csv", "--table", "./r.csv"][..], "malformed_request", "table"),
+        // Twice the same value would run and print the same rows twice, as sweep refuses.
+        (&["--seeds", "0,0"][..], "malformed_request", "seeds"),
+        (&["--lambda", "1,1.0"][..], "malformed_request", "lambda"),
+        (&["--preemption", "none,none"][..], "malformed_request", "preemption"),
     ] {
-        let mut args = vec!["fitgpp", "--seeds", "0"];
-        if !extra.contains(&"--output") {
-            args.extend(["--output", "-"]);
-        }
-        if !extra.contains(&"--nodes") {
-            args.extend(["--nodes", "2"]);
-        }
-        if !extra.contains(&"--jobs") {
-            args.extend(["--jobs", "100"]);
+        let mut args = vec!["fitgpp"];
+        for default in [["--seeds", "0"], ["--output", "-"], ["--nodes", "2"], ["--jobs", "100"]] {
+            if !extra.contains(&default[0]) {
+                args.extend(default);
+            }
         }
         args.extend(extra);
         let out = arbiter(&args);

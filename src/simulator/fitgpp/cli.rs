@@ -86,10 +86,28 @@ fn list<T>(text: &str, flag: &str, what: &str, parse: impl Fn(&str) -> Option<T>
     text.split(',')
         .map(|s| {
             parse(s.trim()).ok_or_else(|| {
-                ArbiterError::at(ErrorCode::InvalidNumber, flag.replace('-', "_"), format!("--{flag}: {s:?} is not {what}"))
+                ArbiterError::at(
+                    ErrorCode::InvalidNumber,
+                    flag.replace('-', "_"),
+                    format!("--{flag}: {s:?} is not {what}"),
+                )
             })
         })
         .collect()
+}
+
+/// `list` for an axis of the grid: no value twice (as `sweep`'s lists), since each would run
+/// and print the same rows.
+fn grid_list<T: PartialEq>(text: &str, flag: &str, what: &str, parse: impl Fn(&str) -> Option<T>) -> Result<Vec<T>> {
+    let items = list(text, flag, what, parse)?;
+    match (1..items.len()).find(|&i| items[..i].contains(&items[i])) {
+        Some(i) => Err(ArbiterError::at(
+            ErrorCode::MalformedRequest,
+            flag.replace('-', "_"),
+            format!("--{flag} names {} twice", text.split(',').nth(i).unwrap_or_default().trim()),
+        )),
+        None => Ok(items),
+    }
 }
 
 /// `32,256,8` → 32 cores, 256 GB, 8 GPUs.
@@ -113,10 +131,7 @@ pub fn check_loads(loads: &[f64], field: &str) -> Result<()> {
         Some(&bad) => Err(ArbiterError::at(
             ErrorCode::InvalidNumber,
             field,
-            format!(
-                "--{field} must be > 0, of magnitude between 1e-100 and 1e100, got {}",
-                crate::problem::shown(bad)
-            ),
+            format!("--{field} must be > 0, of magnitude between 1e-100 and 1e100, got {}", crate::problem::shown(bad)),
         )),
         None => Ok(()),
     }
@@ -124,22 +139,22 @@ pub fn check_loads(loads: &[f64], field: &str) -> Result<()> {
 
 /// The grid the flags describe.
 pub fn config(args: &FitGppArgs) -> Result<ExperimentConfig> {
-    let policies: Vec<String> = args.preemption.split(',').map(|s| s.trim().to_string()).collect();
-    let lambdas = list(&args.lambda, "lambda", "a finite number ≥ 0", |s| {
+    let policies = grid_list(&args.preemption, "preemption", "a policy name", |s| Some(s.to_string()))?;
+    let lambdas = grid_list(&args.lambda, "lambda", "a finite number ≥ 0", |s| {
         s.parse::<f64>().ok().filter(|l| l.is_finite() && *l >= 0.0)
     })?;
-    let caps = list(&args.max_preemptions, "max-preemptions", "a whole number or inf", |s| {
+    let caps = grid_list(&args.max_preemptions, "max-preemptions", "a whole number or inf", |s| {
         if s == "inf" {
             Some(u32::MAX)
         } else {
             s.parse::<u32>().ok()
         }
     })?;
-    let te_shares = list(&args.te_share, "te-share", "a share from 0 to 1", |s| {
+    let te_shares = grid_list(&args.te_share, "te-share", "a share from 0 to 1", |s| {
         s.parse::<f64>().ok().filter(|x| (0.0..=1.0).contains(x))
     })?;
-    let seeds = list(&args.seeds, "seeds", "a whole number ≥ 0", |s| s.parse::<u64>().ok())?;
-    let grace_scales = list(&args.grace_scale, "grace-scale", "a finite number ≥ 0", |s| {
+    let seeds = grid_list(&args.seeds, "seeds", "a whole number ≥ 0", |s| s.parse::<u64>().ok())?;
+    let grace_scales = grid_list(&args.grace_scale, "grace-scale", "a finite number ≥ 0", |s| {
         s.parse::<f64>().ok().filter(|g| g.is_finite() && *g >= 0.0)
     })?;
     let mut variants = Vec::new();
@@ -165,7 +180,7 @@ pub fn config(args: &FitGppArgs) -> Result<ExperimentConfig> {
             }
         }
     }
-    let loads = list(&args.load, "load", "a number", |s| s.parse::<f64>().ok())?;
+    let loads = grid_list(&args.load, "load", "a number", |s| s.parse::<f64>().ok())?;
     check_loads(&loads, "load")?;
     let distributions = match &args.distributions {
         Some(path) => Distributions::from_json(&std::fs::read_to_string(path).map_err(|e| {
