@@ -228,7 +228,8 @@ pub fn workloads(config: &ExperimentConfig) -> Result<Vec<Calibrated>> {
     // Scaled grace periods stay within what a job may give (`JobSpec::validate`), or every run
     // would be refused naming a job's grace period after the calibration.
     let (low, high) = (config.distributions.grace_period_seconds.low, config.distributions.grace_period_seconds.high);
-    let scales = |g: f64| g == 0.0 || (g > 0.0 && in_range(g) && g * high <= MAX_SECONDS && (low == 0.0 || in_range(g * low)));
+    let scales =
+        |g: f64| g == 0.0 || (g > 0.0 && in_range(g) && g * high <= MAX_SECONDS && (low == 0.0 || in_range(g * low)));
     if let Some(&bad) = config.grace_scales.iter().find(|g| !scales(**g)) {
         return Err(ArbiterError::at(
             ErrorCode::InvalidNumber,
