@@ -122,7 +122,8 @@ enum Command {
     K8sSync(crate::kubernetes::cli::SyncArgs),
     /// Print the service's OpenAPI 3.1 document (the one `GET /openapi.json` serves).
     Openapi {
-        /// Write it to this file instead (the checked-in copy is `openapi/openapi.json`).
+        /// Write it to this file instead of standard output (the checked-in copy is
+        /// `openapi/openapi.json`).
         #[arg(long, short, value_name = "FILE")]
         output: Option<std::path::PathBuf>,
     },
@@ -305,19 +306,22 @@ fn run_token(command: &crate::service::auth::cli::TokenCommand) -> ExitCode {
     }
 }
 
+/// The document on standard output, or in `--output`'s file (`-` is refused: it would be a file
+/// of that name, and standard output is the default).
 fn run_openapi(output: Option<std::path::PathBuf>) -> ExitCode {
     let text = crate::service::openapi::json();
+    let refused = |message: String| fail(&ArbiterError::at(ErrorCode::MalformedRequest, "output", message));
     match output {
         None => {
             let _ = write!(std::io::stdout().lock(), "{text}");
             ExitCode::SUCCESS
         }
+        Some(path) if path.as_os_str() == "-" => {
+            refused("--output names a file; without it the document goes to standard output".into())
+        }
         Some(path) => match std::fs::write(&path, text) {
             Ok(()) => ExitCode::SUCCESS,
-            Err(e) => {
-                eprintln!("cannot write {}: {e}", path.display());
-                ExitCode::FAILURE
-            }
+            Err(e) => refused(format!("cannot write {}: {e}", path.display())),
         },
     }
 }

@@ -150,7 +150,7 @@ fn whole_in_quantity_notation(text: &str) -> Option<u64> {
     } else {
         let divisor = 10u128.checked_pow(exponent.unsigned_abs());
         match divisor {
-            Some(d) if mantissa % d == 0 => mantissa / d,
+            Some(d) if mantissa.is_multiple_of(d) => mantissa / d,
             None if mantissa == 0 => 0,
             _ => return None,
         }

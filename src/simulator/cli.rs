@@ -11,6 +11,7 @@ use crate::solver::realizable::Realizable;
 use crate::solver::tie_break::TieBreak;
 use crate::workload::throughputs::ThroughputTable;
 use crate::workload::trace;
+use crate::workload::MAX_GENERATED_JOBS;
 use std::path::{Path, PathBuf};
 
 /// Flags of `arbiter simulate`.
@@ -171,9 +172,13 @@ pub fn write_output(target: &str, text: &str) -> Result<()> {
     write_file(Path::new(target), &format!("{text}\n"))
 }
 
-/// Refuses, before any run, an output path whose directory does not exist: the run would
-/// otherwise end in an error after all its work (a plot's, after the report was written).
+/// Refuses, before any run, an output path whose directory does not exist, that is a directory,
+/// or that another of the command's destinations names too (one file would overwrite the
+/// other): the run would otherwise end in an error after all its work (a plot's, after the
+/// report was written), or lose one of its outputs. `-` (standard output) is passed over; see
+/// [`refuse_standard_output`].
 pub fn check_destinations(destinations: &[(&str, Option<&Path>)]) -> Result<()> {
+    let mut named: Vec<(&str, PathBuf)> = Vec::new();
     for &(field, path) in destinations {
         let Some(path) = path.filter(|p| p.as_os_str() != "-") else { continue };
         let directory = path.parent().filter(|d| !d.as_os_str().is_empty()).unwrap_or(Path::new("."));
@@ -184,8 +189,46 @@ pub fn check_destinations(destinations: &[(&str, Option<&Path>)]) -> Result<()> 
                 format!("cannot write {}: the directory {} does not exist", path.display(), directory.display()),
             ));
         }
+        if path.is_dir() {
+            return Err(ArbiterError::at(
+                ErrorCode::MalformedRequest,
+                field,
+                format!("cannot write {}: it is a directory; name a file in it", path.display()),
+            ));
+        }
+        // `r.json` and `./r.json` are one file.
+        let file = match path.file_name() {
+            Some(name) => directory.canonicalize().unwrap_or_else(|_| directory.to_path_buf()).join(name),
+            None => path.to_path_buf(),
+        };
+        if let Some((other, _)) = named.iter().find(|(_, f)| *f == file) {
+            return Err(ArbiterError::at(
+                ErrorCode::MalformedRequest,
+                field,
+                format!(
+                    "--{} and --{} both name {}: one would overwrite the other",
+                    other.replace('_', "-"),
+                    field.replace('_', "-"),
+                    path.display()
+                ),
+            ));
+        }
+        named.push((field, file));
     }
     Ok(())
+}
+
+/// Refuses `-` for a flag that writes an SVG file: standard output is the report's (or the
+/// CSV's), and `-` would otherwise be taken as a file of that name.
+pub fn refuse_standard_output(plots: &[(&str, Option<&Path>)]) -> Result<()> {
+    match plots.iter().find(|(_, path)| path.is_some_and(|p| p.as_os_str() == "-")) {
+        Some((field, _)) => Err(ArbiterError::at(
+            ErrorCode::MalformedRequest,
+            *field,
+            format!("--{} writes an SVG file; it cannot go to standard output (-)", field.replace('_', "-")),
+        )),
+        None => Ok(()),
+    }
 }
 
 /// After a sweep has written its rows: the runs that failed said so in the `error` column; if
@@ -321,13 +364,15 @@ pub enum TraceKind {
 }
 
 impl TraceKind {
-    /// From the trace's top-level keys (one parse; Gavel's text format is not JSON).
+    /// From the trace's top-level keys (one parse; Gavel's text format is not JSON), after any
+    /// byte-order mark.
     pub fn of(text: &str) -> TraceKind {
         #[derive(serde::Deserialize)]
         struct Probe {
             cluster: Option<serde::de::IgnoredAny>,
             nodes: Option<serde::de::IgnoredAny>,
         }
+        let text = crate::contract::json::without_bom(text);
         if !text.trim_start().starts_with('{') {
             return TraceKind::Rounds;
         }
@@ -341,6 +386,7 @@ impl TraceKind {
 
 /// Runs `arbiter simulate`: OASiS's slots when the trace is an OASiS workload, else rounds.
 pub fn run_simulate(args: &SimulateArgs) -> Result<()> {
+    refuse_standard_output(&[("plot", args.plot.as_deref())])?;
     check_destinations(&[("output", Some(Path::new(&args.output))), ("plot", args.plot.as_deref())])?;
     let text = trace::read_text(&args.trace)?;
     match TraceKind::of(&text) {
@@ -469,7 +515,7 @@ pub struct SweepArgs {
     pub seeds: String,
     /// Jobs per generated trace (default 1,000); for OASiS's study, a comma-separated list of
     /// workload sizes (default `25,50,100,200`); for FitGpp's experiment, jobs per workload
-    /// (default 5,000).
+    /// (default 5,000). At most 1,000,000 per trace or workload.
     #[arg(long)]
     pub jobs: Option<String>,
     /// Adds this many jobs in the first hour of every day of each trace (a burst of arrivals).
@@ -484,7 +530,7 @@ pub struct SweepArgs {
     pub window: Option<String>,
     /// Generate multi-tenant traces of N tenants (skewed weights and demands, bursty arrivals,
     /// mostly short jobs: `workload::tenants`) instead of Gavel's job mix; reports gain Astraea's
-    /// sharing-loss share and tenant unfairness ratio.
+    /// sharing-loss share and tenant unfairness ratio. At most 1,000 tenants.
     #[arg(long, value_name = "N")]
     pub tenants: Option<usize>,
     /// Every job at t = 0 (a static trace; loads are ignored).
@@ -567,13 +613,12 @@ pub fn number_list<T: std::str::FromStr + PartialEq>(text: &str, field: &str) ->
 
 /// Most threads a sweep starts (each holds a simulation's state; 10,000 took 2 GB for one run).
 const MAX_THREADS: usize = 1024;
-/// Most jobs a generated trace holds, and most jobs of one day's burst.
-const MAX_GENERATED_JOBS: usize = 1_000_000;
 /// Highest load a generated trace takes, in jobs per hour.
 const MAX_LOAD: f64 = 1e6;
 
-/// Runs a sweep's simulations on `threads` threads (default: one per core), with a count of
-/// those done on standard error when it is a terminal.
+/// Runs a sweep's (or `arbiter fitgpp`'s) simulations on `threads` threads (default: one per
+/// core, at most [`MAX_THREADS`]), with a count of those done on standard error when it is a
+/// terminal.
 pub fn in_parallel<T: Send>(
     threads: Option<usize>,
     run: impl FnOnce(&(dyn Fn(usize, usize) + Sync)) -> Result<T> + Send,
@@ -605,11 +650,15 @@ pub fn in_parallel<T: Send>(
 /// Runs `arbiter sweep`.
 pub fn run_sweep(args: &SweepArgs) -> Result<()> {
     use super::sweep::{self, SweepConfig, Variant};
-    check_destinations(&[
+    refuse_standard_output(&[("plot", args.plot.as_deref()), ("cdf_plot", args.cdf_plot.as_deref())])?;
+    let fairness = args.fairness_plots.as_deref().map(fairness_plots);
+    let mut destinations = vec![
         ("output", Some(Path::new(&args.output))),
         ("plot", args.plot.as_deref()),
         ("cdf_plot", args.cdf_plot.as_deref()),
-    ])?;
+    ];
+    destinations.extend(fairness.iter().flatten().map(|p| ("fairness_plots", Some(p.as_path()))));
+    check_destinations(&destinations)?;
     if super::oasis::commands::is_oasis_sweep(&args.policies) {
         return super::oasis::commands::sweep(args);
     }
@@ -693,11 +742,16 @@ pub fn run_sweep(args: &SweepArgs) -> Result<()> {
         let load = args.cdf_load.unwrap_or(loads[loads.len() / 2]);
         write_file(path, &sweep::cdf_at_load(&points, load).to_svg())?;
     }
-    if let Some(prefix) = &args.fairness_plots {
+    if let Some([tenants_path, jobs_path]) = &fairness {
         let load = args.cdf_load.unwrap_or(loads[loads.len() / 2]);
         let (tenants, jobs) = sweep::fairness_at_load(&points, load);
-        write_file(Path::new(&format!("{prefix}-tenants.svg")), &tenants.to_svg())?;
-        write_file(Path::new(&format!("{prefix}-jobs.svg")), &jobs.to_svg())?;
+        write_file(tenants_path, &tenants.to_svg())?;
+        write_file(jobs_path, &jobs.to_svg())?;
     }
     Ok(())
+}
+
+/// `--fairness-plots PREFIX`'s files: PREFIX-tenants.svg and PREFIX-jobs.svg.
+fn fairness_plots(prefix: &str) -> [PathBuf; 2] {
+    ["tenants", "jobs"].map(|kind| PathBuf::from(format!("{prefix}-{kind}.svg")))
 }

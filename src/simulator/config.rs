@@ -112,11 +112,9 @@ impl SimulationConfig {
         if let Some(why) = crate::mechanism::round_seconds_refusal(self.round_seconds) {
             return invalid("round_seconds", why);
         }
-        if !(self.min_solve_interval.is_finite() && self.min_solve_interval >= 0.0) {
-            return invalid(
-                "min_solve_interval",
-                format!("min_solve_interval must be a finite number ≥ 0, got {}", self.min_solve_interval),
-            );
+        // Named as the flag that sets it, `--min-solve-seconds`, as the other refusals here are.
+        if let Some(why) = crate::problem::refusal(self.min_solve_interval, 0.0, "min_solve_seconds") {
+            return invalid("min_solve_seconds", why);
         }
         if let Some(why) = crate::problem::refusal(self.restart_seconds, 0.0, "restart_seconds") {
             return invalid("restart_seconds", why);
@@ -212,12 +210,8 @@ pub fn parse_cluster(spec: &str, gpus_per_server: u32, prices: Option<&str>) -> 
                     format!("worker type {name:?} is not in the cluster"),
                 )
             })?;
-            if price < 0.0 {
-                return Err(ArbiterError::at(
-                    ErrorCode::InvalidNumber,
-                    format!("prices.{name}"),
-                    format!("a price must be a finite number ≥ 0, got {price}"),
-                ));
+            if let Some(why) = crate::problem::refusal(price, 0.0, "a price") {
+                return Err(ArbiterError::at(ErrorCode::InvalidNumber, format!("prices.{name}"), why));
             }
             w.cost_per_hour = Some(price);
         }

@@ -70,6 +70,39 @@ fn simulate_writes_the_report_and_plot() {
     assert!(out.stderr.is_empty());
 }
 
+/// A trace of any kind that starts with a UTF-8 byte-order mark reads as it does without one, as
+/// `arbiter solve` reads a request (a mark used to make every JSON workload a Gavel trace, and
+/// to glue itself to a Gavel trace's first job type).
+#[test]
+fn a_trace_may_start_with_a_byte_order_mark() {
+    let dir = scratch("bom");
+    let table = write(&dir, "t.json", TABLE);
+    let job = r#"{"job_type": "a", "total_steps": 10, "scale_factor": 1, "weight": 1, "slo_seconds": null, "arrival_seconds": 0}"#;
+    let fixture = |name: &str| std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join(name)).unwrap();
+    let rounds =
+        ["--throughputs", &table, "--cluster", "v100=1,k80=1", "--gpus-per-server", "1", "--scheduling", "las"];
+    let cases: [(&str, String, &[&str]); 4] = [
+        ("gavel.trace", TRACE.to_string(), &rounds),
+        ("jobs.json", format!(r#"{{"jobs": [{job}]}}"#), &rounds),
+        ("fitgpp.json", fixture("fixtures/fitgpp.json"), &["--preemption", "fitgpp"]),
+        ("oasis.json", fixture("fixtures/oasis.json"), &["--admission", "oasis"]),
+    ];
+    for (name, text, flags) in cases {
+        let mut jobs = Vec::new();
+        for (file, text) in [(name.to_string(), text.clone()), (format!("bom-{name}"), format!("\u{feff}{text}"))] {
+            let trace = write(&dir, &file, &text);
+            let mut args = vec!["simulate", "--trace", &trace, "--output", "-"];
+            args.extend(flags);
+            let out = arbiter(&args);
+            assert!(out.status.success(), "{file}: {}", String::from_utf8_lossy(&out.stderr));
+            let report: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+            jobs.push(report["jobs"].clone());
+        }
+        assert!(jobs[0].as_array().is_some_and(|j| !j.is_empty()), "{name}");
+        assert_eq!(jobs[0], jobs[1], "{name}");
+    }
+}
+
 /// The policy is solved over round configurations unless told otherwise (`--realizable false`),
 /// or unless space sharing is on, where `--realizable` alone turns it on.
 #[test]
@@ -153,6 +186,10 @@ fn simulate_refuses_bad_input_with_the_error_object() {
     let empty = write(&dir, "e.json", r#"{"jobs": []}"#);
     let empty_gavel = write(&dir, "e.trace", "");
     let weightless = write(&dir, "w.json", &format!(r#"{{"jobs": [{job}, "tenant": "t"}}], "tenants": {{"t": 0}}}}"#));
+    // Past 10⁹ s a round's seconds vanish in rounding: 1e20 gave a JCT of 0, 1e300 was taken.
+    let late_gavel = write(&dir, "l.trace", &TRACE.replace("\t1000\n", "\t1e20\n"));
+    let late_job = job.replace(r#""arrival_seconds": 0"#, r#""arrival_seconds": 1e300"#);
+    let late = write(&dir, "l.json", &format!(r#"{{"jobs": [{late_job}}}]}}"#));
     let cases: Vec<(Vec<&str>, &str, &str)> = vec![
         (vec!["--policy", "las"], "unknown_policy", "policy"),
         (vec!["--cluster", "v100"], "malformed_request", "cluster"),
@@ -162,7 +199,11 @@ fn simulate_refuses_bad_input_with_the_error_object() {
         (vec!["--profiled-types", "0"], "invalid_number", "profiled_types"),
         (vec!["--profiled-types", "3"], "invalid_number", "profiled_types"),
         (vec!["--round-seconds", "-1"], "invalid_number", "round_seconds"),
+        (vec!["--min-solve-seconds", "-1"], "invalid_number", "min_solve_seconds"),
+        (vec!["--min-solve-seconds", "1e300"], "invalid_number", "min_solve_seconds"),
         (vec!["--policy", "min_cost"], "missing_field", "prices"),
+        (vec!["--policy", "min_cost", "--prices", "v100=1e300,k80=1"], "invalid_number", "prices.v100"),
+        (vec!["--prices", "v100=1,k80=1e-300"], "invalid_number", "prices.k80"),
         (vec!["--trace", &unknown_type], "job_cannot_run", "trace.jobs[0]"),
         (vec!["--trace", &short_line], "malformed_request", "trace.line[1]"),
         (vec!["--throughputs", &bad_table], "malformed_request", "throughputs.v100.('a', 1).null"),
@@ -172,9 +213,18 @@ fn simulate_refuses_bad_input_with_the_error_object() {
         (vec!["--trace", &empty], "missing_field", "trace.jobs"),
         (vec!["--trace", &empty_gavel], "missing_field", "trace.jobs"),
         (vec!["--trace", &weightless], "invalid_number", "trace.tenants.t"),
+        (vec!["--trace", &late_gavel], "invalid_number", "trace.line[3].arrival_seconds"),
+        (vec!["--trace", &late], "invalid_number", "trace.jobs[0].arrival_seconds"),
         // A destination that cannot be written is refused before the run, not after it.
         (vec!["--plot", "/nonexistent/dir/cdf.svg"], "malformed_request", "plot"),
         (vec!["--output", "/nonexistent/dir/report.json"], "malformed_request", "output"),
+        // An SVG cannot go to standard output (it went to a file named `-`), and two flags naming
+        // one file would overwrite each other.
+        (vec!["--output", "-", "--plot", "-"], "malformed_request", "plot"),
+        (vec!["--plot", &output], "malformed_request", "plot"),
+        // A directory is refused before the run, as a missing one is.
+        (vec!["--output", dir.to_str().unwrap()], "malformed_request", "output"),
+        (vec!["--plot", dir.to_str().unwrap()], "malformed_request", "plot"),
     ];
     for (overrides, code, field) in cases {
         let args = with_flags(simulate_args(&trace, &table, &output), &overrides);
@@ -247,8 +297,17 @@ fn a_run_past_the_rounds_it_plays_is_refused_not_left_running() {
 fn a_sweep_refuses_at_once_what_no_run_could_take() {
     let dir = scratch("sweep-refused");
     let table = write(&dir, "t.json", TABLE);
-    let cases: [(&[&str], &str, &str); 12] = [
+    let csv = dir.join("o.csv").to_string_lossy().into_owned();
+    let directory = dir.to_str().unwrap();
+    let cases: [(&[&str], &str, &str); 19] = [
         (&["--plot", "/nonexistent/dir/jct.svg"], "plot", "malformed_request"),
+        (&["--plot", directory], "plot", "malformed_request"),
+        (&["--output", directory], "output", "malformed_request"),
+        (&["--fairness-plots", "/nonexistent/dir/f"], "fairness_plots", "malformed_request"),
+        (&["--cdf-plot", "-"], "cdf_plot", "malformed_request"),
+        (&["--output", &csv, "--cdf-plot", &csv], "cdf_plot", "malformed_request"),
+        (&["--tenants", "1001"], "tenants", "invalid_number"),
+        (&["--tenants", "18446744073709551615"], "tenants", "invalid_number"),
         (&["--seeds", "0,0"], "seeds", "malformed_request"),
         (&["--loads", "1,2,1"], "loads", "malformed_request"),
         (&["--policies", "las,max_min_fairness,las"], "policies", "malformed_request"),

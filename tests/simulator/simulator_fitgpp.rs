@@ -182,6 +182,12 @@ fn the_command_writes_a_csv_a_table_and_plots() {
 
     let out = arbiter(&["fitgpp", "--print-distributions"]);
     assert!(out.status.success());
+    // A node's three numbers are not summed (4294967295 + 1 overflowed a u32).
+    // Nor are they a list of distinct values.
+    for node in ["4294967295,1,0", "8,8,8"] {
+        let out = arbiter(&["fitgpp", "--node", node, "--print-distributions"]);
+        assert!(out.status.success(), "{node}: {}", String::from_utf8_lossy(&out.stderr));
+    }
     let d: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
     assert_eq!(d["be"]["gpus"]["high"], 8.0);
     std::fs::remove_dir_all(&dir).ok();
@@ -194,20 +200,42 @@ fn the_command_refuses_bad_flags_with_exit_2() {
         (&["--node", "32,256"][..], "malformed_request", "node"),
         (&["--lambda=-1"][..], "invalid_number", "lambda"),
         (&["--lambda", "-1"][..], "invalid_number", "lambda"),
-        (&["--te-share", "1.5"][..], "invalid_number", "te-share"),
+        (&["--te-share", "1.5"][..], "invalid_number", "te_share"),
         (&["--load", "0"][..], "invalid_number", "load"),
+        (&["--load", "1e300"][..], "invalid_number", "load"),
+        (&["--load", "2,1e-300"][..], "invalid_number", "load"),
         (&["--plot-x", "seed"][..], "unsupported", "plot_x"),
-        (&["--grace-scale", "1,-2"][..], "invalid_number", "grace-scale"),
+        (&["--grace-scale", "1,-2"][..], "invalid_number", "grace_scale"),
+        // Checked before the calibration, not named after a job's grace period once runs fail.
+        (&["--grace-scale", "1e300"][..], "invalid_number", "grace_scale"),
+        (&["--grace-scale", "1e-300"][..], "invalid_number", "grace_scale"),
         (&["--nodes", "0"][..], "invalid_number", "nodes"),
+        // More nodes than a workload file may hold; u64::MAX used to overflow a vector's capacity.
+        (&["--nodes", "100001"][..], "invalid_number", "nodes"),
+        (&["--nodes", "18446744073709551615"][..], "invalid_number", "nodes"),
         (&["--jobs", "5"][..], "invalid_number", "jobs"),
+        // Every workload is drawn before any run: 10¹¹ jobs used to abort on allocation.
+        (&["--jobs", "100000000000"][..], "invalid_number", "jobs"),
         (&["--distributions", "/nonexistent/d.json"][..], "malformed_request", "distributions"),
+        // As sweep's: 20,000 threads used to hang, 5,000 to fail after 13 s as `unsupported`.
+        (&["--threads", "5000"][..], "invalid_number", "threads"),
+        (&["--threads", "20000"][..], "invalid_number", "threads"),
+        // Destinations are checked before the runs, not after them.
+        (&["--output", "/nonexistent/dir/runs.csv"][..], "malformed_request", "output"),
+        (&["--table", "/nonexistent/dir/t.md"][..], "malformed_request", "table"),
+        (&["--plot", "/nonexistent/dir/p"][..], "malformed_request", "plot"),
+        (&["--output", "src"][..], "malformed_request", "output"),
+        (&["--output", "r.csv", "--table", "./r.csv"][..], "malformed_request", "table"),
+        // Twice the same value would run and print the same rows twice, as sweep refuses.
+        (&["--seeds", "0,0"][..], "malformed_request", "seeds"),
+        (&["--lambda", "1,1.0"][..], "malformed_request", "lambda"),
+        (&["--preemption", "none,none"][..], "malformed_request", "preemption"),
     ] {
-        let mut args = vec!["fitgpp", "--seeds", "0", "--output", "-"];
-        if !extra.contains(&"--nodes") {
-            args.extend(["--nodes", "2"]);
-        }
-        if !extra.contains(&"--jobs") {
-            args.extend(["--jobs", "100"]);
+        let mut args = vec!["fitgpp"];
+        for default in [["--seeds", "0"], ["--output", "-"], ["--nodes", "2"], ["--jobs", "100"]] {
+            if !extra.contains(&default[0]) {
+                args.extend(default);
+            }
         }
         args.extend(extra);
         let out = arbiter(&args);
@@ -389,8 +417,11 @@ fn simulate_and_sweep_refuse_what_belongs_to_rounds() {
         (vec!["--policies", "lrtp", "--cluster", "v100=4"], "malformed_request", "cluster"),
         (vec!["--policies", "rand", "--tenants", "3"], "malformed_request", "tenants"),
         (vec!["--policies", "fitgpp", "--loads", "0"], "invalid_number", "loads"),
+        (vec!["--policies", "fitgpp", "--loads", "1e300"], "invalid_number", "loads"),
         (vec!["--policies", "fitgpp", "--jobs", "10,20"], "malformed_request", "jobs"),
         (vec!["--policies", "fitgpp", "--jobs", "10"], "invalid_number", "jobs"),
+        (vec!["--policies", "fitgpp", "--jobs", "100000000000"], "invalid_number", "jobs"),
+        (vec!["--policies", "fitgpp", "--cluster", "18446744073709551615x32,256,8"], "invalid_number", "cluster"),
     ] {
         let mut full = vec!["sweep", "--output", "-"];
         full.extend(&args);

@@ -108,6 +108,7 @@ fn stages_and_flags_of_the_other_kind_of_trace_are_refused() {
         (vec!["--trace", fixture, "--admission", "accept_x=1.2", "--scheduling", "rrh"], "unsupported", "admission"),
         (vec!["--trace", fixture, "--scheduling", "las"], "unknown_policy", "scheduling"),
         (vec!["--trace", fixture, "--admission", "oasis:u=-1"], "invalid_number", "admission"),
+        (vec!["--trace", fixture, "--admission", "oasis:u=1e300"], "invalid_number", "admission"),
         (vec!["--trace", gavel, "--admission", "oasis"], "unsupported", "admission"),
         (vec!["--trace", gavel, "--scheduling", "dorm"], "unsupported", "scheduling"),
         (vec!["--trace", gavel, "--policy", "max_min_fairness"], "missing_field", "cluster"),
@@ -124,6 +125,11 @@ fn stages_and_flags_of_the_other_kind_of_trace_are_refused() {
         (vec!["--policies", "drf", "--tenants", "3"], "malformed_request", "tenants"),
         (vec!["--policies", "rrh", "--jobs", "25,x"], "malformed_request", "jobs"),
         (vec!["--policies", "rrh", "--jobs", "0"], "invalid_number", "jobs"),
+        // Workloads are drawn before any run: 10¹¹ jobs used to run out of memory.
+        (vec!["--policies", "oasis", "--jobs", "25,100000000000"], "invalid_number", "jobs"),
+        // Within the contract's magnitudes: u=1e300 was run and labelled with 301 digits.
+        (vec!["--policies", "oasis:u=1e300"], "invalid_number", "policies"),
+        (vec!["--policies", "oasis:l=1e-300"], "invalid_number", "policies"),
         (vec!["--policies", "las", "--cluster", "v100=1"], "missing_field", "throughputs"),
         (vec!["--policies", "las", "--jobs", "25,50"], "malformed_request", "jobs"),
     ];

@@ -77,6 +77,20 @@ fn token_refusals_exit_2_with_the_error_object_and_change_nothing() {
     assert!(out.status.success() && String::from_utf8_lossy(&out.stdout).contains("revoked"));
 }
 
+/// `arbiter openapi --output` names a file: `-` is refused (it made a file named `-`), and a
+/// file that cannot be written is the error object with status 2 (it was plain text, status 1).
+#[test]
+fn openapi_refuses_an_output_it_cannot_write() {
+    let dir = TempDir::new("cli-hardening-openapi");
+    let says = refused(&arbiter(&["openapi", "--output", "-"]), "malformed_request", "output");
+    assert!(says.contains("standard output"), "{says}");
+    let says = refused(&arbiter(&["openapi", "--output", dir.0.to_str().unwrap()]), "malformed_request", "output");
+    assert!(says.contains("cannot write"), "{says}");
+    let file = dir.path("openapi.json");
+    assert!(arbiter(&["openapi", "--output", file.to_str().unwrap()]).status.success());
+    assert!(std::fs::read_to_string(&file).unwrap().contains("\"openapi\""));
+}
+
 #[test]
 fn solve_reads_a_file_that_starts_with_a_byte_order_mark() {
     let dir = TempDir::new("cli-hardening-bom");

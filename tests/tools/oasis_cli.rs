@@ -49,4 +49,22 @@ fn refuses_bad_input_with_exit_2_and_the_field() {
     assert_eq!(err["error"]["field"], "cluster.slots");
     let out = oasis(&["--input", "fixtures/oasis.json", "--lowest", "median"], None);
     assert_eq!(out.status.code(), Some(2));
+    let out = oasis(&["--input", "fixtures/oasis.json", "--baselines", "fifo,drf,fifo"], None);
+    assert_eq!(out.status.code(), Some(2));
+    let err: Value = serde_json::from_slice(&out.stderr).unwrap();
+    assert_eq!(
+        (err["error"]["code"].as_str(), err["error"]["field"].as_str()),
+        (Some("malformed_request"), Some("baselines"))
+    );
+    // Scale factors within the contract's magnitudes (1e300 was taken), refused before any
+    // baseline runs.
+    for (flag, value) in [("--u", "1e300"), ("--l", "1e-300"), ("--u", "0")] {
+        let out = oasis(&["--input", "fixtures/oasis.json", flag, value, "--baselines", "fifo"], None);
+        assert_eq!(out.status.code(), Some(2), "{flag} {value}");
+        let err: Value = serde_json::from_slice(&out.stderr).unwrap();
+        assert_eq!(
+            (err["error"]["code"].as_str(), err["error"]["field"].as_str()),
+            (Some("invalid_number"), Some(&flag[2..]))
+        );
+    }
 }

@@ -218,11 +218,14 @@ impl PriceParameters {
     /// those factors.
     pub fn scaled(&self, u: f64, l: f64) -> Result<PriceParameters> {
         for (name, factor) in [("u", u), ("l", l)] {
-            if !(factor.is_finite() && factor > 0.0) {
+            if !(factor > 0.0 && crate::problem::in_range(factor)) {
                 return Err(ArbiterError::at(
                     ErrorCode::InvalidNumber,
                     name,
-                    format!("the price scale factor {name} must be finite and > 0, got {factor}"),
+                    format!(
+                        "the price scale factor {name} must be > 0, of magnitude between 1e-100 and 1e100, got {}",
+                        crate::problem::shown(factor)
+                    ),
                 ));
             }
         }

@@ -6,8 +6,8 @@ use super::trace;
 use super::workload::{Distributions, DEFAULT_DISTRIBUTIONS};
 use crate::error::{ArbiterError, ErrorCode, Result};
 use crate::scheduling::fitgpp::{JobKind, Resources};
-use crate::simulator::cli::{write_file, write_output};
-use std::path::PathBuf;
+use crate::simulator::cli::{check_destinations, in_parallel, write_file, write_output};
+use std::path::{Path, PathBuf};
 
 /// Flags of `arbiter fitgpp`.
 #[derive(Debug, Clone, clap::Args)]
@@ -38,10 +38,10 @@ pub struct FitGppArgs {
     /// Comma-separated seeds: one workload per (TE share, seed).
     #[arg(long, default_value = "0,1,2,3,4,5,6,7")]
     pub seeds: String,
-    /// Jobs per workload (the middle 80% are measured).
+    /// Jobs per workload, 20 to 1,000,000 (the middle 80% are measured).
     #[arg(long, default_value_t = 5000)]
     pub jobs: usize,
-    /// Nodes in the cluster.
+    /// Nodes in the cluster (at most 100,000).
     #[arg(long, default_value_t = 84)]
     pub nodes: usize,
     /// Each node's CPU cores, memory (GB) and GPUs.
@@ -62,7 +62,7 @@ pub struct FitGppArgs {
     /// Comma-separated cluster loads FIFO holds (arrival rates are set to reach each).
     #[arg(long, default_value = "2")]
     pub load: String,
-    /// Simulations run at once (default: one per core).
+    /// Simulations run at once (default: one per core; at most 1,024, as for `sweep`).
     #[arg(long)]
     pub threads: Option<usize>,
     /// The CSV, one row per simulation (`-`: standard output).
@@ -79,22 +79,43 @@ pub struct FitGppArgs {
     pub plot_x: String,
 }
 
-/// A comma-separated list, each item `what` (the message says so when one is not).
-fn list<T>(text: &str, field: &str, what: &str, parse: impl Fn(&str) -> Option<T>) -> Result<Vec<T>> {
+/// A comma-separated list, each item `what` (the message says so when one is not); `flag` is
+/// named as `--flag` in the message and as the field with `_` for `-`, as other refusals of the
+/// command line name flags.
+fn list<T>(text: &str, flag: &str, what: &str, parse: impl Fn(&str) -> Option<T>) -> Result<Vec<T>> {
     text.split(',')
         .map(|s| {
             parse(s.trim()).ok_or_else(|| {
-                ArbiterError::at(ErrorCode::InvalidNumber, field, format!("--{field}: {s:?} is not {what}"))
+                ArbiterError::at(
+                    ErrorCode::InvalidNumber,
+                    flag.replace('-', "_"),
+                    format!("--{flag}: {s:?} is not {what}"),
+                )
             })
         })
         .collect()
+}
+
+/// `list` for an axis of the grid: no value twice (as `sweep`'s lists), since each would run
+/// and print the same rows.
+fn grid_list<T: PartialEq>(text: &str, flag: &str, what: &str, parse: impl Fn(&str) -> Option<T>) -> Result<Vec<T>> {
+    let items = list(text, flag, what, parse)?;
+    match (1..items.len()).find(|&i| items[..i].contains(&items[i])) {
+        Some(i) => Err(ArbiterError::at(
+            ErrorCode::MalformedRequest,
+            flag.replace('-', "_"),
+            format!("--{flag} names {} twice", text.split(',').nth(i).unwrap_or_default().trim()),
+        )),
+        None => Ok(items),
+    }
 }
 
 /// `32,256,8` → 32 cores, 256 GB, 8 GPUs.
 pub fn parse_node(text: &str) -> Result<Resources> {
     let v = list(text, "node", "a whole number", |s| s.parse::<u32>().ok())?;
     match v[..] {
-        [c, m, g] if c + m + g > 0 => Ok(Resources::new(c, m, g)),
+        // Not `c + m + g > 0`: the sum of three u32 overflows.
+        [c, m, g] if c > 0 || m > 0 || g > 0 => Ok(Resources::new(c, m, g)),
         _ => Err(ArbiterError::at(
             ErrorCode::MalformedRequest,
             "node",
@@ -103,24 +124,37 @@ pub fn parse_node(text: &str) -> Result<Resources> {
     }
 }
 
+/// Refuses a load FIFO cannot be calibrated to: at most 0, or of a magnitude outside the
+/// contract's (`problem::in_range`); `field` is the flag (`load`, or a sweep's `loads`).
+pub fn check_loads(loads: &[f64], field: &str) -> Result<()> {
+    match loads.iter().find(|l| !(**l > 0.0 && crate::problem::in_range(**l))) {
+        Some(&bad) => Err(ArbiterError::at(
+            ErrorCode::InvalidNumber,
+            field,
+            format!("--{field} must be > 0, of magnitude between 1e-100 and 1e100, got {}", crate::problem::shown(bad)),
+        )),
+        None => Ok(()),
+    }
+}
+
 /// The grid the flags describe.
 pub fn config(args: &FitGppArgs) -> Result<ExperimentConfig> {
-    let policies: Vec<String> = args.preemption.split(',').map(|s| s.trim().to_string()).collect();
-    let lambdas = list(&args.lambda, "lambda", "a finite number ≥ 0", |s| {
+    let policies = grid_list(&args.preemption, "preemption", "a policy name", |s| Some(s.to_string()))?;
+    let lambdas = grid_list(&args.lambda, "lambda", "a finite number ≥ 0", |s| {
         s.parse::<f64>().ok().filter(|l| l.is_finite() && *l >= 0.0)
     })?;
-    let caps = list(&args.max_preemptions, "max-preemptions", "a whole number or inf", |s| {
+    let caps = grid_list(&args.max_preemptions, "max-preemptions", "a whole number or inf", |s| {
         if s == "inf" {
             Some(u32::MAX)
         } else {
             s.parse::<u32>().ok()
         }
     })?;
-    let te_shares = list(&args.te_share, "te-share", "a share from 0 to 1", |s| {
+    let te_shares = grid_list(&args.te_share, "te-share", "a share from 0 to 1", |s| {
         s.parse::<f64>().ok().filter(|x| (0.0..=1.0).contains(x))
     })?;
-    let seeds = list(&args.seeds, "seeds", "a whole number ≥ 0", |s| s.parse::<u64>().ok())?;
-    let grace_scales = list(&args.grace_scale, "grace-scale", "a finite number ≥ 0", |s| {
+    let seeds = grid_list(&args.seeds, "seeds", "a whole number ≥ 0", |s| s.parse::<u64>().ok())?;
+    let grace_scales = grid_list(&args.grace_scale, "grace-scale", "a finite number ≥ 0", |s| {
         s.parse::<f64>().ok().filter(|g| g.is_finite() && *g >= 0.0)
     })?;
     let mut variants = Vec::new();
@@ -146,10 +180,8 @@ pub fn config(args: &FitGppArgs) -> Result<ExperimentConfig> {
             }
         }
     }
-    let loads = list(&args.load, "load", "a number", |s| s.parse::<f64>().ok())?;
-    if let Some(bad) = loads.iter().find(|l| !(l.is_finite() && **l > 0.0)) {
-        return Err(ArbiterError::at(ErrorCode::InvalidNumber, "load", format!("--load must be > 0, got {bad}")));
-    }
+    let loads = grid_list(&args.load, "load", "a number", |s| s.parse::<f64>().ok())?;
+    check_loads(&loads, "load")?;
     let distributions = match &args.distributions {
         Some(path) => Distributions::from_json(&std::fs::read_to_string(path).map_err(|e| {
             ArbiterError::at(
@@ -183,8 +215,9 @@ fn write_workloads(config: &ExperimentConfig, dir: &std::path::Path) -> Result<(
             format!("cannot create {}: {e}", dir.display()),
         )
     })?;
+    let workloads = experiment::workloads(config)?;
     let capacities = vec![config.node; config.nodes];
-    for w in experiment::workloads(config)? {
+    for w in workloads {
         let grace = if w.grace_scale == 1.0 { String::new() } else { format!("-grace{}", w.grace_scale) };
         let path = dir.join(format!("fitgpp-load{}-te{}{grace}-seed{}.json", w.load, w.te_share, w.seed));
         write_file(&path, &trace::write(&capacities, &w.arrivals))?;
@@ -209,11 +242,13 @@ pub fn run(args: &FitGppArgs) -> Result<()> {
     if let Some(dir) = &args.write_workloads {
         return write_workloads(&config, dir);
     }
+    let plots = args.plot.as_deref().map(plot_files);
+    let mut destinations: Vec<(&str, Option<&Path>)> =
+        vec![("output", args.output.as_deref().map(Path::new)), ("table", args.table.as_deref().map(Path::new))];
+    destinations.extend(plots.iter().flatten().map(|(_, p)| ("plot", Some(p.as_path()))));
+    check_destinations(&destinations)?;
     let axis = Axis::named(&args.plot_x)?;
-    let pool = rayon::ThreadPoolBuilder::new().num_threads(args.threads.unwrap_or(0)).build().map_err(|e| {
-        ArbiterError::new(ErrorCode::Unsupported, format!("cannot start {:?} threads: {e}", args.threads))
-    })?;
-    let rows = pool.install(|| experiment::run(&config))?;
+    let rows = in_parallel(args.threads, |report| experiment::run_reporting(&config, report))?;
     write_output(args.output.as_deref().unwrap_or("-"), experiment::csv(&rows).trim_end())?;
     for warning in experiment::missed_loads(&rows) {
         eprintln!("{warning}");
@@ -221,19 +256,21 @@ pub fn run(args: &FitGppArgs) -> Result<()> {
     if let Some(target) = &args.table {
         write_output(target, experiment::table(&rows).trim_end())?;
     }
-    if let Some(prefix) = &args.plot {
-        for kind in [JobKind::Te, JobKind::Be] {
-            let title = format!(
-                "{} jobs, {} nodes × ({}), FIFO load {}, {} workloads",
-                kind.name().to_uppercase(),
-                config.nodes,
-                config.node,
-                args.load,
-                config.seeds.len()
-            );
-            let path = PathBuf::from(format!("{prefix}-{}.svg", kind.name()));
-            write_file(&path, &experiment::chart(&rows, axis, kind, &title).to_svg())?;
-        }
+    for &(kind, ref path) in plots.iter().flatten() {
+        let title = format!(
+            "{} jobs, {} nodes × ({}), FIFO load {}, {} workloads",
+            kind.name().to_uppercase(),
+            config.nodes,
+            config.node,
+            args.load,
+            config.seeds.len()
+        );
+        write_file(path, &experiment::chart(&rows, axis, kind, &title).to_svg())?;
     }
     Ok(())
+}
+
+/// `--plot PREFIX`'s files: PREFIX-te.svg and PREFIX-be.svg.
+fn plot_files(prefix: &str) -> [(JobKind, PathBuf); 2] {
+    [JobKind::Te, JobKind::Be].map(|kind| (kind, PathBuf::from(format!("{prefix}-{}.svg", kind.name()))))
 }

@@ -8,6 +8,7 @@ use super::experiment::{self, Axis, ExperimentConfig, Variant};
 use super::report::FitGppReport;
 use super::{run, trace};
 use crate::error::{ArbiterError, ErrorCode, Result};
+use crate::scheduling::fitgpp::input::MAX_NODES;
 use crate::scheduling::fitgpp::{JobKind, Resources};
 use crate::simulator::cli::{
     in_parallel, number_list, parse_window, refuse_given, round_only_flags, round_only_sweep_flags, write_file,
@@ -89,6 +90,13 @@ fn parse_nodes(text: &str) -> Result<(usize, Resources)> {
     if count == 0 {
         return Err(bad());
     }
+    if count > MAX_NODES {
+        return Err(ArbiterError::at(
+            ErrorCode::InvalidNumber,
+            "cluster",
+            format!("a FitGpp sweep's --cluster has at most {MAX_NODES} nodes, got {count}"),
+        ));
+    }
     Ok((count, node))
 }
 
@@ -102,9 +110,7 @@ pub fn sweep(args: &SweepArgs) -> Result<()> {
     config.seeds = number_list(&args.seeds, "seeds")?;
     if let Some(loads) = &args.loads {
         config.loads = number_list(loads, "loads")?;
-        if let Some(bad) = config.loads.iter().find(|l| !(l.is_finite() && **l > 0.0)) {
-            return Err(ArbiterError::at(ErrorCode::InvalidNumber, "loads", format!("a load must be > 0, got {bad}")));
-        }
+        super::cli::check_loads(&config.loads, "loads")?;
     }
     if let Some(jobs) = &args.jobs {
         config.jobs = jobs.trim().parse().map_err(|_| {

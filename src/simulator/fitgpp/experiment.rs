@@ -10,8 +10,12 @@ use super::metrics::{summarize, Summary};
 use super::run;
 use super::workload::{at_rate, generate, Arrival, Distributions};
 use crate::error::{ArbiterError, ErrorCode, Result};
+use crate::problem::in_range;
+use crate::scheduling::fitgpp::input::MAX_NODES;
+use crate::scheduling::fitgpp::job::MAX_SECONDS;
 use crate::scheduling::fitgpp::{preemption, JobKind, Resources, DEFAULT_MAX_PREEMPTIONS};
 use crate::simulator::plot::{Chart, Series};
+use crate::workload::MAX_GENERATED_JOBS;
 use rayon::prelude::*;
 use std::fmt::Write;
 
@@ -200,14 +204,18 @@ pub struct Calibrated {
 /// The grid's workloads, in (load, TE share, seed, grace scale) order, each at the rate at which
 /// FIFO holds its load (FIFO preempts nothing, so the grace periods do not change it).
 pub fn workloads(config: &ExperimentConfig) -> Result<Vec<Calibrated>> {
-    if config.nodes == 0 {
-        return Err(ArbiterError::at(ErrorCode::InvalidNumber, "nodes", "the experiment needs at least one node"));
+    if !(1..=MAX_NODES).contains(&config.nodes) {
+        return Err(ArbiterError::at(
+            ErrorCode::InvalidNumber,
+            "nodes",
+            format!("the experiment runs on 1 to {MAX_NODES} nodes, got {}", config.nodes),
+        ));
     }
-    if config.jobs < 20 {
+    if !(20..=MAX_GENERATED_JOBS).contains(&config.jobs) {
         return Err(ArbiterError::at(
             ErrorCode::InvalidNumber,
             "jobs",
-            format!("the experiment needs at least 20 jobs, got {}", config.jobs),
+            format!("the experiment needs 20 to {MAX_GENERATED_JOBS} jobs per workload, got {}", config.jobs),
         ));
     }
     let capacities = vec![config.node; config.nodes];
@@ -217,11 +225,20 @@ pub fn workloads(config: &ExperimentConfig) -> Result<Vec<Calibrated>> {
         .iter()
         .flat_map(|&l| config.te_shares.iter().flat_map(move |&s| config.seeds.iter().map(move |&seed| (l, s, seed))))
         .collect();
-    if let Some(bad) = config.grace_scales.iter().find(|g| !(g.is_finite() && **g >= 0.0)) {
+    // Scaled grace periods stay within what a job may give (`JobSpec::validate`), or every run
+    // would be refused naming a job's grace period after the calibration.
+    let (low, high) = (config.distributions.grace_period_seconds.low, config.distributions.grace_period_seconds.high);
+    let scales =
+        |g: f64| g == 0.0 || (g > 0.0 && in_range(g) && g * high <= MAX_SECONDS && (low == 0.0 || in_range(g * low)));
+    if let Some(&bad) = config.grace_scales.iter().find(|g| !scales(**g)) {
         return Err(ArbiterError::at(
             ErrorCode::InvalidNumber,
             "grace_scale",
-            format!("a grace-period scale must be a finite number ≥ 0, got {bad}"),
+            format!(
+                "a grace-period scale must be 0, or > 0 and keep the grace periods ({low} to {high} s) between \
+                 1e-100 and 1e9 s, got {}",
+                crate::problem::shown(bad)
+            ),
         ));
     }
     let calibrated = grid

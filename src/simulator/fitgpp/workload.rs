@@ -6,6 +6,7 @@
 use crate::error::{ArbiterError, ErrorCode, Result};
 use crate::scheduling::fitgpp::{JobKind, JobSpec, Resources};
 use crate::workload::generator::Rng;
+use crate::workload::MAX_GENERATED_JOBS;
 use serde::{Deserialize, Serialize};
 
 /// A normal of `mean` and `sd` restricted to `[low, high]` (by rejection).
@@ -162,8 +163,12 @@ pub fn generate(d: &Distributions, jobs: usize, te_share: f64, seed: u64) -> Res
             format!("the TE share must be between 0 and 1, got {te_share}"),
         ));
     }
-    if jobs == 0 {
-        return Err(ArbiterError::at(ErrorCode::InvalidNumber, "jobs", "a workload needs at least one job"));
+    if !(1..=MAX_GENERATED_JOBS).contains(&jobs) {
+        return Err(ArbiterError::at(
+            ErrorCode::InvalidNumber,
+            "jobs",
+            format!("a workload holds 1 to {MAX_GENERATED_JOBS} jobs, got {jobs}"),
+        ));
     }
     let mut rng = Rng::new(seed);
     let mut time = 0.0;

@@ -58,7 +58,9 @@ pub struct OasisOutput {
 pub fn decide_all(text: &str, lowest: LowestUtility, u: f64, l: f64, baselines: &[String]) -> Result<OasisOutput> {
     let input: OasisInput = crate::contract::json::read(text).map_err(|e| e.into_error(""))?;
     let jobs = validate(&input.cluster, &input.jobs)?;
-    let mut runs = Vec::with_capacity(baselines.len());
+    // Before the baselines run: a refused --u or --l would otherwise come after them.
+    let prices = PriceParameters::estimate_with(&jobs, &input.cluster, lowest)?.scaled(u, l)?;
+    let mut schemes: Vec<Scheme> = Vec::with_capacity(baselines.len());
     for spec in baselines {
         let not_one = || {
             ArbiterError::at(
@@ -73,9 +75,19 @@ pub fn decide_all(text: &str, lowest: LowestUtility, u: f64, l: f64, baselines: 
             Err(e) if e.code == ErrorCode::UnknownPolicy => return Err(not_one()),
             Err(e) => return Err(e),
         };
+        if schemes.iter().any(|s| s.label() == scheme.label()) {
+            return Err(ArbiterError::at(
+                ErrorCode::MalformedRequest,
+                "baselines",
+                format!("--baselines names {} twice: it would run and print the same run twice", scheme.label()),
+            ));
+        }
+        schemes.push(scheme);
+    }
+    let mut runs = Vec::with_capacity(schemes.len());
+    for scheme in &schemes {
         runs.push(scheme.run(&input.cluster, &jobs, Backend::default(), &mut |_| {})?.0);
     }
-    let prices = PriceParameters::estimate_with(&jobs, &input.cluster, lowest)?.scaled(u, l)?;
     let mut oasis = Oasis::new(input.cluster, prices)?;
     let mut order: Vec<usize> = (0..jobs.len()).collect();
     order.sort_by_key(|&i| (jobs[i].spec.arrival_slot, i));

@@ -71,11 +71,13 @@ impl Scheme {
         for option in parts {
             let (key, value) = option.split_once('=').unwrap_or((option, ""));
             let factor = || -> Result<f64> {
-                value.parse::<f64>().ok().filter(|f| f.is_finite() && *f > 0.0).ok_or_else(|| {
+                value.parse::<f64>().ok().filter(|f| *f > 0.0 && crate::problem::in_range(*f)).ok_or_else(|| {
                     ArbiterError::at(
                         ErrorCode::InvalidNumber,
                         field,
-                        format!("{key} must be a factor > 0, got {value:?} in {spec:?}"),
+                        format!(
+                            "{key} must be a factor > 0, of magnitude between 1e-100 and 1e100, got {value:?} in {spec:?}"
+                        ),
                     )
                 })
             };
@@ -105,7 +107,8 @@ impl Scheme {
                 }
                 for (key, value) in [("u", u), ("l", l)] {
                     if *value != 1.0 {
-                        label.push_str(&format!(":{key}={value}"));
+                        // 1e-50 as itself, not as 52 digits.
+                        label.push_str(&format!(":{key}={}", crate::problem::shown(*value)));
                     }
                 }
                 label

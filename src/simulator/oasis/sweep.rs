@@ -10,6 +10,7 @@ use super::workload::{generate, Settings};
 use crate::error::{ArbiterError, ErrorCode, Result};
 use crate::lp::Backend;
 use crate::simulator::plot::{self, Chart};
+use crate::workload::MAX_GENERATED_JOBS;
 use rayon::prelude::*;
 use std::fmt::Write;
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -47,8 +48,12 @@ pub fn run(config: &OasisSweep, progress: &(dyn Fn(usize, usize) + Sync)) -> Res
             "a sweep needs at least one scheme, one number of jobs and one seed",
         ));
     }
-    if let Some(bad) = config.jobs.iter().find(|&&n| n == 0) {
-        return Err(ArbiterError::at(ErrorCode::InvalidNumber, "jobs", format!("a workload needs jobs, got {bad}")));
+    if let Some(bad) = config.jobs.iter().find(|&&n| !(1..=MAX_GENERATED_JOBS).contains(&n)) {
+        return Err(ArbiterError::at(
+            ErrorCode::InvalidNumber,
+            "jobs",
+            format!("a workload holds 1 to {MAX_GENERATED_JOBS} jobs, got {bad}"),
+        ));
     }
     // Draw every workload once up front (each is small), so each point only runs.
     let mut workloads = Vec::new();

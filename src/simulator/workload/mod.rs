@@ -13,6 +13,10 @@ pub mod trace;
 
 use serde::{Deserialize, Serialize};
 
+/// Most jobs a generated workload holds (a round-based trace, a day's burst, a FitGpp or OASiS
+/// workload): each is drawn and held in memory before any simulation runs.
+pub const MAX_GENERATED_JOBS: usize = 1_000_000;
+
 /// One job of a trace, as it arrives.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]

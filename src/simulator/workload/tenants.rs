@@ -14,6 +14,7 @@
 //!   job types at that scale factor.
 //!
 //! A job averages about 3.8 GPU-hours, so 800 GPUs are fully offered at about 210 jobs/hour.
+//! A trace has at most [`MAX_TENANTS`] tenants.
 
 use super::generator::Rng;
 use super::throughputs::ThroughputTable;
@@ -31,6 +32,10 @@ pub struct TenantOptions {
     pub reference_worker_type: String,
 }
 
+/// Most tenants a trace is generated for: every job is looked up among the tenants, and
+/// Astraea's clusters have tens of them.
+pub const MAX_TENANTS: usize = 1000;
+
 const MEAN_BURST: f64 = 4.0;
 const BURST_SPREAD_SECONDS: f64 = 300.0;
 const DURATIONS: [(f64, f64, f64); 3] = [(0.70, 0.0, 1.0), (0.95, 1.0, 2.5), (1.0, 2.5, 3.5)];
@@ -45,6 +50,13 @@ pub fn weight(t: usize, tenants: usize) -> f64 {
 
 /// Generates the trace; the same table and options always give the same trace.
 pub fn generate(table: &ThroughputTable, options: &TenantOptions) -> Result<Trace> {
+    if options.tenants > MAX_TENANTS {
+        return Err(ArbiterError::at(
+            ErrorCode::InvalidNumber,
+            "tenants",
+            format!("a multi-tenant trace has at most {MAX_TENANTS} tenants, got {}", options.tenants),
+        ));
+    }
     if options.tenants == 0 || !(options.jobs_per_hour.is_finite() && options.jobs_per_hour > 0.0) {
         return Err(ArbiterError::at(
             ErrorCode::InvalidNumber,

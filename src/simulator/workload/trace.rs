@@ -4,11 +4,14 @@
 //!
 //! A Gavel line has ten tab-separated fields: job type, command, working directory, steps flag,
 //! needs-data-dir, total steps, scale factor, priority weight, SLO (a multiple of the job's
-//! duration alone on its fastest worker type; -1 or 0: none), arrival time in seconds.
+//! duration alone on its fastest worker type; -1 or 0: none), arrival time in seconds (in either
+//! format, 0 to 10⁹).
 
 use super::throughputs::ThroughputTable;
 use super::{Trace, TraceJob};
+use crate::contract::json::without_bom;
 use crate::error::{ArbiterError, ErrorCode, Result};
+use crate::scheduling::fitgpp::job::MAX_SECONDS;
 use std::path::Path;
 
 const GAVEL_FIELDS: usize = 10;
@@ -30,9 +33,10 @@ pub fn read_text(path: &Path) -> Result<String> {
     })
 }
 
-/// A trace's text: JSON when its first character is `{`, else Gavel's format. A trace has at
-/// least one job.
+/// A trace's text: JSON when its first character (after any byte-order mark) is `{`, else
+/// Gavel's format. A trace has at least one job.
 pub fn parse(text: &str, throughputs: &ThroughputTable) -> Result<Trace> {
+    let text = without_bom(text);
     let trace = if text.trim_start().starts_with('{') { from_json_str(text) } else { parse_gavel(text, throughputs) }?;
     if trace.jobs.is_empty() {
         return Err(at(ErrorCode::MissingField, "trace.jobs", "the trace has no jobs: there is nothing to simulate"));
@@ -71,17 +75,20 @@ pub fn validate(i: usize, job: &TraceJob) -> Result<()> {
     if job.job_type.is_empty() {
         return Err(at(ErrorCode::MissingField, field("job_type"), "a job type must not be empty"));
     }
+    // Arrivals as FitGpp's workloads bound them: past 10⁹ s a round's seconds vanish in the
+    // clock's rounding, and a job would finish the instant it arrives.
+    let arrival = job.arrival_seconds;
     let checks = [
         ("total_steps", job.total_steps, job.total_steps.is_finite() && job.total_steps > 0.0, "> 0"),
         ("weight", job.weight, job.weight.is_finite() && job.weight > 0.0, "> 0"),
-        ("arrival_seconds", job.arrival_seconds, job.arrival_seconds.is_finite() && job.arrival_seconds >= 0.0, "≥ 0"),
+        ("arrival_seconds", arrival, (0.0..=MAX_SECONDS).contains(&arrival), "≥ 0 and at most 10⁹ seconds"),
     ];
     for (name, value, ok, bound) in checks {
         if !ok {
             return Err(at(
                 ErrorCode::InvalidNumber,
                 field(name),
-                format!("{name} must be a finite number {bound}, got {value}"),
+                format!("{name} must be a finite number {bound}, got {}", crate::problem::shown(value)),
             ));
         }
     }
@@ -108,11 +115,11 @@ fn number(text: &str, line: usize, name: &str) -> Result<f64> {
     })
 }
 
-/// Parses Gavel's tab-separated trace. Blank lines are skipped; line numbers in refusals count
-/// from 1.
+/// Parses Gavel's tab-separated trace (after any byte-order mark, which would otherwise be part
+/// of the first job type). Blank lines are skipped; line numbers in refusals count from 1.
 pub fn parse_gavel(text: &str, throughputs: &ThroughputTable) -> Result<Trace> {
     let mut jobs = Vec::new();
-    for (n, line) in text.lines().enumerate() {
+    for (n, line) in without_bom(text).lines().enumerate() {
         let line_no = n + 1;
         if line.trim().is_empty() {
             continue;
