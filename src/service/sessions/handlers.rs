@@ -206,13 +206,13 @@ pub async fn progress(
     body: Body,
 ) -> ApiResult<Json<JobView>> {
     let text = body.text()?.to_string();
+    let entry = state.sessions.get(&id, &caller)?;
     // A report is checked whole before anything, a retry too (the event's replay reads a retry
     // as counted and goes no further).
     let report: Progress = crate::service::extract::parse_object(&text)?;
     report.check(&job)?;
     // A retry of a report already counted: answered as the job stands, and nothing is recorded.
     // (Sequences only grow, so one already counted stays counted.)
-    let entry = state.sessions.get(&id, &caller)?;
     let session = entry.current();
     if let (Some(sequence), Ok(Some(last))) = (report.sequence, session.report_sequence(&job)) {
         if sequence <= last && session.cluster().type_index(&report.worker_type).is_some() {
