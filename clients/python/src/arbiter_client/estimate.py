@@ -8,11 +8,14 @@ from .wire import WireModel
 
 @dataclass
 class PartialRow(WireModel):
-    """A job's measured throughputs: alone by worker type, and beside reference jobs."""
+    """A job's measured throughputs: alone by worker type, and beside reference jobs.
+
+    ``scale_factor`` is a whole number of GPUs (1 or more; ``2.0`` is read as 2, ``2.5`` refused).
+    """
 
     SCHEMA = "PartialRow"
     id: str
-    scale_factor: Optional[int] = None
+    scale_factor: Optional[float] = None
     throughput: Optional[Dict[str, float]] = None
     colocated: Optional[Dict[str, Dict[str, float]]] = None
 
