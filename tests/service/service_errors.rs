@@ -430,6 +430,10 @@ fn session_requests_that_could_never_take_effect_are_refused() {
     unnamed["cluster"]["worker_types"][""] = json!({"count": 1});
     let field = Some("cluster.worker_types");
     assert_error(&c.post("/v1/sessions", &bytes(&unnamed)).unwrap(), 400, "malformed_request", field);
+    let mut slashed = create.clone();
+    slashed["cluster"]["worker_types"]["a/b"] = json!({"count": 1});
+    let field = Some("cluster.worker_types.a/b");
+    assert_error(&c.post("/v1/sessions", &bytes(&slashed)).unwrap(), 400, "malformed_request", field);
     // A key given twice, named.
     let twice = r#"{"policy": "fifo", "policy": "las", "cluster": {"worker_types": {"v100": {"count": 1}}}}"#;
     assert_error(&c.post("/v1/sessions", twice.as_bytes()).unwrap(), 400, "malformed_request", Some("policy"));

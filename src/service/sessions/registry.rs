@@ -201,6 +201,16 @@ impl Sessions {
         super::spec::refuse_space_sharing(text)?;
         let (spec, session) = Spec::parse(text)?;
         check_jobs(quota, session.num_jobs())?;
+        // A session's workers are addressed as `<type>/<server>`: a type named with a `/` could
+        // never be.
+        if let Some(name) = spec.create.cluster.worker_types.keys().find(|name| name.contains('/')) {
+            return Err(ArbiterError::at(
+                ErrorCode::MalformedRequest,
+                format!("cluster.worker_types.{name}"),
+                format!("a session's worker type cannot be named with a `/` ({name:?}): its workers are addressed as `<type>/<server>`"),
+            )
+            .into());
+        }
         for (i, id) in session.job_ids().enumerate() {
             if let Some((code, why)) = super::spec::never_runs(&session, id) {
                 let field = if code == ErrorCode::InvalidScaleFactor { "scale_factor" } else { "throughput" };
