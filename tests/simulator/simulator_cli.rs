@@ -204,7 +204,7 @@ fn simulate_refuses_bad_input_with_the_error_object() {
         (vec!["--policy", "min_cost"], "missing_field", "prices"),
         (vec!["--policy", "min_cost", "--prices", "v100=1e300,k80=1"], "invalid_number", "prices.v100"),
         (vec!["--prices", "v100=1,k80=1e-300"], "invalid_number", "prices.k80"),
-        (vec!["--trace", &unknown_type], "job_cannot_run", "trace.jobs[0]"),
+        (vec!["--trace", &unknown_type], "job_cannot_run", "trace.line[1].job_type"),
         (vec!["--trace", &short_line], "malformed_request", "trace.line[1]"),
         (vec!["--throughputs", &bad_table], "malformed_request", "throughputs.v100.('a', 1).null"),
         (vec!["--trace", "/nonexistent/trace"], "malformed_request", "trace"),
@@ -233,6 +233,54 @@ fn simulate_refuses_bad_input_with_the_error_object() {
         let error: serde_json::Value = serde_json::from_slice(&out.stderr).unwrap();
         assert_eq!(error["error"]["code"], code, "{overrides:?}: {error}");
         assert_eq!(error["error"]["field"], field, "{overrides:?}: {error}");
+    }
+}
+
+/// A job the run cannot place is named where the trace has it (a Gavel trace's line), and the
+/// message says what is missing: the job type from the throughput file, the job type at its scale
+/// factor, or a worker type of the cluster with GPUs enough.
+#[test]
+fn a_job_that_cannot_run_is_named_by_its_line_and_what_is_missing() {
+    let dir = scratch("cannot-run");
+    let table = write(
+        &dir,
+        "t.json",
+        &TABLE.replace(r#""('b', 1)": {"null": 0.4"#, r#""('a', 2)": {"null": 1.0}, "('b', 1)": {"null": 0.4"#),
+    );
+    let first = "a\tcmd\tdir\t-s\t1\t10\t1\t1\t-1\t0\n\n";
+    let json_job = r#"{"job_type": "Foo", "total_steps": 10, "scale_factor": 1, "weight": 1, "slo_seconds": null, "arrival_seconds": 0}"#;
+    let cases = [
+        (
+            format!("{first}Foo\tcmd\tdir\t-s\t1\t10\t2\t1\t-1\t0\n"),
+            "trace.line[3].job_type",
+            "job type \"Foo\" is not in the throughput file",
+        ),
+        (
+            format!("{first}b\tcmd\tdir\t-s\t1\t10\t2\t1\t-1\t0\n"),
+            "trace.line[3].scale_factor",
+            "job type \"b\" is not in the throughput file at scale factor 2 (only at 1)",
+        ),
+        (
+            format!("{first}a\tcmd\tdir\t-s\t1\t10\t2\t1\t-1\t0\n"),
+            "trace.line[3]",
+            "job type \"a\" at scale factor 2 has no throughput on any worker type of the cluster with 2 GPUs",
+        ),
+        (
+            format!(r#"{{"jobs": [{json_job}]}}"#),
+            "trace.jobs[0].job_type",
+            "job type \"Foo\" is not in the throughput file",
+        ),
+    ];
+    for (i, (text, field, message)) in cases.iter().enumerate() {
+        let trace = write(&dir, &format!("{i}.trace"), text);
+        let mut args = vec!["simulate", "--trace", &trace, "--throughputs", &table, "--cluster", "v100=1,k80=1"];
+        args.extend(["--gpus-per-server", "1", "--policy", "max_min_fairness", "--output", "-"]);
+        let out = arbiter(&args);
+        assert_eq!(out.status.code(), Some(2), "{text}");
+        let error: serde_json::Value = serde_json::from_slice(&out.stderr).unwrap();
+        assert_eq!(error["error"]["code"], "job_cannot_run", "{error}");
+        assert_eq!(error["error"]["field"], *field, "{error}");
+        assert_eq!(error["error"]["message"], *message, "{error}");
     }
 }
 

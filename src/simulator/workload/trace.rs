@@ -122,6 +122,7 @@ fn number(text: &str, line: usize, name: &str) -> Result<f64> {
 /// of the first job type). Blank lines are skipped; line numbers in refusals count from 1.
 pub fn parse_gavel(text: &str, throughputs: &ThroughputTable) -> Result<Trace> {
     let mut jobs = Vec::new();
+    let mut lines = Vec::new();
     for (n, line) in without_bom(text).lines().enumerate() {
         let line_no = n + 1;
         if line.trim().is_empty() {
@@ -184,8 +185,9 @@ pub fn parse_gavel(text: &str, throughputs: &ThroughputTable) -> Result<Trace> {
             check(&job, &name, &field)?;
         }
         jobs.push(job);
+        lines.push(line_no);
     }
-    Ok(Trace::new(jobs))
+    Ok(Trace { lines, ..Trace::new(jobs) })
 }
 
 /// Seconds the job takes alone on its fastest worker type: what Gavel's SLO multiples multiply.
