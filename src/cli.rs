@@ -151,7 +151,7 @@ impl RequestFile {
 struct RoundsArgs {
     #[command(flatten)]
     input: RequestFile,
-    /// Rounds to run.
+    /// Rounds to run (at least 1).
     #[arg(long)]
     rounds: u32,
     /// Length of a round, in seconds.
