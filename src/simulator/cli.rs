@@ -703,6 +703,13 @@ pub fn run_sweep(args: &SweepArgs) -> Result<()> {
             ));
         }
     }
+    if args.static_trace && args.cdf_load.is_some() {
+        return Err(ArbiterError::at(
+            ErrorCode::MalformedRequest,
+            "cdf_load",
+            "--cdf-load picks the load of the CDF plots, and a --static sweep has none: every job arrives at time 0",
+        ));
+    }
     if let Some(load) = args.cdf_load.filter(|l| !loads.contains(l)) {
         return Err(ArbiterError::at(
             ErrorCode::InvalidNumber,

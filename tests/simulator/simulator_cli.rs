@@ -380,6 +380,42 @@ fn a_sweep_refuses_at_once_what_no_run_could_take() {
     }
 }
 
+/// A sweep's refusals say what is wrong: a window backwards (not bounded by usize::MAX jobs), a
+/// --cdf-load under --static (which has no loads), a GPU count past u32's (its limit said).
+#[test]
+fn sweep_refusals_say_what_is_wrong() {
+    let dir = scratch("sweep-messages");
+    let table = write(&dir, "t.json", TABLE);
+    let cases: [(&[&str], &str, &str, &str); 3] = [
+        (&["--window", "3:2"], "window", "invalid_number", "the window 3:2 must have first < last"),
+        (
+            &["--static", "--cdf-load", "1"],
+            "cdf_load",
+            "malformed_request",
+            "--cdf-load picks the load of the CDF plots, and a --static sweep has none: every job arrives at time 0",
+        ),
+        (
+            &["--cluster", "v100=1e20"],
+            "cluster.v100",
+            "invalid_number",
+            "a GPU count must be a whole number from 0 to 4294967295, got 1e20",
+        ),
+    ];
+    for (extra, field, code, message) in cases {
+        let mut args = vec!["sweep", "--throughputs", &table, "--jobs", "20", "--policies", "las", "--output", "-"];
+        if !extra.contains(&"--cluster") {
+            args.extend(["--cluster", "v100=2,k80=2"]);
+        }
+        args.extend(extra);
+        let out = arbiter(&args);
+        assert_eq!(out.status.code(), Some(2), "{extra:?}");
+        let error: serde_json::Value = serde_json::from_slice(&out.stderr).unwrap();
+        assert_eq!(error["error"]["code"], code, "{extra:?}: {error}");
+        assert_eq!(error["error"]["field"], field, "{extra:?}: {error}");
+        assert_eq!(error["error"]["message"], message, "{extra:?}: {error}");
+    }
+}
+
 #[test]
 fn sweep_writes_one_row_per_simulation_and_plots() {
     let dir = scratch("sweep");
