@@ -172,7 +172,10 @@ fn bad_input_exits_2_with_the_error_object() {
     let bad = dir.join("bad.json");
     std::fs::write(&bad, r#"{"policy": "max_min_fairness", "cluster": {"worker_types": {"v100": {"count": 2}}}, "jobs": [{"id": "a", "throughput": {"tpu": 1}}]}"#).unwrap();
     let good = fixture("mechanism_paper.json");
-    let cases: [(Vec<&str>, &str); 8] = [
+    let cases: [(Vec<&str>, &str); 9] = [
+        // Ideal rounds choose no job by priority: --work-conserving would be ignored (and was
+        // reported as work_conserving: true).
+        (vec!["--input", &good, "--rounds", "3", "--ideal", "--work-conserving"], "malformed_request"),
         // No round: every job would be reported as having received nothing.
         (vec!["--input", &good, "--rounds", "0"], "invalid_number"),
         (vec!["--input", bad.to_str().unwrap(), "--rounds", "3"], "unknown_worker_type"),

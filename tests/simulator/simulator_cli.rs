@@ -347,7 +347,8 @@ fn a_sweep_refuses_at_once_what_no_run_could_take() {
     let table = write(&dir, "t.json", TABLE);
     let csv = dir.join("o.csv").to_string_lossy().into_owned();
     let directory = dir.to_str().unwrap();
-    let cases: [(&[&str], &str, &str); 19] = [
+    let fairness = dir.join("f").to_string_lossy().into_owned();
+    let cases: [(&[&str], &str, &str); 20] = [
         (&["--plot", "/nonexistent/dir/jct.svg"], "plot", "malformed_request"),
         (&["--plot", directory], "plot", "malformed_request"),
         (&["--output", directory], "output", "malformed_request"),
@@ -367,6 +368,8 @@ fn a_sweep_refuses_at_once_what_no_run_could_take() {
         (&["--round-seconds", "0"], "round_seconds", "invalid_number"),
         (&["--window", "5:3"], "window", "invalid_number"),
         (&["--cdf-load", "7"], "cdf_load", "invalid_number"),
+        // Without --tenants the fairness plots were written empty.
+        (&["--fairness-plots", &fairness], "fairness_plots", "malformed_request"),
     ];
     for (extra, field, code) in cases {
         let mut args = vec!["sweep", "--throughputs", &table, "--cluster", "v100=2,k80=2", "--jobs", "20"];
