@@ -151,7 +151,7 @@ impl RequestFile {
 struct RoundsArgs {
     #[command(flatten)]
     input: RequestFile,
-    /// Rounds to run.
+    /// Rounds to run (at least 1).
     #[arg(long)]
     rounds: u32,
     /// Length of a round, in seconds.
@@ -260,6 +260,14 @@ fn read_input(input: &str) -> Result<String, ArbiterError> {
 fn run_rounds(args: RoundsArgs) -> ExitCode {
     use crate::mechanism::{self, Config, Mode};
     let report = backend_named(&args.backend).and_then(|backend| {
+        if args.ideal && args.work_conserving {
+            return Err(ArbiterError::at(
+                ErrorCode::MalformedRequest,
+                "work_conserving",
+                "--work-conserving gives idle GPUs to jobs chosen by priority; --ideal rounds grant every job \
+                 exactly its allocation, so it would be ignored",
+            ));
+        }
         let config = Config {
             round_seconds: args.round_seconds,
             mode: match (args.ideal, args.configurations) {

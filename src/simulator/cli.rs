@@ -703,6 +703,20 @@ pub fn run_sweep(args: &SweepArgs) -> Result<()> {
             ));
         }
     }
+    if args.static_trace && args.cdf_load.is_some() {
+        return Err(ArbiterError::at(
+            ErrorCode::MalformedRequest,
+            "cdf_load",
+            "--cdf-load picks the load of the CDF plots, and a --static sweep has none: every job arrives at time 0",
+        ));
+    }
+    if args.fairness_plots.is_some() && args.tenants.is_none() {
+        return Err(ArbiterError::at(
+            ErrorCode::MalformedRequest,
+            "fairness_plots",
+            "--fairness-plots draws the tenants' fairness and needs --tenants: without tenants its plots are empty",
+        ));
+    }
     if let Some(load) = args.cdf_load.filter(|l| !loads.contains(l)) {
         return Err(ArbiterError::at(
             ErrorCode::InvalidNumber,

@@ -157,10 +157,13 @@ impl SimulationConfig {
             return Err(refused);
         }
         if let Some((first, last)) = self.window {
-            if first >= last || last > num_jobs {
+            if first >= last {
+                return invalid("window", format!("the window {first}:{last} must have first < last"));
+            }
+            if last > num_jobs {
                 return invalid(
                     "window",
-                    format!("the window {first}:{last} must satisfy first < last ≤ {num_jobs} (the trace's jobs)"),
+                    format!("the window {first}:{last} must end at or before the trace's {num_jobs} jobs"),
                 );
             }
         }
@@ -189,7 +192,11 @@ pub fn parse_cluster(spec: &str, gpus_per_server: u32, prices: Option<&str>) -> 
             return Err(ArbiterError::at(
                 ErrorCode::InvalidNumber,
                 format!("cluster.{name}"),
-                format!("a GPU count must be a whole number ≥ 0, got {count}"),
+                format!(
+                    "a GPU count must be a whole number from 0 to {}, got {}",
+                    u32::MAX,
+                    crate::problem::shown(count)
+                ),
             ));
         }
         if types.iter().any(|w| w.name == name) {

@@ -94,14 +94,32 @@ pub(crate) fn throughput_rows(
             let placeable =
                 row.iter().zip(&config.cluster).any(|(&t, w)| t > 0.0 && w.count >= job.scale_factor as f64);
             if !placeable {
-                return Err(ArbiterError::at(
-                    ErrorCode::JobCannotRun,
-                    format!("trace.jobs[{i}]"),
-                    format!(
-                        "job type {:?} at scale factor {} has no throughput on any worker type with {} GPUs",
-                        job.job_type, job.scale_factor, job.scale_factor
-                    ),
-                ));
+                let job_type = crate::error::quoted(&job.job_type);
+                let measured = table.scale_factors(&job.job_type);
+                let (field, message) = if measured.is_empty() {
+                    ("job_type", format!("job type {job_type} is not in the throughput file"))
+                } else if !measured.contains(&job.scale_factor) {
+                    let list = measured.iter().map(u32::to_string).collect::<Vec<_>>().join(", ");
+                    (
+                        "scale_factor",
+                        format!(
+                            "job type {job_type} is not in the throughput file at scale factor {} (only at {list})",
+                            job.scale_factor
+                        ),
+                    )
+                } else {
+                    (
+                        "",
+                        format!(
+                            "job type {job_type} at scale factor {} has no throughput on any worker type of the \
+                             cluster with {} GPUs",
+                            job.scale_factor, job.scale_factor
+                        ),
+                    )
+                };
+                let at = trace.job_field(i);
+                let field = if field.is_empty() { at } else { format!("{at}.{field}") };
+                return Err(ArbiterError::at(ErrorCode::JobCannotRun, field, message));
             }
             cache.insert(key, row.clone());
             Ok(row)

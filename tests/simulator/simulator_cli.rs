@@ -204,7 +204,7 @@ fn simulate_refuses_bad_input_with_the_error_object() {
         (vec!["--policy", "min_cost"], "missing_field", "prices"),
         (vec!["--policy", "min_cost", "--prices", "v100=1e300,k80=1"], "invalid_number", "prices.v100"),
         (vec!["--prices", "v100=1,k80=1e-300"], "invalid_number", "prices.k80"),
-        (vec!["--trace", &unknown_type], "job_cannot_run", "trace.jobs[0]"),
+        (vec!["--trace", &unknown_type], "job_cannot_run", "trace.line[1].job_type"),
         (vec!["--trace", &short_line], "malformed_request", "trace.line[1]"),
         (vec!["--throughputs", &bad_table], "malformed_request", "throughputs.v100.('a', 1).null"),
         (vec!["--trace", "/nonexistent/trace"], "malformed_request", "trace"),
@@ -233,6 +233,54 @@ fn simulate_refuses_bad_input_with_the_error_object() {
         let error: serde_json::Value = serde_json::from_slice(&out.stderr).unwrap();
         assert_eq!(error["error"]["code"], code, "{overrides:?}: {error}");
         assert_eq!(error["error"]["field"], field, "{overrides:?}: {error}");
+    }
+}
+
+/// A job the run cannot place is named where the trace has it (a Gavel trace's line), and the
+/// message says what is missing: the job type from the throughput file, the job type at its scale
+/// factor, or a worker type of the cluster with GPUs enough.
+#[test]
+fn a_job_that_cannot_run_is_named_by_its_line_and_what_is_missing() {
+    let dir = scratch("cannot-run");
+    let table = write(
+        &dir,
+        "t.json",
+        &TABLE.replace(r#""('b', 1)": {"null": 0.4"#, r#""('a', 2)": {"null": 1.0}, "('b', 1)": {"null": 0.4"#),
+    );
+    let first = "a\tcmd\tdir\t-s\t1\t10\t1\t1\t-1\t0\n\n";
+    let json_job = r#"{"job_type": "Foo", "total_steps": 10, "scale_factor": 1, "weight": 1, "slo_seconds": null, "arrival_seconds": 0}"#;
+    let cases = [
+        (
+            format!("{first}Foo\tcmd\tdir\t-s\t1\t10\t2\t1\t-1\t0\n"),
+            "trace.line[3].job_type",
+            "job type \"Foo\" is not in the throughput file",
+        ),
+        (
+            format!("{first}b\tcmd\tdir\t-s\t1\t10\t2\t1\t-1\t0\n"),
+            "trace.line[3].scale_factor",
+            "job type \"b\" is not in the throughput file at scale factor 2 (only at 1)",
+        ),
+        (
+            format!("{first}a\tcmd\tdir\t-s\t1\t10\t2\t1\t-1\t0\n"),
+            "trace.line[3]",
+            "job type \"a\" at scale factor 2 has no throughput on any worker type of the cluster with 2 GPUs",
+        ),
+        (
+            format!(r#"{{"jobs": [{json_job}]}}"#),
+            "trace.jobs[0].job_type",
+            "job type \"Foo\" is not in the throughput file",
+        ),
+    ];
+    for (i, (text, field, message)) in cases.iter().enumerate() {
+        let trace = write(&dir, &format!("{i}.trace"), text);
+        let mut args = vec!["simulate", "--trace", &trace, "--throughputs", &table, "--cluster", "v100=1,k80=1"];
+        args.extend(["--gpus-per-server", "1", "--policy", "max_min_fairness", "--output", "-"]);
+        let out = arbiter(&args);
+        assert_eq!(out.status.code(), Some(2), "{text}");
+        let error: serde_json::Value = serde_json::from_slice(&out.stderr).unwrap();
+        assert_eq!(error["error"]["code"], "job_cannot_run", "{error}");
+        assert_eq!(error["error"]["field"], *field, "{error}");
+        assert_eq!(error["error"]["message"], *message, "{error}");
     }
 }
 
@@ -299,7 +347,8 @@ fn a_sweep_refuses_at_once_what_no_run_could_take() {
     let table = write(&dir, "t.json", TABLE);
     let csv = dir.join("o.csv").to_string_lossy().into_owned();
     let directory = dir.to_str().unwrap();
-    let cases: [(&[&str], &str, &str); 19] = [
+    let fairness = dir.join("f").to_string_lossy().into_owned();
+    let cases: [(&[&str], &str, &str); 20] = [
         (&["--plot", "/nonexistent/dir/jct.svg"], "plot", "malformed_request"),
         (&["--plot", directory], "plot", "malformed_request"),
         (&["--output", directory], "output", "malformed_request"),
@@ -319,6 +368,8 @@ fn a_sweep_refuses_at_once_what_no_run_could_take() {
         (&["--round-seconds", "0"], "round_seconds", "invalid_number"),
         (&["--window", "5:3"], "window", "invalid_number"),
         (&["--cdf-load", "7"], "cdf_load", "invalid_number"),
+        // Without --tenants the fairness plots were written empty.
+        (&["--fairness-plots", &fairness], "fairness_plots", "malformed_request"),
     ];
     for (extra, field, code) in cases {
         let mut args = vec!["sweep", "--throughputs", &table, "--cluster", "v100=2,k80=2", "--jobs", "20"];
@@ -329,6 +380,42 @@ fn a_sweep_refuses_at_once_what_no_run_could_take() {
         let error: serde_json::Value = serde_json::from_slice(&out.stderr).unwrap();
         assert_eq!(error["error"]["code"], code, "{extra:?}: {error}");
         assert_eq!(error["error"]["field"], field, "{extra:?}: {error}");
+    }
+}
+
+/// A sweep's refusals say what is wrong: a window backwards (not bounded by usize::MAX jobs), a
+/// --cdf-load under --static (which has no loads), a GPU count past u32's (its limit said).
+#[test]
+fn sweep_refusals_say_what_is_wrong() {
+    let dir = scratch("sweep-messages");
+    let table = write(&dir, "t.json", TABLE);
+    let cases: [(&[&str], &str, &str, &str); 3] = [
+        (&["--window", "3:2"], "window", "invalid_number", "the window 3:2 must have first < last"),
+        (
+            &["--static", "--cdf-load", "1"],
+            "cdf_load",
+            "malformed_request",
+            "--cdf-load picks the load of the CDF plots, and a --static sweep has none: every job arrives at time 0",
+        ),
+        (
+            &["--cluster", "v100=1e20"],
+            "cluster.v100",
+            "invalid_number",
+            "a GPU count must be a whole number from 0 to 4294967295, got 1e20",
+        ),
+    ];
+    for (extra, field, code, message) in cases {
+        let mut args = vec!["sweep", "--throughputs", &table, "--jobs", "20", "--policies", "las", "--output", "-"];
+        if !extra.contains(&"--cluster") {
+            args.extend(["--cluster", "v100=2,k80=2"]);
+        }
+        args.extend(extra);
+        let out = arbiter(&args);
+        assert_eq!(out.status.code(), Some(2), "{extra:?}");
+        let error: serde_json::Value = serde_json::from_slice(&out.stderr).unwrap();
+        assert_eq!(error["error"]["code"], code, "{extra:?}: {error}");
+        assert_eq!(error["error"]["field"], field, "{extra:?}: {error}");
+        assert_eq!(error["error"]["message"], message, "{extra:?}: {error}");
     }
 }
 

@@ -193,6 +193,32 @@ fn the_command_writes_a_csv_a_table_and_plots() {
     std::fs::remove_dir_all(&dir).ok();
 }
 
+/// `--print-distributions` and `--write-workloads` exit before any simulation: a flag only the
+/// simulations use is refused, not ignored (`--output o.csv` wrote no CSV and exited 0).
+#[test]
+fn flags_an_early_exit_would_ignore_are_refused() {
+    for (extra, field) in [
+        (&["--print-distributions", "--output", "x"][..], "output"),
+        (&["--print-distributions", "--table", "t.md"][..], "table"),
+        (&["--print-distributions", "--write-workloads", "wl"][..], "write_workloads"),
+        (&["--write-workloads", "wl", "--output", "o.csv"][..], "output"),
+        (&["--write-workloads", "wl", "--plot", "p"][..], "plot"),
+        (&["--write-workloads", "wl", "--plot-x", "load"][..], "plot_x"),
+    ] {
+        let mut args = vec!["fitgpp", "--seeds", "0", "--nodes", "2", "--jobs", "100"];
+        args.extend(extra);
+        let out = arbiter(&args);
+        assert_eq!(out.status.code(), Some(2), "{extra:?}");
+        assert!(out.stdout.is_empty(), "{extra:?}");
+        let e: serde_json::Value = serde_json::from_slice(&out.stderr).unwrap();
+        assert_eq!(
+            (e["error"]["code"].as_str(), e["error"]["field"].as_str()),
+            (Some("malformed_request"), Some(field)),
+            "{extra:?}"
+        );
+    }
+}
+
 #[test]
 fn the_command_refuses_bad_flags_with_exit_2() {
     for (extra, code, field) in [

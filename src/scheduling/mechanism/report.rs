@@ -79,7 +79,15 @@ pub struct JobReport {
 pub const MAX_REPORTED_ROUNDS: u32 = 100_000;
 
 /// Runs `rounds` rounds of the mechanism on `problem`, its allocation solved once up front.
+/// At least one round: with none, the report would show every job as having received nothing.
 pub fn run(problem: &Problem, rounds: u32, config: Config) -> Result<RoundsReport> {
+    if rounds == 0 {
+        return Err(ArbiterError::at(
+            ErrorCode::InvalidNumber,
+            "rounds",
+            "at least 1 round must be run: with none, no job has received anything to report",
+        ));
+    }
     if rounds > MAX_REPORTED_ROUNDS {
         return Err(ArbiterError::at(
             ErrorCode::Unsupported,

@@ -100,7 +100,9 @@ impl Oasis {
     /// Refuses a job whose best schedule would take more than `MAX_DP_CELLS` table entries
     /// (slots left × worker-slots `K_i`) or `MAX_DP_STEPS` steps (that times the most workers
     /// that fit in a slot) to find: an `unsupported` error naming the job, where the dynamic
-    /// program would otherwise exhaust memory or run for hours.
+    /// program would otherwise exhaust memory or run for hours. The field is the larger side of
+    /// the table: `cluster.slots` when the slots left outnumber the job's worker-slots, else the
+    /// job's epochs.
     pub fn check_size(&self, job: &Job, field: &str) -> Result<()> {
         let slots = self.cluster.slots.saturating_sub(job.spec.arrival_slot) as u64;
         let cells = slots.saturating_mul(job.worker_slots + 1);
@@ -109,12 +111,20 @@ impl Oasis {
             .fold(0, u64::saturating_add);
         let steps = cells.saturating_mul(fit.min(job.max_workers as u64) + 1);
         if cells > MAX_DP_CELLS || steps > MAX_DP_STEPS {
+            // The larger of the table's two sides is named: the cluster's slots left from the
+            // job's arrival, or the job's worker-slots (its epochs).
+            let (named, larger) = if slots > job.worker_slots + 1 {
+                ("cluster.slots".to_string(), "the cluster's slots")
+            } else {
+                (format!("{field}.epochs"), "the job's worker-slots")
+            };
             return Err(ArbiterError::at(
                 ErrorCode::Unsupported,
-                format!("{field}.epochs"),
+                named,
                 format!(
                     "job {:?}: its schedule over {slots} slots and {} worker-slots is {cells} table entries and \
-                     {steps} steps to find, more than the {MAX_DP_CELLS} and {MAX_DP_STEPS} a decision is computed for",
+                     {steps} steps to find, more than the {MAX_DP_CELLS} and {MAX_DP_STEPS} a decision is computed \
+                     for; {larger} are the most of it",
                     job.spec.id, job.worker_slots
                 ),
             ));
@@ -316,6 +326,21 @@ mod tests {
         (small.worker, small.parameter_server) = (ResourceVector::new(0, 0, 0, 1), ResourceVector::new(0, 0, 0, 2));
         let small = oasis.job(small, "jobs[1]").unwrap();
         assert!(oasis.decide(&small).unwrap().admitted);
+    }
+
+    /// Ten million slots make even a job of two worker-slots too large to decide: the slots are
+    /// named, not the job's epochs.
+    #[test]
+    fn too_many_slots_are_named_as_the_slots() {
+        let mut cluster = worked_example_cluster();
+        cluster.slots = 10_000_000;
+        let f = PriceFunction { lower: [2.0; 4], upper: [4.0; 4], eta: 1.0 };
+        let mut oasis = Oasis::new(cluster, PriceParameters::new(f, f).unwrap()).unwrap();
+        let spec = worked_example_job("A", 2, Utility::Constant { value: 20.0 });
+        let err = oasis.job(spec.clone(), "jobs[0]").unwrap_err();
+        assert_eq!((err.code, err.field.as_deref()), (ErrorCode::Unsupported, Some("cluster.slots")));
+        let unchecked = Job::new(spec, 100.0, 10_000_000, "jobs[0]").unwrap();
+        assert_eq!(oasis.decide(&unchecked).unwrap_err().field.as_deref(), Some("cluster.slots"));
     }
 
     #[test]

@@ -234,6 +234,7 @@ fn write_workloads(config: &ExperimentConfig, dir: &std::path::Path) -> Result<(
 
 /// Runs `arbiter fitgpp`.
 pub fn run(args: &FitGppArgs) -> Result<()> {
+    refuse_ignored(args)?;
     let config = config(args)?;
     if args.print_distributions {
         let text = serde_json::to_string_pretty(&config.distributions).expect("distributions always serialize");
@@ -268,6 +269,32 @@ pub fn run(args: &FitGppArgs) -> Result<()> {
         write_file(path, &experiment::chart(&rows, axis, kind, &title).to_svg())?;
     }
     Ok(())
+}
+
+/// `--print-distributions` and `--write-workloads` exit before any simulation: the flags only the
+/// simulations use (and `--write-workloads` beside `--print-distributions`) would be ignored, so
+/// they are refused naming the flag.
+fn refuse_ignored(args: &FitGppArgs) -> Result<()> {
+    let exits =
+        [("print-distributions", args.print_distributions), ("write-workloads", args.write_workloads.is_some())];
+    let Some((mode, _)) = exits.iter().find(|(_, given)| *given) else {
+        return Ok(());
+    };
+    let ignored = [
+        ("write-workloads", *mode == "print-distributions" && args.write_workloads.is_some()),
+        ("output", args.output.is_some()),
+        ("table", args.table.is_some()),
+        ("plot", args.plot.is_some()),
+        ("plot-x", args.plot_x != "lambda"),
+    ];
+    match ignored.iter().find(|(_, given)| *given) {
+        Some((flag, _)) => Err(ArbiterError::at(
+            ErrorCode::MalformedRequest,
+            flag.replace('-', "_"),
+            format!("--{flag} would be ignored: --{mode} writes its files and exits before any simulation"),
+        )),
+        None => Ok(()),
+    }
 }
 
 /// `--plot PREFIX`'s files: PREFIX-te.svg and PREFIX-be.svg.

@@ -47,6 +47,11 @@ pub struct Trace {
     /// weigh 1.
     #[serde(default, skip_serializing_if = "std::collections::BTreeMap::is_empty")]
     pub tenants: std::collections::BTreeMap<String, f64>,
+    /// Where a Gavel trace's jobs were read: job `i` on line `lines[i]` (from 1), which its
+    /// refusals name (`trace.line[N]`). Empty for other traces, whose refusals name
+    /// `trace.jobs[i]`.
+    #[serde(skip)]
+    pub lines: Vec<usize>,
 }
 
 /// Tenants with their weights, in name order, and each job's tenant among them.
@@ -55,7 +60,16 @@ pub type Tenancy = (Vec<(String, f64)>, Vec<usize>);
 impl Trace {
     /// A trace of `jobs` with no tenants.
     pub fn new(jobs: Vec<TraceJob>) -> Trace {
-        Trace { jobs, tenants: Default::default() }
+        Trace { jobs, tenants: Default::default(), lines: Vec::new() }
+    }
+
+    /// Job `i`'s field in refusals: `trace.line[N]` for a job read from a Gavel trace's line N,
+    /// else `trace.jobs[i]`.
+    pub fn job_field(&self, i: usize) -> String {
+        match self.lines.get(i) {
+            Some(line) => format!("trace.line[{line}]"),
+            None => format!("trace.jobs[{i}]"),
+        }
     }
 
     /// The tenants with their weights, in name order, and each job's tenant among them; `None`

@@ -125,5 +125,5 @@ pub fn generate(table: &ThroughputTable, options: &TenantOptions) -> Result<Trac
     }
     jobs.sort_by(|a, b| a.arrival_seconds.total_cmp(&b.arrival_seconds));
     let tenants = names.iter().enumerate().map(|(t, n)| (n.clone(), weight(t, options.tenants))).collect();
-    Ok(Trace { jobs, tenants })
+    Ok(Trace { jobs, tenants, lines: Vec::new() })
 }

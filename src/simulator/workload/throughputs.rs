@@ -151,6 +151,21 @@ impl ThroughputTable {
         names
     }
 
+    /// The scale factors `job_type` is measured at on any worker type, ascending (none: the file
+    /// does not have the job type).
+    pub fn scale_factors(&self, job_type: &str) -> Vec<u32> {
+        let mut factors: Vec<u32> = self
+            .entries
+            .iter()
+            .flat_map(|e| e.keys())
+            .filter(|(name, _)| name == job_type)
+            .map(|&(_, sf)| sf)
+            .collect();
+        factors.sort_unstable();
+        factors.dedup();
+        factors
+    }
+
     /// Steps/s of `job_type` at `scale_factor` alone on `worker_type`, if measured.
     pub fn solo(&self, worker_type: &str, job_type: &str, scale_factor: u32) -> Option<f64> {
         let w = self.type_index(worker_type)?;

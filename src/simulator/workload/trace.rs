@@ -69,38 +69,41 @@ pub fn from_json_str(text: &str) -> Result<Trace> {
     Ok(trace)
 }
 
-/// Checks one job of a trace; refusals name `trace.jobs[i].<field>`.
+/// Checks one job of a trace; refusals name `trace.jobs[i].<field>`. Steps, weight and SLO are
+/// numbers > 0 within the contract's magnitudes (`problem::positive_refusal`), as the mechanism
+/// takes them.
 pub fn validate(i: usize, job: &TraceJob) -> Result<()> {
-    let field = |f: &str| format!("trace.jobs[{i}].{f}");
+    check(job, &|f| f.to_string(), &|f| format!("trace.jobs[{i}].{f}"))
+}
+
+/// [`validate`], naming each field `name(f)` in messages and `field(f)` in refusals.
+fn check(job: &TraceJob, name: &dyn Fn(&str) -> String, field: &dyn Fn(&str) -> String) -> Result<()> {
     if job.job_type.is_empty() {
         return Err(at(ErrorCode::MissingField, field("job_type"), "a job type must not be empty"));
+    }
+    let positive =
+        [("total_steps", Some(job.total_steps)), ("weight", Some(job.weight)), ("slo_seconds", job.slo_seconds)];
+    for (f, value) in positive {
+        if let Some(why) = value.and_then(|v| crate::problem::positive_refusal(v, &name(f))) {
+            return Err(at(ErrorCode::InvalidNumber, field(f), why));
+        }
     }
     // Arrivals as FitGpp's workloads bound them: past 10⁹ s a round's seconds vanish in the
     // clock's rounding, and a job would finish the instant it arrives.
     let arrival = job.arrival_seconds;
-    let checks = [
-        ("total_steps", job.total_steps, job.total_steps.is_finite() && job.total_steps > 0.0, "> 0"),
-        ("weight", job.weight, job.weight.is_finite() && job.weight > 0.0, "> 0"),
-        ("arrival_seconds", arrival, (0.0..=MAX_SECONDS).contains(&arrival), "≥ 0 and at most 10⁹ seconds"),
-    ];
-    for (name, value, ok, bound) in checks {
-        if !ok {
-            return Err(at(
-                ErrorCode::InvalidNumber,
-                field(name),
-                format!("{name} must be a finite number {bound}, got {}", crate::problem::shown(value)),
-            ));
-        }
+    if !(0.0..=MAX_SECONDS).contains(&arrival) {
+        return Err(at(
+            ErrorCode::InvalidNumber,
+            field("arrival_seconds"),
+            format!(
+                "{} must be a finite number ≥ 0 and at most 10⁹ seconds, got {}",
+                name("arrival_seconds"),
+                crate::problem::shown(arrival)
+            ),
+        ));
     }
     if job.scale_factor < 1 {
         return Err(at(ErrorCode::InvalidScaleFactor, field("scale_factor"), "a scale factor must be at least 1"));
-    }
-    if let Some(slo) = job.slo_seconds.filter(|s| !(s.is_finite() && *s > 0.0)) {
-        return Err(at(
-            ErrorCode::InvalidNumber,
-            field("slo_seconds"),
-            format!("slo_seconds must be a finite number > 0, got {slo}"),
-        ));
     }
     Ok(())
 }
@@ -119,6 +122,7 @@ fn number(text: &str, line: usize, name: &str) -> Result<f64> {
 /// of the first job type). Blank lines are skipped; line numbers in refusals count from 1.
 pub fn parse_gavel(text: &str, throughputs: &ThroughputTable) -> Result<Trace> {
     let mut jobs = Vec::new();
+    let mut lines = Vec::new();
     for (n, line) in without_bom(text).lines().enumerate() {
         let line_no = n + 1;
         if line.trim().is_empty() {
@@ -151,29 +155,39 @@ pub fn parse_gavel(text: &str, throughputs: &ThroughputTable) -> Result<Trace> {
                 format!("slo must be a multiple > 0 of the job's duration alone, or -1 (or 0) for none, got {slo}"),
             ));
         }
-        let slo_seconds = if slo > 0.0 {
-            Some(slo * isolated_duration(throughputs, &job_type, scale_factor as u32, total_steps, line_no)?)
-        } else {
-            None
-        };
-        let job = TraceJob {
+        let mut job = TraceJob {
             job_type,
             total_steps,
             scale_factor: scale_factor as u32,
             weight: number(fields[7], line_no, "priority_weight")?,
-            slo_seconds,
+            slo_seconds: None,
             arrival_seconds: number(fields[9], line_no, "arrival_seconds")?,
             tenant: None,
         };
-        validate(jobs.len(), &job).map_err(|e| ArbiterError {
-            field: e
-                .field
-                .map(|f| f.replace(&format!("trace.jobs[{}]", jobs.len()), &format!("trace.line[{line_no}]"))),
-            ..e
-        })?;
+        // A Gavel line names its columns: the weight is `priority_weight`, and the SLO in seconds
+        // is `slo` times the job's duration alone.
+        let column = |f: &str| match f {
+            "weight" => "priority_weight".to_string(),
+            "slo_seconds" => "slo".to_string(),
+            f => f.to_string(),
+        };
+        let name = |f: &str| match f {
+            "slo_seconds" => {
+                format!("the SLO (slo {} × the job's duration alone, in seconds)", crate::problem::shown(slo))
+            }
+            f => column(f),
+        };
+        let field = |f: &str| format!("trace.line[{line_no}].{}", column(f));
+        check(&job, &name, &field)?;
+        if slo > 0.0 {
+            let alone = isolated_duration(throughputs, &job.job_type, job.scale_factor, total_steps, line_no)?;
+            job.slo_seconds = Some(slo * alone);
+            check(&job, &name, &field)?;
+        }
         jobs.push(job);
+        lines.push(line_no);
     }
-    Ok(Trace::new(jobs))
+    Ok(Trace { lines, ..Trace::new(jobs) })
 }
 
 /// Seconds the job takes alone on its fastest worker type: what Gavel's SLO multiples multiply.
@@ -233,6 +247,24 @@ mod tests {
         assert_eq!(e.code, ErrorCode::JobCannotRun);
     }
 
+    /// Steps, weight and SLO past the contract's magnitudes are refused here, naming the line's
+    /// column (the mechanism would name only `job.steps_remaining` or `job.weight`).
+    #[test]
+    fn magnitudes_name_the_line_and_column() {
+        for (line, column) in [
+            ("A\tc\td\t-s\t1\t1e300\t1\t1\t-1\t0\n", "total_steps"),
+            ("A\tc\td\t-s\t1\t10\t1\t1e300\t-1\t0\n", "priority_weight"),
+            ("A\tc\td\t-s\t1\t10\t1\t1e-300\t-1\t0\n", "priority_weight"),
+            ("A\tc\td\t-s\t1\t10\t1\t1\t1e-300\t0\n", "slo"),
+            ("A\tc\td\t-s\t1\t10\t1\t1\t1e300\t0\n", "slo"),
+        ] {
+            let e = parse_gavel(&format!("A\tc\td\t-s\t1\t10\t1\t1\t-1\t0\n{line}"), &table()).unwrap_err();
+            let field = format!("trace.line[2].{column}");
+            assert_eq!((e.code, e.field.as_deref()), (ErrorCode::InvalidNumber, Some(field.as_str())), "{line}");
+            assert!(e.message.contains("magnitude between 1e-100 and 1e100"), "{}", e.message);
+        }
+    }
+
     #[test]
     fn reads_json_traces() {
         let text = r#"{"jobs": [{"job_type": "A", "total_steps": 10, "scale_factor": 2, "weight": 1,
@@ -244,5 +276,17 @@ mod tests {
         let bad = text.replace("\"total_steps\": 10", "\"total_steps\": 0");
         let e = from_json_str(&bad).unwrap_err();
         assert_eq!(e.field.as_deref(), Some("trace.jobs[0].total_steps"));
+        for (from, to, field) in [
+            ("\"total_steps\": 10", "\"total_steps\": 1e300", "total_steps"),
+            ("\"weight\": 1", "\"weight\": 1e300", "weight"),
+            ("\"slo_seconds\": null", "\"slo_seconds\": 1e-300", "slo_seconds"),
+        ] {
+            let e = from_json_str(&text.replace(from, to)).unwrap_err();
+            assert_eq!(e.field.as_deref(), Some(format!("trace.jobs[0].{field}").as_str()));
+            assert!(e.message.contains("magnitude between 1e-100 and 1e100"), "{}", e.message);
+        }
+        // An SLO of 0 seconds is refused as a number that must be > 0, in either format's words.
+        let e = from_json_str(&text.replace("\"slo_seconds\": null", "\"slo_seconds\": 0")).unwrap_err();
+        assert_eq!(e.message, "slo_seconds must be a finite number > 0, got 0");
     }
 }
