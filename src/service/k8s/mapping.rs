@@ -267,8 +267,8 @@ pub fn placed(session: &Session, job: &str) -> ApiResult<Option<Placed>> {
 pub fn waiting(session: &Session, id: &str, job: &str) -> String {
     // A job of a session stored before sessions refused it may need more GPUs than any type
     // it runs on has.
-    if let Some((_, why)) = crate::service::sessions::spec::never_runs(session, job) {
-        return format!("arbiter: job {job} can never run: {why}");
+    if let Some(never) = crate::service::sessions::spec::never_runs(session, job) {
+        return format!("arbiter: job {job} can never run: {}", never.why);
     }
     let rounds = session.rounds();
     if rounds == 0 {

@@ -33,19 +33,18 @@ struct Marks {
 /// What a live job body says of its estimates, read strictly (a wrong type, or a key given twice,
 /// is refused and named). Stored bodies are read by `Marks`, as they always were.
 #[derive(Deserialize)]
+#[allow(dead_code)] // read to be checked, never used
 struct CheckedMarks {
     #[serde(default, deserialize_with = "crate::contract::unique_keys::optional")]
-    #[allow(dead_code)]
     estimated_throughput: Option<BTreeMap<String, f64>>,
     #[serde(default)]
-    #[allow(dead_code)]
     profile: Option<bool>,
 }
 
 #[derive(Deserialize)]
+#[allow(dead_code)] // read to be checked, never used
 struct CheckedCreation {
     #[serde(default)]
-    #[allow(dead_code)]
     jobs: Vec<CheckedMarks>,
 }
 

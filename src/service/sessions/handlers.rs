@@ -164,9 +164,8 @@ pub(crate) async fn add_job_text(
         let event = Event::AddJob { body };
         let (event, _) = apply_live(entry, session, event)?;
         let added = session.job_ids().last().cloned().ok_or_else(|| ApiError::Internal("no job added".into()))?;
-        if let Some((code, why)) = super::spec::never_runs(session, &added) {
-            let field = if code == ErrorCode::InvalidScaleFactor { "scale_factor" } else { "throughput" };
-            return Err(ArbiterError::at(code, field, format!("job {added:?}: {why}")).into());
+        if let Some(never) = super::spec::never_runs(session, &added) {
+            return Err(ArbiterError::at(never.code, never.field, format!("job {added:?}: {}", never.why)).into());
         }
         Ok((event, views::job(session, &added)?))
     })
@@ -255,8 +254,8 @@ pub async fn throughputs(
         // A row that leaves the job nowhere to run (positive only where there are no GPUs, or
         // too few for its scale factor) would hold it at no allocation for good.
         for job in &jobs {
-            if let Some((_, why)) = super::spec::never_runs(session, job) {
-                let why = format!("job {job:?}: {why}");
+            if let Some(never) = super::spec::never_runs(session, job) {
+                let why = format!("job {job:?}: {}", never.why);
                 return Err(ArbiterError::at(ErrorCode::JobCannotRun, format!("throughputs.{job}"), why).into());
             }
         }
@@ -279,11 +278,8 @@ async fn worker_health(
     let entry = state.sessions.get(&id, &caller)?;
     // Numbers as the session writes them (`v100/0`, not `v100/+0` or `v100/00`): the event
     // stores the name as given, and one worker should have one name in the log.
-    let numbers = worker.split('/').skip(1);
-    if numbers
-        .into_iter()
-        .any(|n| n.is_empty() || !n.bytes().all(|b| b.is_ascii_digit()) || n.len() > 1 && n.starts_with('0'))
-    {
+    let plain = |n: &str| !n.is_empty() && n.bytes().all(|b| b.is_ascii_digit()) && (n == "0" || !n.starts_with('0'));
+    if !worker.split('/').skip(1).all(plain) {
         return Err(ArbiterError::at(
             ErrorCode::UnknownWorker,
             "worker",

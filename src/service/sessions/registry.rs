@@ -212,9 +212,9 @@ impl Sessions {
             .into());
         }
         for (i, id) in session.job_ids().enumerate() {
-            if let Some((code, why)) = super::spec::never_runs(&session, id) {
-                let field = if code == ErrorCode::InvalidScaleFactor { "scale_factor" } else { "throughput" };
-                return Err(ArbiterError::at(code, format!("jobs[{i}].{field}"), format!("job {id:?}: {why}")).into());
+            if let Some(never) = super::spec::never_runs(&session, id) {
+                let field = format!("jobs[{i}].{}", never.field);
+                return Err(ArbiterError::at(never.code, field, format!("job {id:?}: {}", never.why)).into());
             }
         }
         if self.contains(&id) {

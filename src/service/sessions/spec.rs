@@ -325,23 +325,36 @@ pub fn relative_to_job(mut e: ArbiterError) -> ArbiterError {
 /// (`invalid_scale_factor`, as the contract refuses a scale factor above the cluster). Live
 /// requests are refused on it (a session stored before the check still replays), and the
 /// Kubernetes extender says it of such a job.
-pub fn never_runs(session: &Session, id: &str) -> Option<(ErrorCode, String)> {
+pub fn never_runs(session: &Session, id: &str) -> Option<NeverRuns> {
     let (Ok(row), Ok(job)) = (session.throughput(id), session.job(id)) else { return None };
     let cluster = session.cluster();
     let most = (0..cluster.num_types())
         .filter(|&w| row[w] > 0.0 && cluster.gpu_count(w) > 0)
         .max_by_key(|&w| cluster.gpu_count(w));
     match most {
-        None => Some((ErrorCode::JobCannotRun, "it has no positive throughput on a worker type with GPUs".into())),
-        Some(w) if cluster.gpu_count(w) < job.scale_factor => Some((
-            ErrorCode::InvalidScaleFactor,
-            format!(
+        None => Some(NeverRuns {
+            code: ErrorCode::JobCannotRun,
+            field: "throughput",
+            why: "it has no positive throughput on a worker type with GPUs".into(),
+        }),
+        Some(w) if cluster.gpu_count(w) < job.scale_factor => Some(NeverRuns {
+            code: ErrorCode::InvalidScaleFactor,
+            field: "scale_factor",
+            why: format!(
                 "it needs {} GPUs at once, and the most of one worker type it runs on is {} ({})",
                 job.scale_factor,
                 cluster.gpu_count(w),
                 cluster.type_name(w)
             ),
-        )),
+        }),
         Some(_) => None,
     }
+}
+
+/// Why a job could never run (`never_runs`): the error's code, the job's field at fault, and
+/// the reason ("it …").
+pub struct NeverRuns {
+    pub code: ErrorCode,
+    pub field: &'static str,
+    pub why: String,
 }
