@@ -274,7 +274,7 @@ pub fn refuse_given(flags: &[(&str, bool)], why: &str) -> Result<()> {
         Some((flag, _)) => Err(ArbiterError::at(
             ErrorCode::MalformedRequest,
             *flag,
-            format!("--{flag} is for round-based traces; {why}"),
+            format!("--{} is for round-based traces; {why}", flag.replace('_', "-")),
         )),
         None => Ok(()),
     }
@@ -285,22 +285,22 @@ pub fn round_only_flags(args: &SimulateArgs) -> Vec<(&'static str, bool)> {
     vec![
         ("throughputs", args.throughputs.is_some()),
         ("cluster", args.cluster.is_some()),
-        ("gpus-per-server", args.gpus_per_server != 4),
+        ("gpus_per_server", args.gpus_per_server != 4),
         ("prices", args.prices.is_some()),
         ("policy", args.policy.is_some()),
         ("placement", args.placement.is_some()),
-        ("restart-seconds", args.restart_seconds != 0.0),
+        ("restart_seconds", args.restart_seconds != 0.0),
         ("synthesizer", args.synthesizer.is_some()),
-        ("heterogeneity-aware", !args.heterogeneity_aware),
-        ("space-sharing", args.space_sharing),
-        ("round-seconds", args.round_seconds != 360.0),
+        ("heterogeneity_aware", !args.heterogeneity_aware),
+        ("space_sharing", args.space_sharing),
+        ("round_seconds", args.round_seconds != 360.0),
         ("ideal", args.ideal),
         ("realizable", args.realizable.is_some()),
-        ("tie-break", args.tie_break.is_some()),
+        ("tie_break", args.tie_break.is_some()),
         ("configurations", args.configurations),
-        ("min-solve-seconds", args.min_solve_seconds != 0.0),
-        ("work-conserving", !args.work_conserving),
-        ("profiled-types", args.profiled_types.is_some()),
+        ("min_solve_seconds", args.min_solve_seconds != 0.0),
+        ("work_conserving", !args.work_conserving),
+        ("profiled_types", args.profiled_types.is_some()),
     ]
 }
 
@@ -308,22 +308,22 @@ pub fn round_only_flags(args: &SimulateArgs) -> Vec<(&'static str, bool)> {
 pub fn round_only_sweep_flags(args: &SweepArgs) -> Vec<(&'static str, bool)> {
     vec![
         ("throughputs", args.throughputs.is_some()),
-        ("gpus-per-server", args.gpus_per_server != 4),
-        ("burst-jobs", args.burst_jobs != 0),
-        ("short-bursts", args.short_bursts),
+        ("gpus_per_server", args.gpus_per_server != 4),
+        ("burst_jobs", args.burst_jobs != 0),
+        ("short_bursts", args.short_bursts),
         ("window", args.window.is_some()),
         ("tenants", args.tenants.is_some()),
         ("static", args.static_trace),
-        ("multi-gpu", args.multi_gpu),
-        ("multi-priority", args.multi_priority),
-        ("round-seconds", args.round_seconds != 360.0),
+        ("multi_gpu", args.multi_gpu),
+        ("multi_priority", args.multi_priority),
+        ("round_seconds", args.round_seconds != 360.0),
         ("ideal", args.ideal),
         ("realizable", args.realizable.is_some()),
-        ("tie-break", args.tie_break.is_some()),
-        ("restart-seconds", args.restart_seconds != 0.0),
-        ("cdf-plot", args.cdf_plot.is_some()),
-        ("cdf-load", args.cdf_load.is_some()),
-        ("fairness-plots", args.fairness_plots.is_some()),
+        ("tie_break", args.tie_break.is_some()),
+        ("restart_seconds", args.restart_seconds != 0.0),
+        ("cdf_plot", args.cdf_plot.is_some()),
+        ("cdf_load", args.cdf_load.is_some()),
+        ("fairness_plots", args.fairness_plots.is_some()),
     ]
 }
 
@@ -333,19 +333,20 @@ pub fn round_only_sweep_flags(args: &SweepArgs) -> Vec<(&'static str, bool)> {
 fn refuse_allocation_flags(args: &SimulateArgs) -> Result<()> {
     let given = [
         ("realizable", args.realizable.is_some()),
-        ("tie-break", args.tie_break.is_some()),
+        ("tie_break", args.tie_break.is_some()),
         ("configurations", args.configurations),
-        ("min-solve-seconds", args.min_solve_seconds != 0.0),
-        ("work-conserving", !args.work_conserving),
-        ("profiled-types", args.profiled_types.is_some()),
+        ("min_solve_seconds", args.min_solve_seconds != 0.0),
+        ("work_conserving", !args.work_conserving),
+        ("profiled_types", args.profiled_types.is_some()),
     ];
     match given.iter().find(|(_, given)| *given) {
         Some((flag, _)) => Err(ArbiterError::at(
             ErrorCode::Unsupported,
-            flag.replace('-', "_"),
+            *flag,
             format!(
-                "--{flag} shapes an LP policy's allocation and Gavel's rounds; a list policy (--scheduling) \
-                 orders and places whole jobs itself"
+                "--{} shapes an LP policy's allocation and Gavel's rounds; a list policy (--scheduling) \
+                 orders and places whole jobs itself",
+                flag.replace('_', "-")
             ),
         )),
         None => Ok(()),
