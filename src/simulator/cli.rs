@@ -108,6 +108,7 @@ pub struct SimulateArgs {
     #[arg(long, default_value_t = true, action = clap::ArgAction::Set)]
     pub work_conserving: bool,
     /// Recorded in the report (the simulation itself is deterministic: ties break by job order).
+    /// An OASiS workload's schemes draw nothing at random: it is refused there.
     #[arg(long, default_value_t = 0)]
     pub seed: u64,
     /// The policy sees throughputs estimated from K measured worker types per job (the

@@ -110,6 +110,9 @@ fn stages_and_flags_of_the_other_kind_of_trace_are_refused() {
             "gpus_per_server",
         ),
         (vec!["--trace", fixture, "--scheduling", "drf", "--preemption", "none"], "malformed_request", "preemption"),
+        // No scheme draws anything at random: the seed would only be ignored.
+        (vec!["--trace", fixture, "--admission", "oasis", "--seed", "7"], "malformed_request", "seed"),
+        (vec!["--trace", fixture, "--scheduling", "dorm", "--seed", "7"], "malformed_request", "seed"),
         (vec!["--trace", fixture, "--admission", "oasis", "--scheduling", "rrh"], "malformed_request", "scheduling"),
         (vec!["--trace", fixture, "--admission", "accept_x=1.2", "--scheduling", "rrh"], "unsupported", "admission"),
         (vec!["--trace", fixture, "--scheduling", "las"], "unknown_policy", "scheduling"),
