@@ -20,12 +20,13 @@ pub struct SimulateArgs {
     /// The trace: Gavel's tab-separated format, or our JSON (`{"jobs": [...]}`); or an OASiS
     /// workload (`{"cluster": ..., "jobs": [...]}`, docs/oasis.md), run in slots under
     /// `--admission oasis` or `--scheduling fifo|drf|rrh|dorm`; or a FitGpp workload (`{"nodes":
-    /// ..., "jobs": [...]}`, docs/fitgpp.md), run on its nodes under `--preemption`.
-    #[arg(long, value_name = "FILE")]
+    /// ..., "jobs": [...]}`, docs/fitgpp.md), run on its nodes under `--preemption`. `-`:
+    /// standard input.
+    #[arg(long, value_name = "FILE|-")]
     pub trace: PathBuf,
     /// Gavel's throughput file (`simulation_throughputs.json` or `physical_cluster_throughputs.json`);
-    /// required for a round-based trace.
-    #[arg(long, value_name = "FILE")]
+    /// required for a round-based trace. `-`: standard input (when the trace is not).
+    #[arg(long, value_name = "FILE|-")]
     pub throughputs: Option<PathBuf>,
     /// GPUs per worker type, e.g. `v100=8,p100=16,k80=24`; required for a round-based trace.
     #[arg(long)]
@@ -386,11 +387,40 @@ impl TraceKind {
     }
 }
 
+/// Whether an input flag names standard input.
+fn is_standard_input(path: &Path) -> bool {
+    path.as_os_str() == "-"
+}
+
+/// Refuses `--trace -` with `--throughputs -`: standard input can be read once.
+fn refuse_two_standard_inputs(args: &SimulateArgs) -> Result<()> {
+    if is_standard_input(&args.trace) && args.throughputs.as_deref().is_some_and(is_standard_input) {
+        return Err(ArbiterError::at(
+            ErrorCode::MalformedRequest,
+            "throughputs",
+            "--trace and --throughputs both name standard input (-): it can be read once; name a file for one of them",
+        ));
+    }
+    Ok(())
+}
+
+/// The text of standard input, for the input flag `field` given `-`.
+fn read_standard_input(field: &str, what: &str) -> Result<String> {
+    std::io::read_to_string(std::io::stdin()).map_err(|e| {
+        ArbiterError::at(ErrorCode::MalformedRequest, field, format!("cannot read {what} from standard input: {e}"))
+    })
+}
+
 /// Runs `arbiter simulate`: OASiS's slots when the trace is an OASiS workload, else rounds.
 pub fn run_simulate(args: &SimulateArgs) -> Result<()> {
     refuse_standard_output(&[("plot", args.plot.as_deref())])?;
     check_destinations(&[("output", Some(Path::new(&args.output))), ("plot", args.plot.as_deref())])?;
-    let text = trace::read_text(&args.trace)?;
+    refuse_two_standard_inputs(args)?;
+    let text = if is_standard_input(&args.trace) {
+        read_standard_input("trace", "the trace")?
+    } else {
+        trace::read_text(&args.trace)?
+    };
     match TraceKind::of(&text) {
         TraceKind::Oasis => return super::oasis::commands::simulate(args, &text),
         TraceKind::FitGpp => return super::fitgpp::commands::simulate(args, &text),
@@ -433,7 +463,12 @@ pub fn run_simulate(args: &SimulateArgs) -> Result<()> {
     let backend = backend_named(&args.backend)?;
     let cluster =
         parse_cluster(required(args.cluster.as_deref(), "cluster")?, args.gpus_per_server, args.prices.as_deref())?;
-    let table = ThroughputTable::from_path(required(args.throughputs.as_deref(), "throughputs")?)?;
+    let table = match required(args.throughputs.as_deref(), "throughputs")? {
+        path if is_standard_input(path) => {
+            ThroughputTable::from_json_str(&read_standard_input("throughputs", "the throughput file")?)?
+        }
+        path => ThroughputTable::from_path(path)?,
+    };
     let trace = trace::parse(&text, &table)?;
     let config = SimulationConfig {
         heterogeneity_aware: args.heterogeneity_aware,

@@ -70,6 +70,42 @@ fn simulate_writes_the_report_and_plot() {
     assert!(out.stderr.is_empty());
 }
 
+/// `--trace -` and `--throughputs -` read standard input, as `solve`, `rounds`, `estimate` and
+/// `oasis` read `-`; both at once are refused naming the second, throughputs.
+#[test]
+fn simulate_reads_standard_input_for_one_input() {
+    use std::io::Write;
+    let dir = scratch("stdin");
+    let (trace, table) = (write(&dir, "t.trace", TRACE), write(&dir, "t.json", TABLE));
+    let fed = |args: &[&str], input: &str| {
+        let mut child = Command::new(env!("CARGO_BIN_EXE_arbiter"))
+            .args(args)
+            .stdin(std::process::Stdio::piped())
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .unwrap();
+        // A refusal may come before standard input is read, or the process end before it is written.
+        let _ = child.stdin.take().unwrap().write_all(input.as_bytes());
+        child.wait_with_output().unwrap()
+    };
+    let jobs = |out: &std::process::Output| {
+        assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+        serde_json::from_slice::<serde_json::Value>(&out.stdout).unwrap()["jobs"].clone()
+    };
+    let from_files = jobs(&arbiter(&simulate_args(&trace, &table, "-")));
+    assert_eq!(jobs(&fed(&simulate_args("-", &table, "-"), TRACE)), from_files);
+    assert_eq!(jobs(&fed(&simulate_args(&trace, "-", "-"), TABLE)), from_files);
+
+    let out = fed(&simulate_args("-", "-", "-"), TRACE);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(out.stdout.is_empty());
+    let error: serde_json::Value = serde_json::from_slice(&out.stderr).unwrap();
+    assert_eq!(error["error"]["code"], "malformed_request", "{error}");
+    assert_eq!(error["error"]["field"], "throughputs", "{error}");
+    assert!(error["error"]["message"].as_str().unwrap().contains("standard input"), "{error}");
+}
+
 /// A trace of any kind that starts with a UTF-8 byte-order mark reads as it does without one, as
 /// `arbiter solve` reads a request (a mark used to make every JSON workload a Gavel trace, and
 /// to glue itself to a Gavel trace's first job type).
