@@ -113,6 +113,7 @@ impl Synthesizer {
     /// (defaults: every 12 rounds, a 24-round horizon, average JCT).
     pub fn parse<'a>(options: impl IntoIterator<Item = &'a str>) -> Result<Synthesizer> {
         let (mut every, mut horizon, mut metric) = (12u64, 24u64, Metric::Jct);
+        let mut given: Vec<&str> = Vec::new();
         for part in options.into_iter().map(str::trim).filter(|p| !p.is_empty()) {
             let bad = || {
                 ArbiterError::at(
@@ -122,6 +123,15 @@ impl Synthesizer {
                 )
             };
             let (key, value) = part.split_once('=').ok_or_else(bad)?;
+            // The last would win and the first be ignored without a word.
+            if given.contains(&key.trim()) {
+                return Err(ArbiterError::at(
+                    ErrorCode::MalformedRequest,
+                    "synthesizer",
+                    format!("the synthesizer's options name {} twice: give each at most once", key.trim()),
+                ));
+            }
+            given.push(key.trim());
             match key.trim() {
                 "every" => every = value.trim().parse().map_err(|_| bad())?,
                 "horizon" => horizon = value.trim().parse().map_err(|_| bad())?,

@@ -20,12 +20,13 @@ pub struct SimulateArgs {
     /// The trace: Gavel's tab-separated format, or our JSON (`{"jobs": [...]}`); or an OASiS
     /// workload (`{"cluster": ..., "jobs": [...]}`, docs/oasis.md), run in slots under
     /// `--admission oasis` or `--scheduling fifo|drf|rrh|dorm`; or a FitGpp workload (`{"nodes":
-    /// ..., "jobs": [...]}`, docs/fitgpp.md), run on its nodes under `--preemption`.
-    #[arg(long, value_name = "FILE")]
+    /// ..., "jobs": [...]}`, docs/fitgpp.md), run on its nodes under `--preemption`. `-`:
+    /// standard input.
+    #[arg(long, value_name = "FILE|-")]
     pub trace: PathBuf,
     /// Gavel's throughput file (`simulation_throughputs.json` or `physical_cluster_throughputs.json`);
-    /// required for a round-based trace.
-    #[arg(long, value_name = "FILE")]
+    /// required for a round-based trace. `-`: standard input (when the trace is not).
+    #[arg(long, value_name = "FILE|-")]
     pub throughputs: Option<PathBuf>,
     /// GPUs per worker type, e.g. `v100=8,p100=16,k80=24`; required for a round-based trace.
     #[arg(long)]
@@ -108,6 +109,7 @@ pub struct SimulateArgs {
     #[arg(long, default_value_t = true, action = clap::ArgAction::Set)]
     pub work_conserving: bool,
     /// Recorded in the report (the simulation itself is deterministic: ties break by job order).
+    /// An OASiS workload's schemes draw nothing at random: it is refused there.
     #[arg(long, default_value_t = 0)]
     pub seed: u64,
     /// The policy sees throughputs estimated from K measured worker types per job (the
@@ -274,7 +276,7 @@ pub fn refuse_given(flags: &[(&str, bool)], why: &str) -> Result<()> {
         Some((flag, _)) => Err(ArbiterError::at(
             ErrorCode::MalformedRequest,
             *flag,
-            format!("--{flag} is for round-based traces; {why}"),
+            format!("--{} is for round-based traces; {why}", flag.replace('_', "-")),
         )),
         None => Ok(()),
     }
@@ -285,22 +287,22 @@ pub fn round_only_flags(args: &SimulateArgs) -> Vec<(&'static str, bool)> {
     vec![
         ("throughputs", args.throughputs.is_some()),
         ("cluster", args.cluster.is_some()),
-        ("gpus-per-server", args.gpus_per_server != 4),
+        ("gpus_per_server", args.gpus_per_server != 4),
         ("prices", args.prices.is_some()),
         ("policy", args.policy.is_some()),
         ("placement", args.placement.is_some()),
-        ("restart-seconds", args.restart_seconds != 0.0),
+        ("restart_seconds", args.restart_seconds != 0.0),
         ("synthesizer", args.synthesizer.is_some()),
-        ("heterogeneity-aware", !args.heterogeneity_aware),
-        ("space-sharing", args.space_sharing),
-        ("round-seconds", args.round_seconds != 360.0),
+        ("heterogeneity_aware", !args.heterogeneity_aware),
+        ("space_sharing", args.space_sharing),
+        ("round_seconds", args.round_seconds != 360.0),
         ("ideal", args.ideal),
         ("realizable", args.realizable.is_some()),
-        ("tie-break", args.tie_break.is_some()),
+        ("tie_break", args.tie_break.is_some()),
         ("configurations", args.configurations),
-        ("min-solve-seconds", args.min_solve_seconds != 0.0),
-        ("work-conserving", !args.work_conserving),
-        ("profiled-types", args.profiled_types.is_some()),
+        ("min_solve_seconds", args.min_solve_seconds != 0.0),
+        ("work_conserving", !args.work_conserving),
+        ("profiled_types", args.profiled_types.is_some()),
     ]
 }
 
@@ -308,22 +310,22 @@ pub fn round_only_flags(args: &SimulateArgs) -> Vec<(&'static str, bool)> {
 pub fn round_only_sweep_flags(args: &SweepArgs) -> Vec<(&'static str, bool)> {
     vec![
         ("throughputs", args.throughputs.is_some()),
-        ("gpus-per-server", args.gpus_per_server != 4),
-        ("burst-jobs", args.burst_jobs != 0),
-        ("short-bursts", args.short_bursts),
+        ("gpus_per_server", args.gpus_per_server != 4),
+        ("burst_jobs", args.burst_jobs != 0),
+        ("short_bursts", args.short_bursts),
         ("window", args.window.is_some()),
         ("tenants", args.tenants.is_some()),
         ("static", args.static_trace),
-        ("multi-gpu", args.multi_gpu),
-        ("multi-priority", args.multi_priority),
-        ("round-seconds", args.round_seconds != 360.0),
+        ("multi_gpu", args.multi_gpu),
+        ("multi_priority", args.multi_priority),
+        ("round_seconds", args.round_seconds != 360.0),
         ("ideal", args.ideal),
         ("realizable", args.realizable.is_some()),
-        ("tie-break", args.tie_break.is_some()),
-        ("restart-seconds", args.restart_seconds != 0.0),
-        ("cdf-plot", args.cdf_plot.is_some()),
-        ("cdf-load", args.cdf_load.is_some()),
-        ("fairness-plots", args.fairness_plots.is_some()),
+        ("tie_break", args.tie_break.is_some()),
+        ("restart_seconds", args.restart_seconds != 0.0),
+        ("cdf_plot", args.cdf_plot.is_some()),
+        ("cdf_load", args.cdf_load.is_some()),
+        ("fairness_plots", args.fairness_plots.is_some()),
     ]
 }
 
@@ -333,19 +335,20 @@ pub fn round_only_sweep_flags(args: &SweepArgs) -> Vec<(&'static str, bool)> {
 fn refuse_allocation_flags(args: &SimulateArgs) -> Result<()> {
     let given = [
         ("realizable", args.realizable.is_some()),
-        ("tie-break", args.tie_break.is_some()),
+        ("tie_break", args.tie_break.is_some()),
         ("configurations", args.configurations),
-        ("min-solve-seconds", args.min_solve_seconds != 0.0),
-        ("work-conserving", !args.work_conserving),
-        ("profiled-types", args.profiled_types.is_some()),
+        ("min_solve_seconds", args.min_solve_seconds != 0.0),
+        ("work_conserving", !args.work_conserving),
+        ("profiled_types", args.profiled_types.is_some()),
     ];
     match given.iter().find(|(_, given)| *given) {
         Some((flag, _)) => Err(ArbiterError::at(
             ErrorCode::Unsupported,
-            flag.replace('-', "_"),
+            *flag,
             format!(
-                "--{flag} shapes an LP policy's allocation and Gavel's rounds; a list policy (--scheduling) \
-                 orders and places whole jobs itself"
+                "--{} shapes an LP policy's allocation and Gavel's rounds; a list policy (--scheduling) \
+                 orders and places whole jobs itself",
+                flag.replace('_', "-")
             ),
         )),
         None => Ok(()),
@@ -384,11 +387,40 @@ impl TraceKind {
     }
 }
 
+/// Whether an input flag names standard input.
+fn is_standard_input(path: &Path) -> bool {
+    path.as_os_str() == "-"
+}
+
+/// Refuses `--trace -` with `--throughputs -`: standard input can be read once.
+fn refuse_two_standard_inputs(args: &SimulateArgs) -> Result<()> {
+    if is_standard_input(&args.trace) && args.throughputs.as_deref().is_some_and(is_standard_input) {
+        return Err(ArbiterError::at(
+            ErrorCode::MalformedRequest,
+            "throughputs",
+            "--trace and --throughputs both name standard input (-): it can be read once; name a file for one of them",
+        ));
+    }
+    Ok(())
+}
+
+/// The text of standard input, for the input flag `field` given `-`.
+fn read_standard_input(field: &str, what: &str) -> Result<String> {
+    std::io::read_to_string(std::io::stdin()).map_err(|e| {
+        ArbiterError::at(ErrorCode::MalformedRequest, field, format!("cannot read {what} from standard input: {e}"))
+    })
+}
+
 /// Runs `arbiter simulate`: OASiS's slots when the trace is an OASiS workload, else rounds.
 pub fn run_simulate(args: &SimulateArgs) -> Result<()> {
     refuse_standard_output(&[("plot", args.plot.as_deref())])?;
     check_destinations(&[("output", Some(Path::new(&args.output))), ("plot", args.plot.as_deref())])?;
-    let text = trace::read_text(&args.trace)?;
+    refuse_two_standard_inputs(args)?;
+    let text = if is_standard_input(&args.trace) {
+        read_standard_input("trace", "the trace")?
+    } else {
+        trace::read_text(&args.trace)?
+    };
     match TraceKind::of(&text) {
         TraceKind::Oasis => return super::oasis::commands::simulate(args, &text),
         TraceKind::FitGpp => return super::fitgpp::commands::simulate(args, &text),
@@ -431,7 +463,12 @@ pub fn run_simulate(args: &SimulateArgs) -> Result<()> {
     let backend = backend_named(&args.backend)?;
     let cluster =
         parse_cluster(required(args.cluster.as_deref(), "cluster")?, args.gpus_per_server, args.prices.as_deref())?;
-    let table = ThroughputTable::from_path(required(args.throughputs.as_deref(), "throughputs")?)?;
+    let table = match required(args.throughputs.as_deref(), "throughputs")? {
+        path if is_standard_input(path) => {
+            ThroughputTable::from_json_str(&read_standard_input("throughputs", "the throughput file")?)?
+        }
+        path => ThroughputTable::from_path(path)?,
+    };
     let trace = trace::parse(&text, &table)?;
     let config = SimulationConfig {
         heterogeneity_aware: args.heterogeneity_aware,

@@ -61,7 +61,16 @@ impl Variant {
             heterogeneity_aware: true,
             space_sharing: false,
         };
+        let mut given: Vec<&str> = Vec::new();
         for modifier in parts {
+            if given.contains(&modifier.trim()) {
+                return Err(ArbiterError::at(
+                    ErrorCode::MalformedRequest,
+                    "policies",
+                    format!("--policies names the modifier {} twice in {spec:?}", modifier.trim()),
+                ));
+            }
+            given.push(modifier.trim());
             match modifier.trim() {
                 "agnostic" => variant.heterogeneity_aware = false,
                 "space_sharing" => variant.space_sharing = true,
@@ -81,7 +90,7 @@ impl Variant {
 impl Variant {
     /// `synthesizer[:every=N][:horizon=N][:metric=M]`, starting from the first of Blox's nine.
     fn parse_synthesizer<'a>(spec: &str, parts: impl Iterator<Item = &'a str>) -> Result<Variant> {
-        let synthesizer = Synthesizer::parse(parts)?;
+        let synthesizer = Synthesizer::parse(parts).map_err(|e| e.field_renamed("synthesizer", "policies"))?;
         Ok(Variant {
             label: spec.trim().to_string(),
             policy: PolicyKind::MaxMinFairness,
@@ -103,10 +112,10 @@ impl Variant {
                     format!("stages are SLOT=NAME (admission, placement, preemption) in {spec:?}, got {part:?}"),
                 )
             })?;
-            match slot {
-                "admission" => admission = Some(value),
-                "placement" => placement = Some(value),
-                "preemption" => preemption = Some(value),
+            let stage = match slot {
+                "admission" => &mut admission,
+                "placement" => &mut placement,
+                "preemption" => &mut preemption,
                 other => {
                     return Err(ArbiterError::at(
                         ErrorCode::MalformedRequest,
@@ -116,6 +125,13 @@ impl Variant {
                         ),
                     ))
                 }
+            };
+            if stage.replace(value).is_some() {
+                return Err(ArbiterError::at(
+                    ErrorCode::MalformedRequest,
+                    "policies",
+                    format!("--policies names the stage slot {slot} twice in {spec:?}"),
+                ));
             }
         }
         let composition = Composition::from_flags(None, admission, Some(scheduling), placement, preemption)?;

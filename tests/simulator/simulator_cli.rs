@@ -70,6 +70,42 @@ fn simulate_writes_the_report_and_plot() {
     assert!(out.stderr.is_empty());
 }
 
+/// `--trace -` and `--throughputs -` read standard input, as `solve`, `rounds`, `estimate` and
+/// `oasis` read `-`; both at once are refused naming the second, throughputs.
+#[test]
+fn simulate_reads_standard_input_for_one_input() {
+    use std::io::Write;
+    let dir = scratch("stdin");
+    let (trace, table) = (write(&dir, "t.trace", TRACE), write(&dir, "t.json", TABLE));
+    let fed = |args: &[&str], input: &str| {
+        let mut child = Command::new(env!("CARGO_BIN_EXE_arbiter"))
+            .args(args)
+            .stdin(std::process::Stdio::piped())
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .unwrap();
+        // A refusal may come before standard input is read, or the process end before it is written.
+        let _ = child.stdin.take().unwrap().write_all(input.as_bytes());
+        child.wait_with_output().unwrap()
+    };
+    let jobs = |out: &std::process::Output| {
+        assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+        serde_json::from_slice::<serde_json::Value>(&out.stdout).unwrap()["jobs"].clone()
+    };
+    let from_files = jobs(&arbiter(&simulate_args(&trace, &table, "-")));
+    assert_eq!(jobs(&fed(&simulate_args("-", &table, "-"), TRACE)), from_files);
+    assert_eq!(jobs(&fed(&simulate_args(&trace, "-", "-"), TABLE)), from_files);
+
+    let out = fed(&simulate_args("-", "-", "-"), TRACE);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(out.stdout.is_empty());
+    let error: serde_json::Value = serde_json::from_slice(&out.stderr).unwrap();
+    assert_eq!(error["error"]["code"], "malformed_request", "{error}");
+    assert_eq!(error["error"]["field"], "throughputs", "{error}");
+    assert!(error["error"]["message"].as_str().unwrap().contains("standard input"), "{error}");
+}
+
 /// A trace of any kind that starts with a UTF-8 byte-order mark reads as it does without one, as
 /// `arbiter solve` reads a request (a mark used to make every JSON workload a Gavel trace, and
 /// to glue itself to a Gavel trace's first job type).
@@ -201,6 +237,7 @@ fn simulate_refuses_bad_input_with_the_error_object() {
         (vec!["--round-seconds", "-1"], "invalid_number", "round_seconds"),
         (vec!["--min-solve-seconds", "-1"], "invalid_number", "min_solve_seconds"),
         (vec!["--min-solve-seconds", "1e300"], "invalid_number", "min_solve_seconds"),
+        (vec!["--synthesizer", "every=1,every=2"], "malformed_request", "synthesizer"),
         (vec!["--policy", "min_cost"], "missing_field", "prices"),
         (vec!["--policy", "min_cost", "--prices", "v100=1e300,k80=1"], "invalid_number", "prices.v100"),
         (vec!["--prices", "v100=1,k80=1e-300"], "invalid_number", "prices.k80"),
@@ -348,7 +385,7 @@ fn a_sweep_refuses_at_once_what_no_run_could_take() {
     let csv = dir.join("o.csv").to_string_lossy().into_owned();
     let directory = dir.to_str().unwrap();
     let fairness = dir.join("f").to_string_lossy().into_owned();
-    let cases: [(&[&str], &str, &str); 20] = [
+    let cases: [(&[&str], &str, &str); 23] = [
         (&["--plot", "/nonexistent/dir/jct.svg"], "plot", "malformed_request"),
         (&["--plot", directory], "plot", "malformed_request"),
         (&["--output", directory], "output", "malformed_request"),
@@ -360,6 +397,10 @@ fn a_sweep_refuses_at_once_what_no_run_could_take() {
         (&["--seeds", "0,0"], "seeds", "malformed_request"),
         (&["--loads", "1,2,1"], "loads", "malformed_request"),
         (&["--policies", "las,max_min_fairness,las"], "policies", "malformed_request"),
+        // A modifier, a stage or an option named twice: one of them would be ignored.
+        (&["--policies", "max_min_fairness:agnostic:agnostic"], "policies", "malformed_request"),
+        (&["--policies", "las:admission=accept_all:admission=accept_x=1.2"], "policies", "malformed_request"),
+        (&["--policies", "synthesizer:every=1:every=2"], "policies", "malformed_request"),
         (&["--threads", "5000"], "threads", "invalid_number"),
         (&["--burst-jobs", "100000000"], "burst_jobs", "invalid_number"),
         (&["--jobs", "0"], "jobs", "invalid_number"),

@@ -426,7 +426,7 @@ fn simulate_and_sweep_refuse_what_belongs_to_rounds() {
         (vec!["--trace", fixture, "--cluster", "v100=1"], "malformed_request", "cluster"),
         (vec!["--trace", fixture, "--scheduling", "fifo"], "malformed_request", "scheduling"),
         (vec!["--trace", fixture, "--admission", "accept_all"], "malformed_request", "admission"),
-        (vec!["--trace", fixture, "--round-seconds", "60"], "malformed_request", "round-seconds"),
+        (vec!["--trace", fixture, "--round-seconds", "60"], "malformed_request", "round_seconds"),
         (vec!["--trace", fixture, "--preemption", "lease"], "unknown_policy", "preemption"),
         (vec!["--trace", fixture, "--preemption", "fitgpp:lambda=-1"], "malformed_request", "preemption"),
         (vec!["--trace", fixture, "--preemption", "none:p=2"], "malformed_request", "preemption"),

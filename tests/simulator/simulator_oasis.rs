@@ -100,10 +100,19 @@ fn stages_and_flags_of_the_other_kind_of_trace_are_refused() {
         (
             vec!["--trace", fixture, "--admission", "oasis", "--round-seconds", "60"],
             "malformed_request",
-            "round-seconds",
+            "round_seconds",
         ),
         (vec!["--trace", fixture, "--admission", "oasis", "--cluster", "v100=1"], "malformed_request", "cluster"),
+        // Fields are named with underscores, as the rest of the command line names them.
+        (
+            vec!["--trace", fixture, "--admission", "oasis", "--gpus-per-server", "8"],
+            "malformed_request",
+            "gpus_per_server",
+        ),
         (vec!["--trace", fixture, "--scheduling", "drf", "--preemption", "none"], "malformed_request", "preemption"),
+        // No scheme draws anything at random: the seed would only be ignored.
+        (vec!["--trace", fixture, "--admission", "oasis", "--seed", "7"], "malformed_request", "seed"),
+        (vec!["--trace", fixture, "--scheduling", "dorm", "--seed", "7"], "malformed_request", "seed"),
         (vec!["--trace", fixture, "--admission", "oasis", "--scheduling", "rrh"], "malformed_request", "scheduling"),
         (vec!["--trace", fixture, "--admission", "accept_x=1.2", "--scheduling", "rrh"], "unsupported", "admission"),
         (vec!["--trace", fixture, "--scheduling", "las"], "unknown_policy", "scheduling"),
@@ -122,6 +131,7 @@ fn stages_and_flags_of_the_other_kind_of_trace_are_refused() {
     let sweep_cases: Vec<(Vec<&str>, &str, &str)> = vec![
         (vec!["--policies", "oasis,las"], "unknown_policy", "policies"),
         (vec!["--policies", "oasis", "--loads", "1"], "malformed_request", "loads"),
+        (vec!["--policies", "oasis", "--burst-jobs", "3"], "malformed_request", "burst_jobs"),
         (vec!["--policies", "drf", "--tenants", "3"], "malformed_request", "tenants"),
         (vec!["--policies", "rrh", "--jobs", "25,x"], "malformed_request", "jobs"),
         (vec!["--policies", "rrh", "--jobs", "0"], "invalid_number", "jobs"),

@@ -77,6 +77,38 @@ fn token_refusals_exit_2_with_the_error_object_and_change_nothing() {
     assert!(out.status.success() && String::from_utf8_lossy(&out.stdout).contains("revoked"));
 }
 
+/// A refused token command leaves no `<file>.lock` it created, and a file in a missing
+/// directory is reported as the file named, not its lock.
+#[test]
+fn token_refusals_leave_no_lock_file_and_name_the_file() {
+    let dir = TempDir::new("cli-hardening-token-lock");
+    let names = || {
+        let mut names: Vec<String> =
+            std::fs::read_dir(&dir.0).unwrap().map(|e| e.unwrap().file_name().into_string().unwrap()).collect();
+        names.sort();
+        names
+    };
+    let demo = dir.path("demo.json");
+    let says =
+        refused(&arbiter(&["token", "revoke", "--file", demo.to_str().unwrap(), "nobody"]), "malformed_request", "id");
+    assert!(says.contains("nobody"), "{says}");
+    assert!(names().is_empty(), "{:?}", names());
+    std::fs::write(&demo, "{\"version\": 9}").unwrap();
+    let says = refused(&create(&demo, "team-a", "solve", "ci"), "malformed_request", "file");
+    assert!(says.contains("version 9"), "{says}");
+    assert_eq!(names(), ["demo.json"]);
+
+    let nowhere = dir.path("missing").join("t.json");
+    let says = refused(&create(&nowhere, "team-a", "solve", "ci"), "malformed_request", "file");
+    assert!(says.contains("t.json") && !says.contains(".lock") && says.contains("does not exist"), "{says}");
+    assert_eq!(names(), ["demo.json"]);
+
+    // A change that is written keeps its lock file, as before.
+    std::fs::remove_file(&demo).unwrap();
+    assert!(create(&demo, "team-a", "solve", "ci").status.success());
+    assert_eq!(names(), ["demo.json", "demo.json.lock"]);
+}
+
 /// `arbiter openapi --output` names a file: `-` is refused (it made a file named `-`), and a
 /// file that cannot be written is the error object with status 2 (it was plain text, status 1).
 #[test]

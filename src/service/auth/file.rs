@@ -209,14 +209,13 @@ impl TokenFile {
         path: &Path,
         change: impl FnOnce(&mut TokenFile) -> Result<R, E>,
     ) -> Result<Result<R, E>, String> {
-        let _lock = Lock::take(path)?;
-        let mut file = TokenFile::read_or_new(path)?;
-        let answer = match change(&mut file) {
-            Ok(answer) => answer,
-            Err(refusal) => return Ok(Err(refusal)),
-        };
-        file.write(path)?;
-        Ok(Ok(answer))
+        let lock = Lock::take(path)?;
+        let answer = TokenFile::read_or_new(path).and_then(|mut file| match change(&mut file) {
+            Ok(answer) => file.write(path).map(|()| Ok(answer)),
+            Err(refusal) => Ok(Err(refusal)),
+        });
+        lock.release(matches!(answer, Ok(Ok(_))));
+        answer
     }
 }
 
@@ -245,21 +244,63 @@ fn private_file(path: &Path, new: bool) -> std::io::Result<std::fs::File> {
 }
 
 /// An exclusive advisory lock on `<file>.lock`, released when dropped (or when the process ends).
-struct Lock(#[allow(dead_code)] std::fs::File);
+/// A lock file this command created is removed again if the command changes nothing, so a
+/// refusal leaves the directory as it was.
+struct Lock {
+    file: std::fs::File,
+    path: PathBuf,
+    created: bool,
+}
 
 impl Lock {
     fn take(path: &Path) -> Result<Lock, String> {
         let lock_path = sibling(path, ".lock");
-        let file = private_file(&lock_path, false).map_err(|e| format!("cannot open {}: {e}", lock_path.display()))?;
-        #[cfg(unix)]
-        {
-            use std::os::unix::io::AsRawFd;
-            // SAFETY: flock on a descriptor this function owns; it blocks until the lock is free.
-            if unsafe { libc::flock(file.as_raw_fd(), libc::LOCK_EX) } != 0 {
-                return Err(format!("cannot lock {}: {}", lock_path.display(), std::io::Error::last_os_error()));
+        let cannot = |e: std::io::Error| {
+            let directory = path.parent().filter(|d| !d.as_os_str().is_empty()).unwrap_or(Path::new("."));
+            if e.kind() == std::io::ErrorKind::NotFound && !directory.is_dir() {
+                format!("cannot write {}: the directory {} does not exist", path.display(), directory.display())
+            } else {
+                format!("cannot lock {}: cannot open {}: {e}", path.display(), lock_path.display())
             }
+        };
+        loop {
+            let (file, created) = match private_file(&lock_path, true) {
+                Ok(file) => (file, true),
+                Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {
+                    (private_file(&lock_path, false).map_err(cannot)?, false)
+                }
+                Err(e) => return Err(cannot(e)),
+            };
+            #[cfg(unix)]
+            {
+                use std::os::unix::fs::MetadataExt;
+                use std::os::unix::io::AsRawFd;
+                // SAFETY: flock on a descriptor this function owns; it blocks until the lock is free.
+                if unsafe { libc::flock(file.as_raw_fd(), libc::LOCK_EX) } != 0 {
+                    let e = std::io::Error::last_os_error();
+                    return Err(format!("cannot lock {}: {e}", lock_path.display()));
+                }
+                // The holder before this one may have removed the file it locked: this lock is on
+                // that file only if it is still the one at `lock_path`; if not, take the new one.
+                let held = file.metadata().map_err(cannot)?;
+                match std::fs::metadata(&lock_path) {
+                    Ok(now) if (now.dev(), now.ino()) == (held.dev(), held.ino()) => {}
+                    Ok(_) => continue,
+                    Err(e) if e.kind() == std::io::ErrorKind::NotFound => continue,
+                    Err(e) => return Err(cannot(e)),
+                }
+            }
+            return Ok(Lock { file, path: lock_path, created });
         }
-        Ok(Lock(file))
+    }
+
+    /// Releases the lock; `changed`: the command wrote the file, else a lock file this command
+    /// created is removed (while still held, so a waiter sees it gone and takes a new one).
+    fn release(self, changed: bool) {
+        if self.created && !changed {
+            let _ = std::fs::remove_file(&self.path);
+        }
+        drop(self.file);
     }
 }
 

@@ -83,7 +83,12 @@ fn scheme_of(admission: Option<&str>, scheduling: Option<&str>) -> Result<Scheme
 /// `arbiter simulate` on an OASiS workload (`text`, the trace file's).
 pub fn simulate(args: &SimulateArgs, text: &str) -> Result<()> {
     let mut flags = round_only_flags(args);
-    flags.extend([("preemption", args.preemption.is_some()), ("window", args.window.is_some())]);
+    // Every scheme decides deterministically from the workload: a seed would change nothing.
+    flags.extend([
+        ("preemption", args.preemption.is_some()),
+        ("window", args.window.is_some()),
+        ("seed", args.seed != 0),
+    ]);
     refuse_given(&flags, NOT_ROUNDS)?;
     let scheme = scheme_of(args.admission.as_deref(), args.scheduling.as_deref())?;
     let backend = backend_named(&args.backend)?;
