@@ -588,6 +588,17 @@ impl Session {
         Ok(removed.job)
     }
 
+    /// Refuses a progress report's `steps` or `throughput` out of the contract's range, naming
+    /// the field, as `report_progress` does (a service checks a retried report with it too).
+    pub fn check_progress(id: &str, steps: f64, throughput: f64) -> Result<()> {
+        for (f, v) in [("steps", steps), ("throughput", throughput)] {
+            if let Some(why) = crate::problem::refusal(v, 0.0, f) {
+                return Err(invalid(f, format!("job {id:?}: {why}")));
+            }
+        }
+        Ok(())
+    }
+
     /// The job ran `steps` steps on `worker_type`, measured at `throughput` steps/s: its steps
     /// remaining go down, and the measurement is folded into its throughput as an exponential
     /// moving average. A move beyond `Config::resolve_threshold` makes the allocation stale.
@@ -602,11 +613,7 @@ impl Session {
                 format!("worker type index {worker_type} is not in the cluster's {types} types"),
             ));
         }
-        for (f, v) in [("steps", steps), ("throughput", throughput)] {
-            if let Some(why) = crate::problem::refusal(v, 0.0, f) {
-                return Err(invalid(f, format!("job {id:?}: {why}")));
-            }
-        }
+        Session::check_progress(id, steps, throughput)?;
         let j = self.slot_mut(id)?;
         if let Some(r) = j.job.steps_remaining.as_mut() {
             *r = (*r - steps).max(0.0);

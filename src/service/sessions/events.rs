@@ -203,19 +203,6 @@ pub struct Progress {
     pub sequence: Option<u64>,
 }
 
-impl Progress {
-    /// Refuses `steps` and `throughput` out of the contract's range, naming the field, as
-    /// `Session::report_progress` does.
-    pub fn check(&self, job: &str) -> Result<(), ArbiterError> {
-        for (field, value) in [("steps", self.steps), ("throughput", self.throughput)] {
-            if let Some(why) = crate::problem::refusal(value, 0.0, field) {
-                return Err(ArbiterError::at(ErrorCode::InvalidNumber, field, format!("job {job:?}: {why}")));
-            }
-        }
-        Ok(())
-    }
-}
-
 /// `PUT /v1/sessions/{id}/throughputs`: new throughput rows (steps/s per worker type; a type
 /// left out: cannot run there) for some jobs, all applied or none.
 #[derive(Debug, Clone, Serialize, Deserialize, ToSchema)]

@@ -209,7 +209,7 @@ pub async fn progress(
     // A report is checked whole before anything, a retry too (the event's replay reads a retry
     // as counted and goes no further).
     let report: Progress = crate::service::extract::parse_object(&text)?;
-    report.check(&job)?;
+    Session::check_progress(&job, report.steps, report.throughput)?;
     // A retry of a report already counted: answered as the job stands, and nothing is recorded.
     // (Sequences only grow, so one already counted stays counted.)
     let session = entry.current();
