@@ -4,7 +4,6 @@
 
 use super::events::{apply, Applied, Event};
 use super::spec::Spec;
-use crate::error::{ArbiterError, ErrorCode};
 use crate::mechanism::Session;
 use crate::service::auth::Principal;
 use crate::service::error::{ApiError, ApiResult};
@@ -201,22 +200,7 @@ impl Sessions {
         super::spec::refuse_space_sharing(text)?;
         let (spec, session) = Spec::parse(text)?;
         check_jobs(quota, session.num_jobs())?;
-        // A session's workers are addressed as `<type>/<server>`: a type named with a `/` could
-        // never be.
-        if let Some(name) = spec.create.cluster.worker_types.keys().find(|name| name.contains('/')) {
-            return Err(ArbiterError::at(
-                ErrorCode::MalformedRequest,
-                format!("cluster.worker_types.{name}"),
-                format!("a session's worker type cannot be named with a `/` ({name:?}): its workers are addressed as `<type>/<server>`"),
-            )
-            .into());
-        }
-        for (i, id) in session.job_ids().enumerate() {
-            if let Some(never) = super::spec::never_runs(&session, id) {
-                let field = format!("jobs[{i}].{}", never.field);
-                return Err(ArbiterError::at(never.code, field, format!("job {id:?}: {}", never.why)).into());
-            }
-        }
+        super::spec::refuse_at_creation(&spec, &session)?;
         if self.contains(&id) {
             return Err(ApiError::Internal(format!("session id {id:?} is taken")));
         }

@@ -320,6 +320,27 @@ pub fn relative_to_job(mut e: ArbiterError) -> ArbiterError {
     e
 }
 
+/// What a new session is refused on and a stored one is not (it replays as it was created): a
+/// worker type named with a `/`, which no worker path could name (they are `<type>/<server>`),
+/// and a job that could never run (`never_runs`).
+pub fn refuse_at_creation(spec: &Spec, session: &Session) -> ApiResult<()> {
+    if let Some(name) = spec.create.cluster.worker_types.keys().find(|name| name.contains('/')) {
+        return Err(ArbiterError::at(
+            ErrorCode::MalformedRequest,
+            format!("cluster.worker_types.{name}"),
+            format!("a session's worker type cannot be named with a `/` ({name:?}): its workers are addressed as `<type>/<server>`"),
+        )
+        .into());
+    }
+    for (i, id) in session.job_ids().enumerate() {
+        if let Some(never) = never_runs(session, id) {
+            let field = format!("jobs[{i}].{}", never.field);
+            return Err(ArbiterError::at(never.code, field, format!("job {id:?}: {}", never.why)).into());
+        }
+    }
+    Ok(())
+}
+
 /// Why job `id` of `session` could never run, if it could not ("it …"): no positive throughput
 /// on a type with GPUs (`job_cannot_run`), or more GPUs at once than any such type has
 /// (`invalid_scale_factor`, as the contract refuses a scale factor above the cluster). Live
