@@ -47,6 +47,11 @@ impl PriceFunction {
             .sum()
     }
 
+    /// Whether resource `r`'s price falls with use (`2U^rη < L^r`): its base is below 1.
+    pub fn falls_with_use(&self, r: usize) -> bool {
+        2.0 * self.upper[r] * self.eta < self.lower[r]
+    }
+
     /// `α = max(1, max_r ln(2 U^r η / L^r))` over the resources some job demands (`demanded[r]`).
     fn alpha(&self, demanded: &[bool; RESOURCE_TYPES]) -> f64 {
         (0..RESOURCE_TYPES)
@@ -105,7 +110,7 @@ impl PriceParameters {
                 if let Some(why) = crate::problem::positive_refusal(u, "U") {
                     return refuse(upper, why);
                 }
-                if 2.0 * u * f.eta < l {
+                if f.falls_with_use(r) {
                     let why = format!("2Uη = {:e} is below L = {l:e}: prices would fall with use", 2.0 * u * f.eta);
                     return refuse(upper, why);
                 }
@@ -118,9 +123,9 @@ impl PriceParameters {
     /// The first (pool, resource) whose price would fall with use (`2U^rη < L^r`), if any: given
     /// prices are refused so (`new`); scaled ones (`scaled`) can come to it.
     pub fn falls_with_use(&self) -> Option<(&'static str, usize)> {
-        [("workers", &self.workers), ("parameter_servers", &self.parameter_servers)].into_iter().find_map(
-            |(name, f)| (0..RESOURCE_TYPES).find(|&r| 2.0 * f.upper[r] * f.eta < f.lower[r]).map(|r| (name, r)),
-        )
+        [("workers", &self.workers), ("parameter_servers", &self.parameter_servers)]
+            .into_iter()
+            .find_map(|(name, f)| (0..RESOURCE_TYPES).find(|&r| f.falls_with_use(r)).map(|r| (name, r)))
     }
 
     /// These prices with the resources jobs demand in each pool (only those count in the
@@ -218,15 +223,8 @@ impl PriceParameters {
     /// those factors.
     pub fn scaled(&self, u: f64, l: f64) -> Result<PriceParameters> {
         for (name, factor) in [("u", u), ("l", l)] {
-            if !(factor > 0.0 && crate::problem::in_range(factor)) {
-                return Err(ArbiterError::at(
-                    ErrorCode::InvalidNumber,
-                    name,
-                    format!(
-                        "the price scale factor {name} must be > 0, of magnitude between 1e-100 and 1e100, got {}",
-                        crate::problem::shown(factor)
-                    ),
-                ));
+            if let Some(why) = crate::problem::positive_refusal(factor, &format!("the price scale factor {name}")) {
+                return Err(ArbiterError::at(ErrorCode::InvalidNumber, name, why));
             }
         }
         let scale = |f: PriceFunction| PriceFunction {

@@ -127,12 +127,8 @@ pub fn parse_node(text: &str) -> Result<Resources> {
 /// Refuses a load FIFO cannot be calibrated to: at most 0, or of a magnitude outside the
 /// contract's (`problem::in_range`); `field` is the flag (`load`, or a sweep's `loads`).
 pub fn check_loads(loads: &[f64], field: &str) -> Result<()> {
-    match loads.iter().find(|l| !(**l > 0.0 && crate::problem::in_range(**l))) {
-        Some(&bad) => Err(ArbiterError::at(
-            ErrorCode::InvalidNumber,
-            field,
-            format!("--{field} must be > 0, of magnitude between 1e-100 and 1e100, got {}", crate::problem::shown(bad)),
-        )),
+    match loads.iter().find_map(|&l| crate::problem::positive_refusal(l, &format!("--{field}"))) {
+        Some(why) => Err(ArbiterError::at(ErrorCode::InvalidNumber, field, why)),
         None => Ok(()),
     }
 }

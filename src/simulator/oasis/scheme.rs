@@ -71,7 +71,7 @@ impl Scheme {
         for option in parts {
             let (key, value) = option.split_once('=').unwrap_or((option, ""));
             let factor = || -> Result<f64> {
-                value.parse::<f64>().ok().filter(|f| *f > 0.0 && crate::problem::in_range(*f)).ok_or_else(|| {
+                value.parse::<f64>().ok().filter(|&f| crate::problem::positive_refusal(f, key).is_none()).ok_or_else(|| {
                     ArbiterError::at(
                         ErrorCode::InvalidNumber,
                         field,
