@@ -143,16 +143,14 @@ pub fn estimate(request: &EstimateRequest, default_reference: Option<&Throughput
                 format!("job id {:?} appears twice", job.id),
             ));
         }
-        let scale_factor = match job.scale_factor.unwrap_or(1.0) {
-            s if s >= 1.0 && s.fract() == 0.0 && s <= f64::from(u32::MAX) => s as u32,
-            s => {
-                return Err(ArbiterError::at(
-                    ErrorCode::InvalidScaleFactor,
-                    format!("jobs[{i}].scale_factor"),
-                    format!("a scale factor is a whole number of GPUs ≥ 1, got {}", crate::problem::shown(s)),
-                ))
-            }
-        };
+        let given = job.scale_factor.unwrap_or(1.0);
+        let scale_factor = super::whole_scale_factor(given).ok_or_else(|| {
+            ArbiterError::at(
+                ErrorCode::InvalidScaleFactor,
+                format!("jobs[{i}].scale_factor"),
+                format!("a scale factor is a whole number of GPUs ≥ 1, got {}", crate::problem::shown(given)),
+            )
+        })?;
         let estimator = estimators.get(scale_factor, &format!("jobs[{i}].scale_factor"))?;
         let measured = measured_columns(estimator.reference(), job, i)?;
         let estimate = estimator.estimate(&measured, options).map_err(|e| {

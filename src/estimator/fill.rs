@@ -84,10 +84,7 @@ pub fn fill_missing(request: &mut Request, reference: Option<&ThroughputTable>) 
             continue;
         }
         // An invalid scale factor is validation's to refuse, with its own message.
-        let scale_factor = match job.scale_factor.unwrap_or(1.0) {
-            s if s >= 1.0 && s.fract() == 0.0 && s <= f64::from(u32::MAX) => s as u32,
-            _ => continue,
-        };
+        let Some(scale_factor) = super::whole_scale_factor(job.scale_factor.unwrap_or(1.0)) else { continue };
         // A throughput validation refuses is left to it, with its own field and message.
         if job.throughput.values().flatten().any(|&v| crate::problem::refusal(v, 0.0, "").is_some()) {
             continue;

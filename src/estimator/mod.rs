@@ -25,6 +25,12 @@ pub const MAX_RANK: usize = 3;
 /// Ridge weight on a new row's factor coefficients, relative to the fit's scale.
 pub const DEFAULT_REGULARIZATION: f64 = 0.05;
 
+/// A scale factor written as a number (`2`, `2.0`) as the GPUs it is, if it is a whole number
+/// of at least 1 that fits a `u32`.
+pub fn whole_scale_factor(s: f64) -> Option<u32> {
+    (s >= 1.0 && s.fract() == 0.0 && s <= f64::from(u32::MAX)).then_some(s as u32)
+}
+
 /// How a partial row is completed.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct EstimateOptions {
