@@ -205,7 +205,7 @@ fn run_solve(
     let response = backend_named(backend).and_then(|backend| {
         let reference =
             reference.map(crate::workload::throughputs::ThroughputTable::from_reference_path).transpose()?;
-        let mut request = crate::Request::from_json(&read_input(input)?)?;
+        let mut request = crate::Request::from_json(&crate::contract::json::read_input(input)?)?;
         if method.is_some() {
             request.method = method;
         }
@@ -252,11 +252,6 @@ fn run_demo(policy: &str, json: bool) -> ExitCode {
 }
 
 /// The text of a file, or of standard input for `-`.
-fn read_input(input: &str) -> Result<String, ArbiterError> {
-    let text = if input == "-" { std::io::read_to_string(std::io::stdin()) } else { std::fs::read_to_string(input) };
-    text.map_err(|e| ArbiterError::new(ErrorCode::MalformedRequest, format!("cannot read {input}: {e}")))
-}
-
 fn run_rounds(args: RoundsArgs) -> ExitCode {
     use crate::mechanism::{self, Config, Mode};
     let report = backend_named(&args.backend).and_then(|backend| {
@@ -280,7 +275,7 @@ fn run_rounds(args: RoundsArgs) -> ExitCode {
             ..Config::default()
         };
         config.validate()?;
-        let mut problem = Problem::from_json(&read_input(args.input.path())?)?;
+        let mut problem = Problem::from_json(&crate::contract::json::read_input(args.input.path())?)?;
         if args.realizable {
             problem.realizable = crate::solver::realizable::Realizable::On;
         }

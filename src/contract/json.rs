@@ -44,6 +44,13 @@ pub fn without_bom(text: &str) -> &str {
     text.strip_prefix(BYTE_ORDER_MARK).unwrap_or(text)
 }
 
+/// The text of the file `input`, or of standard input for `-`, as every command that reads a
+/// document takes it; a refusal says what could not be read.
+pub fn read_input(input: &str) -> Result<String, ArbiterError> {
+    let text = if input == "-" { std::io::read_to_string(std::io::stdin()) } else { std::fs::read_to_string(input) };
+    text.map_err(|e| ArbiterError::new(ErrorCode::MalformedRequest, format!("cannot read {input}: {e}")))
+}
+
 /// `text` (after any byte-order mark) as a `T`, with nothing but whitespace after it.
 pub fn read<T: DeserializeOwned>(text: &str) -> Result<T, Refusal> {
     let text = without_bom(text);

@@ -89,8 +89,7 @@ pub fn run(args: &EstimateArgs) -> Result<String> {
     let input = args.input.as_deref().or(args.file.as_deref()).ok_or_else(|| {
         ArbiterError::at(ErrorCode::MissingField, "input", "give --input FILE|- (partial rows) or --evaluate")
     })?;
-    let text = if input == "-" { std::io::read_to_string(std::io::stdin()) } else { std::fs::read_to_string(input) }
-        .map_err(|e| ArbiterError::new(ErrorCode::MalformedRequest, format!("cannot read {input}: {e}")))?;
+    let text = crate::contract::json::read_input(input)?;
     let request: EstimateRequest = crate::contract::json::read(&text).map_err(|e| e.into_error(""))?;
     let response = api::estimate(&request, table.as_ref())?;
     Ok(serde_json::to_string_pretty(&response).expect("a response serializes"))

@@ -116,8 +116,7 @@ pub fn run(args: &OasisArgs) -> Result<String> {
         )
     })?;
     let input = &args.input;
-    let text = if input == "-" { std::io::read_to_string(std::io::stdin()) } else { std::fs::read_to_string(input) }
-        .map_err(|e| ArbiterError::new(ErrorCode::MalformedRequest, format!("cannot read {input}: {e}")))?;
+    let text = crate::contract::json::read_input(input)?;
     let baselines: Vec<String> = args
         .baselines
         .as_deref()
