@@ -337,6 +337,25 @@ fn solve_budget_is_504_and_the_server_keeps_serving() {
     assert_eq!(view["rounds"], 0);
     assert_eq!(view["stale"], true);
     assert!(c.get("/metrics").unwrap().text().contains("arbiter_errors_total{code=\"timeout\"} 4"));
+
+    // A budget asked for one solve replaces the session's own, under the server's ceiling: the
+    // session gets its allocation, and its next solve is again held to its own budget.
+    for bad in ["0", "-1", "nan", "inf", "x"] {
+        let reply = c.post(&format!("{base}/allocation?max_solve_seconds={bad}"), b"").unwrap();
+        let code = if bad == "x" { "malformed_request" } else { "invalid_number" };
+        assert_error(&reply, 400, code, Some("max_solve_seconds"));
+    }
+    let recomputed = c.post(&format!("{base}/allocation?max_solve_seconds=30"), b"").unwrap();
+    assert_eq!(recomputed.status, 200, "{}", recomputed.text());
+    let round = c.post(&format!("{base}/rounds?max_solve_seconds=30"), b"").unwrap();
+    assert_eq!(round.status, 200, "{}", round.text());
+    assert_eq!(round.json()["allocation_recomputed"], false);
+    let job = json!({"id": "late", "throughput": {"k80": 1.0, "p100": 2.0, "v100": 3.0}});
+    assert_eq!(c.post(&format!("{base}/jobs"), &bytes(&job)).unwrap().status, 201);
+    assert_error(&c.post(&format!("{base}/rounds"), b"").unwrap(), 504, "timeout", None);
+    let round = c.post(&format!("{base}/rounds?max_solve_seconds=30"), b"").unwrap();
+    assert_eq!(round.status, 200, "{}", round.text());
+    assert_eq!(round.json()["allocation_recomputed"], true);
 }
 
 /// A request on a session waits for another request changing it (here a round's solve over round

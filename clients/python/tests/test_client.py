@@ -7,6 +7,7 @@ import server_fixture
 from server_fixture import REPO, Server
 
 from arbiter_client import (
+    ArbiterError,
     Client,
     ClusterSpec,
     CreateFitGppSession,
@@ -216,6 +217,13 @@ class Operations(unittest.TestCase):
         self.assertEqual(recomputed.session, sid)
         self.assertEqual(set(recomputed.allocation), set(rows))
         self.assertEqual(c.get_allocation(sid).allocation, recomputed.allocation)
+        within = c.recompute_allocation(sid, max_solve_seconds=30)
+        self.assertEqual(set(within.allocation), set(rows))
+        with self.assertRaises(ArbiterError) as bad:
+            c.recompute_allocation(sid, max_solve_seconds=0)
+        self.assertEqual((bad.exception.status, bad.exception.field), (400, "max_solve_seconds"))
+        with self.assertRaises(ValueError):
+            c.next_round(sid, max_solve_seconds="soon")
 
         c.remove_job(sid, "gpt2")
         view = c.get_session(sid)

@@ -9,6 +9,7 @@ use super::views::{self, AllocationView, ClusterView, JobView, RoundView, Sessio
 use crate::error::{ArbiterError, ErrorCode};
 use crate::lp::Backend;
 use crate::mechanism::Session;
+use crate::problem::positive_refusal;
 use crate::request::JobSpec;
 use crate::service::audit::{AuditQuery, AuditView};
 use crate::service::auth::{Caller, Principal};
@@ -20,12 +21,19 @@ use axum::extract::State;
 use axum::http::{header, StatusCode};
 use axum::response::{IntoResponse, Response};
 use axum::Json;
+use serde::Deserialize;
 use std::time::Instant;
+use utoipa::IntoParams;
 
 /// Solves the session's allocation in `decide`, with the session's budget under the server's
 /// ceiling, timing it into the metrics.
 pub(crate) fn solve_now(state: &SharedState, entry: &Entry, session: &Session) -> ApiResult<Stored> {
-    let backend = Backend::default().within(entry.spec.budget(state.config.max_solve_seconds));
+    solve_within(state, entry.spec.budget(None, state.config.max_solve_seconds), session)
+}
+
+/// Solves the session's allocation within `budget` seconds, timing it into the metrics.
+fn solve_within(state: &SharedState, budget: f64, session: &Session) -> ApiResult<Stored> {
+    let backend = Backend::default().within(budget);
     let start = Instant::now();
     let result = session.solve_colocated_allocation(backend);
     let outcome = result.as_ref().map_or_else(|e| Code::Library(e.code).as_str(), |_| "ok".into());
@@ -360,9 +368,10 @@ pub async fn allocation(
 
 /// Recompute the allocation now with the session's policy (received time resets, deficits carry).
 #[utoipa::path(post, path = "/v1/sessions/{id}/allocation", tag = "sessions",
-    params(("id" = String, Path, description = "Session id")),
+    params(("id" = String, Path, description = "Session id"), SolveQuery),
     responses(
         (status = 200, description = "The new allocation (durable)", body = AllocationView),
+        (status = 400, description = "A bad `max_solve_seconds`", body = ErrorResponse),
         (status = 404, description = "Unknown session", body = ErrorResponse),
         (status = 422, description = "Infeasible: the jobs are named", body = ErrorResponse),
         (status = 429, description = "Overloaded; see `Retry-After`", body = ErrorResponse),
@@ -372,10 +381,13 @@ pub async fn recompute(
     State(state): State<SharedState>,
     Caller(caller): Caller,
     Params(id): Params<String>,
+    QueryParams(query): QueryParams<SolveQuery>,
 ) -> ApiResult<Json<AllocationView>> {
+    let asked = query.max_solve_seconds()?;
     let shared = state.clone();
     let view = update(&state, &caller, &id, true, move |entry, session| {
-        let event = Event::Allocation { allocation: solve_now(&shared, entry, session)? };
+        let budget = entry.spec.budget(asked, shared.config.max_solve_seconds);
+        let event = Event::Allocation { allocation: solve_within(&shared, budget, session)? };
         let (event, _) = apply_live(entry, session, event)?;
         Ok((event, views::allocation(&entry.id, session)?))
     })
@@ -383,11 +395,32 @@ pub async fn recompute(
     Ok(Json(view))
 }
 
+/// The query of the endpoints that may solve: a budget for this solve alone.
+#[derive(Debug, Clone, Copy, Default, Deserialize, IntoParams)]
+#[into_params(parameter_in = Query)]
+pub struct SolveQuery {
+    /// Seconds this solve may take, in place of the session's own `max_solve_seconds` (the
+    /// server's ceiling still caps it): how a session created with too small a budget gets an
+    /// allocation.
+    pub max_solve_seconds: Option<f64>,
+}
+
+impl SolveQuery {
+    /// The budget asked for, if any: a finite number > 0.
+    fn max_solve_seconds(&self) -> ApiResult<Option<f64>> {
+        match self.max_solve_seconds.and_then(|s| positive_refusal(s, "max_solve_seconds")) {
+            Some(why) => Err(ApiError::Arbiter(ArbiterError::at(ErrorCode::InvalidNumber, "max_solve_seconds", why))),
+            None => Ok(self.max_solve_seconds),
+        }
+    }
+}
+
 /// Run the next round: recompute a stale allocation, choose jobs by priority, place them.
 #[utoipa::path(post, path = "/v1/sessions/{id}/rounds", tag = "sessions",
-    params(("id" = String, Path, description = "Session id")),
+    params(("id" = String, Path, description = "Session id"), SolveQuery),
     responses(
         (status = 200, description = "The round's placements (durable)", body = RoundView),
+        (status = 400, description = "A bad `max_solve_seconds`", body = ErrorResponse),
         (status = 404, description = "Unknown session", body = ErrorResponse),
         (status = 422, description = "Infeasible: the jobs are named; nothing changed", body = ErrorResponse),
         (status = 429, description = "Overloaded; see `Retry-After`", body = ErrorResponse),
@@ -397,10 +430,13 @@ pub async fn round(
     State(state): State<SharedState>,
     Caller(caller): Caller,
     Params(id): Params<String>,
+    QueryParams(query): QueryParams<SolveQuery>,
 ) -> ApiResult<Json<RoundView>> {
+    let asked = query.max_solve_seconds()?;
     let shared = state.clone();
     let view = update(&state, &caller, &id, true, move |entry, session| {
-        let allocation = if session.is_stale() { Some(solve_now(&shared, entry, session)?) } else { None };
+        let budget = entry.spec.budget(asked, shared.config.max_solve_seconds);
+        let allocation = if session.is_stale() { Some(solve_within(&shared, budget, session)?) } else { None };
         let recomputed = allocation.is_some();
         match apply_live(entry, session, Event::Round { allocation })? {
             (event, Applied::Round(round)) => Ok((event, views::round(&entry.id, session, &round, recomputed))),

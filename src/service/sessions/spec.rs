@@ -245,9 +245,10 @@ impl Spec {
         Ok((job, problem.measured.row(0).to_vec(), unconsolidated))
     }
 
-    /// The server ceiling combined with this session's own budget: the smaller wins.
-    pub fn budget(&self, ceiling: f64) -> f64 {
-        self.max_solve_seconds.map_or(ceiling, |s| s.min(ceiling))
+    /// The budget of one solve: the one its request `asked` for, else this session's own, and
+    /// never above the server's ceiling.
+    pub fn budget(&self, asked: Option<f64>, ceiling: f64) -> f64 {
+        asked.or(self.max_solve_seconds).map_or(ceiling, |s| s.min(ceiling))
     }
 }
 

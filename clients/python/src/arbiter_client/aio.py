@@ -134,13 +134,13 @@ class AsyncClient:
         """``GET /v1/sessions/{id}/allocation``."""
         return await self._run(self.sync.get_allocation, session_id)
 
-    async def recompute_allocation(self, session_id: str) -> AllocationView:
+    async def recompute_allocation(self, session_id: str, max_solve_seconds: Optional[float] = None) -> AllocationView:
         """``POST /v1/sessions/{id}/allocation``."""
-        return await self._run(self.sync.recompute_allocation, session_id)
+        return await self._run(self.sync.recompute_allocation, session_id, max_solve_seconds)
 
-    async def next_round(self, session_id: str) -> RoundView:
+    async def next_round(self, session_id: str, max_solve_seconds: Optional[float] = None) -> RoundView:
         """``POST /v1/sessions/{id}/rounds``."""
-        return await self._run(self.sync.next_round, session_id)
+        return await self._run(self.sync.next_round, session_id, max_solve_seconds)
 
     async def k8s_filter(self, session_id: str, args: Union[ExtenderArgs, Mapping[str, Any]]) -> ExtenderFilterResult:
         """``POST /v1/sessions/{id}/k8s/filter``."""

@@ -78,6 +78,14 @@ def _audit_query(audit: Optional[int]) -> str:
     return f"?audit={audit}"
 
 
+def _budget_query(max_solve_seconds: Optional[float]) -> str:
+    if max_solve_seconds is None:
+        return ""
+    if isinstance(max_solve_seconds, bool) or not isinstance(max_solve_seconds, (int, float)):
+        raise ValueError(f"max_solve_seconds is a number of seconds, got {max_solve_seconds!r}")
+    return f"?max_solve_seconds={float(max_solve_seconds)!r}"
+
+
 def _check_database(head: bytes) -> None:
     if head != SQLITE_HEADER:
         raise ArbiterProtocolError(f"the backup is not an SQLite database: it starts with {head!r}")
@@ -197,13 +205,20 @@ class Client:
         """``GET /v1/sessions/{id}/allocation``: the installed allocation (``stale`` if outdated)."""
         return _model(AllocationView, self.request("GET", f"/v1/sessions/{segment(session_id)}/allocation"))
 
-    def recompute_allocation(self, session_id: str) -> AllocationView:
-        """``POST /v1/sessions/{id}/allocation``: recompute now (deficits carry over)."""
-        return _model(AllocationView, self.request("POST", f"/v1/sessions/{segment(session_id)}/allocation"))
+    def recompute_allocation(self, session_id: str, max_solve_seconds: Optional[float] = None) -> AllocationView:
+        """``POST /v1/sessions/{id}/allocation``: recompute now (deficits carry over).
 
-    def next_round(self, session_id: str) -> RoundView:
-        """``POST /v1/sessions/{id}/rounds``: the next round's placements and every job's lease."""
-        return _model(RoundView, self.request("POST", f"/v1/sessions/{segment(session_id)}/rounds"))
+        ``max_solve_seconds`` bounds this solve in place of the session's own budget (the
+        server's ceiling still caps it)."""
+        path = f"/v1/sessions/{segment(session_id)}/allocation{_budget_query(max_solve_seconds)}"
+        return _model(AllocationView, self.request("POST", path))
+
+    def next_round(self, session_id: str, max_solve_seconds: Optional[float] = None) -> RoundView:
+        """``POST /v1/sessions/{id}/rounds``: the next round's placements and every job's lease.
+
+        ``max_solve_seconds`` bounds a stale allocation's solve, as in :meth:`recompute_allocation`."""
+        path = f"/v1/sessions/{segment(session_id)}/rounds{_budget_query(max_solve_seconds)}"
+        return _model(RoundView, self.request("POST", path))
 
     # A session as Kubernetes' scheduler extender.
 
