@@ -288,17 +288,15 @@ fn prices(spec: &CreateOasisSession) -> ApiResult<PriceParameters> {
             .into())
         }
     };
-    for (field, factor) in [("u", spec.u), ("l", spec.l)] {
-        if !(factor.is_finite() && factor > 0.0) {
-            return Err(ArbiterError::at(ErrorCode::InvalidNumber, field, "must be a finite number > 0").into());
-        }
-    }
-    Ok(given.scaled(spec.u, spec.l)?)
+    // The contract's magnitudes are checked at creation only (`refuse_at_creation`).
+    Ok(given.rescaled(spec.u, spec.l)?)
 }
 
-/// A new session whose `u` and `l` scale its prices into ones that fall with use is refused.
-/// (Only at creation: a session stored before this check replays as it was created.)
-fn refuse_falling_prices(spec: &CreateOasisSession, session: &OasisSession) -> ApiResult<()> {
+/// A new session's `u` and `l` beyond the contract's magnitudes, or scaling its prices into ones
+/// that fall with use, are refused. (Only at creation: a session stored before these checks
+/// replays as it was created.)
+fn refuse_at_creation(spec: &CreateOasisSession, session: &OasisSession) -> ApiResult<()> {
+    PriceParameters::refuse_scale_factors(spec.u, spec.l)?;
     let Some((pool, r)) = session.oasis.prices().falls_with_use() else { return Ok(()) };
     let field = if spec.l != 1.0 { "l" } else { "u" };
     Err(ArbiterError::at(
@@ -474,7 +472,7 @@ pub fn view(id: &str, created_at: f64, session: &OasisSession) -> OasisView {
 pub async fn create(State(state): State<SharedState>, Caller(caller): Caller, body: Body) -> ApiResult<Response> {
     let spec: CreateOasisSession = parse(body.text()?)?;
     let session = OasisSession::build(&spec)?;
-    refuse_falling_prices(&spec, &session)?;
+    refuse_at_creation(&spec, &session)?;
     let _place = state.reserve_session(&caller)?;
     let id = state.sessions.new_id();
     let created_at = state.oasis.create(&id, caller.owner(), spec, session.clone()).await?;

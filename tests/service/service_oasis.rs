@@ -140,6 +140,12 @@ fn three_jobs_are_decided_with_their_reasons_and_survive_a_restart() {
     assert_error(&post(&mut client, "/v1/oasis/sessions", falling), 400, "invalid_number", Some("u"));
     let rising = json!({"cluster": cluster(), "prices": prices(), "l": 2, "u": 0.5});
     assert_eq!(post(&mut client, "/v1/oasis/sessions", rising).status, 201);
+    // Scale factors beyond the contract's magnitudes, or not numbers > 0.
+    for (u, l, field) in [(json!(1e-120), json!(1e-120), "u"), (json!(1), json!(1e120), "l"), (json!(0), json!(1), "u")]
+    {
+        let tiny = json!({"cluster": cluster(), "prices": prices(), "u": u, "l": l});
+        assert_error(&post(&mut client, "/v1/oasis/sessions", tiny), 400, "invalid_number", Some(field));
+    }
     // A server with nothing to offer.
     let mut empty = cluster();
     empty["worker_servers"] = json!([{"gpus": 2, "cpus": 0, "memory_gb": 0, "bandwidth_mbps": 2},

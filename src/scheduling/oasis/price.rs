@@ -220,10 +220,30 @@ impl PriceParameters {
     }
 
     /// The same with every `U` times `u` and both `L` times `l` (`η` kept): estimates off by
-    /// those factors.
+    /// those factors, each a number > 0 within the contract's magnitudes.
     pub fn scaled(&self, u: f64, l: f64) -> Result<PriceParameters> {
+        Self::refuse_scale_factors(u, l)?;
+        self.rescaled(u, l)
+    }
+
+    /// `u` and `l` as [`PriceParameters::scaled`] takes them: finite, > 0, and of magnitude
+    /// between 1e-100 and 1e100.
+    pub fn refuse_scale_factors(u: f64, l: f64) -> Result<()> {
         for (name, factor) in [("u", u), ("l", l)] {
             if let Some(why) = crate::problem::positive_refusal(factor, &format!("the price scale factor {name}")) {
+                return Err(ArbiterError::at(ErrorCode::InvalidNumber, name, why));
+            }
+        }
+        Ok(())
+    }
+
+    /// [`PriceParameters::scaled`] for factors that need only be finite and > 0, as long as the
+    /// scaled prices stay finite and positive: what a session stored before the magnitudes were
+    /// checked was created with, and replays with.
+    pub fn rescaled(&self, u: f64, l: f64) -> Result<PriceParameters> {
+        for (name, factor) in [("u", u), ("l", l)] {
+            if !(factor.is_finite() && factor > 0.0) {
+                let why = format!("the price scale factor {name} must be a finite number > 0, got {factor}");
                 return Err(ArbiterError::at(ErrorCode::InvalidNumber, name, why));
             }
         }
@@ -283,6 +303,10 @@ mod tests {
             demanded_by_ps: [true; RESOURCE_TYPES],
         };
         assert!(p.scaled(0.5, 2.0).is_ok());
+        // Outside the contract's magnitudes only `rescaled` (replay) takes a factor.
+        assert_eq!(p.scaled(1e-120, 1.0).unwrap_err().field.as_deref(), Some("u"));
+        assert!(p.rescaled(1e-120, 1.0).is_ok());
+        assert_eq!(p.rescaled(0.0, 1.0).unwrap_err().field.as_deref(), Some("u"));
         for (u, l, field) in [(1e308, 1.0, "u"), (1.0, 1e-320, "l"), (0.0, 1.0, "u"), (1.0, f64::NAN, "l")] {
             let e = p.scaled(u, l).unwrap_err();
             assert_eq!(e.code, ErrorCode::InvalidNumber);
