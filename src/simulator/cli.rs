@@ -220,14 +220,14 @@ pub fn check_destinations(destinations: &[(&str, Option<&Path>)]) -> Result<()> 
     Ok(())
 }
 
-/// Refuses `-` for a flag that writes an SVG file: standard output is the report's (or the
-/// CSV's), and `-` would otherwise be taken as a file of that name.
+/// Refuses `-` for a flag that writes an SVG file (or, as a prefix, several): standard output is
+/// the report's (or the CSV's), and `-` would otherwise be taken as a file name (or its prefix).
 pub fn refuse_standard_output(plots: &[(&str, Option<&Path>)]) -> Result<()> {
     match plots.iter().find(|(_, path)| path.is_some_and(|p| p.as_os_str() == "-")) {
         Some((field, _)) => Err(ArbiterError::at(
             ErrorCode::MalformedRequest,
             *field,
-            format!("--{} writes an SVG file; it cannot go to standard output (-)", field.replace('_', "-")),
+            format!("--{} writes SVG, which cannot go to standard output (-)", field.replace('_', "-")),
         )),
         None => Ok(()),
     }
@@ -687,7 +687,11 @@ pub fn in_parallel<T: Send>(
 /// Runs `arbiter sweep`.
 pub fn run_sweep(args: &SweepArgs) -> Result<()> {
     use super::sweep::{self, SweepConfig, Variant};
-    refuse_standard_output(&[("plot", args.plot.as_deref()), ("cdf_plot", args.cdf_plot.as_deref())])?;
+    refuse_standard_output(&[
+        ("plot", args.plot.as_deref()),
+        ("cdf_plot", args.cdf_plot.as_deref()),
+        ("fairness_plots", args.fairness_plots.as_deref().map(Path::new)),
+    ])?;
     let fairness = args.fairness_plots.as_deref().map(fairness_plots);
     let mut destinations = vec![
         ("output", Some(Path::new(&args.output))),

@@ -385,11 +385,13 @@ fn a_sweep_refuses_at_once_what_no_run_could_take() {
     let csv = dir.join("o.csv").to_string_lossy().into_owned();
     let directory = dir.to_str().unwrap();
     let fairness = dir.join("f").to_string_lossy().into_owned();
-    let cases: [(&[&str], &str, &str); 23] = [
+    let cases: [(&[&str], &str, &str); 24] = [
         (&["--plot", "/nonexistent/dir/jct.svg"], "plot", "malformed_request"),
         (&["--plot", directory], "plot", "malformed_request"),
         (&["--output", directory], "output", "malformed_request"),
         (&["--fairness-plots", "/nonexistent/dir/f"], "fairness_plots", "malformed_request"),
+        // A prefix of two SVG files, not standard output (they were `--tenants.svg`, `--jobs.svg`).
+        (&["--tenants", "2", "--fairness-plots", "-"], "fairness_plots", "malformed_request"),
         (&["--cdf-plot", "-"], "cdf_plot", "malformed_request"),
         (&["--output", &csv, "--cdf-plot", &csv], "cdf_plot", "malformed_request"),
         (&["--tenants", "1001"], "tenants", "invalid_number"),
