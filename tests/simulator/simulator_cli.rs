@@ -70,25 +70,27 @@ fn simulate_writes_the_report_and_plot() {
     assert!(out.stderr.is_empty());
 }
 
+/// `arbiter` with `input` on its standard input.
+fn fed(args: &[&str], input: &str) -> std::process::Output {
+    use std::io::Write;
+    let mut child = Command::new(env!("CARGO_BIN_EXE_arbiter"))
+        .args(args)
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    // A refusal may come before standard input is read, or the process end before it is written.
+    let _ = child.stdin.take().unwrap().write_all(input.as_bytes());
+    child.wait_with_output().unwrap()
+}
+
 /// `--trace -` and `--throughputs -` read standard input, as `solve`, `rounds`, `estimate` and
 /// `oasis` read `-`; both at once are refused naming the second, throughputs.
 #[test]
 fn simulate_reads_standard_input_for_one_input() {
-    use std::io::Write;
     let dir = scratch("stdin");
     let (trace, table) = (write(&dir, "t.trace", TRACE), write(&dir, "t.json", TABLE));
-    let fed = |args: &[&str], input: &str| {
-        let mut child = Command::new(env!("CARGO_BIN_EXE_arbiter"))
-            .args(args)
-            .stdin(std::process::Stdio::piped())
-            .stdout(std::process::Stdio::piped())
-            .stderr(std::process::Stdio::piped())
-            .spawn()
-            .unwrap();
-        // A refusal may come before standard input is read, or the process end before it is written.
-        let _ = child.stdin.take().unwrap().write_all(input.as_bytes());
-        child.wait_with_output().unwrap()
-    };
     let jobs = |out: &std::process::Output| {
         assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
         serde_json::from_slice::<serde_json::Value>(&out.stdout).unwrap()["jobs"].clone()
@@ -545,6 +547,29 @@ fn sweep_writes_one_row_per_simulation_and_plots() {
     assert_eq!(off.status.code(), Some(2));
     let error: serde_json::Value = serde_json::from_slice(&off.stderr).unwrap();
     assert_eq!(error["error"]["field"], "cdf_load", "{error}");
+}
+
+/// `sweep --throughputs -` reads the table from standard input, as `simulate` does (it was taken
+/// as a file named `-`).
+#[test]
+fn sweep_reads_the_throughputs_from_standard_input() {
+    let dir = scratch("sweep-stdin");
+    let table = write(&dir, "t.json", TABLE);
+    let sweep = |table: &str| {
+        let args = ["sweep", "--throughputs", table, "--cluster", "v100=2,k80=2", "--policies", "las", "--jobs", "10"];
+        let out = fed(&with_flags(args.to_vec(), &["--loads", "1,2", "--output", "-"]), TABLE);
+        assert!(out.status.success(), "--throughputs {table}: {}", String::from_utf8_lossy(&out.stderr));
+        // Every column but the run's wall_seconds.
+        let rows = String::from_utf8(out.stdout).unwrap();
+        let columns = |row: &str| -> Vec<String> {
+            row.split(',').enumerate().filter(|(i, _)| *i != 18).map(|(_, c)| c.to_string()).collect()
+        };
+        rows.lines().map(columns).collect::<Vec<_>>()
+    };
+    let from_file = sweep(&table);
+    assert_eq!(from_file[0][17], "rounds", "{:?}", from_file[0]);
+    assert_eq!(from_file.len(), 3);
+    assert_eq!(sweep("-"), from_file);
 }
 
 /// Gavel's data, when this checkout sits next to it (`ARBITER_GAVEL_DATA` or `../shared/data/gavel`).
