@@ -240,6 +240,9 @@ fn simulate_refuses_bad_input_with_the_error_object() {
         (vec!["--min-solve-seconds", "-1"], "invalid_number", "min_solve_seconds"),
         (vec!["--min-solve-seconds", "1e300"], "invalid_number", "min_solve_seconds"),
         (vec!["--synthesizer", "every=1,every=2"], "malformed_request", "synthesizer"),
+        // Named as the flag, not as `metric` or `every_rounds`.
+        (vec!["--synthesizer", "metric=speed"], "malformed_request", "synthesizer"),
+        (vec!["--synthesizer", "every=0"], "invalid_number", "synthesizer"),
         (vec!["--policy", "min_cost"], "missing_field", "prices"),
         (vec!["--policy", "min_cost", "--prices", "v100=1e300,k80=1"], "invalid_number", "prices.v100"),
         (vec!["--prices", "v100=1,k80=1e-300"], "invalid_number", "prices.k80"),
@@ -387,7 +390,7 @@ fn a_sweep_refuses_at_once_what_no_run_could_take() {
     let csv = dir.join("o.csv").to_string_lossy().into_owned();
     let directory = dir.to_str().unwrap();
     let fairness = dir.join("f").to_string_lossy().into_owned();
-    let cases: [(&[&str], &str, &str); 24] = [
+    let cases: [(&[&str], &str, &str); 26] = [
         (&["--plot", "/nonexistent/dir/jct.svg"], "plot", "malformed_request"),
         (&["--plot", directory], "plot", "malformed_request"),
         (&["--output", directory], "output", "malformed_request"),
@@ -405,6 +408,9 @@ fn a_sweep_refuses_at_once_what_no_run_could_take() {
         (&["--policies", "max_min_fairness:agnostic:agnostic"], "policies", "malformed_request"),
         (&["--policies", "las:admission=accept_all:admission=accept_x=1.2"], "policies", "malformed_request"),
         (&["--policies", "synthesizer:every=1:every=2"], "policies", "malformed_request"),
+        // The synthesizer's options name the entry they came in, not `metric` or `every_rounds`.
+        (&["--policies", "synthesizer:metric=speed"], "policies", "malformed_request"),
+        (&["--policies", "synthesizer:every=0"], "policies", "invalid_number"),
         (&["--threads", "5000"], "threads", "invalid_number"),
         (&["--burst-jobs", "100000000"], "burst_jobs", "invalid_number"),
         (&["--jobs", "0"], "jobs", "invalid_number"),
