@@ -170,7 +170,9 @@ struct RoundsArgs {
     /// allocation is one whole-GPU rounds can deliver.
     #[arg(long)]
     realizable: bool,
-    /// Give GPUs the allocation leaves unused to jobs ahead of their allocation.
+    /// Give GPUs the allocation leaves unused to jobs ahead of their allocation. With
+    /// --configurations, in the rounds that choose jobs by priority while no decomposition is
+    /// certified (space sharing, past the check's budget).
     #[arg(long)]
     work_conserving: bool,
     /// Indent the JSON for people.
