@@ -390,7 +390,7 @@ fn a_sweep_refuses_at_once_what_no_run_could_take() {
     let csv = dir.join("o.csv").to_string_lossy().into_owned();
     let directory = dir.to_str().unwrap();
     let fairness = dir.join("f").to_string_lossy().into_owned();
-    let cases: [(&[&str], &str, &str); 26] = [
+    let cases: [(&[&str], &str, &str); 27] = [
         (&["--plot", "/nonexistent/dir/jct.svg"], "plot", "malformed_request"),
         (&["--plot", directory], "plot", "malformed_request"),
         (&["--output", directory], "output", "malformed_request"),
@@ -416,6 +416,8 @@ fn a_sweep_refuses_at_once_what_no_run_could_take() {
         (&["--jobs", "0"], "jobs", "invalid_number"),
         (&["--jobs", "100000000"], "jobs", "invalid_number"),
         (&["--loads", "1e300"], "loads", "invalid_number"),
+        // Generated traces are checked as read ones are: arrivals past 10⁹ s were simulated.
+        (&["--loads", "1e-9"], "loads", "invalid_number"),
         (&["--round-seconds", "0"], "round_seconds", "invalid_number"),
         (&["--window", "5:3"], "window", "invalid_number"),
         (&["--cdf-load", "7"], "cdf_load", "invalid_number"),
