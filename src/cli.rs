@@ -35,8 +35,9 @@ enum Command {
         /// LP backend: `highs` (default) or `microlp` when built with that feature.
         #[arg(long, default_value_t = Backend::default().name().to_string())]
         backend: String,
-        /// The reference matrix for requests with `estimate_missing` (Gavel's throughput file format).
-        #[arg(long, value_name = "FILE")]
+        /// The reference matrix of a request with `estimate_missing: true` (Gavel's throughput file
+        /// format), or `-` for standard input (when the request is not); refused for other requests.
+        #[arg(long, value_name = "FILE|-")]
         reference_throughputs: Option<std::path::PathBuf>,
         /// How the exact engine solves the max-min ratio: `auto`, `lp` or `decomposition`
         /// (overrides the request's `method`).
@@ -169,7 +170,9 @@ struct RoundsArgs {
     /// allocation is one whole-GPU rounds can deliver.
     #[arg(long)]
     realizable: bool,
-    /// Give GPUs the allocation leaves unused to jobs ahead of their allocation.
+    /// Give GPUs the allocation leaves unused to jobs ahead of their allocation. With
+    /// --configurations, in the rounds that choose jobs by priority while no decomposition is
+    /// certified (space sharing, past the check's budget).
     #[arg(long)]
     work_conserving: bool,
     /// Indent the JSON for people.
@@ -202,10 +205,22 @@ fn run_solve(
     reference: Option<&std::path::Path>,
     method: Option<String>,
 ) -> ExitCode {
+    use crate::simulator::cli::{read_throughputs, refuse_two_standard_inputs};
     let response = backend_named(backend).and_then(|backend| {
-        let reference =
-            reference.map(crate::workload::throughputs::ThroughputTable::from_reference_path).transpose()?;
+        refuse_two_standard_inputs(&[
+            ("input", Some(std::path::Path::new(input))),
+            ("reference_throughputs", reference),
+        ])?;
         let mut request = crate::Request::from_json(&crate::contract::json::read_input(input)?)?;
+        if reference.is_some() && request.estimate_missing != Some(true) {
+            return Err(ArbiterError::at(
+                ErrorCode::MalformedRequest,
+                "reference_throughputs",
+                "--reference-throughputs is the reference matrix of estimate_missing; it takes effect only with \
+                 `estimate_missing: true` in the request, which this one does not set",
+            ));
+        }
+        let reference = reference.map(|path| read_throughputs(path, "reference_throughputs")).transpose()?;
         if method.is_some() {
             request.method = method;
         }

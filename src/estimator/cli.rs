@@ -6,16 +6,17 @@ use super::api::{self, EstimateRequest};
 use super::evaluation::{Accuracy, Method};
 use super::{Estimator, ReferenceMatrix, DEFAULT_REGULARIZATION};
 use crate::error::{ArbiterError, ErrorCode, Result};
-use crate::workload::throughputs::ThroughputTable;
+use crate::simulator::cli::{read_throughputs, refuse_two_standard_inputs};
 use std::fmt::Write as _;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 /// Flags of `arbiter estimate`.
 #[derive(Debug, Clone, clap::Args)]
 pub struct EstimateArgs {
     /// The reference: a measured-throughput file in Gavel's format (e.g.
-    /// `../shared/data/gavel/simulation_throughputs.json`). A request may post its own instead.
-    #[arg(long, value_name = "FILE")]
+    /// `../shared/data/gavel/simulation_throughputs.json`), or `-` for standard input (when the
+    /// request is not). A request may post its own instead.
+    #[arg(long, value_name = "FILE|-")]
     pub reference_throughputs: Option<PathBuf>,
     /// A request (`{"jobs": [{"id", "throughput": {...}, "colocated": {...}}]}`), or `-` for
     /// standard input; its completed rows are printed as JSON.
@@ -48,7 +49,16 @@ pub struct EstimateArgs {
 
 /// Runs the command and returns what it prints.
 pub fn run(args: &EstimateArgs) -> Result<String> {
-    let table = args.reference_throughputs.as_deref().map(ThroughputTable::from_reference_path).transpose()?;
+    let input = args.input.as_deref().or(args.file.as_deref());
+    refuse_two_standard_inputs(&[
+        ("input", input.map(Path::new)),
+        ("reference_throughputs", args.reference_throughputs.as_deref()),
+    ])?;
+    let table = args
+        .reference_throughputs
+        .as_deref()
+        .map(|path| read_throughputs(path, "reference_throughputs"))
+        .transpose()?;
     if args.evaluate {
         let table = table.ok_or_else(|| {
             ArbiterError::at(
@@ -86,7 +96,7 @@ pub fn run(args: &EstimateArgs) -> Result<String> {
             ),
         ));
     }
-    let input = args.input.as_deref().or(args.file.as_deref()).ok_or_else(|| {
+    let input = input.ok_or_else(|| {
         ArbiterError::at(ErrorCode::MissingField, "input", "give --input FILE|- (partial rows) or --evaluate")
     })?;
     let text = crate::contract::json::read_input(input)?;

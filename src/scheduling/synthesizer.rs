@@ -132,10 +132,23 @@ impl Synthesizer {
                 ));
             }
             given.push(key.trim());
+            // Refused as given (`every=0`, `metric=foo`), naming the flag, not `Synthesizer::new`'s
+            // `every_rounds` or the metric's field.
+            let rounds = || match value.trim().parse::<u64>() {
+                Ok(0) => Err(ArbiterError::at(
+                    ErrorCode::InvalidNumber,
+                    "synthesizer",
+                    format!("the synthesizer's {} must be at least 1 round, got {part:?}", key.trim()),
+                )),
+                Ok(n) => Ok(n),
+                Err(_) => Err(bad()),
+            };
             match key.trim() {
-                "every" => every = value.trim().parse().map_err(|_| bad())?,
-                "horizon" => horizon = value.trim().parse().map_err(|_| bad())?,
-                "metric" => metric = Metric::from_name(value.trim())?,
+                "every" => every = rounds()?,
+                "horizon" => horizon = rounds()?,
+                "metric" => {
+                    metric = Metric::from_name(value.trim()).map_err(|e| e.field_renamed("metric", "synthesizer"))?
+                }
                 _ => return Err(bad()),
             }
         }

@@ -220,14 +220,14 @@ pub fn check_destinations(destinations: &[(&str, Option<&Path>)]) -> Result<()> 
     Ok(())
 }
 
-/// Refuses `-` for a flag that writes an SVG file: standard output is the report's (or the
-/// CSV's), and `-` would otherwise be taken as a file of that name.
+/// Refuses `-` for a flag that writes an SVG file (or, as a prefix, several): standard output is
+/// the report's (or the CSV's), and `-` would otherwise be taken as a file name (or its prefix).
 pub fn refuse_standard_output(plots: &[(&str, Option<&Path>)]) -> Result<()> {
     match plots.iter().find(|(_, path)| path.is_some_and(|p| p.as_os_str() == "-")) {
         Some((field, _)) => Err(ArbiterError::at(
             ErrorCode::MalformedRequest,
             *field,
-            format!("--{} writes an SVG file; it cannot go to standard output (-)", field.replace('_', "-")),
+            format!("--{} writes SVG, which cannot go to standard output (-)", field.replace('_', "-")),
         )),
         None => Ok(()),
     }
@@ -392,16 +392,33 @@ fn is_standard_input(path: &Path) -> bool {
     path.as_os_str() == "-"
 }
 
-/// Refuses `--trace -` with `--throughputs -`: standard input can be read once.
-fn refuse_two_standard_inputs(args: &SimulateArgs) -> Result<()> {
-    if is_standard_input(&args.trace) && args.throughputs.as_deref().is_some_and(is_standard_input) {
-        return Err(ArbiterError::at(
+/// Refuses two of a command's inputs naming standard input (`--trace -` with `--throughputs -`):
+/// it can be read once. The refusal names the second.
+pub fn refuse_two_standard_inputs(inputs: &[(&str, Option<&Path>)]) -> Result<()> {
+    let mut reading = inputs.iter().filter(|(_, path)| path.is_some_and(is_standard_input)).map(|(field, _)| *field);
+    match (reading.next(), reading.next()) {
+        (Some(first), Some(second)) => Err(ArbiterError::at(
             ErrorCode::MalformedRequest,
-            "throughputs",
-            "--trace and --throughputs both name standard input (-): it can be read once; name a file for one of them",
-        ));
+            second,
+            format!(
+                "--{} and --{} both name standard input (-): it can be read once; name a file for one of them",
+                first.replace('_', "-"),
+                second.replace('_', "-")
+            ),
+        )),
+        _ => Ok(()),
     }
-    Ok(())
+}
+
+/// The throughput file `--{field}` names, or standard input for `-`; a refusal names `field`
+/// (with the key path inside the file, as `reference_throughputs.v100.A`).
+pub fn read_throughputs(path: &Path, field: &str) -> Result<ThroughputTable> {
+    let table = if is_standard_input(path) {
+        ThroughputTable::from_json_str(&read_standard_input(field, "the throughput file")?)
+    } else {
+        ThroughputTable::from_path(path)
+    };
+    table.map_err(|e| e.field_renamed("throughputs", field))
 }
 
 /// The text of standard input, for the input flag `field` given `-`.
@@ -415,7 +432,7 @@ fn read_standard_input(field: &str, what: &str) -> Result<String> {
 pub fn run_simulate(args: &SimulateArgs) -> Result<()> {
     refuse_standard_output(&[("plot", args.plot.as_deref())])?;
     check_destinations(&[("output", Some(Path::new(&args.output))), ("plot", args.plot.as_deref())])?;
-    refuse_two_standard_inputs(args)?;
+    refuse_two_standard_inputs(&[("trace", Some(args.trace.as_path())), ("throughputs", args.throughputs.as_deref())])?;
     let text = if is_standard_input(&args.trace) {
         read_standard_input("trace", "the trace")?
     } else {
@@ -463,12 +480,7 @@ pub fn run_simulate(args: &SimulateArgs) -> Result<()> {
     let backend = backend_named(&args.backend)?;
     let cluster =
         parse_cluster(required(args.cluster.as_deref(), "cluster")?, args.gpus_per_server, args.prices.as_deref())?;
-    let table = match required(args.throughputs.as_deref(), "throughputs")? {
-        path if is_standard_input(path) => {
-            ThroughputTable::from_json_str(&read_standard_input("throughputs", "the throughput file")?)?
-        }
-        path => ThroughputTable::from_path(path)?,
-    };
+    let table = read_throughputs(required(args.throughputs.as_deref(), "throughputs")?, "throughputs")?;
     let trace = trace::parse(&text, &table)?;
     let config = SimulationConfig {
         heterogeneity_aware: args.heterogeneity_aware,
@@ -522,8 +534,8 @@ pub fn write_report<T: serde::Serialize>(
 #[derive(Debug, Clone, clap::Args)]
 pub struct SweepArgs {
     /// Gavel's throughput file; generated jobs draw their types from it (required unless the
-    /// sweep is OASiS's).
-    #[arg(long, value_name = "FILE")]
+    /// sweep is OASiS's). `-`: standard input.
+    #[arg(long, value_name = "FILE|-")]
     pub throughputs: Option<PathBuf>,
     /// GPUs per worker type, e.g. `v100=36,p100=36,k80=36` (required unless the sweep is OASiS's);
     /// for FitGpp's, nodes as `NODESxCORES,MEMORY_GB,GPUS` (default `84x32,256,8`).
@@ -687,7 +699,11 @@ pub fn in_parallel<T: Send>(
 /// Runs `arbiter sweep`.
 pub fn run_sweep(args: &SweepArgs) -> Result<()> {
     use super::sweep::{self, SweepConfig, Variant};
-    refuse_standard_output(&[("plot", args.plot.as_deref()), ("cdf_plot", args.cdf_plot.as_deref())])?;
+    refuse_standard_output(&[
+        ("plot", args.plot.as_deref()),
+        ("cdf_plot", args.cdf_plot.as_deref()),
+        ("fairness_plots", args.fairness_plots.as_deref().map(Path::new)),
+    ])?;
     let fairness = args.fairness_plots.as_deref().map(fairness_plots);
     let mut destinations = vec![
         ("output", Some(Path::new(&args.output))),
@@ -781,7 +797,7 @@ pub fn run_sweep(args: &SweepArgs) -> Result<()> {
         restart_seconds: args.restart_seconds,
         backend: backend_named(&args.backend)?,
     };
-    let table = ThroughputTable::from_path(required(args.throughputs.as_deref(), "throughputs")?)?;
+    let table = read_throughputs(required(args.throughputs.as_deref(), "throughputs")?, "throughputs")?;
     let points = in_parallel(args.threads, |report| sweep::run(&config, &table, report))?;
     write_output(&args.output, sweep::csv(&points).trim_end())?;
     failures(points.iter().map(|p| p.outcome.as_ref().err()))?;

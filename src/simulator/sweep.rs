@@ -13,6 +13,7 @@ use crate::scheduling::synthesizer::Synthesizer;
 use crate::scheduling::Composition;
 use crate::workload::generator::{self, Arrivals, GeneratorOptions};
 use crate::workload::throughputs::ThroughputTable;
+use crate::workload::{trace, Trace};
 use rayon::prelude::*;
 use std::fmt::Write;
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -251,6 +252,7 @@ pub fn run(
             if config.short_bursts && !config.static_trace {
                 trace = crate::scheduling::workload::add_short_bursts(trace, table, &options, load)?;
             }
+            check_generated(&trace, load, seed)?;
             traces.push(((load.to_bits(), seed), trace));
         }
     }
@@ -278,6 +280,32 @@ pub fn run(
         })
         .collect();
     Ok(points)
+}
+
+/// A generated trace through the checks of a trace read from a file (`trace::validate`): at a
+/// load low enough, its arrivals pass `trace::MAX_ARRIVAL_SECONDS`, refused naming `--loads`;
+/// any other refusal says which generated trace it is about.
+fn check_generated(generated: &Trace, load: f64, seed: u64) -> Result<()> {
+    for (i, job) in generated.jobs.iter().enumerate() {
+        let Err(e) = trace::validate(i, job) else { continue };
+        if e.field.as_deref().is_some_and(|f| f.ends_with(".arrival_seconds")) {
+            return Err(ArbiterError::at(
+                ErrorCode::InvalidNumber,
+                "loads",
+                format!(
+                    "at --loads {load} the generated trace of seed {seed} has job {i} arrive at {} s, past the \
+                     {:e} s a trace's arrivals stay within; a higher load arrives sooner",
+                    crate::problem::shown(job.arrival_seconds),
+                    trace::MAX_ARRIVAL_SECONDS
+                ),
+            ));
+        }
+        return Err(ArbiterError {
+            message: format!("the trace generated at load {load}, seed {seed}: {}", e.message),
+            ..e
+        });
+    }
+    Ok(())
 }
 
 /// One run's configuration: the sweep's, for `variant` on the trace of `seed`.

@@ -70,25 +70,27 @@ fn simulate_writes_the_report_and_plot() {
     assert!(out.stderr.is_empty());
 }
 
+/// `arbiter` with `input` on its standard input.
+fn fed(args: &[&str], input: &str) -> std::process::Output {
+    use std::io::Write;
+    let mut child = Command::new(env!("CARGO_BIN_EXE_arbiter"))
+        .args(args)
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    // A refusal may come before standard input is read, or the process end before it is written.
+    let _ = child.stdin.take().unwrap().write_all(input.as_bytes());
+    child.wait_with_output().unwrap()
+}
+
 /// `--trace -` and `--throughputs -` read standard input, as `solve`, `rounds`, `estimate` and
 /// `oasis` read `-`; both at once are refused naming the second, throughputs.
 #[test]
 fn simulate_reads_standard_input_for_one_input() {
-    use std::io::Write;
     let dir = scratch("stdin");
     let (trace, table) = (write(&dir, "t.trace", TRACE), write(&dir, "t.json", TABLE));
-    let fed = |args: &[&str], input: &str| {
-        let mut child = Command::new(env!("CARGO_BIN_EXE_arbiter"))
-            .args(args)
-            .stdin(std::process::Stdio::piped())
-            .stdout(std::process::Stdio::piped())
-            .stderr(std::process::Stdio::piped())
-            .spawn()
-            .unwrap();
-        // A refusal may come before standard input is read, or the process end before it is written.
-        let _ = child.stdin.take().unwrap().write_all(input.as_bytes());
-        child.wait_with_output().unwrap()
-    };
     let jobs = |out: &std::process::Output| {
         assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
         serde_json::from_slice::<serde_json::Value>(&out.stdout).unwrap()["jobs"].clone()
@@ -238,6 +240,9 @@ fn simulate_refuses_bad_input_with_the_error_object() {
         (vec!["--min-solve-seconds", "-1"], "invalid_number", "min_solve_seconds"),
         (vec!["--min-solve-seconds", "1e300"], "invalid_number", "min_solve_seconds"),
         (vec!["--synthesizer", "every=1,every=2"], "malformed_request", "synthesizer"),
+        // Named as the flag, not as `metric` or `every_rounds`.
+        (vec!["--synthesizer", "metric=speed"], "malformed_request", "synthesizer"),
+        (vec!["--synthesizer", "every=0"], "invalid_number", "synthesizer"),
         (vec!["--policy", "min_cost"], "missing_field", "prices"),
         (vec!["--policy", "min_cost", "--prices", "v100=1e300,k80=1"], "invalid_number", "prices.v100"),
         (vec!["--prices", "v100=1,k80=1e-300"], "invalid_number", "prices.k80"),
@@ -385,11 +390,13 @@ fn a_sweep_refuses_at_once_what_no_run_could_take() {
     let csv = dir.join("o.csv").to_string_lossy().into_owned();
     let directory = dir.to_str().unwrap();
     let fairness = dir.join("f").to_string_lossy().into_owned();
-    let cases: [(&[&str], &str, &str); 23] = [
+    let cases: [(&[&str], &str, &str); 27] = [
         (&["--plot", "/nonexistent/dir/jct.svg"], "plot", "malformed_request"),
         (&["--plot", directory], "plot", "malformed_request"),
         (&["--output", directory], "output", "malformed_request"),
         (&["--fairness-plots", "/nonexistent/dir/f"], "fairness_plots", "malformed_request"),
+        // A prefix of two SVG files, not standard output (they were `--tenants.svg`, `--jobs.svg`).
+        (&["--tenants", "2", "--fairness-plots", "-"], "fairness_plots", "malformed_request"),
         (&["--cdf-plot", "-"], "cdf_plot", "malformed_request"),
         (&["--output", &csv, "--cdf-plot", &csv], "cdf_plot", "malformed_request"),
         (&["--tenants", "1001"], "tenants", "invalid_number"),
@@ -401,11 +408,16 @@ fn a_sweep_refuses_at_once_what_no_run_could_take() {
         (&["--policies", "max_min_fairness:agnostic:agnostic"], "policies", "malformed_request"),
         (&["--policies", "las:admission=accept_all:admission=accept_x=1.2"], "policies", "malformed_request"),
         (&["--policies", "synthesizer:every=1:every=2"], "policies", "malformed_request"),
+        // The synthesizer's options name the entry they came in, not `metric` or `every_rounds`.
+        (&["--policies", "synthesizer:metric=speed"], "policies", "malformed_request"),
+        (&["--policies", "synthesizer:every=0"], "policies", "invalid_number"),
         (&["--threads", "5000"], "threads", "invalid_number"),
         (&["--burst-jobs", "100000000"], "burst_jobs", "invalid_number"),
         (&["--jobs", "0"], "jobs", "invalid_number"),
         (&["--jobs", "100000000"], "jobs", "invalid_number"),
         (&["--loads", "1e300"], "loads", "invalid_number"),
+        // Generated traces are checked as read ones are: arrivals past 10⁹ s were simulated.
+        (&["--loads", "1e-9"], "loads", "invalid_number"),
         (&["--round-seconds", "0"], "round_seconds", "invalid_number"),
         (&["--window", "5:3"], "window", "invalid_number"),
         (&["--cdf-load", "7"], "cdf_load", "invalid_number"),
@@ -543,6 +555,29 @@ fn sweep_writes_one_row_per_simulation_and_plots() {
     assert_eq!(off.status.code(), Some(2));
     let error: serde_json::Value = serde_json::from_slice(&off.stderr).unwrap();
     assert_eq!(error["error"]["field"], "cdf_load", "{error}");
+}
+
+/// `sweep --throughputs -` reads the table from standard input, as `simulate` does (it was taken
+/// as a file named `-`).
+#[test]
+fn sweep_reads_the_throughputs_from_standard_input() {
+    let dir = scratch("sweep-stdin");
+    let table = write(&dir, "t.json", TABLE);
+    let sweep = |table: &str| {
+        let args = ["sweep", "--throughputs", table, "--cluster", "v100=2,k80=2", "--policies", "las", "--jobs", "10"];
+        let out = fed(&with_flags(args.to_vec(), &["--loads", "1,2", "--output", "-"]), TABLE);
+        assert!(out.status.success(), "--throughputs {table}: {}", String::from_utf8_lossy(&out.stderr));
+        // Every column but the run's wall_seconds.
+        let rows = String::from_utf8(out.stdout).unwrap();
+        let columns = |row: &str| -> Vec<String> {
+            row.split(',').enumerate().filter(|(i, _)| *i != 18).map(|(_, c)| c.to_string()).collect()
+        };
+        rows.lines().map(columns).collect::<Vec<_>>()
+    };
+    let from_file = sweep(&table);
+    assert_eq!(from_file[0][17], "rounds", "{:?}", from_file[0]);
+    assert_eq!(from_file.len(), 3);
+    assert_eq!(sweep("-"), from_file);
 }
 
 /// Gavel's data, when this checkout sits next to it (`ARBITER_GAVEL_DATA` or `../shared/data/gavel`).

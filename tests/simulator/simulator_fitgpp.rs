@@ -204,6 +204,8 @@ fn flags_an_early_exit_would_ignore_are_refused() {
         (&["--write-workloads", "wl", "--output", "o.csv"][..], "output"),
         (&["--write-workloads", "wl", "--plot", "p"][..], "plot"),
         (&["--write-workloads", "wl", "--plot-x", "load"][..], "plot_x"),
+        // A directory of files, not standard output (it made a directory named `-`).
+        (&["--write-workloads", "-"][..], "write_workloads"),
     ] {
         let mut args = vec!["fitgpp", "--seeds", "0", "--nodes", "2", "--jobs", "100"];
         args.extend(extra);
@@ -250,6 +252,8 @@ fn the_command_refuses_bad_flags_with_exit_2() {
         (&["--output", "/nonexistent/dir/runs.csv"][..], "malformed_request", "output"),
         (&["--table", "/nonexistent/dir/t.md"][..], "malformed_request", "table"),
         (&["--plot", "/nonexistent/dir/p"][..], "malformed_request", "plot"),
+        // Two SVG files cannot go to standard output (they were written as `--te.svg`, `--be.svg`).
+        (&["--plot", "-"][..], "malformed_request", "plot"),
         (&["--output", "src"][..], "malformed_request", "output"),
         (&["--output", "r.csv", "--table", "./r.csv"][..], "malformed_request", "table"),
         // Twice the same value would run and print the same rows twice, as sweep refuses.

@@ -341,6 +341,78 @@ fn the_cli_completes_rows_and_evaluates() {
     std::fs::remove_dir_all(&dir).unwrap();
 }
 
+/// `arbiter` with `input` on its standard input.
+fn fed(args: &[&str], input: &str) -> std::process::Output {
+    use std::io::Write;
+    let mut child = Command::new(env!("CARGO_BIN_EXE_arbiter"))
+        .args(args)
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    // A refusal may come before standard input is read.
+    let _ = child.stdin.take().unwrap().write_all(input.as_bytes());
+    child.wait_with_output().unwrap()
+}
+
+/// `--reference-throughputs -` reads standard input in `estimate` and `solve`, as `simulate
+/// --throughputs -` does (it was taken as a file named `-`), unless the request is read from it
+/// too; `solve` refuses a reference its request would not use (no `estimate_missing: true`).
+#[test]
+fn the_reference_reads_standard_input_and_serves_only_estimate_missing() {
+    let dir = std::env::temp_dir().join(format!("arbiter-reference-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let table = synthetic_table(10).to_string();
+    let reference = dir.join("reference.json");
+    std::fs::write(&reference, &table).unwrap();
+    let reference = reference.to_str().unwrap();
+    let write = |name: &str, value: &Value| {
+        let path = dir.join(name);
+        std::fs::write(&path, value.to_string()).unwrap();
+        path.to_string_lossy().into_owned()
+    };
+    let partial =
+        write("partial.json", &json!({"pairs": false, "jobs": [{"id": "j", "throughput": {"a": 2.0, "b": 3.0}}]}));
+    let estimating = write("estimating.json", &partial_request());
+    let mut plain = partial_request();
+    plain.as_object_mut().unwrap().remove("estimate_missing");
+    let plain = write("plain.json", &plain);
+    // The answer without its stats (the times a solve took).
+    let answer = |out: &std::process::Output| {
+        assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+        let mut answer = serde_json::from_slice::<Value>(&out.stdout).unwrap();
+        answer.as_object_mut().unwrap().remove("stats");
+        answer
+    };
+    for command in [["estimate", partial.as_str()], ["solve", estimating.as_str()]] {
+        let from_file = answer(&fed(&[command[0], "--reference-throughputs", reference, command[1]], ""));
+        let from_input = answer(&fed(&[command[0], "--reference-throughputs", "-", command[1]], &table));
+        assert_eq!(from_input, from_file, "{command:?}");
+    }
+    let refused = |args: &[&str], input: &str| {
+        let out = fed(args, input);
+        assert_eq!(out.status.code(), Some(2), "{args:?}");
+        assert!(out.stdout.is_empty(), "{args:?}");
+        let error: Value = serde_json::from_slice(&out.stderr).unwrap();
+        assert_eq!(error["error"]["field"], "reference_throughputs", "{args:?}: {error}");
+        error["error"]["message"].as_str().unwrap().to_string()
+    };
+    // Standard input can be read once.
+    let request = std::fs::read_to_string(&estimating).unwrap();
+    for args in [
+        &["estimate", "--reference-throughputs", "-", "-"][..],
+        &["estimate", "--reference-throughputs", "-", "--input", "-"],
+        &["solve", "--reference-throughputs", "-", "-"],
+    ] {
+        assert!(refused(args, &request).contains("both name standard input"), "{args:?}");
+    }
+    // A request without estimate_missing would ignore the reference: it is refused, not dropped.
+    let says = refused(&["solve", "--reference-throughputs", reference, &plain], "");
+    assert!(says.contains("estimate_missing: true"), "{says}");
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
 /// Reference jobs the request's jobs behave like (the request does not say so).
 const LIKE: [usize; 3] = [2, 5, 8];
 

@@ -68,3 +68,38 @@ fn refuses_bad_input_with_exit_2_and_the_field() {
         );
     }
 }
+
+/// A job whose schedule is too large to compute is refused before any decision, named by its
+/// place in the input (`jobs[1].epochs`), where it was named `job.epochs` once the jobs before
+/// it had been decided.
+#[test]
+fn a_job_too_large_to_decide_is_refused_up_front_by_its_index() {
+    // A worker of 1 Mbit/s on servers of 4e9 Mbit/s: billions fit. 5,000 epochs of 1,000 chunks,
+    // 5 a worker-slot: 10⁶ worker-slots over 40 slots, past the dynamic program's table.
+    let server = r#"{"gpus": 0, "cpus": 0, "memory_gb": 0, "bandwidth_mbps": 4000000000}"#;
+    let job = |id: &str, arrival: u32, epochs: u32, chunks: u32| {
+        format!(
+            r#"{{"id": "{id}", "arrival_slot": {arrival}, "epochs": {epochs}, "chunks": {chunks},
+                "minibatches_per_chunk": 10, "minibatch_seconds": 1, "gradient_mb": 0.0625,
+                "worker": {{"gpus": 0, "cpus": 0, "memory_gb": 0, "bandwidth_mbps": 1}},
+                "parameter_server": {{"gpus": 0, "cpus": 0, "memory_gb": 0, "bandwidth_mbps": 2}},
+                "utility": {{"kind": "constant", "value": 1}}}}"#
+        )
+    };
+    let input = format!(
+        r#"{{"cluster": {{"slot_seconds": 100, "slots": 40, "worker_servers": [{server}], "ps_servers": [{server}]}},
+            "jobs": [{}, {}]}}"#,
+        job("small", 0, 2, 5),
+        job("huge", 1, 5000, 1000)
+    );
+    let out = oasis(&["--input", "-"], Some(&input));
+    assert_eq!(out.status.code(), Some(2), "{}", String::from_utf8_lossy(&out.stdout));
+    assert!(out.stdout.is_empty());
+    let err: Value = serde_json::from_slice(&out.stderr).unwrap();
+    assert_eq!(
+        (err["error"]["code"].as_str(), err["error"]["field"].as_str()),
+        (Some("unsupported"), Some("jobs[1].epochs")),
+        "{err}"
+    );
+    assert!(err["error"]["message"].as_str().unwrap().contains("\"huge\""), "{err}");
+}

@@ -6,7 +6,7 @@ use super::trace;
 use super::workload::{Distributions, DEFAULT_DISTRIBUTIONS};
 use crate::error::{ArbiterError, ErrorCode, Result};
 use crate::scheduling::fitgpp::{JobKind, Resources};
-use crate::simulator::cli::{check_destinations, in_parallel, write_file, write_output};
+use crate::simulator::cli::{check_destinations, in_parallel, refuse_standard_output, write_file, write_output};
 use std::path::{Path, PathBuf};
 
 /// Flags of `arbiter fitgpp`.
@@ -202,8 +202,16 @@ pub fn config(args: &FitGppArgs) -> Result<ExperimentConfig> {
     })
 }
 
-/// Writes the grid's calibrated workloads under `dir` (created if missing), one file each.
+/// Writes the grid's calibrated workloads under `dir` (created if missing, before they are drawn
+/// and calibrated), one file each.
 fn write_workloads(config: &ExperimentConfig, dir: &std::path::Path) -> Result<()> {
+    if dir.as_os_str() == "-" {
+        return Err(ArbiterError::at(
+            ErrorCode::MalformedRequest,
+            "write_workloads",
+            "--write-workloads names a directory for one workload file each; they cannot go to standard output (-)",
+        ));
+    }
     std::fs::create_dir_all(dir).map_err(|e| {
         ArbiterError::at(
             ErrorCode::MalformedRequest,
@@ -239,6 +247,7 @@ pub fn run(args: &FitGppArgs) -> Result<()> {
     if let Some(dir) = &args.write_workloads {
         return write_workloads(&config, dir);
     }
+    refuse_standard_output(&[("plot", args.plot.as_deref().map(Path::new))])?;
     let plots = args.plot.as_deref().map(plot_files);
     let mut destinations: Vec<(&str, Option<&Path>)> =
         vec![("output", args.output.as_deref().map(Path::new)), ("table", args.table.as_deref().map(Path::new))];

@@ -3,7 +3,7 @@
 //! each admitted job; with `--baselines`, the same jobs under FIFO, DRF, RRH or Dorm in the slot
 //! simulator beside it. The command line (`src/cli.rs`) only dispatches here.
 
-use super::run::{validate, RunOutcome};
+use super::run::{check_sizes, validate, RunOutcome};
 use super::scheme::Scheme;
 use crate::error::{ArbiterError, ErrorCode, Result};
 use crate::lp::Backend;
@@ -60,6 +60,8 @@ pub fn decide_all(text: &str, lowest: LowestUtility, u: f64, l: f64, baselines: 
     let jobs = validate(&input.cluster, &input.jobs)?;
     // Before the baselines run: a refused --u or --l would otherwise come after them.
     let prices = PriceParameters::estimate_with(&jobs, &input.cluster, lowest)?.scaled(u, l)?;
+    let mut oasis = Oasis::new(input.cluster.clone(), prices)?;
+    check_sizes(&oasis, &jobs)?;
     let mut schemes: Vec<Scheme> = Vec::with_capacity(baselines.len());
     for spec in baselines {
         let not_one = || {
@@ -88,7 +90,6 @@ pub fn decide_all(text: &str, lowest: LowestUtility, u: f64, l: f64, baselines: 
     for scheme in &schemes {
         runs.push(scheme.run(&input.cluster, &jobs, Backend::default(), &mut |_| {})?.0);
     }
-    let mut oasis = Oasis::new(input.cluster, prices)?;
     let mut order: Vec<usize> = (0..jobs.len()).collect();
     order.sort_by_key(|&i| (jobs[i].spec.arrival_slot, i));
     let mut decisions = Vec::with_capacity(jobs.len());

@@ -82,6 +82,13 @@ pub fn validate(cluster: &ClusterSpec, specs: &[JobSpec]) -> Result<Vec<Job>> {
         .collect()
 }
 
+/// Refuses, before any decision, a job whose best schedule OASiS would not compute
+/// (`Oasis::check_size`), naming it `jobs[i]` as [`validate`] names the others: found only when
+/// its turn came, it failed a run after the jobs before it (and any baselines) had run.
+pub fn check_sizes(oasis: &Oasis, jobs: &[Job]) -> Result<()> {
+    jobs.iter().enumerate().try_for_each(|(i, job)| oasis.check_size(job, &format!("jobs[{i}]")))
+}
+
 /// `(completion − arrival + 1) − γ3` for a finished job with a sigmoid utility and `γ2 > 0`:
 /// how late it was against its target, in slots.
 pub fn lateness(job: &Job, outcome: &JobOutcome) -> Option<f64> {
@@ -117,6 +124,7 @@ pub fn oasis_reporting(
 ) -> Result<(RunOutcome, PriceParameters)> {
     let prices = PriceParameters::estimate_with(jobs, cluster, lowest)?.scaled(u, l)?;
     let mut scheduler = Oasis::new(cluster.clone(), prices)?;
+    check_sizes(&scheduler, jobs)?;
     // Decided in arrival order (ties: the order given); reported in the order given.
     let mut order: Vec<usize> = (0..jobs.len()).collect();
     order.sort_by_key(|&i| jobs[i].spec.arrival_slot);

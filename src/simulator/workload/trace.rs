@@ -11,10 +11,13 @@ use super::throughputs::ThroughputTable;
 use super::{Trace, TraceJob};
 use crate::contract::json::without_bom;
 use crate::error::{ArbiterError, ErrorCode, Result};
-use crate::scheduling::fitgpp::job::MAX_SECONDS;
 use std::path::Path;
 
 const GAVEL_FIELDS: usize = 10;
+
+/// The latest arrival a trace's job may have, in seconds: past 10⁹ s a round's seconds vanish
+/// in the clock's rounding, and a job would finish the instant it arrives.
+pub const MAX_ARRIVAL_SECONDS: f64 = 1e9;
 
 fn at(code: ErrorCode, field: impl Into<String>, message: impl Into<String>) -> ArbiterError {
     ArbiterError::at(code, field, message)
@@ -84,14 +87,12 @@ fn check(job: &TraceJob, name: &dyn Fn(&str) -> String, field: &dyn Fn(&str) -> 
     let positive =
         [("total_steps", Some(job.total_steps)), ("weight", Some(job.weight)), ("slo_seconds", job.slo_seconds)];
     for (f, value) in positive {
-        if let Some(why) = value.and_then(|v| crate::problem::positive_refusal(v, &name(f))) {
-            return Err(at(ErrorCode::InvalidNumber, field(f), why));
+        if let Some(v) = value {
+            check_positive(v, &name(f), &field(f))?;
         }
     }
-    // Arrivals as FitGpp's workloads bound them: past 10⁹ s a round's seconds vanish in the
-    // clock's rounding, and a job would finish the instant it arrives.
     let arrival = job.arrival_seconds;
-    if !(0.0..=MAX_SECONDS).contains(&arrival) {
+    if !(0.0..=MAX_ARRIVAL_SECONDS).contains(&arrival) {
         return Err(at(
             ErrorCode::InvalidNumber,
             field("arrival_seconds"),
@@ -106,6 +107,15 @@ fn check(job: &TraceJob, name: &dyn Fn(&str) -> String, field: &dyn Fn(&str) -> 
         return Err(at(ErrorCode::InvalidScaleFactor, field("scale_factor"), "a scale factor must be at least 1"));
     }
     Ok(())
+}
+
+/// A number > 0 within the contract's magnitudes (`problem::positive_refusal`), refused naming
+/// `field`.
+fn check_positive(value: f64, name: &str, field: &str) -> Result<()> {
+    match crate::problem::positive_refusal(value, name) {
+        Some(why) => Err(at(ErrorCode::InvalidNumber, field, why)),
+        None => Ok(()),
+    }
 }
 
 fn number(text: &str, line: usize, name: &str) -> Result<f64> {
@@ -179,10 +189,12 @@ pub fn parse_gavel(text: &str, throughputs: &ThroughputTable) -> Result<Trace> {
         };
         let field = |f: &str| format!("trace.line[{line_no}].{}", column(f));
         check(&job, &name, &field)?;
+        // The rest of the line checked, the SLO in seconds is checked alone.
         if slo > 0.0 {
             let alone = isolated_duration(throughputs, &job.job_type, job.scale_factor, total_steps, line_no)?;
-            job.slo_seconds = Some(slo * alone);
-            check(&job, &name, &field)?;
+            let seconds = slo * alone;
+            check_positive(seconds, &name("slo_seconds"), &field("slo_seconds"))?;
+            job.slo_seconds = Some(seconds);
         }
         jobs.push(job);
         lines.push(line_no);
