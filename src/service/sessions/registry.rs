@@ -272,7 +272,7 @@ impl Sessions {
 
 /// Rebuilds one stored session: its creation, then every event in order.
 fn replay(stored: StoredSession) -> ApiResult<Entry> {
-    let (spec, mut session) = Spec::parse(&stored.spec)?;
+    let (spec, mut session) = Spec::parse_stored(&stored.spec)?;
     let mut bindings = Bindings::default();
     let mut next_seq = 1;
     for event in &stored.events {

@@ -9,7 +9,7 @@ use crate::problem::{Job, Matrix, Problem};
 use crate::request::{ClusterSpec, EntitySpec, JobSpec, Request};
 use crate::scheduling::{Composition, CompositionRequest, SchedulingSpec};
 use crate::service::error::{ApiError, ApiResult};
-use crate::service::extract::parse_object;
+use crate::service::extract::{parse_object, parse_stored};
 use crate::solver::realizable::Realizable;
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
@@ -144,7 +144,15 @@ fn composition(create: &CreateSession) -> ApiResult<Option<Composition>> {
 impl Spec {
     /// Parses and validates a creation body into the spec and the session it starts.
     pub fn parse(text: &str) -> ApiResult<(Spec, Session)> {
-        let create: CreateSession = parse_object(text)?;
+        Spec::build(text, parse_object(text)?)
+    }
+
+    /// [`Spec::parse`] for a stored creation body, read as it was taken (`parse_stored`).
+    pub fn parse_stored(text: &str) -> ApiResult<(Spec, Session)> {
+        Spec::build(text, parse_stored(text)?)
+    }
+
+    fn build(text: &str, create: CreateSession) -> ApiResult<(Spec, Session)> {
         let composition = composition(&create)?;
         let policy = match composition.as_ref().map(|c| &c.scheduling) {
             Some(SchedulingSpec::Allocation(p)) => p.name().to_string(),
