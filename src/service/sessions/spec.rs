@@ -332,6 +332,13 @@ pub fn relative_to_job(mut e: ArbiterError) -> ArbiterError {
 /// worker type named with a `/`, which no worker path could name (they are `<type>/<server>`),
 /// and a job that could never run (`never_runs`).
 pub fn refuse_at_creation(spec: &Spec, session: &Session) -> ApiResult<()> {
+    refuse_worker_names(spec)?;
+    refuse_never_runs(session)
+}
+
+/// The first of `refuse_at_creation`'s refusals, which an estimating session's body is checked
+/// on before its rows are estimated (whether a job could never run waits for them).
+pub fn refuse_worker_names(spec: &Spec) -> ApiResult<()> {
     if let Some(name) = spec.create.cluster.worker_types.keys().find(|name| name.contains('/')) {
         return Err(ArbiterError::at(
             ErrorCode::MalformedRequest,
@@ -340,6 +347,11 @@ pub fn refuse_at_creation(spec: &Spec, session: &Session) -> ApiResult<()> {
         )
         .into());
     }
+    Ok(())
+}
+
+/// The second of `refuse_at_creation`'s refusals: a job that could never run.
+fn refuse_never_runs(session: &Session) -> ApiResult<()> {
     for (i, id) in session.job_ids().enumerate() {
         if let Some(never) = never_runs(session, id) {
             let field = format!("jobs[{i}].{}", never.field);
