@@ -51,16 +51,34 @@ pub fn read_input(input: &str) -> Result<String, ArbiterError> {
     text.map_err(|e| ArbiterError::new(ErrorCode::MalformedRequest, format!("cannot read {input}: {e}")))
 }
 
-/// `text` (after any byte-order mark) as a `T`, with nothing but whitespace after it.
+/// `text` (after any byte-order mark) as a `T`, with nothing but whitespace after it. Every
+/// object of `T` (a struct) must be a JSON object: an array is refused where one is expected,
+/// which serde would otherwise read as the struct's fields in order.
 pub fn read<T: DeserializeOwned>(text: &str) -> Result<T, Refusal> {
     let text = without_bom(text);
-    serde_json::from_str(text).map_err(|_| refusal::<T>(text))
+    let mut de = serde_json::Deserializer::from_str(text);
+    match T::deserialize(objects::Objects(&mut de)).and_then(|value| de.end().map(|()| value)) {
+        Ok(value) => Ok(value),
+        Err(_) => Err(refusal::<T>(text, true)),
+    }
+}
+
+/// [`read`] as documents were read before an array was refused where an object is expected:
+/// for a session's stored bodies, which replay as they were taken (every live body is read by
+/// [`read`] first).
+pub fn read_stored<T: DeserializeOwned>(text: &str) -> Result<T, Refusal> {
+    let text = without_bom(text);
+    serde_json::from_str(text).map_err(|_| refusal::<T>(text, false))
 }
 
 /// The refusal of a text that does not read as a `T`: read again, tracking the path.
-fn refusal<T: DeserializeOwned>(text: &str) -> Refusal {
+fn refusal<T: DeserializeOwned>(text: &str, objects: bool) -> Refusal {
     let mut de = serde_json::Deserializer::from_str(text);
-    let (path, message) = match serde_path_to_error::deserialize::<_, T>(&mut de) {
+    let read = match objects {
+        true => serde_path_to_error::deserialize::<_, T>(objects::Objects(&mut de)),
+        false => serde_path_to_error::deserialize::<_, T>(&mut de),
+    };
+    let (path, message) = match read {
         Err(e) => (e.path().to_string(), e.into_inner().to_string()),
         // The value read; what follows it did not.
         Ok(_) => match de.end() {
@@ -85,6 +103,225 @@ fn refusal<T: DeserializeOwned>(text: &str) -> Refusal {
         (path, None) => path,
     };
     Refusal { path, message }
+}
+
+/// A deserializer that reads as the one it wraps, except that a struct (or a struct variant) is
+/// read from a JSON object only: given an array, it is refused as a sequence where the struct was
+/// expected. Every value below is read through it too (elements, keys and values, variants).
+/// Maps, lists and tuples read as before.
+mod objects {
+    use serde::de::{
+        DeserializeSeed, Deserializer, EnumAccess, Error, MapAccess, SeqAccess, Unexpected, VariantAccess, Visitor,
+    };
+    use std::fmt;
+
+    /// A deserializer, seed, sequence, map, enum or variant read through.
+    pub struct Objects<T>(pub T);
+
+    /// A visitor whose sequences and maps are read through; `object`: it reads a struct.
+    struct Wrapped<V> {
+        visitor: V,
+        object: bool,
+    }
+
+    fn wrap<V>(visitor: V) -> Wrapped<V> {
+        Wrapped { visitor, object: false }
+    }
+
+    macro_rules! forward_deserialize {
+        ($($method:ident)*) => {$(
+            fn $method<V: Visitor<'de>>(self, visitor: V) -> Result<V::Value, D::Error> {
+                self.0.$method(wrap(visitor))
+            }
+        )*};
+    }
+
+    impl<'de, D: Deserializer<'de>> Deserializer<'de> for Objects<D> {
+        type Error = D::Error;
+
+        forward_deserialize! {
+            deserialize_any deserialize_bool deserialize_i8 deserialize_i16 deserialize_i32 deserialize_i64
+            deserialize_i128 deserialize_u8 deserialize_u16 deserialize_u32 deserialize_u64 deserialize_u128
+            deserialize_f32 deserialize_f64 deserialize_char deserialize_str deserialize_string
+            deserialize_bytes deserialize_byte_buf deserialize_option deserialize_unit deserialize_seq
+            deserialize_map deserialize_identifier deserialize_ignored_any
+        }
+
+        fn deserialize_unit_struct<V: Visitor<'de>>(
+            self,
+            name: &'static str,
+            visitor: V,
+        ) -> Result<V::Value, D::Error> {
+            self.0.deserialize_unit_struct(name, wrap(visitor))
+        }
+
+        fn deserialize_newtype_struct<V: Visitor<'de>>(
+            self,
+            name: &'static str,
+            visitor: V,
+        ) -> Result<V::Value, D::Error> {
+            self.0.deserialize_newtype_struct(name, wrap(visitor))
+        }
+
+        fn deserialize_tuple<V: Visitor<'de>>(self, len: usize, visitor: V) -> Result<V::Value, D::Error> {
+            self.0.deserialize_tuple(len, wrap(visitor))
+        }
+
+        fn deserialize_tuple_struct<V: Visitor<'de>>(
+            self,
+            name: &'static str,
+            len: usize,
+            visitor: V,
+        ) -> Result<V::Value, D::Error> {
+            self.0.deserialize_tuple_struct(name, len, wrap(visitor))
+        }
+
+        fn deserialize_struct<V: Visitor<'de>>(
+            self,
+            name: &'static str,
+            fields: &'static [&'static str],
+            visitor: V,
+        ) -> Result<V::Value, D::Error> {
+            self.0.deserialize_struct(name, fields, Wrapped { visitor, object: true })
+        }
+
+        fn deserialize_enum<V: Visitor<'de>>(
+            self,
+            name: &'static str,
+            variants: &'static [&'static str],
+            visitor: V,
+        ) -> Result<V::Value, D::Error> {
+            self.0.deserialize_enum(name, variants, wrap(visitor))
+        }
+
+        fn is_human_readable(&self) -> bool {
+            self.0.is_human_readable()
+        }
+    }
+
+    macro_rules! forward_visit {
+        ($($method:ident($ty:ty))*) => {$(
+            fn $method<E: Error>(self, v: $ty) -> Result<V::Value, E> {
+                self.visitor.$method(v)
+            }
+        )*};
+    }
+
+    impl<'de, V: Visitor<'de>> Visitor<'de> for Wrapped<V> {
+        type Value = V::Value;
+
+        fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+            self.visitor.expecting(f)
+        }
+
+        forward_visit! {
+            visit_bool(bool) visit_i8(i8) visit_i16(i16) visit_i32(i32) visit_i64(i64) visit_i128(i128)
+            visit_u8(u8) visit_u16(u16) visit_u32(u32) visit_u64(u64) visit_u128(u128) visit_f32(f32)
+            visit_f64(f64) visit_char(char) visit_str(&str) visit_borrowed_str(&'de str) visit_string(String)
+            visit_bytes(&[u8]) visit_borrowed_bytes(&'de [u8]) visit_byte_buf(Vec<u8>)
+        }
+
+        fn visit_none<E: Error>(self) -> Result<V::Value, E> {
+            self.visitor.visit_none()
+        }
+
+        fn visit_unit<E: Error>(self) -> Result<V::Value, E> {
+            self.visitor.visit_unit()
+        }
+
+        fn visit_some<D: Deserializer<'de>>(self, deserializer: D) -> Result<V::Value, D::Error> {
+            self.visitor.visit_some(Objects(deserializer))
+        }
+
+        fn visit_newtype_struct<D: Deserializer<'de>>(self, deserializer: D) -> Result<V::Value, D::Error> {
+            self.visitor.visit_newtype_struct(Objects(deserializer))
+        }
+
+        fn visit_seq<A: SeqAccess<'de>>(self, seq: A) -> Result<V::Value, A::Error> {
+            match self.object {
+                true => Err(A::Error::invalid_type(Unexpected::Seq, &self.visitor)),
+                false => self.visitor.visit_seq(Objects(seq)),
+            }
+        }
+
+        fn visit_map<A: MapAccess<'de>>(self, map: A) -> Result<V::Value, A::Error> {
+            self.visitor.visit_map(Objects(map))
+        }
+
+        fn visit_enum<A: EnumAccess<'de>>(self, data: A) -> Result<V::Value, A::Error> {
+            self.visitor.visit_enum(Objects(data))
+        }
+    }
+
+    impl<'de, S: DeserializeSeed<'de>> DeserializeSeed<'de> for Objects<S> {
+        type Value = S::Value;
+
+        fn deserialize<D: Deserializer<'de>>(self, deserializer: D) -> Result<S::Value, D::Error> {
+            self.0.deserialize(Objects(deserializer))
+        }
+    }
+
+    impl<'de, A: SeqAccess<'de>> SeqAccess<'de> for Objects<A> {
+        type Error = A::Error;
+
+        fn next_element_seed<T: DeserializeSeed<'de>>(&mut self, seed: T) -> Result<Option<T::Value>, A::Error> {
+            self.0.next_element_seed(Objects(seed))
+        }
+
+        fn size_hint(&self) -> Option<usize> {
+            self.0.size_hint()
+        }
+    }
+
+    impl<'de, A: MapAccess<'de>> MapAccess<'de> for Objects<A> {
+        type Error = A::Error;
+
+        fn next_key_seed<K: DeserializeSeed<'de>>(&mut self, seed: K) -> Result<Option<K::Value>, A::Error> {
+            self.0.next_key_seed(Objects(seed))
+        }
+
+        fn next_value_seed<T: DeserializeSeed<'de>>(&mut self, seed: T) -> Result<T::Value, A::Error> {
+            self.0.next_value_seed(Objects(seed))
+        }
+
+        fn size_hint(&self) -> Option<usize> {
+            self.0.size_hint()
+        }
+    }
+
+    impl<'de, A: EnumAccess<'de>> EnumAccess<'de> for Objects<A> {
+        type Error = A::Error;
+        type Variant = Objects<A::Variant>;
+
+        fn variant_seed<S: DeserializeSeed<'de>>(self, seed: S) -> Result<(S::Value, Self::Variant), A::Error> {
+            let (value, variant) = self.0.variant_seed(Objects(seed))?;
+            Ok((value, Objects(variant)))
+        }
+    }
+
+    impl<'de, A: VariantAccess<'de>> VariantAccess<'de> for Objects<A> {
+        type Error = A::Error;
+
+        fn unit_variant(self) -> Result<(), A::Error> {
+            self.0.unit_variant()
+        }
+
+        fn newtype_variant_seed<S: DeserializeSeed<'de>>(self, seed: S) -> Result<S::Value, A::Error> {
+            self.0.newtype_variant_seed(Objects(seed))
+        }
+
+        fn tuple_variant<V: Visitor<'de>>(self, len: usize, visitor: V) -> Result<V::Value, A::Error> {
+            self.0.tuple_variant(len, wrap(visitor))
+        }
+
+        fn struct_variant<V: Visitor<'de>>(
+            self,
+            fields: &'static [&'static str],
+            visitor: V,
+        ) -> Result<V::Value, A::Error> {
+            self.0.struct_variant(fields, Wrapped { visitor, object: true })
+        }
+    }
 }
 
 #[cfg(test)]
@@ -150,6 +387,36 @@ mod tests {
         assert_eq!(e.path.as_deref(), Some("jobs"), "{}", e.message);
         let e = read::<Body>(r#"{"jobs": [{"id": "a", "weight": 1}, {"id": "#).unwrap_err();
         assert!(e.path.as_deref().is_none_or(|p| !p.contains('?')), "{:?}", e.path);
+    }
+
+    #[derive(Debug, Deserialize, PartialEq)]
+    struct Cluster {
+        worker_types: std::collections::BTreeMap<String, Type>,
+        servers: Option<Vec<Vec<u32>>>,
+        pair: Option<(u32, u32)>,
+    }
+
+    #[derive(Debug, Deserialize, PartialEq)]
+    struct Type {
+        count: u32,
+        gpus_per_server: u32,
+    }
+
+    #[test]
+    fn an_array_where_an_object_is_expected_is_refused_at_its_field() {
+        let e = read::<Cluster>(r#"{"worker_types": {"v100": [4, 1]}}"#).unwrap_err().into_error("");
+        assert_eq!((e.code, e.field.as_deref()), (ErrorCode::MalformedRequest, Some("worker_types.v100")), "{e}");
+        assert!(e.message.contains("invalid type: sequence, expected struct Type"), "{}", e.message);
+        let e = read::<Body>(r#"{"jobs": [{"id": "a", "weight": 1}, ["b", 2]]}"#).unwrap_err();
+        assert_eq!(e.path.as_deref(), Some("jobs[1]"), "{}", e.message);
+        let e = read::<Body>(r#"[[{"id": "a", "weight": 1}]]"#).unwrap_err();
+        assert_eq!(e.path, None, "{}", e.message);
+        // Lists, nested lists and tuples are arrays, as before; a stored document reads as it did.
+        let text = r#"{"worker_types": {"v100": {"count": 4, "gpus_per_server": 1}}, "servers": [[0, 1], []], "pair": [1, 2]}"#;
+        let cluster: Cluster = read(text).unwrap();
+        assert_eq!((cluster.servers, cluster.pair), (Some(vec![vec![0, 1], vec![]]), Some((1, 2))));
+        let stored: Cluster = read_stored(r#"{"worker_types": {"v100": [4, 1]}}"#).unwrap();
+        assert_eq!(stored.worker_types["v100"], Type { count: 4, gpus_per_server: 1 });
     }
 
     #[test]

@@ -35,7 +35,7 @@ pub async fn solve(State(state): State<SharedState>, request: axum::extract::Req
     let json = state
         .limiter
         .run(move || -> ApiResult<Vec<u8>> {
-            let mut request = parse(body.text()?)?;
+            let mut request = Request::from_json(body.text()?)?;
             let filled = crate::estimator::fill::fill_missing(&mut request, shared.reference.as_deref())?;
             let problem = Problem::from_request(&request)?;
             let backend = Backend::default().within(shared.config.max_solve_seconds);
@@ -53,15 +53,4 @@ pub async fn solve(State(state): State<SharedState>, request: axum::extract::Req
         })
         .await??;
     Ok(([(header::CONTENT_TYPE, HeaderValue::from_static("application/json"))], json).into_response())
-}
-
-/// `Request::from_json`'s answer, faster: plain serde first (half the time of the path-tracking
-/// parse on a 256-job request), and the library's own parse, for its field path, only on failure.
-fn parse(text: &str) -> crate::error::Result<Request> {
-    if text.trim_start().starts_with('{') {
-        if let Ok(request) = serde_json::from_str(text) {
-            return Ok(request);
-        }
-    }
-    Request::from_json(text)
 }

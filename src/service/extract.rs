@@ -89,10 +89,19 @@ impl<S: Send + Sync, T: DeserializeOwned + Send> FromRequestParts<S> for QueryPa
     }
 }
 
-/// Parses a JSON object from `text` into `T`; a syntax or type error names the field path.
+/// Parses a JSON object from `text` into `T`; a syntax or type error names the field path, and
+/// so does an array where an object is expected (`json::read`).
 pub fn parse_object<T: DeserializeOwned>(text: &str) -> Result<T, ApiError> {
     expect_object(text)?;
     json::read(text).map_err(|e| ApiError::Arbiter(e.into_error("malformed request: ")))
+}
+
+/// [`parse_object`] for a body a session stores and replays (`json::read_stored`): a body taken
+/// before an array was refused where an object is expected still replays. A live body is read
+/// by `parse_object` before it is stored.
+pub fn parse_stored<T: DeserializeOwned>(text: &str) -> Result<T, ApiError> {
+    expect_object(text)?;
+    json::read_stored(text).map_err(|e| ApiError::Arbiter(e.into_error("malformed request: ")))
 }
 
 /// Refuses a body that is not a JSON object: an array would be read as a struct's fields in

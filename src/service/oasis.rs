@@ -214,8 +214,22 @@ impl Replayed for OasisSession {
             )
             .into());
         }
-        // The body is the job: its fields are named as the body names them.
-        let job = self.oasis.job(spec.clone(), "job").map_err(|e| e.field_within("job"))?;
+        // The body is the job: its fields are named as the body names them. A schedule too large
+        // to find over the slots left from its arrival is named at `cluster.slots`, the horizon
+        // of the session's creation and no field of this body: named at none, the horizon said.
+        let job = self.oasis.job(spec.clone(), "job").map_err(|e| match e.field.as_deref() {
+            Some("cluster.slots") => ArbiterError {
+                field: None,
+                message: format!(
+                    "{} (the session's horizon: cluster.slots = {} of its creation, slot {} onwards)",
+                    e.message,
+                    self.oasis.cluster().slots,
+                    spec.arrival_slot
+                ),
+                ..e
+            },
+            _ => e.field_within("job"),
+        })?;
         let decision = self.oasis.evaluate(&job);
         let answer = explain(&self.oasis, &job, &decision);
         if let (true, Some(schedule)) = (decision.admitted, &decision.schedule) {

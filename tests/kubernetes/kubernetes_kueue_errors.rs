@@ -214,6 +214,18 @@ fn a_configuration_error_is_reported_and_decides_nothing() {
     let types = arbiter::kubernetes::kueue::flavors::type_flavors(&flavors).unwrap();
     let err = arbiter::kubernetes::kueue::flavors::cluster(&types).unwrap_err();
     assert!(err.contains("ResourceFlavor \"k80\" (worker type k80) has no annotation arbiter.dev/gpus"), "{err}");
+    // More GPUs per server than the type has.
+    let mut flavors = super::fixtures::flavors();
+    flavors[1].metadata.annotations.insert("arbiter.dev/gpus-per-server".into(), "8".into());
+    let types = arbiter::kubernetes::kueue::flavors::type_flavors(&flavors).unwrap();
+    let err = arbiter::kubernetes::kueue::flavors::cluster(&types).unwrap_err();
+    assert!(
+        err.contains("ResourceFlavor \"v100\" (worker type v100): annotation arbiter.dev/gpus-per-server is 8, more than the type's 4 GPUs"),
+        "{err}"
+    );
+    flavors[1].metadata.annotations.insert("arbiter.dev/gpus-per-server".into(), "4".into());
+    let types = arbiter::kubernetes::kueue::flavors::type_flavors(&flavors).unwrap();
+    assert!(arbiter::kubernetes::kueue::flavors::cluster(&types).is_ok(), "as many per server as the type has");
     let err = arbiter::kubernetes::kueue::flavors::cluster(&Default::default()).unwrap_err();
     assert!(err.contains("no ResourceFlavor is labelled arbiter.dev/worker-type"), "{err}");
 }

@@ -457,3 +457,49 @@ fn session_requests_that_could_never_take_effect_are_refused() {
     let twice = r#"{"policy": "fifo", "policy": "las", "cluster": {"worker_types": {"v100": {"count": 1}}}}"#;
     assert_error(&c.post("/v1/sessions", twice.as_bytes()).unwrap(), 400, "malformed_request", Some("policy"));
 }
+
+/// The contract's objects are objects: an array where one is expected (a worker type, a job, an
+/// entity) is refused naming it, where serde would read the struct's fields in order; the
+/// contract's arrays (a pair's jobs and throughputs) stay arrays.
+#[test]
+fn an_array_where_an_object_is_expected_is_refused_naming_it() {
+    let f = Fixture::start("objects", &["--no-demo"]);
+    let mut c = f.client();
+    let request = |worker_type: serde_json::Value, job: serde_json::Value| json!({"policy": "max_min_fairness", "cluster": {"worker_types": {"v100": worker_type}}, "jobs": [job]});
+    let job = json!({"id": "a", "throughput": {"v100": 1.0}});
+    // Read in order, `[4, 1]` would be 4 GPUs, 1 per server.
+    let positional = request(json!([4, 1]), job.clone());
+    let job_as_list = request(json!({"count": 4}), json!(["a", {"v100": 1.0}]));
+    let mut entity_as_list =
+        request(json!({"count": 4}), json!({"id": "a", "throughput": {"v100": 1.0}, "entity": "r"}));
+    entity_as_list["policy"] = json!("hierarchical");
+    entity_as_list["entities"] = json!({"r": [1.0, "fifo"]});
+    let cases =
+        [(&positional, "cluster.worker_types.v100"), (&job_as_list, "jobs[0]"), (&entity_as_list, "entities.r")];
+    for path in ["/v1/allocations", "/v1/sessions"] {
+        for (body, field) in cases {
+            let refused = assert_error(&c.post(path, &bytes(body)).unwrap(), 400, "malformed_request", Some(field));
+            let message = refused["error"]["message"].as_str().unwrap();
+            assert!(message.contains("invalid type: sequence, expected struct"), "{path} {body}: {refused}");
+        }
+    }
+    // Given as objects, the same are taken.
+    assert_eq!(
+        c.post("/v1/allocations", &bytes(&request(json!({"count": 4, "gpus_per_server": 1}), job.clone())))
+            .unwrap()
+            .status,
+        200
+    );
+    let created = c.post("/v1/sessions", &bytes(&request(json!({"count": 4}), job.clone()))).unwrap();
+    assert_eq!(created.status, 201, "{}", created.text());
+    // A job added as an array is no object either.
+    let jobs = format!("/v1/sessions/{}/jobs", created.json()["id"].as_str().unwrap());
+    assert_error(&c.post(&jobs, &bytes(&json!(["b", {"v100": 1.0}]))).unwrap(), 400, "malformed_request", None);
+    // A pair's jobs and throughputs are arrays.
+    let paired = json!({"policy": "max_min_fairness", "space_sharing": true,
+        "cluster": {"worker_types": {"v100": {"count": 2}}},
+        "jobs": [{"id": "a", "throughput": {"v100": 1.0}}, {"id": "b", "throughput": {"v100": 1.0}}],
+        "colocations": [{"jobs": ["a", "b"], "throughput": {"v100": [0.6, 0.6]}}]});
+    let reply = c.post("/v1/allocations", &bytes(&paired)).unwrap();
+    assert_eq!(reply.status, 200, "{}", reply.text());
+}

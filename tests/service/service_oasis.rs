@@ -198,6 +198,24 @@ fn three_jobs_are_decided_with_their_reasons_and_survive_a_restart() {
     let long_path = format!("/v1/oasis/sessions/{}/jobs", long["id"].as_str().unwrap());
     let refused = assert_error(&post(&mut client, &long_path, endless), 422, "unsupported", Some("epochs"));
     assert!(refused["error"]["message"].as_str().unwrap().contains("\"endless\""), "{refused}");
+    // One too large to find over the session's horizon (500,000 slots × 51 entries): the slots
+    // are the creation's, no field of the job's body, so none is named and the horizon is said.
+    let mut far = cluster();
+    far["slots"] = json!(500_000);
+    let far = post(&mut client, "/v1/oasis/sessions", json!({"cluster": far, "prices": prices()})).json();
+    let far_path = format!("/v1/oasis/sessions/{}/jobs", far["id"].as_str().unwrap());
+    let refused = assert_error(
+        &post(&mut client, &far_path, job("far", 50, json!({"kind": "constant", "value": 1}))),
+        422,
+        "unsupported",
+        None,
+    );
+    assert!(refused["error"].get("field").is_none_or(Value::is_null), "{refused}");
+    let message = refused["error"]["message"].as_str().unwrap();
+    assert!(
+        message.contains("\"far\"") && message.contains("the session's horizon: cluster.slots = 500000"),
+        "{refused}"
+    );
     // A worker larger than every server: rejected for that, not for what others hold.
     let mut wide = job("wide", 1, json!({"kind": "constant", "value": 1e9}));
     wide["worker"]["gpus"] = json!(3);

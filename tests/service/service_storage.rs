@@ -281,3 +281,23 @@ fn a_backup_taken_while_serving_starts_a_second_server_with_the_same_sessions() 
         .collect();
     assert!(leftovers.is_empty(), "temporary files left: {leftovers:?}");
 }
+
+/// A session stored before an array was refused where an object is expected replays as it was
+/// taken (its worker type read in order: 4 GPUs, 4 per server); a live body like it is refused.
+#[test]
+fn a_session_stored_with_an_array_for_an_object_replays_as_it_was_taken() {
+    let dir = TempDir::new("positional");
+    let db = dir.path("old.db");
+    let spec = json!({"policy": "max_min_fairness", "cluster": {"worker_types": {"v100": [4, 4]}},
+        "jobs": [{"id": "a", "throughput": {"v100": 1.0}}]});
+    sqlite(&db, &format!("{SCHEMA_V1} INSERT INTO sessions VALUES ('old', 1700000000.0, '{spec}');"));
+    let mut server = Server::start(&db, &dir.path("server.log"), &["--no-demo"]);
+    let mut c = server.client();
+    let session = c.get("/v1/sessions/old").unwrap();
+    assert_eq!(session.status, 200, "{}", session.text());
+    let v100 = &session.json()["cluster"]["worker_types"]["v100"];
+    assert_eq!((v100["count"].as_u64(), v100["gpus_per_server"].as_u64()), (Some(4), Some(4)), "{v100}");
+    let reply = c.post("/v1/sessions", &bytes(&spec)).unwrap();
+    assert_error(&reply, 400, "malformed_request", Some("cluster.worker_types.v100"));
+    server.terminate(Duration::from_secs(30));
+}

@@ -704,3 +704,77 @@ fn an_estimating_session_reads_its_bodies_as_strictly_as_any_other() {
     let deep = format!(r#"{{"x": {}1{}, "id": "d", "throughput": {{"a": 1}}}}"#, "[".repeat(200), "]".repeat(200));
     assert_eq!(c.post(&jobs, deep.as_bytes()).unwrap().status, 400);
 }
+
+/// A bad body gets the same error from a session that estimates as from one that does not: the
+/// estimating one checks it as the other does before an estimate (here one that fails: the job
+/// is measured only on a type the reference lacks) could be reported first.
+#[test]
+fn an_estimating_session_refuses_a_bad_body_as_any_session_does() {
+    use crate::service_support::*;
+    let dir = TempDir::new("estimate-precedence");
+    let reference = dir.path("reference.json");
+    std::fs::write(&reference, synthetic_table(10).to_string()).unwrap();
+    let f =
+        Fixture::start("estimate-precedence", &["--no-demo", "--reference-throughputs", reference.to_str().unwrap()]);
+    let mut c = f.client();
+    let mut types: serde_json::Map<String, Value> =
+        TYPES.iter().map(|w| (w.to_string(), json!({"count": 1}))).collect();
+    types.insert("z".into(), json!({"count": 1}));
+    let outside = json!({"id": "o", "throughput": {"z": 2.0}});
+    let base = json!({"policy": "max_min_fairness", "cluster": {"worker_types": types}, "jobs": [outside]});
+    let estimating = |body: &Value| {
+        let mut body = body.clone();
+        body["estimate_missing"] = json!(true);
+        body
+    };
+    let refusal = |c: &mut crate::service_support::http::Client, path: &str, body: &Value| {
+        let reply = c.post(path, &bytes(body)).unwrap();
+        assert!(reply.status >= 400, "{path} {body}: {}", reply.text());
+        (reply.status, reply.json())
+    };
+
+    let mut bad_creations = Vec::new();
+    let mut sharing = base.clone();
+    sharing["space_sharing"] = json!(true);
+    bad_creations.push(sharing);
+    let mut round = base.clone();
+    round["round_seconds"] = json!(-1);
+    bad_creations.push(round);
+    let mut slashed = base.clone();
+    slashed["cluster"]["worker_types"]["a/b"] = json!({"count": 1});
+    bad_creations.push(slashed);
+    let mut weight = base.clone();
+    weight["jobs"][0]["weight"] = json!(-1);
+    bad_creations.push(weight);
+    let mut unknown = base.clone();
+    unknown["jobs"][0]["throughput"]["q"] = json!(1.0);
+    bad_creations.push(unknown);
+    for body in &bad_creations {
+        let plain = refusal(&mut c, "/v1/sessions", body);
+        assert_eq!(refusal(&mut c, "/v1/sessions", &estimating(body)), plain, "{body}");
+    }
+
+    // The same for a job added to each kind of session.
+    let mut empty = base.clone();
+    empty["jobs"] = json!([{"id": "g", "throughput": {"a": 1.0, "b": 1.0, "c": 1.0, "d": 1.0, "e": 1.0, "f": 1.0}}]);
+    let mut paths = Vec::new();
+    for body in [empty.clone(), estimating(&empty)] {
+        let reply = c.post("/v1/sessions", &bytes(&body)).unwrap();
+        assert_eq!(reply.status, 201, "{}", reply.text());
+        paths.push(format!("/v1/sessions/{}/jobs", reply.json()["id"].as_str().unwrap()));
+    }
+    let bad_jobs = [
+        json!({"id": "o", "throughput": {"z": 2.0}, "weight": -1}),
+        json!({"id": "g", "throughput": {"z": 2.0}}),
+        json!({"id": "o", "throughput": {"z": 2.0, "q": 1.0}}),
+        json!({"id": "o", "throughput": {"z": 2.0}, "estimated_throughput": {"q": 1.0}}),
+    ];
+    for job in &bad_jobs {
+        let plain = refusal(&mut c, &paths[0], job);
+        assert_eq!(refusal(&mut c, &paths[1], job), plain, "{job}");
+    }
+    // A good one is still estimated.
+    let reply = c.post(&paths[1], &bytes(&json!({"id": "n", "throughput": {"a": 2.0}}))).unwrap();
+    assert_eq!(reply.status, 201, "{}", reply.text());
+    assert_eq!(reply.json()["still_estimated"], json!(["b", "c", "d", "e", "f"]));
+}

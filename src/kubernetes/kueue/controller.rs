@@ -8,6 +8,7 @@ use super::reconcile::{reconcile, Inputs, Plan};
 use super::types::{AdmissionCheck, ClusterQueue, ResourceFlavor, Workload, GROUP};
 use crate::kubernetes::api::Client;
 use crate::kubernetes::arbiter::ArbiterClient;
+use crate::kubernetes::http::segment;
 use crate::kubernetes::rounds::RoundClock;
 use crate::kubernetes::session::SessionSnapshot;
 use crate::workload::throughputs::ThroughputTable;
@@ -34,6 +35,11 @@ pub struct StepReport {
     pub activated: Vec<String>,
     /// Calls that failed (tried again next step) and workloads or settings that could not be used.
     pub errors: Vec<String>,
+}
+
+/// A Workload's path, its namespace and name percent-encoded as path segments.
+fn workload_path(version: &str, namespace: &str, name: &str) -> String {
+    format!("/apis/{GROUP}/{version}/namespaces/{}/workloads/{}", segment(namespace), segment(name))
 }
 
 pub struct Controller {
@@ -226,7 +232,7 @@ impl Controller {
     fn apply_states(&self, decided: &Plan, stamp: &str, report: &mut StepReport) {
         let version = &self.settings.version;
         for p in &decided.workloads {
-            let path = format!("/apis/{GROUP}/{version}/namespaces/{}/workloads/{}", p.namespace, p.name);
+            let path = workload_path(version, &p.namespace, &p.name);
             let key = format!("{}/{}", p.namespace, p.name);
             match self.kube.apply_status(&path, &patch::workload_status(version, p)) {
                 Ok(_) => {
@@ -240,7 +246,7 @@ impl Controller {
             }
         }
         for name in &decided.activate {
-            let path = format!("{}/{name}", self.path("admissionchecks"));
+            let path = format!("{}/{}", self.path("admissionchecks"), segment(name));
             match self.kube.apply_status(&path, &patch::check_active(version, name, stamp, &self.settings.session)) {
                 Ok(_) => report.activated.push(name.clone()),
                 Err(e) => report.errors.push(e.to_string()),
@@ -260,5 +266,20 @@ impl Controller {
             }
             std::thread::sleep(tick);
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn a_workload_path_escapes_its_namespace_and_name() {
+        assert_eq!(
+            super::workload_path("v1beta2", "team a", "job/1?x#y"),
+            "/apis/kueue.x-k8s.io/v1beta2/namespaces/team%20a/workloads/job%2F1%3Fx%23y"
+        );
+        assert_eq!(
+            super::workload_path("v1beta2", "team-a", "job-resnet50-7d9c2"),
+            "/apis/kueue.x-k8s.io/v1beta2/namespaces/team-a/workloads/job-resnet50-7d9c2"
+        );
     }
 }

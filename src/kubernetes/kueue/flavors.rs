@@ -72,6 +72,15 @@ pub fn cluster(types: &BTreeMap<String, TypeFlavor>) -> Result<ClusterSpec, Stri
         let count = t.gpus.ok_or_else(|| {
             format!("ResourceFlavor {:?} (worker type {name}) has no annotation {GPUS} giving its GPUs", t.flavor)
         })?;
+        // A server cannot hold more GPUs than its type has: a swapped or stale pair of
+        // annotations, which the session would lay out as one server of the type's GPUs.
+        if let Some(per_server) = t.gpus_per_server.filter(|&g| g > count) {
+            return Err(format!(
+                "ResourceFlavor {:?} (worker type {name}): annotation {GPUS_PER_SERVER} is {per_server}, more than \
+                 the type's {count} GPUs ({GPUS})",
+                t.flavor
+            ));
+        }
         let spec = WorkerTypeSpec {
             count: f64::from(count),
             gpus_per_server: t.gpus_per_server.map(f64::from),

@@ -6,11 +6,14 @@
 //! added with `"profile": true` runs once on each such type first (`Session::mark_for_profiling`).
 
 use super::super::error::{ApiError, ApiResult};
+use super::events::Event;
+use super::spec::Spec;
 use crate::error::{ArbiterError, ErrorCode};
 use crate::estimator::fill::fill_missing;
 use crate::mechanism::Session;
 use crate::request::{ClusterSpec, JobSpec, Request};
 use crate::service::extract::parse_object;
+use crate::service::quotas::Limits;
 use crate::workload::throughputs::ThroughputTable;
 use serde::Deserialize;
 use serde_json::Value;
@@ -82,27 +85,34 @@ fn fill_job(job: &Value, cluster: &ClusterSpec, reference: Option<&ThroughputTab
     Ok(filled)
 }
 
-/// An add-job body, filled when the session estimates.
+/// An add-job body, filled when the session (`spec`, as it stands: `session`) estimates.
 pub fn fill_added_job(
     body: &str,
-    cluster: &ClusterSpec,
-    estimate: bool,
+    spec: &Spec,
+    session: &Session,
     reference: Option<&ThroughputTable>,
 ) -> ApiResult<String> {
-    // Read strictly first (keys given twice, types, the field named): an estimating session's
-    // body is rewritten below, and a rewritten body has lost what the strict reading refuses.
+    // Read strictly first (keys given twice, types, arrays for objects, the field named): an
+    // estimating session's body is rewritten below, and a rewritten body has lost what the strict
+    // reading refuses.
     parse_object::<JobSpec>(body)?;
     check_marks(body)?;
-    if !estimate {
+    if spec.create.estimate_missing != Some(true) {
         return Ok(body.to_string());
     }
+    // Then added as a session that does not estimate adds it (to a copy): a body it refuses is
+    // refused with the same error here, before an estimate could fail on it first. Whether the
+    // job could never run waits for its estimates.
+    super::events::apply(spec, &mut session.clone(), &Event::AddJob { body: body.to_string() })?;
+    let cluster = &spec.create.cluster;
     let job: Value = serde_json::from_str(body)
         .map_err(|e| ArbiterError::new(ErrorCode::MalformedRequest, format!("malformed request: {e}")))?;
     Ok(fill_job(&job, cluster, reference)?.to_string())
 }
 
-/// A session creation body whose jobs are filled when it asks for `estimate_missing`.
-pub fn fill_created(body: &str, reference: Option<&ThroughputTable>) -> ApiResult<String> {
+/// A session creation body whose jobs are filled when it asks for `estimate_missing`, checked
+/// first as every creation body is (with the caller's `quota`).
+pub fn fill_created(body: &str, reference: Option<&ThroughputTable>, quota: Option<&Limits>) -> ApiResult<String> {
     // Not an object, or not JSON: the session's parse refuses it with its own message.
     if crate::service::extract::expect_object(body).is_err() {
         return Ok(body.to_string());
@@ -114,6 +124,10 @@ pub fn fill_created(body: &str, reference: Option<&ThroughputTable>) -> ApiResul
     if create.get("estimate_missing") != Some(&Value::Bool(true)) {
         return Ok(body.to_string());
     }
+    // Checked as a session that does not estimate checks it, up to whether its jobs could run
+    // (that waits for their estimates): a body both refuse gets the same error from both.
+    let (spec, _) = super::registry::check_creation(body, quota)?;
+    super::spec::refuse_worker_names(&spec)?;
     // Every job added later would need it too: refused at creation, not at the first add.
     if reference.is_none() {
         return Err(crate::estimator::fill::no_reference().into());

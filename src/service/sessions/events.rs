@@ -11,7 +11,7 @@ use crate::mechanism::{Round, Session};
 use crate::problem::Matrix;
 use crate::request::JobSpec;
 use crate::service::error::{ApiError, ApiResult};
-use crate::service::extract::parse_object;
+use crate::service::extract::parse_stored;
 use crate::service::k8s::bindings::PodBinding;
 use indexmap::IndexMap;
 use serde::{Deserialize, Serialize};
@@ -225,8 +225,10 @@ pub enum Applied {
 /// recomputation is due) and apply it to a copy of the session; replay applies the stored one.
 pub fn apply(spec: &Spec, session: &mut Session, event: &Event) -> ApiResult<Applied> {
     match event {
+        // A live body was read by `parse_object` before its event was built; a stored one reads
+        // as it was taken.
         Event::AddJob { body } => {
-            let job: JobSpec = parse_object(body)?;
+            let job: JobSpec = parse_stored(body)?;
             let (job, throughput, spread) = spec.job(&job, session.time())?;
             session.add_job_spread(job, &throughput, spread.as_deref()).map_err(relative_to_job)?;
             super::estimates::mark(session, body)?;
@@ -235,7 +237,7 @@ pub fn apply(spec: &Spec, session: &mut Session, event: &Event) -> ApiResult<App
             session.remove_job(job)?;
         }
         Event::Progress { job, body } => {
-            let progress: Progress = parse_object(body)?;
+            let progress: Progress = parse_stored(body)?;
             let w = session.cluster().type_index(&progress.worker_type).ok_or_else(|| {
                 ArbiterError::at(
                     ErrorCode::UnknownWorkerType,
@@ -254,7 +256,7 @@ pub fn apply(spec: &Spec, session: &mut Session, event: &Event) -> ApiResult<App
             }
         }
         Event::Throughputs { body } => {
-            let update: Throughputs = parse_object(body)?;
+            let update: Throughputs = parse_stored(body)?;
             for (job, row) in &update.throughputs {
                 session.job(job).map_err(|e| at_job(e, job))?; // an unknown job before its row
                 let row = throughput_row(session, job, row)?;

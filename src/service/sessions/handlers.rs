@@ -87,7 +87,7 @@ pub async fn create(State(state): State<SharedState>, Caller(caller): Caller, bo
     let entry = state
         .limiter
         .run(move || {
-            let text = super::estimates::fill_created(body.text()?, shared.reference.as_deref())?;
+            let text = super::estimates::fill_created(body.text()?, shared.reference.as_deref(), quota.as_ref())?;
             shared.sessions.create(id, &text, owner, quota.as_ref())
         })
         .await??;
@@ -167,8 +167,7 @@ pub(crate) async fn add_job_text(
     let limits = caller.counted().copied();
     update(state, caller, id, false, move |entry, session| {
         check_jobs(limits.as_ref(), session.num_jobs() + 1)?;
-        let estimate = entry.spec.create.estimate_missing == Some(true);
-        let body = super::estimates::fill_added_job(&text, &entry.spec.create.cluster, estimate, reference.as_deref())?;
+        let body = super::estimates::fill_added_job(&text, &entry.spec, session, reference.as_deref())?;
         let event = Event::AddJob { body };
         let (event, _) = apply_live(entry, session, event)?;
         let added = session.job_ids().last().cloned().ok_or_else(|| ApiError::Internal("no job added".into()))?;

@@ -197,9 +197,7 @@ impl Sessions {
     /// Creates a session from a creation body, owned by `owner`, with no more jobs than
     /// `quota` allows (none: no limit); durable when it returns. Runs on a blocking thread.
     pub fn create(&self, id: String, text: &str, owner: Owner, quota: Option<&Limits>) -> ApiResult<Arc<Entry>> {
-        super::spec::refuse_space_sharing(text)?;
-        let (spec, session) = Spec::parse(text)?;
-        check_jobs(quota, session.num_jobs())?;
+        let (spec, session) = check_creation(text, quota)?;
         super::spec::refuse_at_creation(&spec, &session)?;
         if self.contains(&id) {
             return Err(ApiError::Internal(format!("session id {id:?} is taken")));
@@ -270,9 +268,20 @@ impl Sessions {
     }
 }
 
+/// A live creation body checked in the order every new session's is, before what only a new
+/// session is refused on (`spec::refuse_at_creation`): what space sharing asks, the body itself,
+/// the caller's quota. An estimating session's body is checked so before its rows are estimated
+/// (`estimates::fill_created`), and is refused as a session that does not estimate refuses it.
+pub fn check_creation(text: &str, quota: Option<&Limits>) -> ApiResult<(Spec, Session)> {
+    super::spec::refuse_space_sharing(text)?;
+    let (spec, session) = Spec::parse(text)?;
+    check_jobs(quota, session.num_jobs())?;
+    Ok((spec, session))
+}
+
 /// Rebuilds one stored session: its creation, then every event in order.
 fn replay(stored: StoredSession) -> ApiResult<Entry> {
-    let (spec, mut session) = Spec::parse(&stored.spec)?;
+    let (spec, mut session) = Spec::parse_stored(&stored.spec)?;
     let mut bindings = Bindings::default();
     let mut next_seq = 1;
     for event in &stored.events {

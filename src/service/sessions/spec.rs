@@ -9,7 +9,7 @@ use crate::problem::{Job, Matrix, Problem};
 use crate::request::{ClusterSpec, EntitySpec, JobSpec, Request};
 use crate::scheduling::{Composition, CompositionRequest, SchedulingSpec};
 use crate::service::error::{ApiError, ApiResult};
-use crate::service::extract::parse_object;
+use crate::service::extract::{parse_object, parse_stored};
 use crate::solver::realizable::Realizable;
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
@@ -144,7 +144,15 @@ fn composition(create: &CreateSession) -> ApiResult<Option<Composition>> {
 impl Spec {
     /// Parses and validates a creation body into the spec and the session it starts.
     pub fn parse(text: &str) -> ApiResult<(Spec, Session)> {
-        let create: CreateSession = parse_object(text)?;
+        Spec::build(text, parse_object(text)?)
+    }
+
+    /// [`Spec::parse`] for a stored creation body, read as it was taken (`parse_stored`).
+    pub fn parse_stored(text: &str) -> ApiResult<(Spec, Session)> {
+        Spec::build(text, parse_stored(text)?)
+    }
+
+    fn build(text: &str, create: CreateSession) -> ApiResult<(Spec, Session)> {
         let composition = composition(&create)?;
         let policy = match composition.as_ref().map(|c| &c.scheduling) {
             Some(SchedulingSpec::Allocation(p)) => p.name().to_string(),
@@ -325,6 +333,13 @@ pub fn relative_to_job(mut e: ArbiterError) -> ArbiterError {
 /// worker type named with a `/`, which no worker path could name (they are `<type>/<server>`),
 /// and a job that could never run (`never_runs`).
 pub fn refuse_at_creation(spec: &Spec, session: &Session) -> ApiResult<()> {
+    refuse_worker_names(spec)?;
+    refuse_never_runs(session)
+}
+
+/// The first of `refuse_at_creation`'s refusals, which an estimating session's body is checked
+/// on before its rows are estimated (whether a job could never run waits for them).
+pub fn refuse_worker_names(spec: &Spec) -> ApiResult<()> {
     if let Some(name) = spec.create.cluster.worker_types.keys().find(|name| name.contains('/')) {
         return Err(ArbiterError::at(
             ErrorCode::MalformedRequest,
@@ -333,6 +348,11 @@ pub fn refuse_at_creation(spec: &Spec, session: &Session) -> ApiResult<()> {
         )
         .into());
     }
+    Ok(())
+}
+
+/// The second of `refuse_at_creation`'s refusals: a job that could never run.
+fn refuse_never_runs(session: &Session) -> ApiResult<()> {
     for (i, id) in session.job_ids().enumerate() {
         if let Some(never) = never_runs(session, id) {
             let field = format!("jobs[{i}].{}", never.field);
