@@ -77,6 +77,20 @@ fn nodes_fail_and_return_their_servers_gpus() {
 }
 
 #[test]
+fn a_smaller_last_server_fails_once() {
+    // Six V100s, four to a server: server 1 holds two. Once its two GPUs are failed, a node still
+    // NotReady is not reported again.
+    let mut session = snapshot(1, &[]);
+    let v100 = session.cluster.worker_types.get_mut("v100").unwrap();
+    (v100.count, v100.servers, v100.gpus_per_server) = (6, 2, 4);
+    let nodes = [node("gpu-v100-1", "v100", "1", false, false)];
+    assert_eq!(run(&nodes, &[], &session, &BTreeSet::new()).fail, ["v100/1"]);
+    session.cluster.failed_gpus = vec!["v100/1/0".into(), "v100/1/1".into()];
+    let plan = run(&nodes, &[], &session, &BTreeSet::new());
+    assert!(plan.fail.is_empty() && plan.restore.is_empty(), "{:?} {:?}", plan.fail, plan.restore);
+}
+
+#[test]
 fn nodes_with_bad_labels_are_reported_not_acted_on() {
     let session = snapshot(1, &[]);
     let mut unlabelled = node("gpu-x", "v100", "0", false, false);

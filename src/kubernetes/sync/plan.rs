@@ -49,7 +49,8 @@ pub struct SyncPlan {
     pub bindings: BindingPlan,
 }
 
-/// The server a node is, `<type>/<server>`, checked against the session's cluster.
+/// The server a node is, `<type>/<server>`, checked against the session's cluster, with the GPUs
+/// that server holds (the last server of a type holds what is left of its count).
 fn server_of(node: &Node, session: &SessionSnapshot) -> Option<Result<(String, u32, u32), String>> {
     let labels = &node.metadata.labels;
     let worker_type = labels.get(WORKER_TYPE)?;
@@ -63,7 +64,10 @@ fn server_of(node: &Node, session: &SessionSnapshot) -> Option<Result<(String, u
         return Some(Err(format!("node {name}: label {WORKER_TYPE} without {SERVER} (its server index)")));
     };
     match text.parse::<u32>() {
-        Ok(server) if (server as usize) < t.servers => Some(Ok((worker_type.clone(), server, t.gpus_per_server))),
+        Ok(server) if (server as usize) < t.servers => {
+            let gpus = t.count.saturating_sub(server.saturating_mul(t.gpus_per_server)).min(t.gpus_per_server);
+            Some(Ok((worker_type.clone(), server, gpus)))
+        }
         _ => Some(Err(format!(
             "node {name}: {SERVER}={text:?} is not a server of {worker_type} (0 to {})",
             t.servers.saturating_sub(1)
