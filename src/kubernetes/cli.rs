@@ -157,7 +157,11 @@ fn session(args: &KueueArgs, clients: &Clients) -> Result<String, String> {
     let cluster: ClusterSpec = match &args.cluster {
         Some(file) => {
             let text = std::fs::read_to_string(file).map_err(|e| format!("cannot read {}: {e}", file.display()))?;
-            serde_json::from_str(&text).map_err(|e| format!("{} is not a cluster object: {e}", file.display()))?
+            crate::contract::json::read(&text).map_err(|refusal| {
+                let e = refusal.into_error("");
+                let at = e.field.map(|path| format!(" (at {path})")).unwrap_or_default();
+                format!("{} is not a cluster object: {}{at}", file.display(), e.message)
+            })?
         }
         None => {
             let path = format!("/apis/{GROUP}/{}/resourceflavors", args.kueue_version);

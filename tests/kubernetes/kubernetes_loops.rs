@@ -276,7 +276,23 @@ fn the_commands_run_one_step_with_once_and_refuse_bad_flags() {
         assert_eq!(warned, variable == "ARBITER_K8S_API_SERVER", "{variable}");
     }
 
+    // A cluster file is read as the contract's objects are: no array for an object, no key twice.
+    let dir = std::env::temp_dir().join(format!("arbiter-kueue-cluster-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let (as_array, twice) = (dir.join("array.json"), dir.join("twice.json"));
+    std::fs::write(&as_array, r#"{"worker_types": {"v100": [4, 4]}}"#).unwrap();
+    std::fs::write(&twice, r#"{"worker_types": {"v100": {"count": 4, "count": 8}}}"#).unwrap();
+    let (as_array, twice) = (as_array.to_str().unwrap().to_string(), twice.to_str().unwrap().to_string());
+    let api = fake.url();
     let fails = [
+        (
+            vec!["kueue", "--once", "--api-server", &api, "--arbiter", &arbiter_url, "--cluster", &as_array],
+            "(at worker_types.v100)",
+        ),
+        (
+            vec!["kueue", "--once", "--api-server", &api, "--arbiter", &arbiter_url, "--cluster", &twice],
+            "(at worker_types.v100.count)",
+        ),
         (vec!["kueue", "--once", "--api-server", "k8s:6443"], "not an http:// or https:// URL"),
         (vec!["kueue", "--once", "--kueue-version", "v2"], "expected v1beta2 or v1beta1"),
         (vec!["kueue", "--once", "--tick-seconds", "0"], "--tick-seconds 0 is not a positive number"),
@@ -306,4 +322,5 @@ fn the_commands_run_one_step_with_once_and_refuse_bad_flags() {
     let out = run(&["kueue", "--once", "--arbiter", &arbiter_url]);
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(stderr.contains("not in a cluster (no KUBERNETES_SERVICE_HOST): give --kube-api-server URL"), "{stderr}");
+    std::fs::remove_dir_all(&dir).unwrap();
 }

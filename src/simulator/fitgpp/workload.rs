@@ -116,12 +116,11 @@ impl Distributions {
     /// ..., "low": ..., "high": ...}, "cpus": ..., "memory_gb": ..., "gpus": ...}, "be": ...,
     /// "grace_period_seconds": ...}`).
     pub fn from_json(text: &str) -> Result<Distributions> {
-        let d: Distributions = serde_json::from_str(text).map_err(|e| {
-            ArbiterError::at(
-                ErrorCode::MalformedRequest,
-                "distributions",
-                format!("cannot read the distributions: {e}"),
-            )
+        // The strict reader: a repeated key or an array for an object is refused, at its path.
+        let d: Distributions = crate::contract::json::read(text).map_err(|refusal| {
+            let e = refusal.into_error("cannot read the distributions: ");
+            let at = e.field.map(|path| format!(" (at {path})")).unwrap_or_default();
+            ArbiterError::at(e.code, "distributions", format!("{}{at}", e.message))
         })?;
         d.validate()?;
         Ok(d)
@@ -201,6 +200,25 @@ pub fn at_rate(jobs: &[Arrival], rate: f64) -> Vec<Arrival> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn distributions_are_read_strictly() {
+        let text = include_str!("../../../docs/fitgpp-distributions-alike.json");
+        assert!(Distributions::from_json(text).is_ok());
+        // A truncated normal given as [mean, sd, low, high] and a repeated key are refused, named.
+        let as_array = text.replacen(
+            "\"cpus\": {\n      \"mean\": 8.0,\n      \"sd\": 6.0,\n      \"low\": 1.0,\n      \"high\": 32.0\n    }",
+            "\"cpus\": [8.0, 6.0, 1.0, 32.0]",
+            1,
+        );
+        assert_ne!(as_array, text);
+        let e = Distributions::from_json(&as_array).unwrap_err();
+        assert_eq!((e.code, e.field.as_deref()), (ErrorCode::MalformedRequest, Some("distributions")));
+        assert!(e.message.contains("te.cpus"), "{}", e.message);
+        let twice = text.replacen("\"mean\": 2400.0,", "\"mean\": 2400.0, \"mean\": 1.0,", 1);
+        let e = Distributions::from_json(&twice).unwrap_err();
+        assert!(e.message.contains("te.duration_seconds.mean"), "{}", e.message);
+    }
 
     #[test]
     fn draws_stay_within_their_bounds_and_the_te_share_holds() {
