@@ -7,6 +7,7 @@
 
 pub mod levels;
 pub mod plain;
+pub mod process;
 pub mod random;
 
 use arbiter::lp::Backend;

@@ -2,6 +2,7 @@
 //! JSON it writes, refusals as the contract's error object with exit status 2, and (when Gavel's
 //! data is present) the paper's Table 3 traces.
 
+use crate::process::fed;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
@@ -68,21 +69,6 @@ fn simulate_writes_the_report_and_plot() {
     assert!(std::fs::read_to_string(plot).unwrap().starts_with("<svg"));
     // Not a terminal: nothing on stderr.
     assert!(out.stderr.is_empty());
-}
-
-/// `arbiter` with `input` on its standard input.
-fn fed(args: &[&str], input: &str) -> std::process::Output {
-    use std::io::Write;
-    let mut child = Command::new(env!("CARGO_BIN_EXE_arbiter"))
-        .args(args)
-        .stdin(std::process::Stdio::piped())
-        .stdout(std::process::Stdio::piped())
-        .stderr(std::process::Stdio::piped())
-        .spawn()
-        .unwrap();
-    // A refusal may come before standard input is read, or the process end before it is written.
-    let _ = child.stdin.take().unwrap().write_all(input.as_bytes());
-    child.wait_with_output().unwrap()
 }
 
 /// `--trace -` and `--throughputs -` read standard input, as `solve`, `rounds`, `estimate` and

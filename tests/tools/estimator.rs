@@ -2,6 +2,7 @@
 //! zeros and bad numbers, the CLI and, where Gavel's data is beside the checkout, that it beats
 //! the trivial estimates on leave-one-job-out.
 
+use crate::common::process::fed;
 use arbiter::estimator::api::{estimate, EstimateRequest, PartialRow};
 use arbiter::estimator::evaluation::Method;
 use arbiter::estimator::{EstimateOptions, Estimator, ReferenceMatrix};
@@ -339,21 +340,6 @@ fn the_cli_completes_rows_and_evaluates() {
         assert_eq!(error["error"]["field"], field, "{args:?}: {error}");
     }
     std::fs::remove_dir_all(&dir).unwrap();
-}
-
-/// `arbiter` with `input` on its standard input.
-fn fed(args: &[&str], input: &str) -> std::process::Output {
-    use std::io::Write;
-    let mut child = Command::new(env!("CARGO_BIN_EXE_arbiter"))
-        .args(args)
-        .stdin(std::process::Stdio::piped())
-        .stdout(std::process::Stdio::piped())
-        .stderr(std::process::Stdio::piped())
-        .spawn()
-        .unwrap();
-    // A refusal may come before standard input is read.
-    let _ = child.stdin.take().unwrap().write_all(input.as_bytes());
-    child.wait_with_output().unwrap()
 }
 
 /// `--reference-throughputs -` reads standard input in `estimate` and `solve`, as `simulate
