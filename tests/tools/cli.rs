@@ -1,25 +1,13 @@
 //! The `arbiter` binary: `solve --input FILE|-`, its exit status and error object on bad input,
 //! `--help`, and `demo`.
 
+use crate::common::process::fed;
 use crate::common::*;
 use serde_json::Value;
-use std::io::Write;
-use std::process::{Command, Output, Stdio};
+use std::process::{Command, Output};
 
 fn arbiter(args: &[&str]) -> Output {
     Command::new(env!("CARGO_BIN_EXE_arbiter")).args(args).output().expect("the binary runs")
-}
-
-fn arbiter_with_stdin(args: &[&str], stdin: &str) -> Output {
-    let mut child = Command::new(env!("CARGO_BIN_EXE_arbiter"))
-        .args(args)
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("the binary runs");
-    child.stdin.take().unwrap().write_all(stdin.as_bytes()).unwrap();
-    child.wait_with_output().unwrap()
 }
 
 fn stdout_json(out: &Output) -> Value {
@@ -68,7 +56,7 @@ fn solve_reads_a_file() {
 fn solve_reads_a_file_named_without_its_flag() {
     let path = fixture_path("paper_worked_example.json");
     assert_paper_answer(&stdout_json(&arbiter(&["solve", &path])));
-    assert_paper_answer(&stdout_json(&arbiter_with_stdin(&["solve", "-"], &fixture_text("paper_worked_example.json"))));
+    assert_paper_answer(&stdout_json(&fed(&["solve", "-"], &fixture_text("paper_worked_example.json"))));
     // One request at a time: two files are refused naming no field (a file is none), a file
     // and `--input` naming the flag.
     for (args, field) in
@@ -87,7 +75,7 @@ fn solve_reads_a_file_named_without_its_flag() {
 
 #[test]
 fn solve_reads_stdin() {
-    let out = arbiter_with_stdin(&["solve", "--input", "-"], &fixture_text("paper_worked_example.json"));
+    let out = fed(&["solve", "--input", "-"], &fixture_text("paper_worked_example.json"));
     assert_paper_answer(&stdout_json(&out));
 }
 
@@ -102,20 +90,20 @@ fn solve_pretty_prints_the_same_response() {
 
 #[test]
 fn solve_refuses_bad_input_with_exit_2() {
-    let out = arbiter_with_stdin(&["solve", "--input", "-"], "{ this is not json");
+    let out = fed(&["solve", "--input", "-"], "{ this is not json");
     let err = error_json(&out);
     assert_eq!(err["error"]["code"], "malformed_request");
 
     let mut request = fixture_json("paper_worked_example.json");
     request["jobs"][2]["throughput"]["v100"] = Value::from(-3.0);
-    let out = arbiter_with_stdin(&["solve", "--input", "-"], &request.to_string());
+    let out = fed(&["solve", "--input", "-"], &request.to_string());
     let err = error_json(&out);
     assert_eq!(err["error"]["code"], "invalid_number");
     assert_eq!(err["error"]["field"], "jobs[2].throughput.v100");
 
     let mut request = fixture_json("paper_worked_example.json");
     request["policy"] = Value::from("no_such_policy");
-    let out = arbiter_with_stdin(&["solve", "--input", "-"], &request.to_string());
+    let out = fed(&["solve", "--input", "-"], &request.to_string());
     let err = error_json(&out);
     assert_eq!(err["error"]["code"], "unknown_policy");
     assert_eq!(err["error"]["field"], "policy");
