@@ -210,7 +210,9 @@ pub fn positive_refusal(value: f64, what: &str) -> Option<String> {
     None
 }
 
-fn positive(value: f64, field: impl Fn() -> String, what: &str) -> Result<f64> {
+/// `value` if it is a number above 0 within the contract's magnitudes ([`positive_refusal`]),
+/// else `invalid_number` at `field()`.
+pub fn positive(value: f64, field: impl Fn() -> String, what: &str) -> Result<f64> {
     match positive_refusal(value, what) {
         Some(why) => Err(ArbiterError::at(ErrorCode::InvalidNumber, field(), why)),
         None => Ok(value),

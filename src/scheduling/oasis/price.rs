@@ -230,9 +230,7 @@ impl PriceParameters {
     /// between 1e-100 and 1e100.
     pub fn refuse_scale_factors(u: f64, l: f64) -> Result<()> {
         for (name, factor) in [("u", u), ("l", l)] {
-            if let Some(why) = crate::problem::positive_refusal(factor, &format!("the price scale factor {name}")) {
-                return Err(ArbiterError::at(ErrorCode::InvalidNumber, name, why));
-            }
+            crate::problem::positive(factor, || name.to_string(), &format!("the price scale factor {name}"))?;
         }
         Ok(())
     }

@@ -9,7 +9,7 @@ use super::views::{self, AllocationView, ClusterView, JobView, RoundView, Sessio
 use crate::error::{ArbiterError, ErrorCode};
 use crate::lp::Backend;
 use crate::mechanism::Session;
-use crate::problem::positive_refusal;
+use crate::problem::positive;
 use crate::request::JobSpec;
 use crate::service::audit::{AuditQuery, AuditView};
 use crate::service::auth::{Caller, Principal};
@@ -407,10 +407,8 @@ pub struct SolveQuery {
 impl SolveQuery {
     /// The budget asked for, if any: a finite number > 0.
     fn max_solve_seconds(&self) -> ApiResult<Option<f64>> {
-        match self.max_solve_seconds.and_then(|s| positive_refusal(s, "max_solve_seconds")) {
-            Some(why) => Err(ApiError::Arbiter(ArbiterError::at(ErrorCode::InvalidNumber, "max_solve_seconds", why))),
-            None => Ok(self.max_solve_seconds),
-        }
+        let checked = self.max_solve_seconds.map(|s| positive(s, || "max_solve_seconds".into(), "max_solve_seconds"));
+        Ok(checked.transpose()?)
     }
 }
 

@@ -88,7 +88,7 @@ fn check(job: &TraceJob, name: &dyn Fn(&str) -> String, field: &dyn Fn(&str) -> 
         [("total_steps", Some(job.total_steps)), ("weight", Some(job.weight)), ("slo_seconds", job.slo_seconds)];
     for (f, value) in positive {
         if let Some(v) = value {
-            check_positive(v, &name(f), &field(f))?;
+            crate::problem::positive(v, || field(f), &name(f))?;
         }
     }
     let arrival = job.arrival_seconds;
@@ -107,15 +107,6 @@ fn check(job: &TraceJob, name: &dyn Fn(&str) -> String, field: &dyn Fn(&str) -> 
         return Err(at(ErrorCode::InvalidScaleFactor, field("scale_factor"), "a scale factor must be at least 1"));
     }
     Ok(())
-}
-
-/// A number > 0 within the contract's magnitudes (`problem::positive_refusal`), refused naming
-/// `field`.
-fn check_positive(value: f64, name: &str, field: &str) -> Result<()> {
-    match crate::problem::positive_refusal(value, name) {
-        Some(why) => Err(at(ErrorCode::InvalidNumber, field, why)),
-        None => Ok(()),
-    }
 }
 
 fn number(text: &str, line: usize, name: &str) -> Result<f64> {
@@ -193,7 +184,7 @@ pub fn parse_gavel(text: &str, throughputs: &ThroughputTable) -> Result<Trace> {
         if slo > 0.0 {
             let alone = isolated_duration(throughputs, &job.job_type, job.scale_factor, total_steps, line_no)?;
             let seconds = slo * alone;
-            check_positive(seconds, &name("slo_seconds"), &field("slo_seconds"))?;
+            crate::problem::positive(seconds, || field("slo_seconds"), &name("slo_seconds"))?;
             job.slo_seconds = Some(seconds);
         }
         jobs.push(job);
