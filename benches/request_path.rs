@@ -32,7 +32,7 @@ const POLICIES: [PolicyKind; 3] =
 /// the drops of what they built).
 fn once(text: &str) -> [f64; 5] {
     let start = Instant::now();
-    let request = Request::from_json(text).expect("the generated request reads");
+    let (request, _) = Request::from_json_noting(text).expect("the generated request reads");
     let read = start.elapsed().as_secs_f64();
     let t = Instant::now();
     let problem = Problem::from_request(&request).expect("the generated request is valid");
@@ -92,5 +92,42 @@ fn main() {
                 );
             }
         }
+    }
+    unknown_fields(&run, budget);
+}
+
+/// The read of a request every job of which carries a field the contract does not know
+/// (`"model"`), against the same request without it: the reader notes only whether it skipped
+/// anything, and reads again for the paths (`ignored_fields`) when it did.
+fn unknown_fields(run: &table::Run, budget: Duration) {
+    println!();
+    println!("| jobs | read | read, every job with an unknown field | ratio |");
+    println!("|---:|---:|---:|---:|");
+    for &n in &run.sizes {
+        let request = Request {
+            policy: "max_min_fairness".into(),
+            cluster: cluster(n),
+            jobs: gavel_jobs(n, true),
+            ..Request::default()
+        };
+        let mut value = serde_json::to_value(&request).expect("a request serializes");
+        let plain = value.to_string();
+        for job in value["jobs"].as_array_mut().expect("jobs are a list") {
+            job["model"] = "resnet50".into();
+        }
+        let marked = value.to_string();
+        let read = |text: &str| {
+            let mut times = Vec::new();
+            let start = Instant::now();
+            while times.len() < 3 || (start.elapsed() < budget && times.len() < 31) {
+                let t = Instant::now();
+                let (_, ignored) = Request::from_json_noting(text).expect("the generated request reads");
+                times.push(t.elapsed().as_secs_f64());
+                assert!(ignored.len() <= 1);
+            }
+            table::median(&mut times)
+        };
+        let (plain, marked) = (read(&plain), read(&marked));
+        println!("| {n} | {:.2} ms | {:.2} ms | {:.2}× |", plain * 1e3, marked * 1e3, marked / plain);
     }
 }

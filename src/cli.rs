@@ -188,6 +188,14 @@ fn fail(error: &ArbiterError) -> ExitCode {
     ExitCode::from(2)
 }
 
+/// Says on standard error which fields of the request the contract does not know, and so were
+/// ignored (`Response::ignored_fields`).
+fn warn_ignored(ignored: &[String]) {
+    for field in ignored {
+        eprintln!("warning: {field} is not a field of the contract; it was ignored");
+    }
+}
+
 fn backend_named(name: &str) -> Result<Backend, ArbiterError> {
     Backend::from_name(name).ok_or_else(|| {
         let known: Vec<&str> = Backend::available().iter().map(|b| b.name()).collect();
@@ -211,7 +219,8 @@ fn run_solve(
             ("input", Some(std::path::Path::new(input))),
             ("reference_throughputs", reference),
         ])?;
-        let mut request = crate::Request::from_json(&crate::contract::json::read_input(input)?)?;
+        let (mut request, ignored) = crate::Request::from_json_noting(&crate::contract::json::read_input(input)?)?;
+        warn_ignored(&ignored);
         if reference.is_some() && request.estimate_missing != Some(true) {
             return Err(ArbiterError::at(
                 ErrorCode::MalformedRequest,
@@ -224,7 +233,9 @@ fn run_solve(
         if method.is_some() {
             request.method = method;
         }
-        crate::solve_request(request, reference.as_ref(), backend)
+        let mut response = crate::solve_request(request, reference.as_ref(), backend)?;
+        response.ignored_fields = ignored;
+        Ok(response)
     });
     match response {
         Ok(response) => emit_json(&response, pretty),
@@ -290,7 +301,10 @@ fn run_rounds(args: RoundsArgs) -> ExitCode {
             ..Config::default()
         };
         config.validate()?;
-        let mut problem = Problem::from_json(&crate::contract::json::read_input(args.input.path())?)?;
+        let text = crate::contract::json::read_input(args.input.path())?;
+        let (request, ignored) = crate::Request::from_json_noting(&text)?;
+        warn_ignored(&ignored);
+        let mut problem = Problem::from_request(&request)?;
         if args.realizable {
             problem.realizable = crate::solver::realizable::Realizable::On;
         }

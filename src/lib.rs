@@ -133,8 +133,12 @@ fn allocate_unhinted(problem: &Problem, backend: lp::Backend) -> error::Result<(
 
 /// Parses, validates and solves a request given as JSON text. A request with
 /// `estimate_missing` needs a reference: use [`solve_request`].
+/// The response names the fields of `text` the contract does not know (`ignored_fields`).
 pub fn solve_json(text: &str, backend: lp::Backend) -> error::Result<Response> {
-    solve_request(Request::from_json(text)?, None, backend)
+    let (request, ignored) = Request::from_json_noting(text)?;
+    let mut response = solve_request(request, None, backend)?;
+    response.ignored_fields = ignored;
+    Ok(response)
 }
 
 /// Solves a request of the contract; with `estimate_missing`, the throughputs its jobs leave out

@@ -5,6 +5,7 @@
 
 pub mod allocation_row;
 pub mod error;
+pub mod ignored;
 pub mod json;
 pub mod problem;
 pub mod request;

@@ -127,11 +127,23 @@ pub struct EntitySpec {
 impl Request {
     /// Parses a request from JSON text; a syntax or type error names the field it found it at.
     pub fn from_json(text: &str) -> Result<Request> {
-        let text = super::json::without_bom(text);
-        // serde would also read a struct from a JSON array in field order; the contract is an object.
-        if !text.trim_start().starts_with('{') {
-            return Err(ArbiterError::new(ErrorCode::MalformedRequest, "malformed request: expected a JSON object"));
-        }
+        expect_object(text)?;
         super::json::read(text).map_err(|e| e.into_error("malformed request: "))
+    }
+
+    /// [`Request::from_json`], and the fields the text gives that the contract does not know
+    /// (`json::read_noting`), for the response's `ignored_fields`.
+    pub fn from_json_noting(text: &str) -> Result<(Request, Vec<String>)> {
+        expect_object(text)?;
+        let (request, ignored) = super::json::read_noting(text).map_err(|e| e.into_error("malformed request: "))?;
+        Ok((request, super::ignored::named(ignored)))
+    }
+}
+
+/// serde would also read a struct from a JSON array in field order; the contract is an object.
+fn expect_object(text: &str) -> Result<()> {
+    match super::json::without_bom(text).trim_start().starts_with('{') {
+        true => Ok(()),
+        false => Err(ArbiterError::new(ErrorCode::MalformedRequest, "malformed request: expected a JSON object")),
     }
 }

@@ -36,6 +36,11 @@ pub struct Response {
     /// With `estimate_missing`: the colocated throughputs the estimator filled in.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub estimated_colocations: Vec<crate::estimator::fill::EstimatedColocation>,
+    /// Fields of the request that the contract does not know, which were ignored (a misspelt
+    /// `wieght`, say): each path once, `[*]` for the index of a field that recurs across a list
+    /// (`jobs[*].model`), at most 32 named. Absent when there are none.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub ignored_fields: Vec<String>,
     pub stats: Stats,
 }
 
@@ -205,6 +210,7 @@ impl Response {
             levels,
             estimated_throughput: Default::default(),
             estimated_colocations: Vec::new(),
+            ignored_fields: Vec::new(),
             stats: Stats {
                 backend: backend.to_string(),
                 solve_seconds,

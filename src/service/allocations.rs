@@ -35,7 +35,7 @@ pub async fn solve(State(state): State<SharedState>, request: axum::extract::Req
     let json = state
         .limiter
         .run(move || -> ApiResult<Vec<u8>> {
-            let mut request = Request::from_json(body.text()?)?;
+            let (mut request, ignored) = Request::from_json_noting(body.text()?)?;
             let filled = crate::estimator::fill::fill_missing(&mut request, shared.reference.as_deref())?;
             let problem = Problem::from_request(&request)?;
             let backend = Backend::default().within(shared.config.max_solve_seconds);
@@ -43,6 +43,7 @@ pub async fn solve(State(state): State<SharedState>, request: axum::extract::Req
             let result = crate::solve(&problem, backend).map(|mut response| {
                 response.estimated_throughput = filled.throughput;
                 response.estimated_colocations = filled.colocations;
+                response.ignored_fields = ignored;
                 response
             });
             let outcome =

@@ -503,3 +503,39 @@ fn an_array_where_an_object_is_expected_is_refused_naming_it() {
     let reply = c.post("/v1/allocations", &bytes(&paired)).unwrap();
     assert_eq!(reply.status, 200, "{}", reply.text());
 }
+
+#[test]
+fn fields_no_body_has_are_named_in_the_answer_not_refused() {
+    let f = Fixture::start("ignored", &["--no-demo"]);
+    let mut c = f.client();
+    let request = json!({"policy": "max_min_fairness", "polcy": "fifo",
+        "cluster": {"worker_types": {"v100": {"count": 2, "gpus_per_server": 2}}},
+        "jobs": [{"id": "a", "throughput": {"v100": 1.0}, "wieght": 2, "model": "resnet50"},
+                 {"id": "b", "throughput": {"v100": 2.0}, "model": "a3c"}]});
+    let reply = c.post("/v1/allocations", &bytes(&request)).unwrap();
+    assert_eq!(reply.status, 200, "{}", reply.text());
+    assert_eq!(reply.json()["ignored_fields"], json!(["polcy", "jobs[0].wieght", "jobs[*].model"]));
+    let clean = json!({"policy": "max_min_fairness", "cluster": request["cluster"], "jobs": [{"id": "a", "throughput": {"v100": 1.0}}]});
+    let reply = c.post("/v1/allocations", &bytes(&clean)).unwrap();
+    assert!(reply.json().get("ignored_fields").is_none(), "{}", reply.text());
+
+    // A session's creation and an added job name theirs; a job's marks (`profile`,
+    // `estimated_throughput`) are fields of a session's job, not ignored.
+    let mut create = request.clone();
+    create["round_secs"] = json!(60);
+    create["jobs"][1]["profile"] = json!(false);
+    let created = c.post("/v1/sessions", &bytes(&create)).unwrap();
+    assert_eq!(created.status, 201, "{}", created.text());
+    let session = created.json();
+    assert_eq!(session["ignored_fields"], json!(["polcy", "jobs[0].wieght", "jobs[*].model", "round_secs"]));
+    let jobs = format!("/v1/sessions/{}/jobs", session["id"].as_str().unwrap());
+    let job = json!({"id": "c", "throughput": {"v100": 1.0}, "profile": false, "estimated_throughput": {},
+        "slo": 3600});
+    let added = c.post(&jobs, &bytes(&job)).unwrap();
+    assert_eq!(added.status, 201, "{}", added.text());
+    assert_eq!(added.json()["ignored_fields"], json!(["slo"]));
+    // Only the answer to the request that gave them names them.
+    let view = c.get(&format!("/v1/sessions/{}", session["id"].as_str().unwrap())).unwrap().json();
+    assert!(view.get("ignored_fields").is_none());
+    assert!(view["jobs"].as_array().unwrap().iter().all(|j| j.get("ignored_fields").is_none()), "{view}");
+}

@@ -80,6 +80,26 @@ fn solve_reads_stdin() {
 }
 
 #[test]
+fn solve_and_rounds_name_the_fields_the_contract_does_not_know() {
+    let mut request: Value = serde_json::from_str(&fixture_text("paper_worked_example.json")).unwrap();
+    request["jobs"][0]["wieght"] = Value::from(3);
+    request["tie_brake"] = Value::from("none");
+    let out = fed(&["solve", "-"], &request.to_string());
+    let response = stdout_json(&out);
+    assert_paper_answer(&response);
+    assert_eq!(response["ignored_fields"], serde_json::json!(["jobs[0].wieght", "tie_brake"]));
+    let said = String::from_utf8_lossy(&out.stderr);
+    assert!(said.contains("warning: jobs[0].wieght is not a field of the contract; it was ignored"), "{said}");
+    let out = fed(&["rounds", "--input", "-", "--rounds", "2"], &request.to_string());
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("warning: tie_brake is not a field"));
+    // Nothing to say, nothing said.
+    let out = fed(&["solve", "-"], &fixture_text("paper_worked_example.json"));
+    assert!(stdout_json(&out).get("ignored_fields").is_none());
+    assert!(out.stderr.is_empty(), "{}", String::from_utf8_lossy(&out.stderr));
+}
+
+#[test]
 fn solve_pretty_prints_the_same_response() {
     let path = fixture_path("paper_worked_example.json");
     let out = arbiter(&["solve", "--input", &path, "--pretty"]);

@@ -143,6 +143,12 @@ class Operations(unittest.TestCase):
         raw = self.client.request("POST", "/v1/allocations", demo).json()
         self.assertEqual(Response.from_dict(raw).allocation, from_dict.allocation)
 
+    def test_fields_the_server_does_not_know_are_named_in_the_answer(self):
+        demo = server_fixture.demo_request()
+        self.assertIsNone(self.client.solve(demo).ignored_fields)
+        demo["jobs"][2]["wieght"] = 2
+        self.assertEqual(self.client.solve(demo).ignored_fields, ["jobs[2].wieght"])
+
     def test_estimate_completes_a_row_against_a_posted_reference(self):
         request = EstimateRequest(jobs=[PartialRow(id="x", throughput={"a": 2.0, "c": 3.0})],
                                   reference=server_fixture.synthetic_reference(), pairs=False)

@@ -8,6 +8,7 @@
 use super::super::error::{ApiError, ApiResult};
 use super::events::Event;
 use super::spec::Spec;
+use crate::contract::json;
 use crate::error::{ArbiterError, ErrorCode};
 use crate::estimator::fill::fill_missing;
 use crate::mechanism::Session;
@@ -49,6 +50,29 @@ struct CheckedMarks {
 struct CheckedCreation {
     #[serde(default)]
     jobs: Vec<CheckedMarks>,
+}
+
+/// The fields of a live add-job body that neither a job of the contract nor its marks
+/// (`estimated_throughput`, `profile`) know: ignored by both readings.
+pub fn ignored_in_job(body: &str) -> Vec<String> {
+    ignored_by_both::<JobSpec, CheckedMarks>(body)
+}
+
+/// The fields of a live creation body that neither the session nor its jobs' marks know.
+pub fn ignored_in_creation(body: &str) -> Vec<String> {
+    ignored_by_both::<super::spec::CreateSession, CheckedCreation>(body)
+}
+
+/// The paths `A` ignores that `B` ignores too (a body both read; nothing if either refuses it).
+fn ignored_by_both<A: serde::de::DeserializeOwned, B: serde::de::DeserializeOwned>(body: &str) -> Vec<String> {
+    let Ok((_, mut by_a)) = json::read_noting::<A>(body) else { return Vec::new() };
+    if by_a.is_empty() {
+        return by_a;
+    }
+    let Ok((_, by_b)) = json::read_noting::<B>(body) else { return Vec::new() };
+    let by_b: std::collections::HashSet<String> = by_b.into_iter().collect();
+    by_a.retain(|path| by_b.contains(path));
+    crate::contract::ignored::named(by_a)
 }
 
 /// Refuses a live add-job body whose `estimated_throughput` or `profile` do not read (a

@@ -84,14 +84,17 @@ pub async fn create(State(state): State<SharedState>, Caller(caller): Caller, bo
     let shared = state.clone();
     let owner = caller.owner();
     let quota = caller.counted().copied();
-    let entry = state
+    let (entry, ignored_fields) = state
         .limiter
-        .run(move || {
-            let text = super::estimates::fill_created(body.text()?, shared.reference.as_deref(), quota.as_ref())?;
-            shared.sessions.create(id, &text, owner, quota.as_ref())
+        .run(move || -> ApiResult<_> {
+            let given = body.text()?;
+            let text = super::estimates::fill_created(given, shared.reference.as_deref(), quota.as_ref())?;
+            let entry = shared.sessions.create(id, &text, owner, quota.as_ref())?;
+            Ok((entry, super::estimates::ignored_in_creation(given)))
         })
         .await??;
     let view = views::session(&entry.id, entry.created_at, &entry.spec, &entry.current())?;
+    let view = SessionView { ignored_fields, ..view };
     let location = format!("/v1/sessions/{}", entry.id);
     Ok((StatusCode::CREATED, [(header::LOCATION, location)], Json(view)).into_response())
 }
@@ -174,7 +177,8 @@ pub(crate) async fn add_job_text(
         if let Some(never) = super::spec::never_runs(session, &added) {
             return Err(ArbiterError::at(never.code, never.field, format!("job {added:?}: {}", never.why)).into());
         }
-        Ok((event, views::job(session, &added)?))
+        let view = JobView { ignored_fields: super::estimates::ignored_in_job(&text), ..views::job(session, &added)? };
+        Ok((event, view))
     })
     .await
 }

@@ -66,6 +66,10 @@ pub struct SessionView {
     /// With `?audit=N`: the owner, the creating token and the last N events with their tokens.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub audit: Option<crate::service::audit::AuditView>,
+    /// In the answer to the creation only: fields of its body that a session does not know, which
+    /// were ignored (a misspelt `wieght`, say), as the contract's `ignored_fields` names them.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub ignored_fields: Vec<String>,
 }
 
 /// One tenant's GPU time since the session started (Astraea's LTGF).
@@ -200,6 +204,10 @@ pub struct JobView {
     /// In a composed session: admission, attained service and queueing.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub pipeline: Option<PipelineJobView>,
+    /// In the answer to the add-job request only: fields of its body that a job does not know,
+    /// which were ignored, as the contract's `ignored_fields` names them.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub ignored_fields: Vec<String>,
 }
 
 #[derive(Debug, Clone, Serialize, ToSchema)]
@@ -391,6 +399,7 @@ pub fn session(id: &str, created_at: f64, spec: &Spec, session: &Session) -> Api
                 .collect()
         }),
         audit: None,
+        ignored_fields: Vec::new(),
     })
 }
 
@@ -435,6 +444,7 @@ pub fn job(session: &Session, id: &str) -> ApiResult<JobView> {
             fair_share_gpu_seconds: j.fair_share_seconds,
             rho: finite(j.ltgf()),
         }),
+        ignored_fields: Vec::new(),
     })
 }
 

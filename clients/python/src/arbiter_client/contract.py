@@ -241,3 +241,5 @@ class Response(WireModel):
     levels: Optional[Dict[str, JobLevel]] = None
     estimated_throughput: Optional[Dict[str, Dict[str, Any]]] = None
     estimated_colocations: Optional[List[EstimatedColocation]] = None
+    #: Fields of the request the contract does not know, which were ignored (``jobs[0].wieght``).
+    ignored_fields: Optional[List[str]] = None

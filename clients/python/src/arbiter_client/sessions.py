@@ -135,6 +135,8 @@ class JobView(WireModel):
     metrics: Optional[Dict[str, float]] = None
     progress_sequence: Optional[int] = None
     pipeline: Optional[PipelineJobView] = None
+    #: In the answer to the add-job request only: fields of its body the server does not know.
+    ignored_fields: Optional[List[str]] = None
 
 
 @dataclass
@@ -206,6 +208,8 @@ class SessionView(WireModel):
     composition: Optional[str] = None
     tenants: Optional[List[TenantView]] = None
     audit: Optional[AuditView] = None
+    #: In the answer to the creation only: fields of its body the server does not know, ignored.
+    ignored_fields: Optional[List[str]] = None
 
     def job(self, job_id: str) -> JobView:
         """The active job with this id (``KeyError`` if there is none)."""
