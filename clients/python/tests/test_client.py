@@ -13,6 +13,7 @@ from arbiter_client import (
     CreateFitGppSession,
     CreateSession,
     EstimateRequest,
+    IgnoredFieldsWarning,
     FitGppJob,
     FitGppNodeGroup,
     JobSpec,
@@ -147,7 +148,9 @@ class Operations(unittest.TestCase):
         demo = server_fixture.demo_request()
         self.assertIsNone(self.client.solve(demo).ignored_fields)
         demo["jobs"][2]["wieght"] = 2
-        self.assertEqual(self.client.solve(demo).ignored_fields, ["jobs[2].wieght"])
+        with self.assertWarnsRegex(IgnoredFieldsWarning, r"ignored fields it does not know: jobs\[2\]\.wieght") as said:
+            self.assertEqual(self.client.solve(demo).ignored_fields, ["jobs[2].wieght"])
+        self.assertEqual(said.filename, __file__)
 
     def test_estimate_completes_a_row_against_a_posted_reference(self):
         request = EstimateRequest(jobs=[PartialRow(id="x", throughput={"a": 2.0, "c": 3.0})],

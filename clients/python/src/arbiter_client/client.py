@@ -8,10 +8,11 @@ import os
 import ssl
 import tempfile
 import urllib.parse
+import warnings
 from typing import Any, Dict, List, Mapping, Optional, Type, TypeVar, Union
 
 from .contract import JobSpec, Request, Response
-from .errors import ArbiterProtocolError
+from .errors import ArbiterProtocolError, IgnoredFieldsWarning
 from .estimate import EstimateRequest, EstimateResponse
 from .fitgpp import CreateFitGppSession, FitGppAdvance, FitGppJob, FitGppPass, FitGppView
 from .oasis import CreateOasisSession, OasisDecision, OasisJob, OasisView, SessionEntries
@@ -93,9 +94,14 @@ def _check_database(head: bytes) -> None:
 
 def _model(cls: Type[M], answer: Answer) -> M:
     try:
-        return cls.from_dict(answer.json())
+        model = cls.from_dict(answer.json())
     except WireFormatError as e:
         raise ArbiterProtocolError(f"the answer does not have the shape of {cls.__name__}: {e}") from None
+    ignored = getattr(model, "ignored_fields", None)
+    if ignored:
+        # Raised at the caller of the client's method.
+        warnings.warn(f"the server ignored fields it does not know: {', '.join(ignored)}", IgnoredFieldsWarning, 3)
+    return model
 
 
 class Client:

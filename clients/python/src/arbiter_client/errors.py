@@ -31,6 +31,12 @@ class ArbiterProtocolError(ArbiterClientError):
     """A 2xx answer whose body is not what the endpoint documents (not JSON, wrong shape)."""
 
 
+class IgnoredFieldsWarning(UserWarning):
+    """The server ignored fields of a body that it does not know (a misspelt key of a dict body,
+    say); the answer's ``ignored_fields`` names them. A warning, not an error: the contract lets
+    fields be added, so an older server ignores a newer client's fields."""
+
+
 class ArbiterError(ArbiterClientError):
     """An answer outside 2xx, with the error object of the contract.
 
