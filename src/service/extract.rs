@@ -96,6 +96,15 @@ pub fn parse_object<T: DeserializeOwned>(text: &str) -> Result<T, ApiError> {
     json::read(text).map_err(|e| ApiError::Arbiter(e.into_error("malformed request: ")))
 }
 
+/// [`parse_object`], and the fields of `text` that `T` does not know, as an answer names them
+/// (`ignored::named`).
+pub fn parse_object_noting<T: DeserializeOwned>(text: &str) -> Result<(T, Vec<String>), ApiError> {
+    expect_object(text)?;
+    let (value, ignored) =
+        json::read_noting(text).map_err(|e| ApiError::Arbiter(e.into_error("malformed request: ")))?;
+    Ok((value, crate::contract::ignored::named(ignored)))
+}
+
 /// [`parse_object`] for a body a session stores and replays (`json::read_stored`): a body taken
 /// before an array was refused where an object is expected still replays. A live body is read
 /// by `parse_object` before it is stored.

@@ -534,6 +534,12 @@ fn fields_no_body_has_are_named_in_the_answer_not_refused() {
     let added = c.post(&jobs, &bytes(&job)).unwrap();
     assert_eq!(added.status, 201, "{}", added.text());
     assert_eq!(added.json()["ignored_fields"], json!(["slo"]));
+    // A progress report's too: a misspelt `sequence` would make every retry count.
+    let progress = format!("/v1/sessions/{}/jobs/c/progress", session["id"].as_str().unwrap());
+    let report = json!({"worker_type": "v100", "steps": 10, "throughput": 1.0, "seq": 1});
+    let reported = c.post(&progress, &bytes(&report)).unwrap();
+    assert_eq!(reported.status, 200, "{}", reported.text());
+    assert_eq!(reported.json()["ignored_fields"], json!(["seq"]));
     // Only the answer to the request that gave them names them.
     let view = c.get(&format!("/v1/sessions/{}", session["id"].as_str().unwrap())).unwrap().json();
     assert!(view.get("ignored_fields").is_none());

@@ -219,20 +219,20 @@ pub async fn progress(
     let entry = state.sessions.get(&id, &caller)?;
     // A report is checked whole before anything, a retry too (the event's replay reads a retry
     // as counted and goes no further).
-    let report: Progress = crate::service::extract::parse_object(&text)?;
+    let (report, ignored_fields): (Progress, _) = crate::service::extract::parse_object_noting(&text)?;
     Session::check_progress(&job, report.steps, report.throughput)?;
     // A retry of a report already counted: answered as the job stands, and nothing is recorded.
     // (Sequences only grow, so one already counted stays counted.)
     let session = entry.current();
     if let (Some(sequence), Ok(Some(last))) = (report.sequence, session.report_sequence(&job)) {
         if sequence <= last && session.cluster().type_index(&report.worker_type).is_some() {
-            return Ok(Json(views::job(&session, &job)?));
+            return Ok(Json(JobView { ignored_fields, ..views::job(&session, &job)? }));
         }
     }
     let event = Event::Progress { job: job.clone(), body: text };
     let view = update(&state, &caller, &id, false, move |entry, session| {
         let (event, _) = apply_live(entry, session, event)?;
-        Ok((event, views::job(session, &job)?))
+        Ok((event, JobView { ignored_fields, ..views::job(session, &job)? }))
     })
     .await?;
     Ok(Json(view))

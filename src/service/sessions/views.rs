@@ -204,8 +204,9 @@ pub struct JobView {
     /// In a composed session: admission, attained service and queueing.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub pipeline: Option<PipelineJobView>,
-    /// In the answer to the add-job request only: fields of its body that a job does not know,
-    /// which were ignored, as the contract's `ignored_fields` names them.
+    /// In the answer to the request that added the job or reported its progress only: fields of
+    /// its body that a job (or a report) does not know, which were ignored, as the contract's
+    /// `ignored_fields` names them.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub ignored_fields: Vec<String>,
 }

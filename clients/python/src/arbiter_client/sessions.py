@@ -135,7 +135,7 @@ class JobView(WireModel):
     metrics: Optional[Dict[str, float]] = None
     progress_sequence: Optional[int] = None
     pipeline: Optional[PipelineJobView] = None
-    #: In the answer to the add-job request only: fields of its body the server does not know.
+    #: In the answer to adding the job or reporting its progress only: fields the server ignored.
     ignored_fields: Optional[List[str]] = None
 
 
