@@ -7,14 +7,21 @@
 use indexmap::IndexMap;
 use serde_ignored::Path;
 
-/// An answer names at most this many paths ([`named`]); past them it says how many it left out.
+/// An answer names at most this many paths ([`IgnoredFields::named`]); past them it says how many
+/// it left out.
 pub const MAX_NAMED: usize = 32;
+
+/// Distinct paths kept, at most: past them a field is only counted, so that a body of millions of
+/// distinct unknown keys costs no more memory than one with a thousand.
+pub const MAX_KEPT: usize = 1024;
 
 /// The ignored fields of one document, in the order they were met.
 #[derive(Debug, Default)]
 pub struct IgnoredFields {
     /// Per path with `[*]` for every index: the first path met with its indices, and how many.
     patterns: IndexMap<String, (String, usize)>,
+    /// Fields met at a path not kept, once [`MAX_KEPT`] were.
+    unkept: usize,
     /// The pattern being written: a field that recurs allocates nothing.
     scratch: String,
 }
@@ -28,25 +35,41 @@ impl IgnoredFields {
             *count += 1;
             return;
         }
+        if self.patterns.len() == MAX_KEPT {
+            self.unkept += 1;
+            return;
+        }
         let mut exact = String::new();
         write_path(path, Some(&mut exact), &mut String::new());
         self.patterns.insert(self.scratch.clone(), (exact, 1));
     }
 
-    /// The paths, each once: the exact one where it occurred once, else the pattern.
-    pub fn into_paths(self) -> Vec<String> {
-        (self.patterns.into_iter()).map(|(pattern, (exact, count))| if count == 1 { exact } else { pattern }).collect()
+    /// Whether nothing was skipped.
+    pub fn is_empty(&self) -> bool {
+        self.patterns.is_empty() && self.unkept == 0
     }
-}
 
-/// `paths` as an answer names them: the first [`MAX_NAMED`], then how many were left out.
-pub fn named(mut paths: Vec<String>) -> Vec<String> {
-    if paths.len() > MAX_NAMED {
-        let left_out = paths.len() - MAX_NAMED;
-        paths.truncate(MAX_NAMED);
-        paths.push(format!("({left_out} more not named)"));
+    /// Keeps only the paths `other` skipped too (what two readings of one document both skip);
+    /// the fields `other` did not keep are not counted as skipped by both.
+    pub fn retain_in(&mut self, other: &IgnoredFields) {
+        self.patterns.retain(|pattern, _| other.patterns.contains_key(pattern));
+        if other.unkept == 0 {
+            self.unkept = 0;
+        }
     }
-    paths
+
+    /// The paths as an answer names them, each once (the exact path where it occurred once, else
+    /// the pattern), at most [`MAX_NAMED`], then how many more there were.
+    pub fn named(self) -> Vec<String> {
+        let more = self.patterns.len().saturating_sub(MAX_NAMED) + self.unkept;
+        let mut paths: Vec<String> = (self.patterns.into_iter().take(MAX_NAMED))
+            .map(|(pattern, (exact, count))| if count == 1 { exact } else { pattern })
+            .collect();
+        if more > 0 {
+            paths.push(format!("({more} more not named)"));
+        }
+        paths
+    }
 }
 
 /// Appends `path` with `[*]` for every index to `pattern`, and in the contract's notation

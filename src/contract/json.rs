@@ -3,6 +3,7 @@
 //! again with its path tracked, so naming the field costs nothing on the requests that are fine.
 
 use super::error::{ArbiterError, ErrorCode};
+use super::ignored::IgnoredFields;
 use serde::de::DeserializeOwned;
 
 /// Why a text is not a `T`: serde's message and, when it is below the document's root, the field
@@ -64,22 +65,21 @@ pub fn read<T: DeserializeOwned>(text: &str) -> Result<T, Refusal> {
 }
 
 /// [`read`], and the fields the text gives that `T` has no place for, which serde skipped
-/// (`ignored::IgnoredFields`: each path once, `[*]` where it recurs across a list; all of them,
-/// for `ignored::named` to cut to what an answer names).
+/// (`ignored::IgnoredFields`: each path once, `[*]` where it recurs across a list).
 ///
 /// Tracking every path costs a quarter more than [`read`], so the text is read as `read` reads
 /// it, noting only whether serde skipped anything; only then is it read again for the paths.
-pub fn read_noting<T: DeserializeOwned>(text: &str) -> Result<(T, Vec<String>), Refusal> {
+pub fn read_noting<T: DeserializeOwned>(text: &str) -> Result<(T, IgnoredFields), Refusal> {
     objects::SKIPPED.set(false);
     let value = read::<T>(text)?;
     if !objects::SKIPPED.get() {
-        return Ok((value, Vec::new()));
+        return Ok((value, IgnoredFields::default()));
     }
     let mut de = serde_json::Deserializer::from_str(without_bom(text));
-    let mut ignored = super::ignored::IgnoredFields::default();
+    let mut ignored = IgnoredFields::default();
     // It read once; it reads the same way again.
     let _: Result<T, _> = serde_ignored::deserialize(&mut de, |path| ignored.note(&path));
-    Ok((value, ignored.into_paths()))
+    Ok((value, ignored))
 }
 
 /// [`read`] as documents were read before an array was refused where an object is expected:
@@ -456,9 +456,10 @@ mod tests {
             "tag": {"deep": [1]}}"#;
         let (body, ignored) = read_noting::<Body>(text).unwrap();
         assert_eq!(body.jobs.len(), 2);
-        assert_eq!(ignored, ["jobs[*].model", "jobs[1].wieght", "tag"]);
+        assert_eq!(ignored.named(), ["jobs[*].model", "jobs[1].wieght", "tag"]);
         let (_, none) = read_noting::<Body>(r#"{"jobs": [{"id": "a", "weight": 1}]}"#).unwrap();
         assert!(none.is_empty());
+        assert!(none.named().is_empty());
         // Still refused as `read` refuses: an array for an object, names kept.
         let e = read_noting::<Body>(r#"{"jobs": [["a", 1]], "x": 1}"#).unwrap_err();
         assert_eq!(e.path.as_deref(), Some("jobs[0]"), "{}", e.message);
@@ -469,10 +470,15 @@ mod tests {
         let fields: Vec<String> = (0..40).map(|i| format!(r#""extra{i}": 0"#)).collect();
         let text = format!(r#"{{"jobs": [], {}}}"#, fields.join(", "));
         let (_, ignored) = read_noting::<Body>(&text).unwrap();
-        assert_eq!(ignored.len(), 40);
-        let ignored = super::super::ignored::named(ignored);
+        let ignored = ignored.named();
         assert_eq!(ignored.len(), super::super::ignored::MAX_NAMED + 1);
         assert_eq!(ignored.last().map(String::as_str), Some("(8 more not named)"));
+        // Past the paths kept, fields are counted, not kept.
+        let many = super::super::ignored::MAX_KEPT + 10;
+        let fields: Vec<String> = (0..many).map(|i| format!(r#""extra{i}": 0"#)).collect();
+        let (_, ignored) = read_noting::<Body>(&format!(r#"{{"jobs": [], {}}}"#, fields.join(", "))).unwrap();
+        let ignored = ignored.named();
+        assert_eq!(ignored.last().cloned(), Some(format!("({} more not named)", many - 32)));
     }
 
     #[test]

@@ -136,7 +136,7 @@ impl Request {
     pub fn from_json_noting(text: &str) -> Result<(Request, Vec<String>)> {
         expect_object(text)?;
         let (request, ignored) = super::json::read_noting(text).map_err(|e| e.into_error("malformed request: "))?;
-        Ok((request, super::ignored::named(ignored)))
+        Ok((request, ignored.named()))
     }
 }
 

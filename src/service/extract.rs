@@ -97,12 +97,12 @@ pub fn parse_object<T: DeserializeOwned>(text: &str) -> Result<T, ApiError> {
 }
 
 /// [`parse_object`], and the fields of `text` that `T` does not know, as an answer names them
-/// (`ignored::named`).
+/// (`IgnoredFields::named`).
 pub fn parse_object_noting<T: DeserializeOwned>(text: &str) -> Result<(T, Vec<String>), ApiError> {
     expect_object(text)?;
     let (value, ignored) =
         json::read_noting(text).map_err(|e| ApiError::Arbiter(e.into_error("malformed request: ")))?;
-    Ok((value, crate::contract::ignored::named(ignored)))
+    Ok((value, ignored.named()))
 }
 
 /// [`parse_object`] for a body a session stores and replays (`json::read_stored`): a body taken

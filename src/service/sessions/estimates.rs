@@ -67,12 +67,11 @@ pub fn ignored_in_creation(body: &str) -> Vec<String> {
 fn ignored_by_both<A: serde::de::DeserializeOwned, B: serde::de::DeserializeOwned>(body: &str) -> Vec<String> {
     let Ok((_, mut by_a)) = json::read_noting::<A>(body) else { return Vec::new() };
     if by_a.is_empty() {
-        return by_a;
+        return Vec::new();
     }
     let Ok((_, by_b)) = json::read_noting::<B>(body) else { return Vec::new() };
-    let by_b: std::collections::HashSet<String> = by_b.into_iter().collect();
-    by_a.retain(|path| by_b.contains(path));
-    crate::contract::ignored::named(by_a)
+    by_a.retain_in(&by_b);
+    by_a.named()
 }
 
 /// Refuses a live add-job body whose `estimated_throughput` or `profile` do not read (a
