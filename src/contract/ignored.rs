@@ -58,6 +58,11 @@ impl IgnoredFields {
         }
     }
 
+    /// Forgets a path read by other means (`pattern`: with `[*]` for its indices).
+    pub fn forget(&mut self, pattern: &str) {
+        self.patterns.shift_remove(pattern);
+    }
+
     /// The paths as an answer names them, each once (the exact path where it occurred once, else
     /// the pattern), at most [`MAX_NAMED`], then how many more there were.
     pub fn named(self) -> Vec<String> {

@@ -523,6 +523,9 @@ fn fields_no_body_has_are_named_in_the_answer_not_refused() {
     // `estimated_throughput`) are fields of a session's job, not ignored.
     let mut create = request.clone();
     create["round_secs"] = json!(60);
+    // Read, and refused unless they ask for nothing: not ignored.
+    create["space_sharing"] = json!(false);
+    create["colocations"] = json!([]);
     create["jobs"][1]["profile"] = json!(false);
     let created = c.post("/v1/sessions", &bytes(&create)).unwrap();
     assert_eq!(created.status, 201, "{}", created.text());

@@ -55,17 +55,23 @@ struct CheckedCreation {
 /// The fields of a live add-job body that neither a job of the contract nor its marks
 /// (`estimated_throughput`, `profile`) know: ignored by both readings.
 pub fn ignored_in_job(body: &str) -> Vec<String> {
-    ignored_by_both::<JobSpec, CheckedMarks>(body)
+    ignored_by_both::<JobSpec, CheckedMarks>(body, &[])
 }
 
-/// The fields of a live creation body that neither the session nor its jobs' marks know.
+/// The fields of a live creation body that neither the session nor its jobs' marks know. The
+/// contract's `space_sharing` and `colocations` are read too (`spec::refuse_space_sharing`).
 pub fn ignored_in_creation(body: &str) -> Vec<String> {
-    ignored_by_both::<super::spec::CreateSession, CheckedCreation>(body)
+    ignored_by_both::<super::spec::CreateSession, CheckedCreation>(body, &["space_sharing", "colocations"])
 }
 
-/// The paths `A` ignores that `B` ignores too (a body both read; nothing if either refuses it).
-fn ignored_by_both<A: serde::de::DeserializeOwned, B: serde::de::DeserializeOwned>(body: &str) -> Vec<String> {
+/// The paths `A` ignores that `B` ignores too (a body both read; nothing if either refuses it),
+/// but for those `read_elsewhere`.
+fn ignored_by_both<A: serde::de::DeserializeOwned, B: serde::de::DeserializeOwned>(
+    body: &str,
+    read_elsewhere: &[&str],
+) -> Vec<String> {
     let Ok((_, mut by_a)) = json::read_noting::<A>(body) else { return Vec::new() };
+    read_elsewhere.iter().for_each(|path| by_a.forget(path));
     if by_a.is_empty() {
         return Vec::new();
     }
