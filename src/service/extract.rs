@@ -3,6 +3,7 @@
 
 use super::error::ApiError;
 use super::state::SharedState;
+use crate::contract::ignored::IgnoredFields;
 use crate::contract::json;
 use crate::error::{ArbiterError, ErrorCode};
 use axum::body::Bytes;
@@ -96,13 +97,10 @@ pub fn parse_object<T: DeserializeOwned>(text: &str) -> Result<T, ApiError> {
     json::read(text).map_err(|e| ApiError::Arbiter(e.into_error("malformed request: ")))
 }
 
-/// [`parse_object`], and the fields of `text` that `T` does not know, as an answer names them
-/// (`IgnoredFields::named`).
-pub fn parse_object_noting<T: DeserializeOwned>(text: &str) -> Result<(T, Vec<String>), ApiError> {
+/// [`parse_object`], and the fields of `text` that `T` does not know (`json::read_noting`).
+pub fn parse_object_noting<T: DeserializeOwned>(text: &str) -> Result<(T, IgnoredFields), ApiError> {
     expect_object(text)?;
-    let (value, ignored) =
-        json::read_noting(text).map_err(|e| ApiError::Arbiter(e.into_error("malformed request: ")))?;
-    Ok((value, ignored.named()))
+    json::read_noting(text).map_err(|e| ApiError::Arbiter(e.into_error("malformed request: ")))
 }
 
 /// [`parse_object`] for a body a session stores and replays (`json::read_stored`): a body taken

@@ -8,12 +8,13 @@
 use super::super::error::{ApiError, ApiResult};
 use super::events::Event;
 use super::spec::Spec;
+use crate::contract::ignored::IgnoredFields;
 use crate::contract::json;
 use crate::error::{ArbiterError, ErrorCode};
 use crate::estimator::fill::fill_missing;
 use crate::mechanism::Session;
 use crate::request::{ClusterSpec, JobSpec, Request};
-use crate::service::extract::parse_object;
+use crate::service::extract::{parse_object, parse_object_noting};
 use crate::service::quotas::Limits;
 use crate::workload::throughputs::ThroughputTable;
 use serde::Deserialize;
@@ -52,32 +53,27 @@ struct CheckedCreation {
     jobs: Vec<CheckedMarks>,
 }
 
-/// The fields of a live add-job body that neither a job of the contract nor its marks
-/// (`estimated_throughput`, `profile`) know: ignored by both readings.
-pub fn ignored_in_job(body: &str) -> Vec<String> {
-    ignored_by_both::<JobSpec, CheckedMarks>(body, &[])
+/// A live body as the session stores it (filled when the session estimates), and the fields of
+/// the body given that were ignored, as an answer names them.
+pub struct Filled {
+    pub body: String,
+    pub ignored_fields: Vec<String>,
 }
 
-/// The fields of a live creation body that neither the session nor its jobs' marks know. The
-/// contract's `space_sharing` and `colocations` are read too (`spec::refuse_space_sharing`).
-pub fn ignored_in_creation(body: &str) -> Vec<String> {
-    ignored_by_both::<super::spec::CreateSession, CheckedCreation>(body, &["space_sharing", "colocations"])
-}
-
-/// The paths `A` ignores that `B` ignores too (a body both read; nothing if either refuses it),
-/// but for those `read_elsewhere`.
-fn ignored_by_both<A: serde::de::DeserializeOwned, B: serde::de::DeserializeOwned>(
+/// The paths of `ignored` (what one strict reading of `body` skipped) that reading it as `B`
+/// (its marks) skips too, but for those `read_elsewhere`: the fields the session ignores.
+fn ignored_also_by<B: serde::de::DeserializeOwned>(
+    mut ignored: IgnoredFields,
     body: &str,
     read_elsewhere: &[&str],
 ) -> Vec<String> {
-    let Ok((_, mut by_a)) = json::read_noting::<A>(body) else { return Vec::new() };
-    read_elsewhere.iter().for_each(|path| by_a.forget(path));
-    if by_a.is_empty() {
+    read_elsewhere.iter().for_each(|path| ignored.forget(path));
+    if ignored.is_empty() {
         return Vec::new();
     }
     let Ok((_, by_b)) = json::read_noting::<B>(body) else { return Vec::new() };
-    by_a.retain_in(&by_b);
-    by_a.named()
+    ignored.retain_in(&by_b);
+    ignored.named()
 }
 
 /// Refuses a live add-job body whose `estimated_throughput` or `profile` do not read (a
@@ -120,14 +116,15 @@ pub fn fill_added_job(
     spec: &Spec,
     session: &Session,
     reference: Option<&ThroughputTable>,
-) -> ApiResult<String> {
+) -> ApiResult<Filled> {
     // Read strictly first (keys given twice, types, arrays for objects, the field named): an
     // estimating session's body is rewritten below, and a rewritten body has lost what the strict
     // reading refuses.
-    parse_object::<JobSpec>(body)?;
+    let (_, ignored) = parse_object_noting::<JobSpec>(body)?;
     check_marks(body)?;
+    let ignored_fields = ignored_also_by::<CheckedMarks>(ignored, body, &[]);
     if spec.create.estimate_missing != Some(true) {
-        return Ok(body.to_string());
+        return Ok(Filled { body: body.to_string(), ignored_fields });
     }
     // Then added as a session that does not estimate adds it (to a copy): a body it refuses is
     // refused with the same error here, before an estimate could fail on it first. Whether the
@@ -136,19 +133,26 @@ pub fn fill_added_job(
     let cluster = &spec.create.cluster;
     let job: Value = serde_json::from_str(body)
         .map_err(|e| ArbiterError::new(ErrorCode::MalformedRequest, format!("malformed request: {e}")))?;
-    Ok(fill_job(&job, cluster, reference)?.to_string())
+    Ok(Filled { body: fill_job(&job, cluster, reference)?.to_string(), ignored_fields })
 }
 
 /// A session creation body whose jobs are filled when it asks for `estimate_missing`, checked
 /// first as every creation body is (with the caller's `quota`).
-pub fn fill_created(body: &str, reference: Option<&ThroughputTable>, quota: Option<&Limits>) -> ApiResult<String> {
+pub fn fill_created(body: &str, reference: Option<&ThroughputTable>, quota: Option<&Limits>) -> ApiResult<Filled> {
     // Not an object, or not JSON: the session's parse refuses it with its own message.
     if crate::service::extract::expect_object(body).is_err() {
-        return Ok(body.to_string());
+        return Ok(Filled { body: body.to_string(), ignored_fields: Vec::new() });
     }
-    // Read strictly first: the body is rewritten below (see `fill_added_job`).
-    parse_object::<super::spec::CreateSession>(body)?;
+    // Read strictly first: the body is rewritten below (see `fill_added_job`). The contract's
+    // `space_sharing` and `colocations` are read too (`spec::refuse_space_sharing`).
+    let (_, ignored) = parse_object_noting::<super::spec::CreateSession>(body)?;
     parse_object::<CheckedCreation>(body)?;
+    let ignored_fields = ignored_also_by::<CheckedCreation>(ignored, body, &["space_sharing", "colocations"]);
+    Ok(Filled { body: estimated_creation(body, reference, quota)?, ignored_fields })
+}
+
+/// A creation body (read strictly) with its jobs filled when it asks for `estimate_missing`.
+fn estimated_creation(body: &str, reference: Option<&ThroughputTable>, quota: Option<&Limits>) -> ApiResult<String> {
     let Ok(mut create) = serde_json::from_str::<Value>(body) else { return Ok(body.to_string()) };
     if create.get("estimate_missing") != Some(&Value::Bool(true)) {
         return Ok(body.to_string());

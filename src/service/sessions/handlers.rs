@@ -87,10 +87,9 @@ pub async fn create(State(state): State<SharedState>, Caller(caller): Caller, bo
     let (entry, ignored_fields) = state
         .limiter
         .run(move || -> ApiResult<_> {
-            let given = body.text()?;
-            let text = super::estimates::fill_created(given, shared.reference.as_deref(), quota.as_ref())?;
-            let entry = shared.sessions.create(id, &text, owner, quota.as_ref())?;
-            Ok((entry, super::estimates::ignored_in_creation(given)))
+            let filled = super::estimates::fill_created(body.text()?, shared.reference.as_deref(), quota.as_ref())?;
+            let entry = shared.sessions.create(id, &filled.body, owner, quota.as_ref())?;
+            Ok((entry, filled.ignored_fields))
         })
         .await??;
     let view = views::session(&entry.id, entry.created_at, &entry.spec, &entry.current())?;
@@ -170,14 +169,14 @@ pub(crate) async fn add_job_text(
     let limits = caller.counted().copied();
     update(state, caller, id, false, move |entry, session| {
         check_jobs(limits.as_ref(), session.num_jobs() + 1)?;
-        let body = super::estimates::fill_added_job(&text, &entry.spec, session, reference.as_deref())?;
-        let event = Event::AddJob { body };
+        let filled = super::estimates::fill_added_job(&text, &entry.spec, session, reference.as_deref())?;
+        let event = Event::AddJob { body: filled.body };
         let (event, _) = apply_live(entry, session, event)?;
         let added = session.job_ids().last().cloned().ok_or_else(|| ApiError::Internal("no job added".into()))?;
         if let Some(never) = super::spec::never_runs(session, &added) {
             return Err(ArbiterError::at(never.code, never.field, format!("job {added:?}: {}", never.why)).into());
         }
-        let view = JobView { ignored_fields: super::estimates::ignored_in_job(&text), ..views::job(session, &added)? };
+        let view = JobView { ignored_fields: filled.ignored_fields, ..views::job(session, &added)? };
         Ok((event, view))
     })
     .await
@@ -219,7 +218,8 @@ pub async fn progress(
     let entry = state.sessions.get(&id, &caller)?;
     // A report is checked whole before anything, a retry too (the event's replay reads a retry
     // as counted and goes no further).
-    let (report, ignored_fields): (Progress, _) = crate::service::extract::parse_object_noting(&text)?;
+    let (report, ignored): (Progress, _) = crate::service::extract::parse_object_noting(&text)?;
+    let ignored_fields = ignored.named();
     Session::check_progress(&job, report.steps, report.throughput)?;
     // A retry of a report already counted: answered as the job stands, and nothing is recorded.
     // (Sequences only grow, so one already counted stays counted.)
